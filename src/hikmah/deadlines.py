@@ -1,0 +1,47 @@
+"""Deadline parsing: epoch milliseconds, ``YYYY-MM-DD[THH:MM[:SS]]`` (UTC), ``+Nh`` / ``+Nd``."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+from hikmah.errors import InvalidInput
+
+_RELATIVE = re.compile(r"\+(\d{1,6})([mhdw])")
+_UNIT_MS = {"m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
+_ABSOLUTE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?Z?")
+
+
+def parse_deadline(value: int | str, now_ms: int) -> int:
+    """Turn a deadline as written by a person or script into epoch milliseconds.
+
+    Raises:
+        InvalidInput: when the value is none of the accepted forms.
+    """
+    if isinstance(value, bool):
+        raise InvalidInput("deadline must be epoch milliseconds or a date, not a boolean")
+    if isinstance(value, int):
+        if value < 0:
+            raise InvalidInput("deadline must not be before 1970")
+        return value
+    text = value.strip()
+    if text.isdigit():
+        return int(text)
+    if match := _RELATIVE.fullmatch(text):
+        return now_ms + int(match.group(1)) * _UNIT_MS[match.group(2)]
+    if _ABSOLUTE.fullmatch(text):
+        try:
+            parsed = datetime.fromisoformat(text.rstrip("Z").replace(" ", "T"))
+        except ValueError:
+            pass
+        else:
+            return int(parsed.replace(tzinfo=UTC).timestamp() * 1000)
+    raise InvalidInput(
+        "deadline is not understood: use epoch milliseconds,"
+        " YYYY-MM-DD[THH:MM[:SS]] in UTC, or +Nm/+Nh/+Nd/+Nw from now"
+    )
+
+
+def format_ms(ms: int) -> str:
+    """An epoch-millisecond time as ISO 8601 UTC, for people."""
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,335 @@
+"""Derived indexes over LMDB, rebuildable from the ledger.
+
+Every structure here is a function of the ledger; :func:`apply_payload` is
+the one place a ledger payload changes them, used both by live writes and by
+``rebuild``. The layout keeps recall cheap as memory grows:
+
+- ``docs``: document number (dense u32, in write order) → msgpack trace.
+- ``ids``: trace id → document number.
+- ``features``: chunks of :data:`CHUNK` fixed-size rows (numpy structured
+  array bytes), one row per document: what scoring needs, read in bulk.
+- ``postings``: ``term \\0 window`` → packed sorted u32 document numbers, one
+  key per window of :data:`WINDOW` documents, so that an append rewrites at
+  most one small value and a term is read with a few cursor steps. Tags are
+  terms prefixed with ``\\x01``.
+- ``claims``: ``normalised key \\0 docno`` → normalised value, active traces only.
+- ``deadlines``: ``deadline ms (u64) docno`` → empty, active commitments only.
+- ``links``: superseded docno → id of the trace that superseded it.
+- ``scopes``: scope → u32 id (``global`` is 0).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from hikmah.tokenizer import terms
+from hikmah.trace import (
+    KINDS,
+    PRIVACIES,
+    STATUSES,
+    Status,
+    Trace,
+    normalize_claim_key,
+    normalize_claim_value,
+)
+
+CHUNK = 256
+WINDOW = 4096
+TAG_PREFIX = "\x01"
+NO_DEADLINE = -1
+GLOBAL_SCOPE_ID = 0
+
+FEATURES = np.dtype(
+    [
+        ("created", "<i8"),
+        ("deadline", "<i8"),
+        ("salience", "<f4"),
+        ("confidence", "<f4"),
+        ("authority", "<f4"),
+        ("scope", "<u4"),
+        ("nterms", "<u2"),
+        ("kind", "u1"),
+        ("status", "u1"),
+        ("verified", "u1"),
+        ("privacy", "u1"),
+        ("present", "u1"),
+        ("_pad", "u1"),
+    ]
+)
+FeatureArray = npt.NDArray[np.void]
+DocArray = npt.NDArray[np.uint32]
+
+KIND_CODE = {kind: code for code, kind in enumerate(KINDS)}
+STATUS_CODE = {status: code for code, status in enumerate(STATUSES)}
+PRIVACY_CODE = {privacy: code for code, privacy in enumerate(PRIVACIES)}
+
+_U32 = struct.Struct(">I")
+_DEADLINE_KEY = struct.Struct(">QI")
+_TRACE_ENCODER = msgspec.msgpack.Encoder()
+_TRACE_DECODER = msgspec.msgpack.Decoder(Trace)
+
+
+class RemovePayload(msgspec.Struct, frozen=True, tag_field="type", tag="purge"):
+    """A purge tombstone: the trace leaves every index and recall."""
+
+    id: str
+    reason: str
+
+
+class RememberPayload(msgspec.Struct, frozen=True, tag_field="type", tag="remember"):
+    trace: Trace
+
+
+class SupersedePayload(msgspec.Struct, frozen=True, tag_field="type", tag="supersede"):
+    old_id: str
+    new_id: str
+
+
+class FulfillPayload(msgspec.Struct, frozen=True, tag_field="type", tag="fulfill"):
+    id: str
+    by: str | None = None
+
+
+Payload = RememberPayload | SupersedePayload | FulfillPayload | RemovePayload
+PAYLOAD_DECODER = msgspec.json.Decoder(Payload)
+PAYLOAD_ENCODER = msgspec.json.Encoder()
+
+
+@dataclass(frozen=True)
+class Databases:
+    """The named LMDB sub-databases of one environment."""
+
+    meta: Any
+    ledger: Any
+    docs: Any
+    ids: Any
+    features: Any
+    postings: Any
+    claims: Any
+    deadlines: Any
+    links: Any
+    scopes: Any
+
+    def derived(self) -> Iterator[Any]:
+        """Every database that a rebuild recreates from the ledger."""
+        yield from (
+            self.docs,
+            self.ids,
+            self.features,
+            self.postings,
+            self.claims,
+            self.deadlines,
+            self.links,
+            self.scopes,
+        )
+
+
+def u32(value: int) -> bytes:
+    return _U32.pack(value)
+
+
+def deadline_key(deadline: int, docno: int) -> bytes:
+    return _DEADLINE_KEY.pack(deadline, docno)
+
+
+def split_deadline_key(key: bytes) -> tuple[int, int]:
+    deadline, docno = _DEADLINE_KEY.unpack(key)
+    return int(deadline), int(docno)
+
+
+def encode_trace(trace: Trace) -> bytes:
+    return _TRACE_ENCODER.encode(trace)
+
+
+def decode_trace(data: bytes) -> Trace:
+    return _TRACE_DECODER.decode(data)
+
+
+def docno_of(txn: Any, dbs: Databases, trace_id: str) -> int | None:
+    raw = txn.get(trace_id.encode(), db=dbs.ids)
+    return None if raw is None else int(_U32.unpack(raw)[0])
+
+
+def trace_at(txn: Any, dbs: Databases, docno: int) -> Trace:
+    return decode_trace(bytes(txn.get(u32(docno), db=dbs.docs)))
+
+
+def read_chunk(txn: Any, dbs: Databases, chunk: int) -> FeatureArray:
+    """The feature rows of one chunk (a writable copy), zeroed where never written."""
+    raw = txn.get(u32(chunk), db=dbs.features)
+    if raw is None:
+        return np.zeros(CHUNK, dtype=FEATURES)
+    return np.frombuffer(raw, dtype=FEATURES).copy()
+
+
+def feature_row(txn: Any, dbs: Databases, docno: int) -> np.void:
+    row: np.void = read_chunk(txn, dbs, docno // CHUNK)[docno % CHUNK]
+    return row
+
+
+def status_of(txn: Any, dbs: Databases, docno: int) -> Status:
+    status: Status = STATUSES[int(feature_row(txn, dbs, docno)["status"])]  # type: ignore[assignment]
+    return status
+
+
+def postings(txn: Any, dbs: Databases, term: str) -> DocArray:
+    """Every document number holding ``term``, ascending."""
+    prefix = term.encode() + b"\x00"
+    cursor = txn.cursor(db=dbs.postings)
+    parts: list[DocArray] = []
+    if cursor.set_range(prefix):
+        for key, value in cursor:
+            if not key.startswith(prefix):
+                break
+            parts.append(np.frombuffer(value, dtype=">u4"))
+    if not parts:
+        return np.empty(0, dtype=np.uint32)
+    return np.concatenate(parts).astype(np.uint32)
+
+
+def doc_terms(trace: Trace) -> list[str]:
+    """The index terms of a trace: its content terms and its tags."""
+    return [*terms(trace.content), *(TAG_PREFIX + tag for tag in trace.tags)]
+
+
+def scope_id(txn: Any, dbs: Databases, scope: str, *, create: bool) -> int | None:
+    if scope == "global":
+        return GLOBAL_SCOPE_ID
+    raw = txn.get(scope.encode(), db=dbs.scopes)
+    if raw is not None:
+        return int(_U32.unpack(raw)[0])
+    if not create:
+        return None
+    new = int(txn.stat(dbs.scopes)["entries"]) + 1
+    txn.put(scope.encode(), u32(new), db=dbs.scopes)
+    return new
+
+
+def next_docno(txn: Any, dbs: Databases) -> int:
+    raw = txn.get(b"next_doc", db=dbs.meta)
+    return 0 if raw is None else int(_U32.unpack(raw)[0])
+
+
+def apply_payload(txn: Any, dbs: Databases, payload: Payload, dirty: set[int]) -> None:
+    """Make the derived indexes reflect one more ledger record.
+
+    Args:
+        txn: an open write transaction.
+        dbs: the databases.
+        payload: the record's decoded payload.
+        dirty: collects the feature chunks this changed (for caches).
+    """
+    if isinstance(payload, RememberPayload):
+        _add(txn, dbs, payload.trace, dirty)
+        return
+    target = payload.old_id if isinstance(payload, SupersedePayload) else payload.id
+    docno = docno_of(txn, dbs, target)
+    if docno is None:
+        # A reference ledger may name a trace that never existed; the importer
+        # reports it, and the index has nothing to change.
+        return
+    trace = trace_at(txn, dbs, docno)
+    if isinstance(payload, SupersedePayload):
+        _set_status(txn, dbs, docno, "superseded", dirty)
+        txn.put(u32(docno), payload.new_id.encode(), db=dbs.links)
+    elif isinstance(payload, FulfillPayload):
+        _set_status(txn, dbs, docno, "fulfilled", dirty)
+    else:
+        _set_status(txn, dbs, docno, "purged", dirty)
+        _remove_postings(txn, dbs, trace, docno)
+    _leave_active_indexes(txn, dbs, trace, docno)
+
+
+def _add(txn: Any, dbs: Databases, trace: Trace, dirty: set[int]) -> None:
+    docno = next_docno(txn, dbs)
+    txn.put(b"next_doc", u32(docno + 1), db=dbs.meta)
+    txn.put(u32(docno), encode_trace(trace), db=dbs.docs)
+    txn.put(trace.id.encode(), u32(docno), db=dbs.ids)
+
+    chunk = read_chunk(txn, dbs, docno // CHUNK)
+    row = chunk[docno % CHUNK]
+    row["created"] = trace.created_at
+    row["deadline"] = NO_DEADLINE if trace.deadline is None else trace.deadline
+    row["salience"] = trace.salience
+    row["confidence"] = trace.confidence
+    row["authority"] = trace.provenance.authority
+    row["scope"] = scope_id(txn, dbs, trace.scope, create=True)
+    row["nterms"] = min(len(terms(trace.content)), 0xFFFF)
+    row["kind"] = KIND_CODE[trace.kind]
+    row["status"] = STATUS_CODE["active"]
+    row["verified"] = trace.provenance.verified
+    row["privacy"] = PRIVACY_CODE[trace.privacy]
+    row["present"] = 1
+    txn.put(u32(docno // CHUNK), chunk.tobytes(), db=dbs.features)
+    dirty.add(docno // CHUNK)
+
+    window = u32(docno // WINDOW)
+    mine = np.array([docno], dtype=">u4").tobytes()
+    for term in doc_terms(trace):
+        key = term.encode() + b"\x00" + window
+        old = txn.get(key, db=dbs.postings)
+        txn.put(key, mine if old is None else bytes(old) + mine, db=dbs.postings)
+
+    if trace.claim_key is not None and trace.claim_value is not None:
+        txn.put(
+            _claim_key(trace.claim_key, docno),
+            normalize_claim_value(trace.claim_value).encode(),
+            db=dbs.claims,
+        )
+    if trace.kind == "commitment" and trace.deadline is not None:
+        txn.put(deadline_key(trace.deadline, docno), b"", db=dbs.deadlines)
+
+
+def _set_status(txn: Any, dbs: Databases, docno: int, status: Status, dirty: set[int]) -> None:
+    chunk = read_chunk(txn, dbs, docno // CHUNK)
+    chunk[docno % CHUNK]["status"] = STATUS_CODE[status]
+    txn.put(u32(docno // CHUNK), chunk.tobytes(), db=dbs.features)
+    dirty.add(docno // CHUNK)
+
+
+def _leave_active_indexes(txn: Any, dbs: Databases, trace: Trace, docno: int) -> None:
+    if trace.claim_key is not None:
+        txn.delete(_claim_key(trace.claim_key, docno), db=dbs.claims)
+    if trace.deadline is not None:
+        txn.delete(deadline_key(trace.deadline, docno), db=dbs.deadlines)
+
+
+def _remove_postings(txn: Any, dbs: Databases, trace: Trace, docno: int) -> None:
+    window = u32(docno // WINDOW)
+    for term in doc_terms(trace):
+        key = term.encode() + b"\x00" + window
+        old = txn.get(key, db=dbs.postings)
+        if old is None:
+            continue
+        docs = np.frombuffer(old, dtype=">u4")
+        kept = docs[docs != docno]
+        if len(kept):
+            txn.put(key, kept.tobytes(), db=dbs.postings)
+        else:
+            txn.delete(key, db=dbs.postings)
+
+
+def _claim_key(key: str, docno: int) -> bytes:
+    return normalize_claim_key(key).encode() + b"\x00" + u32(docno)
+
+
+def claim_entries(
+    txn: Any, dbs: Databases, key: str | None = None
+) -> Iterable[tuple[str, int, str]]:
+    """(normalised key, docno, normalised value) of active claims, for one key or all."""
+    prefix = b"" if key is None else normalize_claim_key(key).encode() + b"\x00"
+    cursor = txn.cursor(db=dbs.claims)
+    if not cursor.set_range(prefix):
+        return
+    for raw_key, value in cursor:
+        if not raw_key.startswith(prefix):
+            break
+        name, docno = raw_key[:-5], _U32.unpack(raw_key[-4:])[0]
+        yield bytes(name).decode(), int(docno), bytes(value).decode()

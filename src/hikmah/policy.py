@@ -1,0 +1,227 @@
+"""The kernel policy: every number recall and the write rules use.
+
+The policy is a frozen msgspec Struct decoded from TOML. Each field carries
+its range and its reason (``description``) in one place, so validation, the
+error messages and ``hikmah policy --print-defaults`` all come from the same
+declaration. Unknown keys are an error, named with their path.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from pathlib import Path
+from typing import Annotated
+
+import msgspec
+
+from hikmah.errors import PolicyError
+
+Weight = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+
+
+Days = Annotated[float, msgspec.Meta(gt=0.0)]
+Count = Annotated[int, msgspec.Meta(ge=1)]
+
+
+def _doc(description: str) -> msgspec.Meta:
+    return msgspec.Meta(description=description)
+
+
+def _at_most_one(section: object, first: str, second: str) -> None:
+    total = getattr(section, first) + getattr(section, second)
+    if total > 1.0 + 1e-9:
+        raise ValueError(f"recall.{first} + recall.{second} must be at most 1 (is {total:g})")
+
+
+class _Section(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    pass
+
+
+class RecallPolicy(_Section, frozen=True):
+    """Resonance Recall weights (primary seed, "Resonance Recall")."""
+
+    lexical_coverage: Annotated[
+        Weight, _doc("weight of query-term coverage in the lexical score")
+    ] = 0.7
+    lexical_jaccard: Annotated[
+        Weight, _doc("weight of query/trace term Jaccard overlap in the lexical score")
+    ] = 0.3
+    match_floor: Annotated[
+        Weight, _doc("lexical score of a trace that matches at least one query term")
+    ] = 0.15
+    cue_lexical: Annotated[
+        Weight, _doc("weight of the lexical score in the cue when the query has terms and tags")
+    ] = 0.8
+    cue_tag: Annotated[
+        Weight, _doc("weight of tag coverage in the cue when the query has terms and tags")
+    ] = 0.2
+    meta_recency: Annotated[Weight, _doc("weight of recency in meta")] = 0.25
+    meta_salience: Annotated[Weight, _doc("weight of salience in meta")] = 0.20
+    meta_confidence: Annotated[Weight, _doc("weight of confidence in meta")] = 0.20
+    meta_provenance: Annotated[
+        Weight, _doc("weight of provenance (authority, verification) in meta")
+    ] = 0.25
+    meta_prospective: Annotated[Weight, _doc("weight of commitment urgency in meta")] = 0.10
+    relevance_base: Annotated[Weight, _doc("share of the score that relevance alone gives")] = 0.55
+    metadata_share: Annotated[Weight, _doc("share of the score that meta scales")] = 0.45
+    recency_scale_days: Annotated[Days, _doc("age in days at which recency has halved")] = 30.0
+    unverified_provenance_factor: Annotated[
+        Weight, _doc("provenance multiplier for unverified traces")
+    ] = 0.65
+    prospective_scale_days: Annotated[
+        Days, _doc("days before a deadline at which urgency has halved")
+    ] = 7.0
+    undated_commitment_urgency: Annotated[
+        Weight, _doc("urgency of a commitment without a deadline")
+    ] = 0.35
+    overdue_floor: Annotated[
+        Weight, _doc("lowest score of an overdue commitment, recalled even without a cue")
+    ] = 0.15
+    listing_scale: Annotated[
+        Weight, _doc("score factor on meta when a query has neither terms nor tags")
+    ] = 0.5
+    redundant_at: Annotated[Weight, _doc("overlap at which a result folds into a better one")] = 0.8
+    redundancy_penalty: Annotated[
+        Weight, _doc("score penalty per unit of overlap with a better result")
+    ] = 0.35
+
+    def __post_init__(self) -> None:
+        _at_most_one(self, "lexical_coverage", "lexical_jaccard")
+        _at_most_one(self, "cue_lexical", "cue_tag")
+        _at_most_one(self, "relevance_base", "metadata_share")
+        if self.relevance_base <= 0:
+            raise ValueError("recall.relevance_base must be greater than 0")
+
+
+class RemindersPolicy(_Section, frozen=True):
+    """When the daemon's promise queue speaks up."""
+
+    lead_minutes: Annotated[
+        int, msgspec.Meta(ge=0, description="minutes before a deadline the first reminder fires")
+    ] = 30
+
+
+class VaultPolicy(_Section, frozen=True):
+    """Encrypted payloads with per-trace keys (needed for sensitive traces)."""
+
+    enabled: Annotated[
+        bool, msgspec.Meta(description="encrypt every trace's text under keys held in the keyring")
+    ] = False
+
+
+class KernelPolicy(_Section, frozen=True):
+    """Everything the kernel decides by number. Defaults match the reference."""
+
+    working_set_limit: Annotated[Count, _doc("most traces a focus capsule holds")] = 12
+    recall_limit: Annotated[
+        Count, _doc("most results one recall returns (and the default --limit)")
+    ] = 8
+    minimum_recall_score: Annotated[
+        float, msgspec.Meta(gt=0.0, le=1.0, description="lowest cue that is recalled")
+    ] = 0.12
+    allow_sensitive_persistence: Annotated[
+        bool,
+        msgspec.Meta(description="accept privacy=sensitive traces (requires [vault] enabled)"),
+    ] = False
+    consolidation_min_support: Annotated[Count, _doc("traces a proposal needs")] = 2
+    consolidation_min_independent_sources: Annotated[
+        Count, _doc("independent sources a proposal needs")
+    ] = 2
+    consolidation_min_confidence: Annotated[
+        Weight, _doc("proposal confidence needed to be eligible")
+    ] = 0.6
+    recall: RecallPolicy = RecallPolicy()
+    reminders: RemindersPolicy = RemindersPolicy()
+    vault: VaultPolicy = VaultPolicy()
+
+    def __post_init__(self) -> None:
+        if self.allow_sensitive_persistence and not self.vault.enabled:
+            raise ValueError(
+                "allow_sensitive_persistence needs [vault] enabled = true: sensitive text"
+                " is only ever stored encrypted"
+            )
+
+
+def parse_policy(text: str, *, origin: str = "policy") -> KernelPolicy:
+    """Decode a policy from TOML text.
+
+    Raises:
+        PolicyError: naming the file, the key path and what is wrong.
+    """
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PolicyError(f"{origin}: not valid TOML: {exc}") from None
+    for value in _floats(data):
+        if not math.isfinite(value):
+            raise PolicyError(f"{origin}: numbers must be finite (found {value})")
+    try:
+        return msgspec.convert(data, KernelPolicy)
+    except msgspec.ValidationError as exc:
+        raise PolicyError(f"{origin}: {exc}") from None
+
+
+def load_policy(path: Path | None) -> KernelPolicy:
+    """Load the policy file at ``path``; the defaults when it is None or absent."""
+    if path is None or not path.exists():
+        return KernelPolicy()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PolicyError(f"{path}: cannot be read: {exc}") from None
+    return parse_policy(text, origin=str(path))
+
+
+def _floats(data: object) -> list[float]:
+    if isinstance(data, float):
+        return [data]
+    if isinstance(data, dict):
+        return [f for v in data.values() for f in _floats(v)]
+    return []
+
+
+def render_policy(policy: KernelPolicy) -> str:
+    """The policy as TOML, each key with its meaning and range as a comment."""
+    lines = ["# Hikmah kernel policy. Every key is optional; unknown keys are an error.", ""]
+    _render_section(policy, None, lines)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _render_section(section: _Section, name: str | None, lines: list[str]) -> None:
+    info = msgspec.inspect.type_info(type(section))
+    assert isinstance(info, msgspec.inspect.StructType)
+    nested: list[tuple[str, _Section]] = []
+    if name is not None:
+        lines.append(f"[{name}]")
+    for field in info.fields:
+        value = getattr(section, field.name)
+        if isinstance(value, _Section):
+            nested.append((field.name, value))
+            continue
+        lines.append(f"# {_describe(field.type)}")
+        lines.append(f"{field.name} = {_toml_scalar(value)}")
+    lines.append("")
+    for child_name, child in nested:
+        _render_section(child, child_name if name is None else f"{name}.{child_name}", lines)
+
+
+def _describe(kind: msgspec.inspect.Type) -> str:
+    description = ""
+    while isinstance(kind, msgspec.inspect.Metadata):
+        description = (kind.extra_json_schema or {}).get("description", description)
+        kind = kind.type
+    bounds = [
+        f"{symbol} {bound:g}"
+        for attr, symbol in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
+        if (bound := getattr(kind, attr, None)) is not None
+    ]
+    return f"{description} ({', '.join(bounds)})" if bounds else description
+
+
+def _toml_scalar(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)

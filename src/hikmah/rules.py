@@ -1,0 +1,203 @@
+"""Every rule a write must pass, in one place (REFERENCE.md, "Trace and store rules").
+
+:func:`build_trace` turns a :class:`~hikmah.trace.Draft` into a
+:class:`~hikmah.trace.Trace` or raises the typed error that says why not.
+Whatever path a write takes (RPC, import, promotion, prediction), it comes
+through here, so a rule cannot be forgotten on one of them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator
+
+from hikmah.deadlines import parse_deadline
+from hikmah.errors import (
+    ConflictError,
+    InvalidInput,
+    NotFound,
+    PolicyError,
+    ProvenanceRefused,
+)
+from hikmah.policy import KernelPolicy
+from hikmah.principal import AgentSession, is_agent_locator, refuse_in_agent_session, stamp_locator
+from hikmah.secrets import check_fields
+from hikmah.trace import (
+    DEFAULT_AUTHORITY,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_PRIVACY,
+    DEFAULT_SALIENCE,
+    DEFAULT_SOURCE,
+    GLOBAL_SCOPE,
+    Draft,
+    Provenance,
+    Status,
+    Trace,
+    is_model_source,
+    new_trace_id,
+    normalize_tag,
+)
+
+_SCOPE = re.compile(r"global|[a-z][a-z0-9_-]{0,31}:\S.{0,1023}", re.S)
+
+
+def build_trace(
+    draft: Draft,
+    *,
+    now_ms: int,
+    policy: KernelPolicy,
+    session: AgentSession | None = None,
+    superseded: tuple[Trace, Status] | None = None,
+    trace_id: str | None = None,
+    created_at: int | None = None,
+    allow_prediction: bool = False,
+) -> Trace:
+    """Validate a draft and make the trace it describes.
+
+    Args:
+        draft: what the writer asked for.
+        now_ms: the time of the write, epoch milliseconds.
+        policy: the policy in force.
+        session: the agent session the writer runs in, if any; its writes are
+            stamped and may not be verified.
+        superseded: the trace named by ``draft.supersedes`` and its status,
+            looked up by the caller (None when it does not exist).
+        trace_id: an id to keep (import); a new one is made otherwise.
+        created_at: a creation time to keep (import); ``now_ms`` otherwise.
+        allow_prediction: True only on the ``predict`` path.
+
+    Raises:
+        InvalidInput, SecretDetected, ProvenanceRefused, AgentRestricted,
+        NotFound, ConflictError, PolicyError: the first rule the draft breaks.
+    """
+    content = draft.content.strip()
+    if not content:
+        raise InvalidInput("content is empty: say what should be remembered")
+    if draft.kind == "prediction" and not allow_prediction:
+        raise InvalidInput("kind prediction is written with predict, which records the forecast")
+    if draft.kind != "prediction" and (draft.family or draft.value or draft.answer_space):
+        raise InvalidInput("family, value and answer_space belong to predictions only")
+    for name, number in _scores(draft):
+        if not (math.isfinite(number) and 0.0 <= number <= 1.0):
+            raise InvalidInput(f"{name} must be between 0 and 1")
+    if (draft.claim_key is None) != (draft.claim_value is None):
+        raise InvalidInput("give both claim_key and claim_value, or neither")
+    if draft.claim_key is not None and not draft.claim_key.strip():
+        raise InvalidInput("claim_key is empty")
+    scope = (draft.scope or GLOBAL_SCOPE).strip()
+    if not _SCOPE.fullmatch(scope):
+        raise InvalidInput(
+            "scope must be 'global' or 'kind:value', e.g. project:/path or person:ana"
+        )
+    tags = tuple(dict.fromkeys(t for t in map(normalize_tag, draft.tags) if t))
+    if any(not tag.isprintable() for tag in tags):
+        raise InvalidInput("tags must be printable text without control characters")
+    if draft.claim_key is not None and not draft.claim_key.isprintable():
+        raise InvalidInput("claim_key must be printable text without control characters")
+    source = (draft.source or "").strip() or DEFAULT_SOURCE
+    check_fields(_writer_fields(draft, tags, source, scope))
+
+    if session is not None and draft.verified:
+        refuse_in_agent_session(session, "remember --verified")
+    locator = stamp_locator(session, draft.locator)
+    if draft.verified and is_model_source(source):
+        raise ProvenanceRefused(
+            "a model: source cannot be verified: model output never verifies itself;"
+            " a person can verify it by superseding it with a verified correction"
+        )
+    if draft.verified and is_agent_locator(locator):
+        raise ProvenanceRefused(
+            "a trace written in an agent session cannot be verified; a person verifies it"
+            " from their own terminal with remember --verified --supersedes ID"
+        )
+    if draft.privacy == "sensitive" and not policy.allow_sensitive_persistence:
+        raise PolicyError(
+            "sensitive traces are refused: enable [vault] and allow_sensitive_persistence"
+            " in the policy to keep them encrypted, or store a reference instead"
+        )
+
+    new_id = trace_id or new_trace_id(now_ms)
+    if draft.supersedes is not None:
+        _check_supersession(draft, new_id, source, superseded)
+
+    return Trace(
+        id=new_id,
+        kind=draft.kind,
+        content=content,
+        tags=tags,
+        created_at=now_ms if created_at is None else created_at,
+        deadline=None if draft.deadline is None else parse_deadline(draft.deadline, now_ms),
+        salience=_or(draft.salience, DEFAULT_SALIENCE),
+        confidence=_or(draft.confidence, DEFAULT_CONFIDENCE),
+        privacy=draft.privacy or DEFAULT_PRIVACY,
+        provenance=Provenance(
+            source=source,
+            locator=locator,
+            observed_at=now_ms if created_at is None else created_at,
+            authority=_or(draft.authority, DEFAULT_AUTHORITY),
+            verified=draft.verified,
+            evidence=draft.evidence,
+        ),
+        claim_key=None if draft.claim_key is None else draft.claim_key.strip(),
+        claim_value=None if draft.claim_value is None else draft.claim_value.strip(),
+        supersedes=draft.supersedes,
+        scope=scope,
+        family=draft.family,
+        value=draft.value,
+        answer_space=draft.answer_space,
+        prediction_type=draft.prediction_type,
+        probability=draft.probability,
+    )
+
+
+def _check_supersession(
+    draft: Draft, new_id: str, source: str, superseded: tuple[Trace, Status] | None
+) -> None:
+    if draft.supersedes == new_id:
+        raise InvalidInput("a trace cannot supersede itself")
+    if is_model_source(source):
+        raise ProvenanceRefused(
+            "a model: source cannot supersede a trace: model output never corrects memory"
+            " on its own; record an observation and let a person correct it"
+        )
+    if superseded is None:
+        raise NotFound(f"cannot supersede {draft.supersedes}: no trace has that id")
+    old, status = superseded
+    if status != "active":
+        raise ConflictError(
+            f"cannot supersede {old.id}: it is {status}; correct the trace that replaced it"
+        )
+    if old.provenance.verified and not draft.verified:
+        raise ProvenanceRefused(
+            f"an unverified trace cannot supersede the verified trace {old.id};"
+            " a person can write a verified correction"
+        )
+
+
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else value
+
+
+def _scores(draft: Draft) -> Iterator[tuple[str, float]]:
+    for name in ("salience", "confidence", "authority", "probability"):
+        number = getattr(draft, name)
+        if number is not None:
+            yield name, float(number)
+
+
+def _writer_fields(
+    draft: Draft, tags: tuple[str, ...], source: str, scope: str
+) -> Iterator[tuple[str, str | None]]:
+    yield "content", draft.content
+    for index, tag in enumerate(tags):
+        yield f"tags[{index}]", tag
+    yield "claim_key", draft.claim_key
+    yield "claim_value", draft.claim_value
+    yield "source", source
+    yield "locator", draft.locator
+    yield "scope", scope
+    yield "family", draft.family
+    yield "value", draft.value
+    for index, answer in enumerate(draft.answer_space):
+        yield f"answer_space[{index}]", answer

@@ -1,0 +1,572 @@
+"""The durable store: one LMDB environment holding the ledger and its derived indexes.
+
+Writes come in batches (:meth:`Store.apply`): the daemon's writer task hands
+over every request that arrived while the previous batch committed, and the
+whole batch becomes one durable transaction. Each operation in a batch is
+validated on its own, so one refusal never costs the others their write.
+
+The acknowledged head lives outside the LMDB file (``head.json``) so that a
+record appended behind the store's back shows up as an unacknowledged tail.
+Before each commit the head file records the batch's last record as
+*pending*; on open, a pending head that the ledger ends with exactly is
+acknowledged (the commit happened), and anything past it is a tail that a
+person must inspect. This costs one small fsync per batch, not per write.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import struct
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import lmdb
+import msgspec
+import numpy as np
+
+from hikmah import index
+from hikmah.errors import (
+    ConflictError,
+    HikmahError,
+    InvalidInput,
+    LedgerError,
+    NotFound,
+    StoreFull,
+)
+from hikmah.index import (
+    CHUNK,
+    FEATURES,
+    PAYLOAD_DECODER,
+    PAYLOAD_ENCODER,
+    Databases,
+    FeatureArray,
+    FulfillPayload,
+    Payload,
+    RememberPayload,
+    RemovePayload,
+    SupersedePayload,
+)
+from hikmah.ledger import (
+    GENESIS,
+    Head,
+    Record,
+    VerifyReport,
+    decode_record,
+    encode_record,
+    read_head_file,
+    verify,
+    write_head_file,
+)
+from hikmah.policy import KernelPolicy
+from hikmah.principal import AgentSession, refuse_in_agent_session
+from hikmah.rules import build_trace
+from hikmah.secrets import check_fields
+from hikmah.trace import STATUSES, Draft, Status, Trace, normalize_claim_value
+
+log = logging.getLogger(__name__)
+
+HEAD_FILE = "head.json"
+LMDB_DIR = "lmdb"
+DEFAULT_MAP_SIZE = 1 << 30
+MAX_MAP_SIZE = 1 << 40
+_SEQ = struct.Struct(">Q")
+
+
+class Remember(msgspec.Struct, frozen=True, kw_only=True):
+    """Write a trace (and supersede the one it names)."""
+
+    draft: Draft
+    session: AgentSession | None = None
+    trace_id: str | None = None
+    created_at: int | None = None
+    allow_prediction: bool = False
+
+
+class Fulfill(msgspec.Struct, frozen=True, kw_only=True):
+    """Mark an active commitment done."""
+
+    id: str
+    by: str | None = None
+    session: AgentSession | None = None
+
+
+class Purge(msgspec.Struct, frozen=True, kw_only=True):
+    """Retention deletion: a tombstone, and the trace leaves every index."""
+
+    id: str
+    reason: str
+    session: AgentSession | None = None
+
+
+Operation = Remember | Fulfill | Purge
+
+
+class Written(msgspec.Struct, frozen=True, kw_only=True):
+    """What one successful operation wrote."""
+
+    id: str
+    seq: int
+    trace: Trace | None = None
+    status: Status = "active"
+    conflicts: list[str] = msgspec.field(default_factory=list)
+
+
+Outcome = Written | HikmahError
+
+
+class StoredTrace(msgspec.Struct, frozen=True, kw_only=True):
+    """A trace with the state the ledger has given it since."""
+
+    trace: Trace
+    status: Status
+    superseded_by: str | None = None
+
+
+class ConflictValue(msgspec.Struct, frozen=True):
+    value: str
+    ids: list[str]
+
+
+class ConflictGroup(msgspec.Struct, frozen=True):
+    key: str
+    values: list[ConflictValue]
+
+
+class Store:
+    """The ledger and its indexes in one LMDB environment under ``data_dir``.
+
+    Not thread-safe for writes: one writer (the daemon's writer task) calls
+    :meth:`apply`; reads may come from anywhere in the same thread.
+    """
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        map_size: int = DEFAULT_MAP_SIZE,
+        max_map_size: int = MAX_MAP_SIZE,
+        durable: bool = True,
+    ) -> None:
+        data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.data_dir = data_dir
+        self.head_path = data_dir / HEAD_FILE
+        self.max_map_size = max(map_size, max_map_size)
+        self.env: Any = lmdb.open(
+            str(data_dir / LMDB_DIR),
+            map_size=map_size,
+            max_dbs=16,
+            sync=durable,
+            metasync=durable,
+            readahead=False,
+            mode=0o600,
+        )
+        self.dbs = Databases(
+            meta=self.env.open_db(b"meta"),
+            ledger=self.env.open_db(b"ledger"),
+            docs=self.env.open_db(b"docs"),
+            ids=self.env.open_db(b"ids"),
+            features=self.env.open_db(b"features"),
+            postings=self.env.open_db(b"postings"),
+            claims=self.env.open_db(b"claims"),
+            deadlines=self.env.open_db(b"deadlines"),
+            links=self.env.open_db(b"links"),
+            scopes=self.env.open_db(b"scopes"),
+        )
+        self._features: FeatureArray | None = None
+        self.head_error: str | None = None
+        self.head: Head | None = self._load_head()
+
+    def close(self) -> None:
+        self.env.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- head ---------------------------------------------------------------
+
+    def _load_head(self) -> Head | None:
+        try:
+            acknowledged, pending = read_head_file(self.head_path)
+        except LedgerError as exc:
+            self.head_error = str(exc)
+            return None
+        if pending is not None:
+            with self.env.begin() as txn:
+                raw = txn.get(_SEQ.pack(pending.seq), db=self.dbs.ledger)
+            if raw is not None and decode_record(bytes(raw)).hash == pending.hash:
+                return pending
+        return acknowledged
+
+    def _last_record(self, txn: Any) -> Head | None:
+        cursor = txn.cursor(db=self.dbs.ledger)
+        if not cursor.last():
+            return None
+        record = decode_record(bytes(cursor.value()))
+        return Head(seq=record.seq, hash=record.hash)
+
+    # -- writes -------------------------------------------------------------
+
+    def apply(
+        self, operations: Sequence[Operation], *, now_ms: int, policy: KernelPolicy
+    ) -> list[Outcome]:
+        """Validate and durably commit a batch; one outcome per operation, in order.
+
+        Raises:
+            StoreFull: the map cannot grow or the disk is full; nothing was written.
+        """
+        while True:
+            try:
+                return self._apply_once(operations, now_ms, policy)
+            except lmdb.MapFullError:
+                self._grow()
+            except lmdb.Error as exc:
+                if getattr(exc, "errno", None) == errno.ENOSPC or "No space" in str(exc):
+                    raise StoreFull(
+                        "the disk is full: nothing was written; free space and retry"
+                    ) from None
+                raise
+
+    def _grow(self) -> None:
+        current = int(self.env.info()["map_size"])
+        if current >= self.max_map_size:
+            raise StoreFull(
+                f"the store reached its size limit ({current >> 20} MiB): nothing was written"
+            )
+        new = min(current * 2, self.max_map_size)
+        log.info("growing the LMDB map from %d to %d MiB", current >> 20, new >> 20)
+        self.env.set_mapsize(new)
+
+    def _apply_once(
+        self, operations: Sequence[Operation], now_ms: int, policy: KernelPolicy
+    ) -> list[Outcome]:
+        outcomes: list[Outcome] = []
+        dirty: set[int] = set()
+        txn = self.env.begin(write=True)
+        try:
+            last = self._last_record(txn)
+            if self.head_error is not None or (last is not None and last != self.head):
+                error = ConflictError(
+                    "the ledger has records no write of this store acknowledged (or its head"
+                    " is unreadable): nothing is written until a person runs"
+                    " hikmah verify-ledger and accepts or resets the head"
+                )
+                txn.abort()
+                return [error for _ in operations]
+            seq, prev = (0, GENESIS) if last is None else (last.seq, last.hash)
+            for operation in operations:
+                try:
+                    payloads = self._validate(txn, operation, now_ms, policy)
+                except HikmahError as exc:
+                    outcomes.append(exc)
+                    continue
+                for payload in payloads:
+                    record = encode_record(seq + 1, prev, PAYLOAD_ENCODER.encode(payload))
+                    txn.put(_SEQ.pack(record.seq), record.line, db=self.dbs.ledger, append=True)
+                    index.apply_payload(txn, self.dbs, payload, dirty)
+                    seq, prev = record.seq, record.hash
+                outcomes.append(self._written(txn, payloads[0], seq))
+            if (last is not None and seq == last.seq) or (last is None and seq == 0):
+                txn.abort()
+                return outcomes
+            new_head = Head(seq=seq, hash=prev)
+            write_head_file(self.head_path, self.head, new_head)
+            txn.commit()
+        except BaseException:
+            txn.abort()
+            raise
+        self.head = new_head
+        self._refresh_features(dirty)
+        return outcomes
+
+    def _validate(
+        self, txn: Any, operation: Operation, now_ms: int, policy: KernelPolicy
+    ) -> list[Payload]:
+        if isinstance(operation, Remember):
+            return self._validate_remember(txn, operation, now_ms, policy)
+        docno = index.docno_of(txn, self.dbs, operation.id)
+        if docno is None:
+            raise NotFound(f"no trace has id {operation.id}")
+        trace = index.trace_at(txn, self.dbs, docno)
+        status = index.status_of(txn, self.dbs, docno)
+        if isinstance(operation, Fulfill):
+            if trace.kind != "commitment":
+                raise InvalidInput(f"{operation.id} is a {trace.kind}, not a commitment")
+            if status != "active":
+                raise ConflictError(f"{operation.id} is {status}, not an open commitment")
+            return [FulfillPayload(id=operation.id, by=operation.by)]
+        refuse_in_agent_session(operation.session, "purge")
+        if not operation.reason.strip():
+            raise InvalidInput("purge needs a reason, kept in the tombstone for the audit trail")
+        check_fields([("reason", operation.reason)])
+        if status == "purged":
+            raise ConflictError(f"{operation.id} is already purged")
+        return [RemovePayload(id=operation.id, reason=operation.reason.strip())]
+
+    def _validate_remember(
+        self, txn: Any, operation: Remember, now_ms: int, policy: KernelPolicy
+    ) -> list[Payload]:
+        draft = operation.draft
+        superseded: tuple[Trace, Status] | None = None
+        if draft.supersedes is not None:
+            old = index.docno_of(txn, self.dbs, draft.supersedes)
+            if old is not None:
+                superseded = (
+                    index.trace_at(txn, self.dbs, old),
+                    index.status_of(txn, self.dbs, old),
+                )
+        trace = build_trace(
+            draft,
+            now_ms=now_ms,
+            policy=policy,
+            session=operation.session,
+            superseded=superseded,
+            trace_id=operation.trace_id,
+            created_at=operation.created_at,
+            allow_prediction=operation.allow_prediction,
+        )
+        if index.docno_of(txn, self.dbs, trace.id) is not None:
+            raise ConflictError(f"a trace with id {trace.id} exists already")
+        payloads: list[Payload] = [RememberPayload(trace=trace)]
+        if trace.supersedes is not None:
+            payloads.append(SupersedePayload(old_id=trace.supersedes, new_id=trace.id))
+        return payloads
+
+    def _written(self, txn: Any, payload: Payload, seq: int) -> Written:
+        if isinstance(payload, RememberPayload):
+            trace = payload.trace
+            return Written(
+                id=trace.id, seq=seq, trace=trace, conflicts=self._conflicts_for(txn, trace)
+            )
+        status: Status = "fulfilled" if isinstance(payload, FulfillPayload) else "purged"
+        assert not isinstance(payload, SupersedePayload)
+        return Written(id=payload.id, seq=seq, status=status)
+
+    # -- reads --------------------------------------------------------------
+
+    def read(self) -> Any:
+        """A read transaction (a consistent snapshot); use as a context manager."""
+        return self.env.begin()
+
+    def get(self, trace_id: str) -> StoredTrace:
+        """One trace with its status.
+
+        Raises:
+            NotFound: no trace has that id, or it was purged.
+        """
+        with self.read() as txn:
+            found = self._stored(txn, trace_id)
+        if found is None or found.status == "purged":
+            raise NotFound(f"no trace has id {trace_id}")
+        return found
+
+    def _stored(self, txn: Any, trace_id: str) -> StoredTrace | None:
+        docno = index.docno_of(txn, self.dbs, trace_id)
+        if docno is None:
+            return None
+        link = txn.get(index.u32(docno), db=self.dbs.links)
+        return StoredTrace(
+            trace=index.trace_at(txn, self.dbs, docno),
+            status=index.status_of(txn, self.dbs, docno),
+            superseded_by=None if link is None else bytes(link).decode(),
+        )
+
+    def history(self, trace_id: str) -> list[StoredTrace]:
+        """The correction chain a trace belongs to, oldest first."""
+        with self.read() as txn:
+            current = self._stored(txn, trace_id)
+            if current is None or current.status == "purged":
+                raise NotFound(f"no trace has id {trace_id}")
+            chain = [current]
+            seen = {trace_id}
+            while (older := chain[0].trace.supersedes) and older not in seen:
+                seen.add(older)
+                found = self._stored(txn, older)
+                if found is None:
+                    break
+                chain.insert(0, found)
+            while (newer := chain[-1].superseded_by) and newer not in seen:
+                seen.add(newer)
+                found = self._stored(txn, newer)
+                if found is None:
+                    break
+                chain.append(found)
+        return [entry for entry in chain if entry.status != "purged"]
+
+    def _conflicts_for(self, txn: Any, trace: Trace) -> list[str]:
+        if trace.claim_key is None or trace.claim_value is None:
+            return []
+        mine = normalize_claim_value(trace.claim_value)
+        return [
+            index.trace_at(txn, self.dbs, docno).id
+            for _key, docno, value in index.claim_entries(txn, self.dbs, trace.claim_key)
+            if value != mine
+        ]
+
+    def conflicts_for(self, txn: Any, trace: Trace) -> list[str]:
+        """Ids of active traces claiming a different value for the same key."""
+        return self._conflicts_for(txn, trace)
+
+    def conflicts(self) -> list[ConflictGroup]:
+        """Every open conflict, grouped by normalised key and value."""
+        groups: dict[str, dict[str, list[str]]] = {}
+        with self.read() as txn:
+            for key, docno, value in index.claim_entries(txn, self.dbs):
+                trace_id = index.trace_at(txn, self.dbs, docno).id
+                groups.setdefault(key, {}).setdefault(value, []).append(trace_id)
+        return [
+            ConflictGroup(key, [ConflictValue(v, ids) for v, ids in sorted(values.items())])
+            for key, values in sorted(groups.items())
+            if len(values) > 1
+        ]
+
+    def commitments(self, *, until_ms: int | None = None) -> list[StoredTrace]:
+        """Active commitments with a deadline, soonest first, up to ``until_ms``."""
+        out: list[StoredTrace] = []
+        with self.read() as txn:
+            cursor = txn.cursor(db=self.dbs.deadlines)
+            for key in cursor.iternext(values=False):
+                deadline, docno = index.split_deadline_key(bytes(key))
+                if until_ms is not None and deadline > until_ms:
+                    break
+                out.append(StoredTrace(trace=index.trace_at(txn, self.dbs, docno), status="active"))
+        return out
+
+    def traces(self, *, include_inactive: bool = True) -> Iterator[StoredTrace]:
+        """Every trace in write order (purged ones never), for export."""
+        with self.read() as txn:
+            features = self.features(txn)
+            cursor = txn.cursor(db=self.dbs.docs)
+            for key, value in cursor:
+                docno = int(struct.unpack(">I", key)[0])
+                status = STATUSES[int(features[docno]["status"])]
+                if status == "purged" or (not include_inactive and status != "active"):
+                    continue
+                link = txn.get(key, db=self.dbs.links)
+                yield StoredTrace(
+                    trace=index.decode_trace(bytes(value)),
+                    status=status,  # type: ignore[arg-type]
+                    superseded_by=None if link is None else bytes(link).decode(),
+                )
+
+    def counts(self) -> dict[str, int]:
+        """How many traces are in each status."""
+        with self.read() as txn:
+            features = self.features(txn)
+        present = features[features["present"] == 1]
+        by_status = np.bincount(present["status"], minlength=len(STATUSES))
+        return {status: int(n) for status, n in zip(STATUSES, by_status, strict=True)}
+
+    # -- the feature columns --------------------------------------------------
+
+    def features(self, txn: Any) -> FeatureArray:
+        """Every document's feature row, indexed by document number.
+
+        Loaded on first use (not at open, so start-up does not grow with the
+        store) and kept current by :meth:`apply`.
+        """
+        if self._features is None:
+            self._features = self._load_features(txn)
+        return self._features[: index.next_docno(txn, self.dbs)]
+
+    def _load_features(self, txn: Any) -> FeatureArray:
+        count = index.next_docno(txn, self.dbs)
+        chunks = -(-count // CHUNK)
+        array = np.zeros(max(chunks, 1) * CHUNK, dtype=FEATURES)
+        cursor = txn.cursor(db=self.dbs.features)
+        for key, value in cursor:
+            chunk = int(struct.unpack(">I", key)[0])
+            array[chunk * CHUNK : (chunk + 1) * CHUNK] = np.frombuffer(value, dtype=FEATURES)
+        return array
+
+    def _refresh_features(self, dirty: set[int]) -> None:
+        if self._features is None or not dirty:
+            return
+        needed = (max(dirty) + 1) * CHUNK
+        if needed > len(self._features):
+            grown = np.zeros(max(needed, 2 * len(self._features)), dtype=FEATURES)
+            grown[: len(self._features)] = self._features
+            self._features = grown
+        with self.read() as txn:
+            for chunk in dirty:
+                self._features[chunk * CHUNK : (chunk + 1) * CHUNK] = index.read_chunk(
+                    txn, self.dbs, chunk
+                )
+
+    # -- the ledger -------------------------------------------------------------
+
+    def records(self, txn: Any) -> Iterator[tuple[int, bytes]]:
+        """(key, line) of every ledger record, in key order."""
+        for key, value in txn.cursor(db=self.dbs.ledger):
+            yield int(_SEQ.unpack(key)[0]), bytes(value)
+
+    def verify(self, *, expect_head: Head | None = None) -> VerifyReport:
+        """Check the hash chain and the head (REFERENCE.md, "Ledger")."""
+        with self.read() as txn:
+            return verify(
+                self.records(txn), self.head, expect_head=expect_head, head_error=self.head_error
+            )
+
+    def accept_tail(self, *, session: AgentSession | None = None) -> VerifyReport:
+        """Acknowledge records past the head, if everything up to the head verifies.
+
+        Raises:
+            AgentRestricted: inside an agent session.
+            LedgerError: the chain is broken before or inside the tail.
+        """
+        refuse_in_agent_session(session, "verify-ledger --accept-tail")
+        report = self.verify()
+        other = [e for e in report.errors if "unacknowledged" not in e]
+        if other:
+            raise LedgerError(
+                "the tail is not accepted: the ledger has other errors: " + "; ".join(other)
+            )
+        return self._move_head()
+
+    def reset_head(self, *, session: AgentSession | None = None) -> VerifyReport:
+        """Rewrite the head from the ledger's last record.
+
+        Raises:
+            AgentRestricted: inside an agent session.
+        """
+        refuse_in_agent_session(session, "verify-ledger --reset-head")
+        return self._move_head()
+
+    def _move_head(self) -> VerifyReport:
+        with self.read() as txn:
+            last = self._last_record(txn)
+        if last is not None:
+            write_head_file(self.head_path, last, None)
+        self.head, self.head_error = last, None
+        return self.verify()
+
+    def rebuild_index(self, progress: Callable[[int], None] | None = None) -> int:
+        """Recreate every derived index from the ledger; returns the records replayed."""
+        dirty: set[int] = set()
+        count = 0
+        with self.env.begin(write=True) as txn:
+            for db in self.dbs.derived():
+                txn.drop(db, delete=False)
+            txn.delete(b"next_doc", db=self.dbs.meta)
+            for _key, line in self.records(txn):
+                record = decode_record(line)
+                index.apply_payload(txn, self.dbs, decode_payload(record), dirty)
+                count += 1
+                if progress is not None and count % 10_000 == 0:
+                    progress(count)
+        self._features = None
+        return count
+
+
+def decode_payload(record: Record) -> Payload:
+    """The typed payload of one of our own ledger records."""
+    try:
+        return PAYLOAD_DECODER.decode(record.payload)
+    except msgspec.DecodeError as exc:
+        raise LedgerError(
+            f"record {record.seq} has a payload this version cannot read: {exc}"
+        ) from None

@@ -1,0 +1,148 @@
+"""The trace model: what one memory is, and the defaults a write starts from.
+
+A :class:`Trace` is immutable once written. Its status (active, superseded,
+fulfilled, purged) is derived state kept by the store, never a field, because
+a correction is a new trace that supersedes the old one rather than an edit.
+Times are epoch milliseconds (``int``); the kernel never reads the clock.
+"""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+from typing import Literal, get_args
+
+import msgspec
+
+Kind = Literal[
+    "observation",
+    "episode",
+    "belief",
+    "procedure",
+    "commitment",
+    "preference",
+    "constraint",
+    "outcome",
+    "correction",
+    "prediction",
+]
+Status = Literal["active", "superseded", "fulfilled", "purged"]
+Privacy = Literal["public", "private", "sensitive"]
+PredictionType = Literal["noul", "choice", "score"]
+
+KINDS: tuple[str, ...] = get_args(Kind)
+STATUSES: tuple[str, ...] = get_args(Status)
+PRIVACIES: tuple[str, ...] = get_args(Privacy)
+
+DEFAULT_AUTHORITY = 0.5
+DEFAULT_SALIENCE = 0.5
+DEFAULT_CONFIDENCE = 0.5
+DEFAULT_SOURCE = "unknown"
+DEFAULT_PRIVACY: Privacy = "private"
+GLOBAL_SCOPE = "global"
+
+
+class Provenance(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Where a trace came from. ``source`` and ``verified`` are the writer's claims."""
+
+    source: str = DEFAULT_SOURCE
+    locator: str | None = None
+    observed_at: int = 0
+    authority: float = DEFAULT_AUTHORITY
+    verified: bool = False
+    # Traces a promoted belief rests on (consolidation); empty for direct writes.
+    evidence: tuple[str, ...] = ()
+
+
+class Trace(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One memory. Every field is fixed at write time."""
+
+    id: str
+    kind: Kind
+    content: str
+    tags: tuple[str, ...] = ()
+    created_at: int
+    deadline: int | None = None
+    salience: float = DEFAULT_SALIENCE
+    confidence: float = DEFAULT_CONFIDENCE
+    privacy: Privacy = DEFAULT_PRIVACY
+    provenance: Provenance = Provenance()
+    claim_key: str | None = None
+    claim_value: str | None = None
+    supersedes: str | None = None
+    scope: str = GLOBAL_SCOPE
+    # Predictions only (kind == "prediction").
+    family: str | None = None
+    value: str | None = None
+    answer_space: tuple[str, ...] = ()
+    prediction_type: PredictionType | None = None
+    probability: float | None = None
+
+
+class Draft(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What a writer asks for; :func:`hikmah.rules.build_trace` turns it into a Trace.
+
+    ``None`` means "take the default", so that a JSON Lines import line or an
+    RPC call may give only ``kind`` and ``content``.
+    """
+
+    content: str
+    kind: Kind = "observation"
+    tags: tuple[str, ...] = ()
+    deadline: int | str | None = None
+    salience: float | None = None
+    confidence: float | None = None
+    privacy: Privacy | None = None
+    source: str | None = None
+    locator: str | None = None
+    authority: float | None = None
+    verified: bool = False
+    evidence: tuple[str, ...] = ()
+    claim_key: str | None = None
+    claim_value: str | None = None
+    supersedes: str | None = None
+    scope: str | None = None
+    family: str | None = None
+    value: str | None = None
+    answer_space: tuple[str, ...] = ()
+    prediction_type: PredictionType | None = None
+    probability: float | None = None
+
+
+def new_trace_id(now_ms: int) -> str:
+    """A time-sortable, stable id: ``tr_`` + 12 hex digits of milliseconds + 10 random.
+
+    Ids sort by creation time across processes; the random part (40 bits)
+    makes a collision within one millisecond negligible, and the store
+    refuses a duplicate id anyway.
+    """
+    return f"tr_{now_ms & 0xFFFF_FFFF_FFFF:012x}{os.urandom(5).hex()}"
+
+
+def _collapse(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFC", text).split())
+
+
+def normalize_claim_key(key: str) -> str:
+    """Claim keys compare by Unicode NFC form, collapsed whitespace and case."""
+    return _collapse(key).lower()
+
+
+def normalize_claim_value(value: str) -> str:
+    """Claim values compare by Unicode NFC form and collapsed whitespace; case is kept."""
+    return _collapse(value)
+
+
+def normalize_tag(tag: str) -> str:
+    """Tags are trimmed and lowercased."""
+    return tag.strip().lower()
+
+
+def normalize_content(content: str) -> str:
+    """The form near-duplicate detection compares: whitespace collapsed, lowercase."""
+    return " ".join(content.split()).lower()
+
+
+def is_model_source(source: str) -> bool:
+    """``model:`` sources are model output: never verified, never authoritative."""
+    return source.strip().lower().startswith("model:")

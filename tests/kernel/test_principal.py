@@ -1,0 +1,373 @@
+"""Tests for agent-session detection, locator stamping and refusals."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hikmah.errors import AgentRestricted
+from hikmah.principal import (
+    USER_CONFIGURATION,
+    AgentSession,
+    detect_agent_session,
+    is_agent_locator,
+    merge_sessions,
+    refuse_in_agent_session,
+    restriction_message,
+    stamp_locator,
+)
+
+SESSION_ID = re.compile(r"[A-Za-z0-9._-]{1,64}|unknown")
+
+CLAUDE_SETTINGS = [
+    "USE_BEDROCK",
+    "USE_VERTEX",
+    "USE_FOUNDRY",
+    "SKIP_BEDROCK_AUTH",
+    "SKIP_VERTEX_AUTH",
+    "MAX_OUTPUT_TOKENS",
+    "DISABLE_NONESSENTIAL_TRAFFIC",
+    "ENABLE_TELEMETRY",
+    "ENHANCED_TELEMETRY_BETA",
+    "OAUTH_TOKEN",
+    "CLIENT_CERT",
+    "CLIENT_KEY",
+    "CLIENT_KEY_PASSPHRASE",
+    "GIT_BASH_PATH",
+]
+SETTINGS = ["CODEX_HOME", *("CLAUDE_CODE_" + s for s in CLAUDE_SETTINGS)]
+
+
+def session(host: str = "claude-code", sid: str = "s1", *names: str) -> AgentSession:
+    return AgentSession(host=host, session_id=sid, variables=tuple(sorted(names)))
+
+
+# --- detection per host -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("environ", "host", "sid"),
+    [
+        ({"CLAUDECODE": "1"}, "claude-code", "unknown"),
+        ({"CLAUDE_CODE_ENTRYPOINT": "cli"}, "claude-code", "unknown"),
+        ({"CLAUDECODE": "1", "CLAUDE_CODE_SESSION_ID": "abc-123"}, "claude-code", "abc-123"),
+        ({"CODEX_SANDBOX": "seatbelt"}, "codex", "unknown"),
+        ({"CODEX_SESSION_ID": "c.1"}, "codex", "c.1"),
+        ({"CODEX_THREAD_ID": "t_9"}, "codex", "t_9"),
+        ({"CURSOR_AGENT": "1"}, "cursor", "unknown"),
+        ({"CURSOR_SESSION_ID": "cur1"}, "cursor", "cur1"),
+        ({"CURSOR_TRACE_ID": "tr1"}, "cursor", "tr1"),
+        ({"GEMINI_CLI": "1"}, "gemini-cli", "unknown"),
+        ({"AI_AGENT": "yes"}, "ai-agent", "unknown"),
+    ],
+)
+def test_each_host_is_detected(environ: dict[str, str], host: str, sid: str) -> None:
+    found = detect_agent_session({"PATH": "/usr/bin", "HOME": "/home/p", **environ})
+    assert found == AgentSession(host=host, session_id=sid, variables=tuple(sorted(environ)))
+
+
+def test_plain_environment_is_not_a_session() -> None:
+    assert detect_agent_session({}) is None
+    assert detect_agent_session({"PATH": "/bin", "TERM": "xterm", "EDITOR": "vi"}) is None
+
+
+@pytest.mark.parametrize(
+    "name", ["claudecode", "CLAUDE_CODEX", "XCODEX_A", "GEMINI_CLI_X", "AI_AGENTS", "CURSOR"]
+)
+def test_near_misses_are_not_detected(name: str) -> None:
+    assert detect_agent_session({name: "1"}) is None
+
+
+def test_precedence_follows_host_order() -> None:
+    environ = {
+        "AI_AGENT": "1",
+        "GEMINI_CLI": "1",
+        "CURSOR_SESSION_ID": "cur",
+        "CODEX_SESSION_ID": "cod",
+        "CLAUDE_CODE_SESSION_ID": "cla",
+    }
+    found = detect_agent_session(environ)
+    assert found is not None
+    assert (found.host, found.session_id) == ("claude-code", "cla")
+    # Every host's variables are listed, not only the winner's.
+    assert found.variables == tuple(sorted(environ))
+
+    del environ["CLAUDE_CODE_SESSION_ID"]
+    found = detect_agent_session(environ)
+    assert found is not None and (found.host, found.session_id) == ("codex", "cod")
+
+    del environ["CODEX_SESSION_ID"]
+    found = detect_agent_session(environ)
+    assert found is not None and (found.host, found.session_id) == ("cursor", "cur")
+
+    del environ["CURSOR_SESSION_ID"]
+    found = detect_agent_session(environ)
+    assert found is not None and found.host == "gemini-cli"
+
+    del environ["GEMINI_CLI"]
+    found = detect_agent_session(environ)
+    assert found is not None and found.host == "ai-agent"
+
+
+def test_winner_session_id_comes_from_winner_only() -> None:
+    # Codex's id must not be borrowed for a claude-code session without one.
+    found = detect_agent_session({"CLAUDECODE": "1", "CODEX_SESSION_ID": "cod"})
+    assert found is not None
+    assert (found.host, found.session_id) == ("claude-code", "unknown")
+
+
+# --- exclusions and blanks ------------------------------------------------------
+
+
+def test_settings_list_matches_spec() -> None:
+    assert frozenset(SETTINGS) == USER_CONFIGURATION
+
+
+@pytest.mark.parametrize("name", SETTINGS)
+def test_each_person_setting_alone_is_not_detected(name: str) -> None:
+    assert detect_agent_session({name: "1", "PATH": "/bin"}) is None
+
+
+def test_settings_are_not_listed_when_a_session_is_detected() -> None:
+    environ = dict.fromkeys(SETTINGS, "1") | {"CLAUDECODE": "1"}
+    found = detect_agent_session(environ)
+    assert found is not None
+    assert found.variables == ("CLAUDECODE",)
+
+
+def test_all_settings_together_are_not_detected() -> None:
+    assert detect_agent_session(dict.fromkeys(SETTINGS, "value")) is None
+
+
+@pytest.mark.parametrize("value", ["", " ", "\t", "\n", " \r\n "])
+def test_blank_values_do_not_count(value: str) -> None:
+    names = ["CLAUDECODE", "CLAUDE_CODE_X", "CODEX_X", "CURSOR_X", "GEMINI_CLI", "AI_AGENT"]
+    assert detect_agent_session(dict.fromkeys(names, value)) is None
+    found = detect_agent_session({"CLAUDECODE": value, "CODEX_X": "1"})
+    assert found is not None
+    assert (found.host, found.variables) == ("codex", ("CODEX_X",))
+
+
+# --- session ids -------------------------------------------------------------
+
+
+# host, a marker variable that keeps the host detected without any id, the id variables.
+ID_HOSTS = [
+    ("claude-code", "CLAUDECODE", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_REMOTE_SESSION_ID"),
+    ("codex", "CODEX_MARK", "CODEX_SESSION_ID", "CODEX_THREAD_ID"),
+    ("cursor", "CURSOR_MARK", "CURSOR_SESSION_ID", "CURSOR_TRACE_ID"),
+]
+
+
+@pytest.mark.parametrize(
+    ("primary", "fallback", "expected"),
+    [
+        ("abc", "def", "abc"),
+        (None, "def", "def"),
+        ("", "def", "def"),
+        ("   ", "def", "def"),
+        ("  abc  ", "def", "abc"),
+        ("a b", "def", "def"),
+        ("a;b", "def", "def"),
+        ("a:b", "def", "def"),
+        ("a/b", "def", "def"),
+        ("a\nb", "def", "def"),
+        ("é", "def", "def"),
+        ("١٢٣", "def", "def"),  # Unicode digits are not ASCII digits
+        ("x" * 65, "def", "def"),
+        ("x" * 64, "def", "x" * 64),
+        ("A-z_0.9", None, "A-z_0.9"),
+        ("bad id", "also bad", "unknown"),
+        ("bad id", None, "unknown"),
+    ],
+)
+@pytest.mark.parametrize("spec", ID_HOSTS, ids=[h[0] for h in ID_HOSTS])
+def test_session_id_fallback_and_sanitising(
+    spec: tuple[str, str, str, str], primary: str | None, fallback: str | None, expected: str
+) -> None:
+    host, marker, first, second = spec
+    environ = {marker: "1"}
+    if primary is not None:
+        environ[first] = primary
+    if fallback is not None:
+        environ[second] = fallback
+    found = detect_agent_session(environ)
+    assert found is not None
+    assert found.host == host
+    assert found.session_id == expected
+
+
+def test_invalid_id_variable_still_detects_the_session() -> None:
+    found = detect_agent_session({"CODEX_SESSION_ID": "not; valid"})
+    assert found is not None
+    assert (found.host, found.session_id, found.variables) == (
+        "codex",
+        "unknown",
+        ("CODEX_SESSION_ID",),
+    )
+
+
+# --- merging -------------------------------------------------------------------
+
+
+def test_merge_sessions_nothing_detected() -> None:
+    assert merge_sessions([]) is None
+    assert merge_sessions([None, None]) is None
+
+
+def test_merge_sessions_first_wins_and_variables_union() -> None:
+    near = session("cursor", "cur", "CURSOR_A", "AI_AGENT")
+    far = session("claude-code", "cla", "CLAUDECODE", "AI_AGENT")
+    merged = merge_sessions([None, near, None, far])
+    assert merged == AgentSession(
+        host="cursor", session_id="cur", variables=("AI_AGENT", "CLAUDECODE", "CURSOR_A")
+    )
+
+
+def test_merge_sessions_single_and_generator() -> None:
+    only = session("codex", "x", "CODEX_A")
+    assert merge_sessions(iter([only])) == only
+    envs = [{"PATH": "/bin"}, {"GEMINI_CLI": "1"}, {"CODEX_A": "1"}]
+    merged = merge_sessions(detect_agent_session(e) for e in envs)
+    assert merged == AgentSession(
+        host="gemini-cli", session_id="unknown", variables=("CODEX_A", "GEMINI_CLI")
+    )
+
+
+# --- locators ------------------------------------------------------------------
+
+
+def test_stamp_locator() -> None:
+    s = session("codex", "abc", "CODEX_A")
+    assert stamp_locator(s, None) == "agent-session:codex:abc"
+    assert stamp_locator(s, "") == "agent-session:codex:abc"
+    assert stamp_locator(s, "file.py:12") == "agent-session:codex:abc; file.py:12"
+    assert stamp_locator(None, "file.py:12") == "file.py:12"
+    assert stamp_locator(None, None) is None
+
+
+def test_stamp_cannot_be_shed_by_caller_locator() -> None:
+    s = session("cursor", "unknown", "CURSOR_A")
+    stamped = stamp_locator(s, "agent-session:none:x")
+    assert stamped == "agent-session:cursor:unknown; agent-session:none:x"
+    assert is_agent_locator(stamped)
+
+
+def test_is_agent_locator() -> None:
+    assert is_agent_locator("agent-session:claude-code:abc")
+    assert is_agent_locator("agent-session:codex:unknown; x")
+    assert not is_agent_locator(None)
+    assert not is_agent_locator("")
+    assert not is_agent_locator("file.py; agent-session:codex:x")
+    assert not is_agent_locator("agent-sessions:codex:x")
+
+
+# --- refusal messages ------------------------------------------------------------
+
+
+def test_message_names_action_variables_and_remedy() -> None:
+    s = session("claude-code", "abc", "CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT")
+    msg = restriction_message(s, "remember --verified")
+    assert "remember --verified" in msg
+    assert "CLAUDECODE, CLAUDE_CODE_ENTRYPOINT" in msg
+    assert "more" not in msg
+    assert "agent session" in msg
+    assert "env | grep -E '^(CLAUDECODE|CLAUDE_CODE_|CODEX_|CURSOR_|GEMINI_CLI|AI_AGENT)'" in msg
+    assert "terminal where none" in msg
+    assert "stop and ask a person" in msg
+    assert "\n" not in msg
+
+
+def test_message_cuts_at_five() -> None:
+    names = [f"CODEX_V{i}" for i in range(8)]
+    msg = restriction_message(session("codex", "x", *names), "purge")
+    for shown in names[:5]:
+        assert shown in msg
+    for hidden in names[5:]:
+        assert hidden not in msg
+    assert "CODEX_V4 and 3 more" in msg
+
+    exactly_five = restriction_message(session("codex", "x", *names[:5]), "purge")
+    assert "more" not in exactly_five
+    six = restriction_message(session("codex", "x", *names[:6]), "purge")
+    assert "and 1 more" in six
+
+
+def test_message_never_contains_values() -> None:
+    marker = "SECRETMARKER42"
+    environ = {
+        "CLAUDECODE": marker,
+        "CLAUDE_CODE_SESSION_ID": marker,
+        "CODEX_SESSION_ID": marker,
+        "CURSOR_TRACE_ID": marker,
+        "GEMINI_CLI": marker,
+        "AI_AGENT": marker,
+        "CLAUDE_CODE_OAUTH_TOKEN": marker,
+    }
+    found = detect_agent_session(environ)
+    assert found is not None
+    assert found.session_id == marker  # the id is a value, so the message must omit it
+    msg = restriction_message(found, "verify-ledger --accept-tail")
+    assert marker not in msg
+    with pytest.raises(AgentRestricted) as info:
+        refuse_in_agent_session(found, "verify-ledger --accept-tail")
+    assert marker not in str(info.value)
+
+
+def test_message_escapes_odd_variable_names() -> None:
+    msg = restriction_message(session("codex", "x", "CODEX_\x1b[2J"), "purge")
+    assert "\x1b" not in msg
+
+
+def test_refuse_in_agent_session() -> None:
+    refuse_in_agent_session(None, "purge")  # a person: nothing happens
+    s = session("gemini-cli", "unknown", "GEMINI_CLI")
+    with pytest.raises(AgentRestricted) as info:
+        refuse_in_agent_session(s, "verify-ledger --reset-head")
+    assert info.value.reason == "agent_restricted"
+    assert str(info.value) == restriction_message(s, "verify-ledger --reset-head")
+
+
+# --- properties ----------------------------------------------------------------
+
+_names = st.one_of(
+    st.text(max_size=20),
+    st.sampled_from(
+        [
+            "CLAUDECODE",
+            "CLAUDE_CODE_SESSION_ID",
+            "CLAUDE_CODE_REMOTE_SESSION_ID",
+            "CODEX_SESSION_ID",
+            "CODEX_THREAD_ID",
+            "CURSOR_SESSION_ID",
+            "CURSOR_TRACE_ID",
+            "GEMINI_CLI",
+            "AI_AGENT",
+            *SETTINGS,
+        ]
+    ),
+    st.builds(
+        lambda p, s: p + s,
+        st.sampled_from(["CLAUDE_CODE_", "CODEX_", "CURSOR_"]),
+        st.text(max_size=10),
+    ),
+)
+_values = st.one_of(st.text(max_size=80), st.from_regex(r"[A-Za-z0-9._-]{0,70}", fullmatch=True))
+
+
+@given(st.dictionaries(_names, _values, max_size=12))
+def test_detection_never_raises_and_ids_are_safe(environ: dict[str, str]) -> None:
+    found = detect_agent_session(environ)
+    if found is None:
+        return
+    assert SESSION_ID.fullmatch(found.session_id)
+    assert list(found.variables) == sorted(found.variables)
+    assert set(found.variables) <= set(environ)
+    assert not set(found.variables) & USER_CONFIGURATION
+    assert all(environ[name].strip() for name in found.variables)
+    stamped = stamp_locator(found, None)
+    assert stamped is not None and is_agent_locator(stamped)
+    assert stamped.count(":") == 2

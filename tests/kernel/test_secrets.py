@@ -1,0 +1,484 @@
+"""Tests of the credential detector.
+
+Fake credentials are assembled at run time so that this file holds no literal
+token a secret scanner would flag on push.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hikmah.errors import SecretDetected
+from hikmah.secrets import check_fields, find_secret, redact
+
+ALNUM = "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8s9T0"
+HEX = "0123456789abcdef"
+
+JWT = (
+    "eyJ" + "hbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+    "." + "eyJ" + "zdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ"
+    "." + "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
+PEM = (
+    "-----BEGIN " + "RSA PRIVATE KEY-----\n"
+    "MIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM2g\n"
+    "-----END RSA PRIVATE KEY-----"
+)
+
+# (text, label find_secret must report)
+CREDENTIALS: list[tuple[str, str]] = [
+    # Well-known shapes.
+    (PEM, "private key"),
+    ("-----BEGIN " + "PRIVATE KEY-----", "private key"),
+    ("-----BEGIN " + "OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEA", "private key"),
+    ("-----BEGIN " + "EC PRIVATE KEY-----", "private key"),
+    ("-----BEGIN " + "PGP PRIVATE KEY BLOCK-----", "private key"),
+    ("key id AK" + "IAIOSFODNN7EXAMPLE in the log", "AWS access key"),
+    ("AS" + "IA" + "Y3FDSNDKFKSIDJSW", "AWS access key"),
+    ("gh" + "p_" + ALNUM[:36], "GitHub token"),
+    ("clone with gh" + "o_" + ALNUM[:30], "GitHub token"),
+    ("gh" + "u_" + ALNUM[:36], "GitHub token"),
+    ("gh" + "s_" + ALNUM[:36], "GitHub token"),
+    ("gh" + "r_" + ALNUM[:36], "GitHub token"),
+    ("github" + "_pat_" + "11ABCDEFG0" + ALNUM[:30] + "_" + ALNUM[:20], "GitHub token"),
+    ("gl" + "pat-" + "xY9zA8bC7dE6fG5hI4jK", "GitLab token"),
+    ("sk-" + "ant-api03-" + ALNUM[:32], "Anthropic API key"),
+    ("sk-" + ALNUM[:40], "OpenAI API key"),
+    ("sk-" + "proj-" + ALNUM[:40] + "_" + ALNUM[:10], "OpenAI API key"),
+    ("OPENAI_KEY is sk-" + "abcdefghijklmnopqrstuvwxyzabcdef1", "OpenAI API key"),
+    ("sk_" + "live_" + ALNUM[:24], "Stripe key"),
+    ("rk_" + "live_" + ALNUM[:16], "Stripe key"),
+    ("xo" + "xb-" + "1234567890-0987654321-" + ALNUM[:24], "Slack token"),
+    ("xo" + "xp-" + "123456789012", "Slack token"),
+    ("xo" + "xa-2-" + ALNUM[:12], "Slack token"),
+    ("AI" + "za" + "SyD" + ALNUM[:32], "Google API key"),
+    ("apikey_" + HEX * 2 + "_" + HEX * 2, "API key"),
+    (JWT, "JSON Web Token"),
+    ("token " + JWT + " expired", "JSON Web Token"),
+    ("postgres://admin:hunter22@db.internal:5432/app", "password in URL"),
+    ("redis://:s3cretpass@cache:6379/0", "password in URL"),
+    ("mongodb+srv://app:Zq8x!w2@cluster0.example.net/test", "password in URL"),
+    ("git remote https://x-access-token:abc123def@github.com/org/repo", "password in URL"),
+    ("jdbc:mysql://root:toor1234@10.0.0.5/db", "password in URL"),
+    ("amqp://guest:guest@localhost//", "password in URL"),
+    ("Authorization: Bearer " + ALNUM[:32], "authorization header"),
+    ("-H 'Authorization: Basic " + "YWRtaW46aHVudGVyMjI=" + "'", "authorization header"),
+    ("authorization=token " + HEX * 3, "authorization header"),
+    ("curl -H 'bearer " + ALNUM[:28] + "'", "bearer token"),
+    ("npm_" + ALNUM[:36], "npm token"),
+    ("pypi-" + "AgEIcHlwaS5vcmc" + ALNUM + ALNUM[:20], "PyPI token"),
+    ("hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh", "Hugging Face token"),
+    ("SG." + ALNUM[:22] + "." + ALNUM + "abc", "SendGrid key"),
+    ("do" + "p_v1_" + HEX * 4, "DigitalOcean token"),
+    ("wh" + "sec_" + ALNUM[:32], "Stripe webhook secret"),
+    ("GOC" + "SPX-" + ALNUM[:28], "Google OAuth client secret"),
+    (
+        "https://hooks.slack.com/services/" + "T0123ABCD/B0123ABCD/" + ALNUM[:24],
+        "Slack webhook",
+    ),
+    # Assignments, in the examples of the reference.
+    ("password=princess1", "password assignment"),
+    ("password: summer-2024", "password assignment"),
+    ("password = admin_pass123", "password assignment"),
+    ("secret=super-secret1", "secret assignment"),
+    ("DB_PASSWORD=ADMIN_PASS1", "password assignment"),
+    ("api_key=qwerty_asdf", "API key assignment"),
+    ("password: admin_pass", "password assignment"),
+    ("passphrase = correct-horse-battery-staple", "password assignment"),
+    # Assignments in the many styles real text uses.
+    ("PASSWORD=hunter22", "password assignment"),
+    ("export DB_PASSWORD='Tr0ub4dor&3'", "password assignment"),
+    ('{"password": "hunter22!"}', "password assignment"),
+    ('{\\"password\\": \\"hunter22!\\"}', "password assignment"),
+    ("config['db_password'] = 'letmein99'", "password assignment"),
+    ('$password = "s3cr3t-value";', "password assignment"),
+    ("'password' => 'changeme'", "password assignment"),
+    ('password := "gopher-2024"', "password assignment"),
+    ('if password == "sunshine1":', "password assignment"),
+    ("mysql --password=qwerty123 db", "password assignment"),
+    ("POSTGRES_PASSWORD: postgres", "password assignment"),
+    ("**Password:** hunter22", "password assignment"),
+    ("passwd=dragon-fly-9", "password assignment"),
+    ("https://example.com/login?user=bob&password=hunter22&next=/", "password assignment"),
+    ("client_secret: 'Zx9kQ2mN7vB4'", "secret assignment"),
+    ("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "secret assignment"),
+    ("SECRET_KEY = 'django-insecure-abc123xyz'", "secret assignment"),
+    ("x-api-key: 8c2d0f5e9a7b4c31", "API key assignment"),
+    ("apiKey: 'abcd1234efgh'", "API key assignment"),
+    ("API Key: f00dfeedcafe", "API key assignment"),
+    ("api.token=Qm9vb2Jvb2Jvbw", "API key assignment"),
+    ("access_token=ya29.a0AfH6SMC", "access token assignment"),
+    ("AccessToken: mF_9.B5f-4.1JqM", "access token assignment"),
+    ("auth-token = tok_live_51HxYz", "auth token assignment"),
+    ("oauth_token=abcdefgh12345", "auth token assignment"),
+    ("refresh_token: 1//0gLx-abcDEF", "refresh token assignment"),
+    ("private_key = 'MIIEvQIBADANBg'", "private key assignment"),
+    ("password: 'correct horse battery staple'", "password assignment"),
+    ("password = xxxxxxxx", "password assignment"),
+    ("password: Stored-In-Vault", "password assignment"),
+    ("password: mypassword", "password assignment"),
+    ("password = passwordpassword", "password assignment"),
+    ("password = password1", "password assignment"),
+    ("Password: Sunshine", "password assignment"),
+    ("Password: Sunshine1 is it", "password assignment"),
+    ("password = user_pass", "password assignment"),
+]
+
+# Technical prose and code that must pass.
+BENIGN: list[str] = [
+    # Described values, in the examples of the reference.
+    "password=server-only",
+    "secret: hashed_with_argon2id",
+    "api_key=rotated-2026-09",
+    "password=vault:db/prod",
+    "password=$DB_PASSWORD",
+    "api_key=TYPESAFE_API_KEY",
+    "password: <your password>",
+    "password: %DB_PASSWORD%",
+    "password: {{ secrets.db }}",
+    "password: ********",
+    "password=env:DB_PASSWORD",
+    "password=[redacted]",
+    "password: REDACTED",
+    "password=[withheld]",
+    "secret: stored_in_kms",
+    "api_key: set-via-dashboard",
+    "password: 'see the vault entry'",
+    "password: updated-2025-01-15",
+    "access_token: rotated_daily_by_server",
+    "client_secret: ${{ secrets.CLIENT_SECRET }}",
+    "private_key: keyring:hikmah/signing",
+    "password: short1",
+    # Identifiers and digests.
+    "commit 3f786850e387550fdab836ed7e6dc881de23001b fixed it",
+    "id 123e4567-e89b-12d3-a456-426614174000",
+    "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    "blake3 af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262",
+    "AKIA is the prefix of AWS access key ids",
+    "tokens look like ghp_xxx, sk-... and eyJ...",
+    "use sk-ant-api03-... from the console",
+    # URLs without passwords.
+    "see https://github.com/org/repo and git@github.com:org/repo.git",
+    "https://host:8080/path?q=1#frag",
+    "ssh://git@host:22/srv/repo.git",
+    "https://user@example.com/",
+    "http://[::1]:8080/health",
+    "postgres://db.internal:5432/app",
+    "mailto:someone@example.com",
+    # Prose.
+    "the password reset flow sends an email",
+    "the secret is kept in vault",
+    "api_key: see dashboard",
+    "Password: must be at least 12 characters",
+    "The API key is in 1Password.",
+    "Rotate the access token monthly.",
+    "Top secret: do not share",
+    "passwords are hashed with argon2id",
+    "the bearer of this token may call the API",
+    "Authorization: Bearer <token>",
+    'curl -H "Authorization: Bearer $TOKEN" https://api.example.com',
+    "## Password policy\n\n- at least 12 characters\n- no reuse",
+    "| name | type |\n|---|---|\n| api_key | string |",
+    "token-" * 50,
+    # Code without values.
+    'password = os.environ["DB_PASSWORD"]',
+    "password = os.getenv('DB_PASSWORD')",
+    "password = getpass.getpass()",
+    "secret_key = settings.SECRET_KEY",
+    "api_key = self._api_key",
+    "password_hash = bcrypt.hashpw(password, salt)",
+    "api_key: Optional[str] = None",
+    "def login(user: str, password: str) -> bool:",
+    "password: str = Field(min_length=8)",
+    'password = ""',
+    "if not password:\n    raise ValueError('empty')",
+    "secretName: db-credentials",
+    "secretName: my-tls-secret",
+    "PASSWORD_FILE=/run/secrets/db_password",
+    "private_key_path: ~/.ssh/id_ed25519",
+    "password_min_length: 12345678",
+    "secret_rotated_at: 2026-09-01T00:00:00Z",
+    "api_key_url=https://console.example.com/keys",
+    "password: |",
+    "nsswitch passwd: files systemd",
+    # Variables named after the credential they carry.
+    "self.password = password",
+    "key_password=key_password,",
+    "self._client_cert_passphrase = password",
+    "refresh_token_key = 'refresh_token'",
+    "self.username, self.password = credentials",
+    "access_token = self.access_token",
+    "EllipticCurvePrivateKeyWithSerialization = EllipticCurvePrivateKey",
+    "private_key: _SSH_PRIVATE_KEY_TYPES,",
+    "const apiKey = process.env.API_KEY;",
+    # Documentation.
+    ":param password: Password to send as authorization.",
+    "    :type passphrase: :py:data:`bytes`",
+    "    :param passphrase: (optional) if encrypted PEM format",
+    "Args:\n    password: Password for the account.\n",
+    "Password: Required",
+]
+
+
+@pytest.mark.parametrize(("text", "label"), CREDENTIALS)
+def test_credentials_are_found(text: str, label: str) -> None:
+    assert find_secret(text) == label
+
+
+@pytest.mark.parametrize("text", BENIGN)
+def test_technical_prose_passes(text: str) -> None:
+    assert find_secret(text) is None
+
+
+@pytest.mark.parametrize("text", [text for text, _label in CREDENTIALS])
+def test_credential_embedded_in_prose_is_found(text: str) -> None:
+    assert find_secret(f"Note for later:\n{text}\nthanks.") is not None
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "princess1",
+        "summer-2024",
+        "admin_pass123",
+        "super-secret1",
+        "ADMIN_PASS1",
+        "qwerty_asdf",
+        "admin_pass",
+        "correct-horse-battery-staple",
+        "sunshine",
+        "stored-in-vault2",
+    ],
+)
+@pytest.mark.parametrize("name", ["password", "DB_PASSWORD", "api_key", "client-secret"])
+@pytest.mark.parametrize("separator", ["=", ": ", " = ", '": "'])
+def test_assigned_passwords_are_refused(name: str, separator: str, value: str) -> None:
+    assert find_secret(f"{name}{separator}{value}") is not None
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "server-only",
+        "hashed_with_argon2id",
+        "rotated-2026-09",
+        "vault:db/prod",
+        "$DB_PASSWORD",
+        "TYPESAFE_API_KEY",
+        "encrypted-at-rest",
+        "not_set_here",
+    ],
+)
+@pytest.mark.parametrize("name", ["password", "DB_PASSWORD", "api_key", "client-secret"])
+@pytest.mark.parametrize("separator", ["=", ": ", " = ", '": "'])
+def test_described_values_are_allowed(name: str, separator: str, value: str) -> None:
+    assert find_secret(f"{name}{separator}{value}") is None
+
+
+@pytest.mark.parametrize("value", ["hunter2", "abc", "1234567"])
+def test_values_under_eight_characters_pass(value: str) -> None:
+    assert find_secret(f"password={value}") is None
+
+
+def test_openai_shape_needs_a_digit() -> None:
+    assert find_secret("sk-" + "abcdefghijklmnopqrstuvwxyzabcdefgh") is None
+
+
+def test_bearer_needs_a_digit_and_a_letter() -> None:
+    assert find_secret("Bearer " + "authenticationschemedescription") is None
+    assert find_secret("Bearer " + "1234567890" * 3) is None
+
+
+def test_url_password_placeholders_pass() -> None:
+    assert find_secret("postgres://app:$DB_PASSWORD@db/app") is None
+    assert find_secret("postgres://app:<password>@db/app") is None
+    assert find_secret("postgres://app:***@db/app") is None
+
+
+def test_check_fields_names_the_first_offending_field() -> None:
+    token = "gh" + "p_" + ALNUM[:36]
+    with pytest.raises(SecretDetected) as caught:
+        check_fields(
+            [
+                ("content", "a harmless note"),
+                ("tags[0]", "project:hikmah"),
+                ("tags[1]", None),
+                ("tags[2]", f"token {token}"),
+                ("claim_value", "password=princess1"),
+            ]
+        )
+    message = str(caught.value)
+    assert message.startswith("tags[2] ")
+    assert "GitHub token" in message
+    assert "vault:" in message
+    assert "$ENV_VAR" in message
+    assert caught.value.reason == "secret_detected"
+
+
+@pytest.mark.parametrize("text", [text for text, _label in CREDENTIALS])
+def test_check_fields_never_echoes_the_value(text: str) -> None:
+    with pytest.raises(SecretDetected) as caught:
+        check_fields([("claim_value", text)])
+    message = str(caught.value)
+    assert "claim_value" in message
+    assert text not in message
+    # No stretch of the credential itself (what redact withholds), not even
+    # a part that would narrow a guess.
+    redacted = redact(text)
+    prefix = len(text[: redacted.index("[withheld]")])
+    suffix = len(redacted) - redacted.index("[withheld]") - len("[withheld]")
+    credential = text[prefix : len(text) - suffix]
+    windows = {credential[i : i + 8] for i in range(max(1, len(credential) - 7))}
+    # The label is fixed text ("password assignment") and may share a word
+    # with the value; everything else must share nothing.
+    label = find_secret(text)
+    assert label is not None
+    assert f"({label})" in message
+    rest = message.replace(label, "")
+    assert not [window for window in windows if window in rest]
+
+
+def test_check_fields_accepts_clean_fields() -> None:
+    check_fields([("content", "the deploy uses vault"), ("source", None), ("locator", "")])
+
+
+def test_check_fields_accepts_an_empty_iterable() -> None:
+    check_fields([])
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("password=princess1 and more", "password=[withheld] and more"),
+        ('{"password": "hunter22!"}', '{"password": "[withheld]"}'),
+        ('{\\"password\\": \\"hunter22!\\"}', '{\\"password\\": \\"[withheld]\\"}'),
+        ("postgres://admin:hunter22@db/app", "postgres://admin:[withheld]@db/app"),
+        ("use AK" + "IAIOSFODNN7EXAMPLE now", "use [withheld] now"),
+        (f"jwt {JWT}.", "jwt [withheld]."),
+        (f"before\n{PEM}\nafter", "before\n[withheld]\nafter"),
+        ("cut off: -----BEGIN " + "RSA PRIVATE KEY-----\nMIIE", "cut off: [withheld]"),
+        ("Authorization: Bearer " + ALNUM[:32], "Authorization: Bearer [withheld]"),
+        ("nothing to see", "nothing to see"),
+        ("password=server-only", "password=server-only"),
+    ],
+)
+def test_redact(text: str, expected: str) -> None:
+    assert redact(text) == expected
+
+
+def test_redact_withholds_several_credentials() -> None:
+    token = "gh" + "p_" + ALNUM[:36]
+    text = f"a {token} b password=princess1 c postgres://u:hunter22@h d"
+    assert redact(text) == "a [withheld] b password=[withheld] c postgres://u:[withheld]@h d"
+
+
+def test_redact_merges_overlapping_spans() -> None:
+    # The assignment's value is itself a token: one marker, not two.
+    token = "gh" + "p_" + ALNUM[:36]
+    assert redact(f"api_key={token} end") == "api_key=[withheld] end"
+
+
+@pytest.mark.parametrize("text", [text for text, _label in CREDENTIALS])
+def test_redacted_text_holds_no_credential(text: str) -> None:
+    redacted = redact(text)
+    assert "[withheld]" in redacted
+    assert find_secret(redacted) is None
+
+
+def test_redact_is_idempotent_on_credentials() -> None:
+    for text, _label in CREDENTIALS:
+        once = redact(text)
+        assert redact(once) == once
+
+
+@given(st.text())
+@settings(max_examples=300)
+def test_find_secret_never_crashes(text: str) -> None:
+    label = find_secret(text)
+    assert label is None or isinstance(label, str)
+    assert isinstance(redact(text), str)
+
+
+@pytest.mark.parametrize(
+    "text", ["\u017fecret=hunter22x", "pa\u017f\u017fword=x", "api_\u212aey=x"]
+)
+def test_unicode_case_folding_look_alikes_do_not_crash(text: str) -> None:
+    # Under Unicode case folding the long s matches "s" and the Kelvin sign "k".
+    find_secret(text)
+    redact(text)
+
+
+@given(st.text(alphabet="password=:@/'\"_-eyJ.ghp sk AKIA$ {}\\*\n", max_size=200))
+@settings(max_examples=300)
+def test_credential_soup_never_crashes(text: str) -> None:
+    find_secret(text)
+    redact(text)
+
+
+ADVERSARIAL: list[str] = [
+    "token-",
+    "a=",
+    "password=",
+    "password='",
+    'password="',
+    "password=$",
+    "password=hunter22 ",
+    "Password: Sunshine x ",
+    "\n:param password: ",
+    "password: *",
+    "eyJ",
+    "eyJa.",
+    "://:@",
+    "a://",
+    "a://b:c",
+    "ghp_",
+    "github_pat_",
+    "sk-",
+    "sk-ant-",
+    "xoxb-",
+    "AKIA",
+    "Bearer ",
+    "Authorization: Bearer ",
+    "-----BEGIN ",
+    "-----BEGIN RSA PRIVATE KEY-----",
+    "apikey_0",
+    "x",
+    "api key",
+    "secret-",
+    "a_",
+    "A_",
+    "%40",
+]
+
+
+def _slowest(text: str) -> float:
+    """Seconds taken by the slower of find_secret and redact on ``text``."""
+    timings = []
+    for function in (find_secret, redact):
+        start = time.perf_counter()
+        function(text)
+        timings.append(time.perf_counter() - start)
+    return max(timings)
+
+
+@pytest.mark.parametrize("unit", ADVERSARIAL)
+def test_runtime_is_linear(unit: str) -> None:
+    # A generous bound: catastrophic backtracking on 200k characters takes
+    # minutes, linear scanning a fraction of a second.
+    text = unit * (200_000 // len(unit) + 1)
+    assert _slowest(text) < 1.0
+
+
+def test_twenty_thousand_tokens_are_quick() -> None:
+    assert _slowest("token-" * 20_000) < 1.0
+
+
+@given(st.text(alphabet="pasword=:@/'\"_-eyJ.AKIghkx $*\\", min_size=1, max_size=12))
+@settings(max_examples=25, deadline=None)
+def test_runtime_is_linear_on_repeated_fragments(unit: str) -> None:
+    text = unit * (100_000 // len(unit) + 1)
+    assert _slowest(text) < 1.0
