@@ -228,7 +228,7 @@ def make_vocabulary(rng: random.Random) -> Vocabulary:
 
 NOTE_TEMPLATES = [
     "the {verb_noun} of {svc} failed because the {noun} {past} out",
-    "prefer {tool} over {tool2} in this repo",
+    "prefer {tool} over {tool2} for {svc}",
     "{svc} is {adj} again, probably the {noun} in {path}",
     "{person} says {func} should not {verb} the {noun} twice",
     "{func} in {path} returns a {adj} {noun} when the {noun2} is empty",
@@ -277,25 +277,28 @@ class Note:
 
 
 def fill(template: str, vocab: Vocabulary, rng: random.Random) -> str:
-    slots = {
+    """Fill a template's slots; ``{noun2}`` and the like differ from ``{noun}``."""
+    draws: dict[str, Callable[[], str]] = {
         "verb_noun": lambda: rng.choice(["deploy", "rollout", "migration", "build", "release"]),
         "svc": lambda: vocab.service.draw(rng),
         "noun": lambda: vocab.noun.draw(rng),
-        "noun2": lambda: vocab.noun.draw(rng),
-        "noun3": lambda: vocab.noun.draw(rng),
         "verb": lambda: vocab.verb.draw(rng),
         "past": lambda: PAST[vocab.verb.draw(rng)],
         "adj": lambda: vocab.adj.draw(rng),
-        "adj2": lambda: vocab.adj.draw(rng),
         "tool": lambda: vocab.tool.draw(rng),
-        "tool2": lambda: vocab.tool.draw(rng),
         "person": lambda: vocab.person.draw(rng),
         "path": lambda: vocab.path.draw(rng),
         "func": lambda: vocab.func.draw(rng),
         "day": lambda: rng.choice(DAYS),
     }
-    names = re.findall(r"{(\w+)}", template)
-    return template.format(**{name: slots[name]() for name in names})
+    values: dict[str, str] = {}
+    for name in re.findall(r"{(\w+)}", template):
+        kind = name.rstrip("23")
+        value = draws[kind]()
+        while name != kind and value in values.values():
+            value = draws[kind]()
+        values[name] = value
+    return template.format(**values)
 
 
 def make_note(vocab: Vocabulary, rng: random.Random) -> Note:

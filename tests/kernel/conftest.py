@@ -1,0 +1,38 @@
+"""Shared fixtures for kernel tests: a real LMDB store in a temp dir."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hikmah.errors import HikmahError
+from hikmah.policy import KernelPolicy
+from hikmah.store import Operation, Remember, Store, Written
+from hikmah.trace import Draft, Trace
+
+NOW = 1_790_000_000_000
+DAY = 86_400_000
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    with Store(tmp_path / "data", map_size=1 << 24) as opened:
+        yield opened
+
+
+def write(store: Store, *ops: Operation, now: int = NOW) -> list[Written]:
+    """Apply operations that must all succeed."""
+    outcomes = store.apply(ops, now_ms=now, policy=KernelPolicy())
+    for outcome in outcomes:
+        if isinstance(outcome, HikmahError):
+            raise outcome
+    return [o for o in outcomes if isinstance(o, Written)]
+
+
+def remember(store: Store, content: str, now: int = NOW, **fields: object) -> Trace:
+    """Write one trace and return it."""
+    (written,) = write(store, Remember(draft=Draft(content=content, **fields)), now=now)  # type: ignore[arg-type]
+    assert written.trace is not None
+    return written.trace

@@ -1,0 +1,369 @@
+"""Resonance Recall: the formula, the modes, the exclusions, folding and annotations."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hikmah import index
+from hikmah.policy import KernelPolicy, RecallPolicy, parse_policy
+from hikmah.recall import RecallQuery, RecallResult, recall
+from hikmah.store import Fulfill, Remember, Store
+from hikmah.tokenizer import terms
+from hikmah.trace import Draft
+
+from .conftest import DAY, NOW, remember, write
+
+WORDS = ["deploy", "friday", "cache", "region", "ruff", "lint", "kafka", "queue", "token", "build"]
+_counter = itertools.count()
+
+
+def ask(
+    store: Store, query: str = "", policy: KernelPolicy | None = None, now: int = NOW, **kw: object
+) -> list[RecallResult]:
+    return recall(
+        store, RecallQuery(query=query, **kw), now_ms=now, policy=policy or KernelPolicy()
+    )  # type: ignore[arg-type]
+
+
+def contents(results: list[RecallResult]) -> list[str]:
+    return [r.trace.content for r in results]
+
+
+def expected_score(
+    p: KernelPolicy,
+    query: str,
+    content: str,
+    q_tags: set[str],
+    tags: set[str],
+    *,
+    salience: float,
+    confidence: float,
+    authority: float,
+    verified: bool,
+    age_days: float,
+    kind: str,
+    deadline_days: float | None,
+) -> tuple[float, float]:
+    """The seed's formula, written out independently of the implementation."""
+    r = p.recall
+    q, d = terms(query), terms(content)
+    m = len(q & d)
+    lexical = (
+        max(r.lexical_coverage * m / len(q) + r.lexical_jaccard * m / len(q | d), r.match_floor)
+        if m
+        else 0.0
+    )
+    tag_cov = len(q_tags & tags) / len(q_tags) if q_tags else 0.0
+    if q and q_tags:
+        cue = r.cue_lexical * lexical + r.cue_tag * tag_cov
+    else:
+        cue = lexical if q else tag_cov
+    recency = 1 / (1 + age_days / r.recency_scale_days)
+    provenance = authority * (1 if verified else r.unverified_provenance_factor)
+    if deadline_days is not None:
+        urgency = 1.0 if deadline_days <= 0 else 1 / (1 + deadline_days / r.prospective_scale_days)
+    else:
+        urgency = r.undated_commitment_urgency if kind == "commitment" else 0.0
+    meta = (
+        r.meta_recency * recency
+        + r.meta_salience * salience
+        + r.meta_confidence * confidence
+        + r.meta_provenance * provenance
+        + r.meta_prospective * urgency
+    )
+    return cue, cue * (r.relevance_base + r.metadata_share * meta)
+
+
+unit = st.floats(0, 1, allow_nan=False)
+
+
+@st.composite
+def policies(draw: st.DrawFn) -> KernelPolicy:
+    cov = draw(unit)
+    cue_lex = draw(unit)
+    base = draw(st.floats(0.01, 1))
+    recall_policy = RecallPolicy(
+        lexical_coverage=cov,
+        lexical_jaccard=draw(st.floats(0, 1 - cov)),
+        match_floor=draw(unit),
+        cue_lexical=cue_lex,
+        cue_tag=draw(st.floats(0, 1 - cue_lex)),
+        meta_recency=draw(unit),
+        meta_salience=draw(unit),
+        meta_confidence=draw(unit),
+        meta_provenance=draw(unit),
+        meta_prospective=draw(unit),
+        relevance_base=base,
+        metadata_share=draw(st.floats(0, 1 - base)),
+        recency_scale_days=draw(st.floats(0.1, 365)),
+        unverified_provenance_factor=draw(unit),
+        prospective_scale_days=draw(st.floats(0.1, 60)),
+        undated_commitment_urgency=draw(unit),
+    )
+    return KernelPolicy(recall=recall_policy, minimum_recall_score=draw(st.floats(0.001, 1)))
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    policy=policies(),
+    query_words=st.lists(st.sampled_from(WORDS), min_size=0, max_size=4),
+    content_words=st.lists(st.sampled_from(WORDS), min_size=1, max_size=8),
+    q_tags=st.sets(st.sampled_from(["a", "b", "c"]), max_size=2),
+    tags=st.sets(st.sampled_from(["a", "b", "c"]), max_size=3),
+    salience=unit,
+    confidence=unit,
+    authority=unit,
+    verified=st.booleans(),
+    age_days=st.floats(0, 800),
+    kind=st.sampled_from(["observation", "commitment", "belief"]),
+    deadline_days=st.none() | st.floats(0.01, 30),
+)
+def test_score_equals_the_formula(
+    tmp_path: Path,
+    policy: KernelPolicy,
+    query_words: list[str],
+    content_words: list[str],
+    q_tags: set[str],
+    tags: set[str],
+    salience: float,
+    confidence: float,
+    authority: float,
+    verified: bool,
+    age_days: float,
+    kind: str,
+    deadline_days: float | None,
+) -> None:
+    query, content = " ".join(query_words), " ".join(content_words)
+    if not query_words and not q_tags:
+        return  # listing mode has its own test
+    created = NOW - int(age_days * DAY)
+    deadline = None if deadline_days is None else NOW + int(deadline_days * DAY)
+    with Store(tmp_path / f"s{next(_counter)}", map_size=1 << 20) as store:
+        remember(
+            store,
+            content,
+            now=created,
+            tags=tuple(tags),
+            salience=salience,
+            confidence=confidence,
+            authority=authority,
+            verified=verified,
+            kind=kind,
+            deadline=deadline,
+            source="human:t",
+        )
+        results = ask(store, query, policy, tags=tuple(q_tags))
+    age = (NOW - created) / DAY
+    left = None if deadline is None else (deadline - NOW) / DAY
+    cue, score = expected_score(
+        policy,
+        query,
+        content,
+        q_tags,
+        tags,
+        salience=salience,
+        confidence=confidence,
+        authority=authority,
+        verified=verified,
+        age_days=age,
+        kind=kind,
+        deadline_days=left,
+    )
+    if cue < policy.minimum_recall_score:
+        assert results == []
+        return
+    (result,) = results
+    assert math.isclose(result.cue, cue, rel_tol=1e-5, abs_tol=1e-6)
+    assert math.isclose(result.score, score, rel_tol=1e-5, abs_tol=1e-6)
+
+
+def test_why_explains_the_score(store: Store) -> None:
+    remember(
+        store,
+        "deploys fail on friday",
+        tags=("ops",),
+        salience=0.9,
+        verified=True,
+        source="human:a",
+    )
+    (r,) = ask(store, "deploy friday cache", tags=("ops",))
+    assert r.why.matched_terms == ["deploy", "friday"]
+    assert math.isclose(r.why.coverage, 2 / 3)
+    assert math.isclose(r.why.jaccard, 2 / 4)
+    assert r.why.tag_coverage == 1.0
+    assert r.why.salience == pytest.approx(0.9)
+    assert r.why.provenance == pytest.approx(0.5)
+    assert r.why.recency == 1.0
+    assert r.why.urgency == 0.0 and r.why.overdue is False
+    encoded = msgspec.json.decode(msgspec.json.encode(r))
+    assert set(encoded) == {
+        "trace",
+        "status",
+        "score",
+        "cue",
+        "meta",
+        "duplicates",
+        "conflicts",
+        "supersedes",
+        "superseded_by",
+        "why",
+    }
+
+
+def test_stopword_only_query_returns_nothing(store: Store) -> None:
+    remember(store, "the thing")
+    remember(store, "late", kind="commitment", deadline=NOW - DAY)
+    assert ask(store, "the of and") == []
+
+
+def test_listing_mode_orders_by_meta(store: Store) -> None:
+    remember(store, "old and dull", now=NOW - 300 * DAY, salience=0.1)
+    remember(store, "fresh and salient", salience=0.9)
+    results = ask(store, "")
+    assert contents(results) == ["fresh and salient", "old and dull"]
+    assert results[0].cue == 0.0
+    assert results[0].score == pytest.approx(0.5 * results[0].meta)
+
+
+def test_overdue_commitment_is_recalled_without_a_cue(store: Store) -> None:
+    remember(store, "file the taxes", kind="commitment", deadline=NOW - DAY)
+    remember(store, "file the report", kind="commitment", deadline=NOW + 10 * DAY)
+    remember(store, "kafka partitions are 12")
+    results = ask(store, "kafka")
+    assert contents(results) == ["kafka partitions are 12", "file the taxes"]
+    assert results[1].score == pytest.approx(0.15)
+    assert results[1].why.overdue and results[1].why.urgency == 1.0
+
+
+def test_fulfilled_commitment_is_no_longer_urgent(store: Store) -> None:
+    todo = remember(store, "file the taxes", kind="commitment", deadline=NOW - DAY)
+    write(store, Fulfill(id=todo.id))
+    assert ask(store, "kafka") == []
+    (r,) = ask(store, "taxes")
+    assert r.status == "fulfilled" and r.why.urgency == 0.0
+
+
+def test_exclusions_and_what_brings_them_back(store: Store) -> None:
+    old = remember(store, "cache ttl is 60")
+    new = remember(store, "cache ttl is 300", supersedes=old.id)
+    write_prediction(store)
+    assert contents(ask(store, "cache ttl")) == ["cache ttl is 300"]
+    with_history = ask(store, "cache ttl", include_superseded=True)
+    by_id = {r.trace.id: r for r in with_history}
+    assert by_id[old.id].superseded_by == new.id and by_id[old.id].status == "superseded"
+    assert by_id[new.id].supersedes == old.id
+    assert all(r.trace.kind != "prediction" for r in ask(store, "cache forecast"))
+    assert contents(ask(store, "forecast", kinds=("prediction",))) == ["cache forecast hit rate"]
+
+
+def write_prediction(store: Store) -> None:
+    write(
+        store,
+        Remember(
+            draft=Draft(
+                content="cache forecast hit rate",
+                kind="prediction",
+                family="cache",
+                probability=0.7,
+                prediction_type="noul",
+            ),
+            allow_prediction=True,
+        ),
+    )
+
+
+def test_sensitive_traces_are_hidden_unless_asked_for(tmp_path: Path) -> None:
+
+    policy = parse_policy("allow_sensitive_persistence = true\n[vault]\nenabled = true")
+    with Store(tmp_path / "d") as store:
+        store.apply(
+            [Remember(draft=Draft(content="diagnosis notes", privacy="sensitive"))],
+            now_ms=NOW,
+            policy=policy,
+        )
+        assert ask(store, "diagnosis", policy) == []
+        assert len(ask(store, "diagnosis", policy, include_sensitive=True)) == 1
+
+
+def test_kind_and_scope_filters(store: Store) -> None:
+    remember(store, "use ruff for lint", kind="preference", scope="project:/a")
+    remember(store, "use ruff everywhere", kind="preference")
+    remember(store, "ruff crashed once", kind="episode", scope="project:/b")
+    assert sorted(contents(ask(store, "ruff", scope="project:/a"))) == [
+        "use ruff everywhere",
+        "use ruff for lint",
+    ]
+    assert contents(ask(store, "ruff", kinds=("episode",))) == ["ruff crashed once"]
+    assert contents(ask(store, "ruff", scope="project:/none")) == ["use ruff everywhere"]
+
+
+def test_near_duplicates_fold_and_count(store: Store) -> None:
+    for _ in range(3):
+        remember(store, "The deploy failed on Friday")
+    remember(store, "the  DEPLOY failed on friday")
+    remember(store, "deploy pipeline is green")
+    results = ask(store, "deploy friday")
+    assert [r.duplicates for r in results] == [3, 0]
+    assert results[0].trace.content == "the  DEPLOY failed on friday"  # equal scores: newest first
+
+
+def test_partial_overlap_is_penalised_not_folded(store: Store) -> None:
+    a = remember(store, "kafka queue lag alarms page the team")
+    remember(store, "kafka queue lag alarms page nobody")
+    results = ask(store, "kafka queue lag alarms")
+    assert len(results) == 2
+    assert results[0].trace.id == a.id or results[0].why.redundancy == 0.0
+    assert results[1].why.redundancy == pytest.approx(5 / 7)  # 5 shared terms of 7
+    assert results[1].score < results[0].score
+
+
+def test_conflicting_claims_are_never_folded(store: Store) -> None:
+    a = remember(store, "the region is us-east-1", claim_key="region", claim_value="us-east-1")
+    b = remember(store, "the region is us-east-1", claim_key="region", claim_value="eu-west-1")
+    results = ask(store, "region")
+    assert {r.trace.id for r in results} == {a.id, b.id}
+    assert all(r.duplicates == 0 and r.why.redundancy == 0 for r in results)
+    by_id = {r.trace.id: r for r in results}
+    assert by_id[a.id].conflicts == [b.id] and by_id[b.id].conflicts == [a.id]
+
+
+def test_ties_newer_first_and_limits(store: Store) -> None:
+    for i in range(12):
+        remember(store, f"token rotation step {i}", now=NOW - i)
+    results = ask(store, "token rotation", limit=50)
+    assert len(results) == 8  # min(limit, recall_limit)
+    assert len(ask(store, "token rotation", limit=3)) == 3
+    same_score = [r for r in results if r.score == results[0].score]
+    created = [r.trace.created_at for r in same_score]
+    assert created == sorted(created, reverse=True)
+
+
+def test_metadata_never_makes_an_irrelevant_trace_recallable(store: Store) -> None:
+    remember(store, "queue consumer", salience=1.0, confidence=1.0, authority=1.0, verified=True)
+    assert ask(store, "friday") == []
+
+
+def test_candidates_come_from_the_index_not_a_scan(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(50):
+        remember(store, f"unrelated note {i}")
+    remember(store, "the kafka broker")
+    decoded: list[int] = []
+    original = index.trace_at
+    monkeypatch.setattr(
+        index,
+        "trace_at",
+        lambda txn, dbs, docno: decoded.append(docno) or original(txn, dbs, docno),
+    )
+    assert contents(ask(store, "kafka")) == ["the kafka broker"]
+    assert len(decoded) <= 2

@@ -1,0 +1,270 @@
+"""The LMDB store: durability of the head, tamper evidence, indexes rebuilt from the ledger."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+from pathlib import Path
+
+import lmdb
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hikmah.errors import AgentRestricted, ConflictError, HikmahError, NotFound, StoreFull
+from hikmah.ledger import Head, encode_record, read_head_file, write_head_file
+from hikmah.policy import KernelPolicy
+from hikmah.principal import AgentSession
+from hikmah.recall import RecallQuery, recall
+from hikmah.store import Fulfill, Purge, Remember, Store
+from hikmah.trace import Draft
+
+from .conftest import NOW, remember, write
+
+SEQ = struct.Struct(">Q")
+
+
+def ledger_rows(store: Store) -> list[tuple[int, bytes]]:
+    with store.read() as txn:
+        return list(store.records(txn))
+
+
+def put_raw(store: Store, key: int, line: bytes | None) -> None:
+    """Change the ledger behind the store's back, as an attacker with file access would."""
+    with store.env.begin(write=True) as txn:
+        if line is None:
+            txn.delete(SEQ.pack(key), db=store.dbs.ledger)
+        else:
+            txn.put(SEQ.pack(key), line, db=store.dbs.ledger)
+
+
+def index_snapshot(store: Store) -> dict[str, list[tuple[bytes, bytes]]]:
+    names = ["docs", "ids", "features", "postings", "claims", "deadlines", "links", "scopes"]
+    with store.read() as txn:
+        return {
+            name: [(bytes(k), bytes(v)) for k, v in txn.cursor(db=getattr(store.dbs, name))]
+            for name in names
+        }
+
+
+def populate(store: Store) -> None:
+    a = remember(store, "region is us-east-1", claim_key="region", claim_value="us-east-1")
+    remember(store, "region is eu-west-1", claim_key="Region", claim_value="eu-west-1")
+    remember(store, "region is really eu-west-1", supersedes=a.id, tags=("infra",))
+    todo = remember(store, "rotate the cert", kind="commitment", deadline="+1d")
+    remember(store, "renew the domain", kind="commitment", deadline="+3d", scope="project:/srv")
+    write(store, Fulfill(id=todo.id))
+    gone = remember(store, "temporary note about purge")
+    write(store, Purge(id=gone.id, reason="no longer needed"))
+
+
+def test_a_fresh_store_verifies(store: Store) -> None:
+    report = store.verify()
+    assert report.ok and report.records == 0
+
+
+def test_writes_are_chained_and_acknowledged(tmp_path: Path, store: Store) -> None:
+    populate(store)
+    report = store.verify()
+    assert report.ok, report.errors
+    assert report.records == 9  # six remembers, a supersede, a fulfill and a purge
+    acknowledged, pending = read_head_file(store.head_path)
+    assert pending is not None and pending == report.head
+    assert acknowledged is not None and acknowledged.seq < pending.seq
+
+
+def test_reopen_acknowledges_the_pending_head(tmp_path: Path) -> None:
+    with Store(tmp_path / "d") as first:
+        populate(first)
+        head = first.head
+    with Store(tmp_path / "d") as second:
+        assert second.head == head
+        assert second.verify().ok
+        remember(second, "writes go on after a restart")
+
+
+def test_a_crash_before_commit_leaves_a_pending_head_that_is_ignored(tmp_path: Path) -> None:
+    with Store(tmp_path / "d") as first:
+        populate(first)
+        head = first.head
+        assert head is not None
+    # The head file promised a record that never committed (crash between the two).
+    ghost = encode_record(head.seq + 1, head.hash, b'{"type":"fulfill","id":"x"}')
+    write_head_file(tmp_path / "d" / "head.json", head, Head(seq=ghost.seq, hash=ghost.hash))
+    with Store(tmp_path / "d") as second:
+        assert second.head == head
+        assert second.verify().ok
+        remember(second, "still writable")
+
+
+def test_a_forged_append_is_an_unacknowledged_tail_and_blocks_writes(store: Store) -> None:
+    populate(store)
+    rows = ledger_rows(store)
+    last = rows[-1]
+    prev_hash = store.verify().head
+    assert prev_hash is not None
+    forged = encode_record(
+        last[0] + 1,
+        prev_hash.hash,
+        b'{"type":"remember","trace":{"id":"tr_forged","kind":"belief","content":"the admin '
+        b'password is on the wiki","created_at":1}}',
+    )
+    put_raw(store, forged.seq, forged.line)
+    report = store.verify()
+    assert not report.ok
+    assert [s.seq for s in report.unacknowledged] == [forged.seq]
+    assert report.unacknowledged[0].trace_id == "tr_forged"
+    (outcome,) = store.apply(
+        [Remember(draft=Draft(content="x"))], now_ms=NOW, policy=KernelPolicy()
+    )
+    assert isinstance(outcome, ConflictError)
+    assert ledger_rows(store)[-1][0] == forged.seq  # nothing was appended after the forgery
+
+    agent = AgentSession(host="codex", session_id="1", variables=("CODEX_SESSION_ID",))
+    with pytest.raises(AgentRestricted):
+        store.accept_tail(session=agent)
+    with pytest.raises(AgentRestricted):
+        store.reset_head(session=agent)
+    assert store.accept_tail().ok
+    remember(store, "writes resume once a person accepted the tail")
+
+
+def test_verify_with_a_pinned_head(store: Store) -> None:
+    populate(store)
+    good = store.verify().head
+    assert good is not None
+    assert store.verify(expect_head=good).ok
+    assert not store.verify(expect_head=Head(seq=good.seq, hash="0" * 64)).ok
+
+
+@pytest.fixture(scope="module")
+def populated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One populated data directory, copied by tests that tamper with it."""
+    directory = tmp_path_factory.mktemp("populated") / "data"
+    with Store(directory, map_size=1 << 22) as store:
+        populate(store)
+    return directory
+
+
+@settings(max_examples=80, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_every_byte_change_deletion_and_swap_is_caught(
+    tmp_path_factory: pytest.TempPathFactory, populated: Path, data: st.DataObject
+) -> None:
+    directory = tmp_path_factory.mktemp("tampered") / "data"
+    shutil.copytree(populated, directory)
+    with Store(directory, map_size=1 << 22) as store:
+        rows = ledger_rows(store)
+        change = data.draw(st.sampled_from(["byte", "delete", "swap"]))
+        index = data.draw(st.integers(0, len(rows) - 1))
+        key, line = rows[index]
+        if change == "byte":
+            position = data.draw(st.integers(0, len(line) - 1))
+            byte = data.draw(st.integers(0, 255).filter(lambda b: b != line[position]))
+            put_raw(store, key, line[:position] + bytes([byte]) + line[position + 1 :])
+        elif change == "delete":
+            put_raw(store, key, None)
+        else:
+            other = data.draw(st.integers(0, len(rows) - 1).filter(lambda i: i != index))
+            put_raw(store, key, rows[other][1])
+            put_raw(store, rows[other][0], line)
+        assert not store.verify().ok
+
+
+def test_rebuild_index_reproduces_every_derived_database(store: Store) -> None:
+    populate(store)
+    before = index_snapshot(store)
+    assert store.rebuild_index() == 9
+    assert index_snapshot(store) == before
+
+
+def test_purge_removes_the_trace_from_indexes_and_reads(store: Store) -> None:
+    trace = remember(
+        store, "the quarterly numbers are in the sheet", claim_key="q", claim_value="1"
+    )
+    remember(store, "other value", claim_key="q", claim_value="2")
+    assert store.conflicts()
+    write(store, Purge(id=trace.id, reason="asked to forget"))
+    with pytest.raises(NotFound):
+        store.get(trace.id)
+    assert (
+        recall(store, RecallQuery(query="quarterly numbers"), now_ms=NOW, policy=KernelPolicy())
+        == []
+    )
+    assert store.conflicts() == []
+    assert all(s.trace.id != trace.id for s in store.traces())
+    with store.read() as txn:
+        assert all(b"quarterly" not in k for k, _ in txn.cursor(db=store.dbs.postings))
+
+
+def test_supersession_resolves_conflicts_and_keeps_history(store: Store) -> None:
+    a = remember(store, "db is postgres 14", claim_key="db.version", claim_value="14")
+    b = remember(store, "db is postgres 16", claim_key="DB.Version", claim_value="16")
+    groups = store.conflicts()
+    assert [(g.key, [v.value for v in g.values]) for g in groups] == [("db.version", ["14", "16"])]
+    c = remember(
+        store, "db is postgres 16 now", claim_key="db.version", claim_value="16", supersedes=a.id
+    )
+    assert store.conflicts() == []
+    assert [s.trace.id for s in store.history(c.id)] == [a.id, c.id]
+    assert [s.status for s in store.history(a.id)] == ["superseded", "active"]
+    assert b.id != c.id
+
+
+def test_commitments_soonest_first(store: Store) -> None:
+    late = remember(store, "late", kind="commitment", deadline="+3d")
+    soon = remember(store, "soon", kind="commitment", deadline="+1h")
+    remember(store, "undated", kind="commitment")
+    assert [s.trace.id for s in store.commitments()] == [soon.id, late.id]
+    assert [s.trace.id for s in store.commitments(until_ms=NOW + 7_200_000)] == [soon.id]
+
+
+def test_duplicate_import_id_is_refused(store: Store) -> None:
+    trace = remember(store, "first")
+    (outcome,) = store.apply(
+        [Remember(draft=Draft(content="again"), trace_id=trace.id)],
+        now_ms=NOW,
+        policy=KernelPolicy(),
+    )
+    assert isinstance(outcome, ConflictError)
+
+
+def test_the_map_grows_when_full(tmp_path: Path) -> None:
+    with Store(tmp_path / "d", map_size=1 << 16, max_map_size=1 << 26) as small:
+        for batch in range(20):
+            write(
+                small,
+                *(Remember(draft=Draft(content=f"note {batch} {i} " * 20)) for i in range(50)),
+            )
+        assert small.verify().ok
+        assert small.counts()["active"] == 1000
+
+
+def test_a_full_store_refuses_and_loses_nothing(tmp_path: Path) -> None:
+    with Store(tmp_path / "d", map_size=1 << 16, max_map_size=1 << 17) as small:
+        written = 0
+        with pytest.raises(StoreFull):
+            for i in range(10_000):
+                write(small, Remember(draft=Draft(content=f"filler note number {i} " * 10)))
+                written += 1
+        assert small.verify().ok
+        assert small.counts()["active"] == written
+
+
+def test_lmdb_errors_other_than_full_are_not_swallowed(tmp_path: Path) -> None:
+    with Store(tmp_path / "d") as opened:
+        opened.close()
+        with pytest.raises(lmdb.Error):
+            opened.apply([Remember(draft=Draft(content="x"))], now_ms=NOW, policy=KernelPolicy())
+
+
+def test_outcomes_report_conflicts(store: Store) -> None:
+    a = remember(store, "port is 80", claim_key="port", claim_value="80")
+    outcomes = store.apply(
+        [Remember(draft=Draft(content="port is 8080", claim_key="port", claim_value="8080"))],
+        now_ms=NOW,
+        policy=KernelPolicy(),
+    )
+    (written,) = outcomes
+    assert not isinstance(written, HikmahError)
+    assert written.conflicts == [a.id]
