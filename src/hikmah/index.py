@@ -169,14 +169,17 @@ def read_chunk(txn: Any, dbs: Databases, chunk: int) -> FeatureArray:
     return np.frombuffer(raw, dtype=FEATURES).copy()
 
 
-def feature_row(txn: Any, dbs: Databases, docno: int) -> np.void:
-    row: np.void = read_chunk(txn, dbs, docno // CHUNK)[docno % CHUNK]
-    return row
-
-
 def status_of(txn: Any, dbs: Databases, docno: int) -> Status:
-    status: Status = STATUSES[int(feature_row(txn, dbs, docno)["status"])]  # type: ignore[assignment]
+    raw = txn.get(u32(docno // CHUNK), db=dbs.features)
+    row = np.frombuffer(raw, dtype=FEATURES, count=1, offset=(docno % CHUNK) * FEATURES.itemsize)
+    status: Status = STATUSES[int(row["status"][0])]  # type: ignore[assignment]
     return status
+
+
+def successor(txn: Any, dbs: Databases, docno: int) -> str | None:
+    """The id of the trace that superseded this document, if any."""
+    link = txn.get(u32(docno), db=dbs.links)
+    return None if link is None else bytes(link).decode()
 
 
 def postings(txn: Any, dbs: Databases, term: str) -> DocArray:

@@ -11,6 +11,7 @@ the lowest adjusted score already selected, and penalties only lower scores).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -18,11 +19,13 @@ import numpy as np
 import numpy.typing as npt
 
 from hikmah import index
+from hikmah.columns import Columns
 from hikmah.index import KIND_CODE, NO_DEADLINE, PRIVACY_CODE, STATUS_CODE, TAG_PREFIX, DocArray
 from hikmah.policy import KernelPolicy
 from hikmah.store import Store
 from hikmah.tokenizer import terms
 from hikmah.trace import (
+    STATUSES,
     Kind,
     Status,
     Trace,
@@ -122,12 +125,28 @@ def recall(
         return scorer.run(limit)
 
 
+Rows = dict[str, npt.NDArray[Any]]
+_FILTER_FIELDS = ("present", "status", "kind", "privacy", "scope")
+_SCORE_FIELDS = ("nterms", "created", "deadline", "salience", "confidence", "authority", "verified")
+# Slack for the float rounding between a bound and the score it bounds.
+_EPSILON = 1e-9
+
+
 class _Scorer:
+    """One recall over one read transaction.
+
+    Candidates are scored in tiers of equal upper bound, best tier first: a
+    candidate's cue is bounded by its matched term and tag counts alone (the
+    Jaccard overlap is at most coverage), and meta by the sum of its weights.
+    Scoring stops once enough candidates beat every bound still unscored, so
+    the feature columns of a common word's long tail are never gathered.
+    """
+
     def __init__(
         self,
         store: Store,
         txn: Any,
-        features: index.FeatureArray,
+        features: Columns,
         query: RecallQuery,
         q_terms: list[str],
         q_tags: list[str],
@@ -137,32 +156,114 @@ class _Scorer:
         self.store, self.txn, self.dbs = store, txn, store.dbs
         self.features, self.query, self.policy = features, query, policy
         self.q_terms, self.q_tags, self.now = q_terms, q_tags, now_ms
+        self.listing = not q_terms and not q_tags
 
     def run(self, limit: int) -> list[RecallResult]:
-        docs, matched, tagged = self._candidates()
-        docs, matched, tagged = self._filter(docs, matched, tagged)
-        if not len(docs):
+        docs, matched, tagged, overdue = self._candidates()
+        bound = self._upper_bounds(matched, tagged, overdue)
+        tiers = [np.flatnonzero(bound == b) for b in np.unique(bound[bound >= 0])[::-1]]
+        if not tiers:
             return []
-        rows = self.features[docs]
+        bounds = [float(bound[t[0]]) for t in tiers] + [-np.inf]
+        need = _margin(limit)
+        parts: list[Rows] = []
+        scored_tiers = 0
+        while scored_tiers < len(tiers):
+            tier = tiers[scored_tiers]
+            parts.append(self._score(docs[tier], matched[tier], tagged[tier]))
+            scored_tiers += 1
+            rest = bounds[scored_tiers]
+            if sum(int(np.count_nonzero(part["score"] >= rest)) for part in parts) >= need:
+                break
+        results = self._select(_concat(parts), limit, bounds[scored_tiers])
+        if results is None:
+            # Folding consumed more than the margin: score every tier and select again.
+            for tier in tiers[scored_tiers:]:
+                parts.append(self._score(docs[tier], matched[tier], tagged[tier]))
+            results = self._select(_concat(parts), limit, -np.inf)
+        assert results is not None
+        return results
+
+    def _candidates(self) -> tuple[DocArray, Floats, Floats, npt.NDArray[np.bool_]]:
+        """Candidate documents (ascending), their matched term and tag counts, and
+        which of them are overdue commitments."""
+        size = len(self.features)
+        if self.listing:
+            zeros = np.zeros(size)
+            return np.arange(size, dtype=np.uint32), zeros, zeros, np.zeros(size, dtype=bool)
+        term_lists = [index.postings(self.txn, self.dbs, t) for t in self.q_terms]
+        tag_lists = [index.postings(self.txn, self.dbs, TAG_PREFIX + t) for t in self.q_tags]
+        overdue = self.store.overdue(self.txn, self.now)
+        total = sum(map(len, term_lists)) + sum(map(len, tag_lists)) + len(overdue)
+        if total * 64 > size:
+            # Dense enough that counting into an array of every document beats sorting.
+            matched = _dense_count(term_lists, size)
+            tagged = _dense_count(tag_lists, size)
+            hit = (matched > 0) | (tagged > 0)
+            hit[overdue] = True
+            docs = np.flatnonzero(hit).astype(np.uint32)
+            counts = matched[docs].astype(np.float64), tagged[docs].astype(np.float64)
+        else:
+            term_docs, term_counts = _sparse_count(term_lists)
+            tag_docs, tag_counts = _sparse_count(tag_lists)
+            docs = np.unique(np.concatenate([term_docs, tag_docs, overdue]))
+            counts = _align(docs, term_docs, term_counts), _align(docs, tag_docs, tag_counts)
+        is_overdue = np.zeros(len(docs), dtype=bool)
+        if len(overdue):
+            is_overdue[np.searchsorted(docs, overdue)] = True
+        return docs, counts[0], counts[1], is_overdue
+
+    def _upper_bounds(
+        self, matched: Floats, tagged: Floats, overdue: npt.NDArray[np.bool_]
+    ) -> Floats:
+        """The best score each candidate could have; -1 where it cannot be recalled."""
         p = self.policy.recall
-        listing = not self.q_terms and not self.q_tags
+        if self.listing:
+            return np.full(len(matched), np.inf)
+        coverage = matched / max(len(self.q_terms), 1)
+        lexical = np.where(
+            matched > 0,
+            np.maximum((p.lexical_coverage + p.lexical_jaccard) * coverage, p.match_floor),
+            0.0,
+        )
+        cue = self._cue(lexical, tagged / max(len(self.q_tags), 1))
+        meta = (
+            p.meta_recency
+            + p.meta_salience
+            + p.meta_confidence
+            + p.meta_provenance
+            + p.meta_prospective
+        )
+        bound = cue * (p.relevance_base + p.metadata_share * meta) * (1 + _EPSILON)
+        bound[cue < self.policy.minimum_recall_score - _EPSILON] = -1.0
+        bound[overdue] = np.inf
+        return bound
+
+    def _cue(self, lexical: Floats, tag_coverage: Floats) -> Floats:
+        p = self.policy.recall
+        if self.q_terms and self.q_tags:
+            return p.cue_lexical * lexical + p.cue_tag * tag_coverage
+        return lexical if self.q_terms else tag_coverage
+
+    def _score(self, docs: DocArray, matched: Floats, tagged: Floats) -> Rows:
+        """Every term of the score of the candidates the query may see and recall."""
+        rows = self.features.take(_FILTER_FIELDS, docs)
+        wanted = self._wanted(rows)
+        docs, matched, tagged = docs[wanted], matched[wanted], tagged[wanted]
+        rows = {name: column[wanted] for name, column in rows.items()}
+        rows.update(self.features.take(_SCORE_FIELDS, docs))
+        p = self.policy.recall
 
         n_q = max(len(self.q_terms), 1)
-        nterms = rows["nterms"].astype(np.float64)
         coverage = matched / n_q
-        jaccard = np.where(matched > 0, matched / np.maximum(n_q + nterms - matched, 1), 0.0)
+        jaccard = matched / np.maximum(n_q + rows["nterms"] - matched, 1)
         lexical = np.where(
             matched > 0,
             np.maximum(p.lexical_coverage * coverage + p.lexical_jaccard * jaccard, p.match_floor),
             0.0,
         )
         tag_coverage = tagged / max(len(self.q_tags), 1)
-        if self.q_terms and self.q_tags:
-            cue = p.cue_lexical * lexical + p.cue_tag * tag_coverage
-        elif self.q_terms:
-            cue = lexical
-        else:
-            cue = tag_coverage
+        cue = np.zeros(len(docs)) if self.listing else self._cue(lexical, tag_coverage)
 
         recency, provenance, urgency, overdue = self._meta_terms(rows)
         meta = (
@@ -172,73 +273,56 @@ class _Scorer:
             + p.meta_provenance * provenance
             + p.meta_prospective * urgency
         )
-        if listing:
-            cue = np.zeros(len(docs))
+        if self.listing:
             score = p.listing_scale * meta
             keep = np.ones(len(docs), dtype=bool)
         else:
             score = cue * (p.relevance_base + p.metadata_share * meta)
             score = np.where(overdue, np.maximum(score, p.overdue_floor), score)
             keep = (cue >= self.policy.minimum_recall_score) | overdue
-        picked = np.flatnonzero(keep)
-        columns = {
+        scored = {
+            "doc": docs,
+            "score": score,
+            "cue": cue,
+            "meta": meta,
             "coverage": coverage,
             "jaccard": jaccard,
             "lexical": lexical,
             "tag_coverage": tag_coverage,
-            "cue": cue,
-            "meta": meta,
             "recency": recency,
             "provenance": provenance,
             "urgency": urgency,
+            "overdue": overdue,
+            "salience": rows["salience"],
+            "confidence": rows["confidence"],
+            "created": rows["created"],
+            "status": rows["status"],
         }
-        return self._select(docs, rows, score, picked, overdue, columns, limit)
+        return {name: column[keep] for name, column in scored.items()}
 
-    def _candidates(self) -> tuple[DocArray, Floats, Floats]:
-        if not self.q_terms and not self.q_tags:
-            docs = np.arange(len(self.features), dtype=np.uint32)
-            zeros = np.zeros(len(docs))
-            return docs, zeros, zeros
-        term_docs, term_counts = _count(
-            [index.postings(self.txn, self.dbs, t) for t in self.q_terms]
-        )
-        tag_docs, tag_counts = _count(
-            [index.postings(self.txn, self.dbs, TAG_PREFIX + t) for t in self.q_tags]
-        )
-        docs = np.union1d(np.union1d(term_docs, tag_docs), self._overdue_docs())
-        return docs, _align(docs, term_docs, term_counts), _align(docs, tag_docs, tag_counts)
-
-    def _overdue_docs(self) -> DocArray:
-        found: list[int] = []
-        cursor = self.txn.cursor(db=self.dbs.deadlines)
-        for key in cursor.iternext(values=False):
-            deadline, docno = index.split_deadline_key(bytes(key))
-            if deadline > self.now:
-                break
-            found.append(docno)
-        return np.array(sorted(found), dtype=np.uint32)
-
-    def _filter(
-        self, docs: DocArray, matched: Floats, tagged: Floats
-    ) -> tuple[DocArray, Floats, Floats]:
-        rows = self.features[docs]
-        statuses = [STATUS_CODE["active"], STATUS_CODE["fulfilled"]]
-        if self.query.include_superseded:
-            statuses.append(STATUS_CODE["superseded"])
-        mask = (rows["present"] == 1) & np.isin(rows["status"], statuses)
+    def _wanted(self, rows: Rows) -> npt.NDArray[np.bool_]:
+        """Which candidates the query may see at all (status, kind, privacy, scope)."""
+        status = rows["status"]
+        mask: npt.NDArray[np.bool_] = (rows["present"] == 1) & (status != STATUS_CODE["purged"])
+        if not self.query.include_superseded:
+            mask &= status != STATUS_CODE["superseded"]
         if self.query.kinds:
-            mask &= np.isin(rows["kind"], [KIND_CODE[k] for k in self.query.kinds])
+            wanted_kinds = np.zeros(len(KIND_CODE), dtype=bool)
+            wanted_kinds[[KIND_CODE[k] for k in self.query.kinds]] = True
+            mask &= wanted_kinds[rows["kind"]]
         else:
             mask &= rows["kind"] != KIND_CODE["prediction"]
         if not self.query.include_sensitive:
             mask &= rows["privacy"] != PRIVACY_CODE["sensitive"]
         if self.query.scope is not None:
             scope = index.scope_id(self.txn, self.dbs, self.query.scope, create=False)
-            wanted = [index.GLOBAL_SCOPE_ID] + ([] if scope is None else [scope])
-            mask &= np.isin(rows["scope"], wanted)
-        return docs[mask], matched[mask], tagged[mask]
+            in_scope = rows["scope"] == index.GLOBAL_SCOPE_ID
+            if scope is not None:
+                in_scope |= rows["scope"] == scope
+            mask &= in_scope
+        return mask
 
-    def _meta_terms(self, rows: index.FeatureArray) -> tuple[Floats, Floats, Floats, Any]:
+    def _meta_terms(self, rows: Rows) -> tuple[Floats, Floats, Floats, Any]:
         p = self.policy.recall
         age_days = np.maximum(self.now - rows["created"], 0) / DAY_MS
         recency = 1.0 / (1.0 + age_days / p.recency_scale_days)
@@ -258,91 +342,112 @@ class _Scorer:
         overdue = active & commitment & dated & (days_left <= 0)
         return recency, provenance, urgency, overdue
 
-    def _select(
-        self,
-        docs: DocArray,
-        rows: index.FeatureArray,
-        score: Floats,
-        picked: npt.NDArray[np.intp],
-        overdue: Any,
-        columns: dict[str, Floats],
-        limit: int,
-    ) -> list[RecallResult]:
+    def _select(self, scored: Rows, limit: int, unscored: float) -> list[RecallResult] | None:
+        """Fold near-duplicates best first until ``limit`` results are chosen.
+
+        Returns None when that would need a candidate not scored yet (one whose
+        bound is ``unscored``).
+        """
         p = self.policy.recall
-        # Best first; ties newer first.
-        order = picked[
-            np.lexsort((-docs[picked].astype(np.int64), -rows["created"][picked], -score[picked]))
-        ]
+        score = scored["score"]
         selected: list[_Selected] = []
         redundancy: dict[int, float] = {}
-        for position in order:
-            raw = float(score[position])
-            if len(selected) >= limit and raw < _kth(selected, limit):
+        for i in _best_first(score, scored["created"], scored["doc"], limit):
+            if len(selected) == limit:
                 break
-            candidate = _Selected(
-                index.trace_at(self.txn, self.dbs, int(docs[position])), int(position), raw
-            )
+            if score[i] < unscored:
+                return None
+            trace = index.trace_at(self.txn, self.dbs, int(scored["doc"][i]))
+            candidate = _Selected(trace, i, float(score[i]))
             overlaps = [(s, o) for s in selected if (o := s.overlap(candidate)) is not None]
             folded = next((s for s, o in overlaps if o >= p.redundant_at), None)
             if folded is not None:
                 folded.duplicates += 1
                 continue
             worst = max((o for _s, o in overlaps), default=0.0)
-            candidate.score = raw * (1.0 - p.redundancy_penalty * worst)
-            redundancy[candidate.position] = worst
+            candidate.score *= 1.0 - p.redundancy_penalty * worst
+            redundancy[i] = worst
             selected.append(candidate)
+        if len(selected) < limit and unscored > -np.inf:
+            return None
         selected.sort(key=lambda s: (-s.score, -s.trace.created_at))
-        return [
-            self._result(s, columns, rows, bool(overdue[s.position]), redundancy[s.position])
-            for s in selected[:limit]
-        ]
+        return [self._result(s, scored, redundancy[s.position]) for s in selected]
 
-    def _result(
-        self,
-        chosen: _Selected,
-        columns: dict[str, Floats],
-        rows: index.FeatureArray,
-        overdue: bool,
-        redundancy: float,
-    ) -> RecallResult:
+    def _result(self, chosen: _Selected, scored: Rows, redundancy: float) -> RecallResult:
         i = chosen.position
         trace = chosen.trace
-        stored = self.store._stored(self.txn, trace.id)
-        assert stored is not None
+        status: Status = STATUSES[int(scored["status"][i])]  # type: ignore[assignment]
         return RecallResult(
             trace=trace,
-            status=stored.status,
+            status=status,
             score=chosen.score,
-            cue=float(columns["cue"][i]),
-            meta=float(columns["meta"][i]),
+            cue=float(scored["cue"][i]),
+            meta=float(scored["meta"][i]),
             duplicates=chosen.duplicates,
-            conflicts=self.store.conflicts_for(self.txn, trace)
-            if stored.status == "active"
-            else [],
+            conflicts=self.store.conflicts_for(self.txn, trace) if status == "active" else [],
             supersedes=trace.supersedes,
-            superseded_by=stored.superseded_by,
+            superseded_by=self.store.superseded_by(self.txn, trace.id)
+            if status == "superseded"
+            else None,
             why=Why(
                 matched_terms=[t for t in self.q_terms if t in chosen.terms],
-                coverage=float(columns["coverage"][i]),
-                jaccard=float(columns["jaccard"][i]),
-                lexical=float(columns["lexical"][i]),
-                tag_coverage=float(columns["tag_coverage"][i]),
-                recency=float(columns["recency"][i]),
-                salience=float(rows["salience"][i]),
-                confidence=float(rows["confidence"][i]),
-                provenance=float(columns["provenance"][i]),
-                urgency=float(columns["urgency"][i]),
-                overdue=overdue,
+                coverage=float(scored["coverage"][i]),
+                jaccard=float(scored["jaccard"][i]),
+                lexical=float(scored["lexical"][i]),
+                tag_coverage=float(scored["tag_coverage"][i]),
+                recency=float(scored["recency"][i]),
+                salience=float(scored["salience"][i]),
+                confidence=float(scored["confidence"][i]),
+                provenance=float(scored["provenance"][i]),
+                urgency=float(scored["urgency"][i]),
+                overdue=bool(scored["overdue"][i]),
                 redundancy=redundancy,
             ),
         )
 
 
-def _kth(selected: list[_Selected], k: int) -> float:
-    return sorted((s.score for s in selected), reverse=True)[k - 1]
+def _margin(limit: int) -> int:
+    """Candidates to score beyond every unscored bound before folding starts."""
+    return limit + 2
 
 
-def _count(lists: list[DocArray]) -> tuple[DocArray, Floats]:
+def _concat(parts: list[Rows]) -> Rows:
+    if len(parts) == 1:
+        return parts[0]
+    return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+
+
+def _best_first(
+    score: Floats, created: npt.NDArray[np.int64], docs: DocArray, limit: int
+) -> Iterator[int]:
+    """Positions in best-first order (ties newer first), sorting only what is read.
+
+    Folding usually reads ``limit`` candidates and a few near-duplicates, so
+    the best few are sorted first and the rest only if folding gets that far.
+    """
+    head = _margin(limit)
+
+    def ordered(positions: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
+        keys = (-docs[positions].astype(np.int64), -created[positions], -score[positions])
+        return positions[np.lexsort(keys)]
+
+    everything = np.arange(len(score))
+    if len(score) <= head:
+        yield from ordered(everything).tolist()
+        return
+    threshold = -np.partition(-score, head)[head]
+    yield from ordered(np.flatnonzero(score > threshold)).tolist()
+    yield from ordered(np.flatnonzero(score <= threshold)).tolist()
+
+
+def _dense_count(lists: list[DocArray], size: int) -> npt.NDArray[np.intp]:
+    """How many of the lists hold each document, for every document."""
+    if not lists:
+        return np.zeros(size, dtype=np.intp)
+    return np.bincount(np.concatenate(lists), minlength=size)
+
+
+def _sparse_count(lists: list[DocArray]) -> tuple[DocArray, Floats]:
     """The documents in any of the (sorted, distinct) lists, and in how many."""
     lists = [docs for docs in lists if len(docs)]
     if not lists:

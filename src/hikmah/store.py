@@ -25,8 +25,10 @@ from typing import Any
 import lmdb
 import msgspec
 import numpy as np
+import numpy.typing as npt
 
 from hikmah import index
+from hikmah.columns import Columns
 from hikmah.errors import (
     ConflictError,
     HikmahError,
@@ -36,12 +38,10 @@ from hikmah.errors import (
     StoreFull,
 )
 from hikmah.index import (
-    CHUNK,
     FEATURES,
     PAYLOAD_DECODER,
     PAYLOAD_ENCODER,
     Databases,
-    FeatureArray,
     FulfillPayload,
     Payload,
     RememberPayload,
@@ -174,7 +174,9 @@ class Store:
             links=self.env.open_db(b"links"),
             scopes=self.env.open_db(b"scopes"),
         )
-        self._features: FeatureArray | None = None
+        self._columns: Columns | None = None
+        # Active dated commitments as (deadlines, docnos), sorted by deadline.
+        self._dated: tuple[npt.NDArray[np.int64], npt.NDArray[np.uint32]] | None = None
         self.head_error: str | None = None
         self.head: Head | None = self._load_head()
 
@@ -368,12 +370,16 @@ class Store:
         docno = index.docno_of(txn, self.dbs, trace_id)
         if docno is None:
             return None
-        link = txn.get(index.u32(docno), db=self.dbs.links)
         return StoredTrace(
             trace=index.trace_at(txn, self.dbs, docno),
             status=index.status_of(txn, self.dbs, docno),
-            superseded_by=None if link is None else bytes(link).decode(),
+            superseded_by=index.successor(txn, self.dbs, docno),
         )
+
+    def superseded_by(self, txn: Any, trace_id: str) -> str | None:
+        """The id of the trace that superseded this one, if any."""
+        docno = index.docno_of(txn, self.dbs, trace_id)
+        return None if docno is None else index.successor(txn, self.dbs, docno)
 
     def history(self, trace_id: str) -> list[StoredTrace]:
         """The correction chain a trace belongs to, oldest first."""
@@ -443,59 +449,68 @@ class Store:
             cursor = txn.cursor(db=self.dbs.docs)
             for key, value in cursor:
                 docno = int(struct.unpack(">I", key)[0])
-                status = STATUSES[int(features[docno]["status"])]
+                status = STATUSES[int(features["status"][docno])]
                 if status == "purged" or (not include_inactive and status != "active"):
                     continue
-                link = txn.get(key, db=self.dbs.links)
                 yield StoredTrace(
                     trace=index.decode_trace(bytes(value)),
                     status=status,  # type: ignore[arg-type]
-                    superseded_by=None if link is None else bytes(link).decode(),
+                    superseded_by=index.successor(txn, self.dbs, docno),
                 )
 
     def counts(self) -> dict[str, int]:
         """How many traces are in each status."""
         with self.read() as txn:
             features = self.features(txn)
-        present = features[features["present"] == 1]
-        by_status = np.bincount(present["status"], minlength=len(STATUSES))
+        by_status = np.bincount(
+            features["status"][features["present"] == 1], minlength=len(STATUSES)
+        )
         return {status: int(n) for status, n in zip(STATUSES, by_status, strict=True)}
 
     # -- the feature columns --------------------------------------------------
 
-    def features(self, txn: Any) -> FeatureArray:
-        """Every document's feature row, indexed by document number.
+    def features(self, txn: Any) -> Columns:
+        """Every document's features as columns indexed by document number.
 
         Loaded on first use (not at open, so start-up does not grow with the
         store) and kept current by :meth:`apply`.
         """
-        if self._features is None:
-            self._features = self._load_features(txn)
-        return self._features[: index.next_docno(txn, self.dbs)]
+        if self._columns is None:
+            columns = Columns()
+            chunks = (
+                (int(struct.unpack(">I", key)[0]), np.frombuffer(value, dtype=FEATURES))
+                for key, value in txn.cursor(db=self.dbs.features)
+            )
+            columns.set_chunks(chunks, index.next_docno(txn, self.dbs))
+            self._columns = columns
+        return self._columns
 
-    def _load_features(self, txn: Any) -> FeatureArray:
-        count = index.next_docno(txn, self.dbs)
-        chunks = -(-count // CHUNK)
-        array = np.zeros(max(chunks, 1) * CHUNK, dtype=FEATURES)
-        cursor = txn.cursor(db=self.dbs.features)
-        for key, value in cursor:
-            chunk = int(struct.unpack(">I", key)[0])
-            array[chunk * CHUNK : (chunk + 1) * CHUNK] = np.frombuffer(value, dtype=FEATURES)
-        return array
+    def overdue(self, txn: Any, now_ms: int) -> npt.NDArray[np.uint32]:
+        """Document numbers of active commitments whose deadline has passed, ascending."""
+        if self._dated is None:
+            features = self.features(txn)
+            dated = np.flatnonzero(
+                (features["kind"] == index.KIND_CODE["commitment"])
+                & (features["status"] == index.STATUS_CODE["active"])
+                & (features["deadline"] != index.NO_DEADLINE)
+            )
+            deadlines = features["deadline"][dated]
+            order = np.argsort(deadlines, kind="stable")
+            self._dated = (deadlines[order], dated[order].astype(np.uint32))
+        deadlines, docs = self._dated
+        return np.sort(docs[: int(np.searchsorted(deadlines, now_ms, side="right"))])
 
     def _refresh_features(self, dirty: set[int]) -> None:
-        if self._features is None or not dirty:
+        if not dirty:
             return
-        needed = (max(dirty) + 1) * CHUNK
-        if needed > len(self._features):
-            grown = np.zeros(max(needed, 2 * len(self._features)), dtype=FEATURES)
-            grown[: len(self._features)] = self._features
-            self._features = grown
+        self._dated = None
+        if self._columns is None:
+            return
         with self.read() as txn:
-            for chunk in dirty:
-                self._features[chunk * CHUNK : (chunk + 1) * CHUNK] = index.read_chunk(
-                    txn, self.dbs, chunk
-                )
+            self._columns.set_chunks(
+                ((chunk, index.read_chunk(txn, self.dbs, chunk)) for chunk in dirty),
+                index.next_docno(txn, self.dbs),
+            )
 
     # -- the ledger -------------------------------------------------------------
 
@@ -558,7 +573,8 @@ class Store:
                 count += 1
                 if progress is not None and count % 10_000 == 0:
                     progress(count)
-        self._features = None
+        self._columns = None
+        self._dated = None
         return count
 
 

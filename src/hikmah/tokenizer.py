@@ -129,18 +129,25 @@ def stem(word: str) -> str:
     return word
 
 
+@lru_cache(maxsize=1 << 16)
+def _word_term(word: str) -> str | None:
+    """The term of one non-CJK word, or None when it is dropped.
+
+    Cached: vocabularies are Zipfian, so a small cache answers most words.
+    """
+    if (len(word) < 2 and not word.isdigit()) or word in STOPWORDS:
+        return None
+    return stem(word)
+
+
 def _emit(run: str, script: str, out: list[str]) -> None:
     if script == _CJK:
         if len(run) == 1:
             out.append(run)
         else:
             out.extend(run[i : i + 2] for i in range(len(run) - 1))
-        return
-    if len(run) < 2 and not run.isdigit():
-        return
-    if run in STOPWORDS:
-        return
-    out.append(stem(run))
+    elif (term := _word_term(run)) is not None:
+        out.append(term)
 
 
 def tokenize(text: str) -> list[str]:
@@ -149,7 +156,8 @@ def tokenize(text: str) -> list[str]:
     for match in _WORD.finditer(text.lower()):
         token = match.group()
         if token.isascii():
-            _emit(token, "LATIN", out)
+            if (term := _word_term(token)) is not None:
+                out.append(term)
             continue
         for script, run in _script_runs(token):
             _emit(run, script, out)

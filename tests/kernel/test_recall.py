@@ -367,3 +367,39 @@ def test_candidates_come_from_the_index_not_a_scan(
     )
     assert contents(ask(store, "kafka")) == ["the kafka broker"]
     assert len(decoded) <= 2
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    notes=st.lists(
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=5), min_size=1, max_size=120
+    ),
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
+    limit=st.integers(1, 8),
+)
+def test_early_stop_returns_what_scoring_everything_returns(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    notes: list[list[str]],
+    query: list[str],
+    limit: int,
+) -> None:
+    from hikmah import recall as recall_module
+
+    with Store(tmp_path / f"s{next(_counter)}", map_size=1 << 22) as store:
+        write(
+            store,
+            *(
+                Remember(draft=Draft(content=" ".join(n)), created_at=NOW - i)
+                for i, n in enumerate(notes)
+            ),
+        )
+        with monkeypatch.context() as patched:
+            patched.setattr(recall_module, "_margin", lambda limit: 0)
+            early = ask(store, " ".join(query), limit=limit)
+        with monkeypatch.context() as patched:
+            patched.setattr(recall_module, "_margin", lambda limit: 10**9)
+            everything = ask(store, " ".join(query), limit=limit)
+    assert early == everything
