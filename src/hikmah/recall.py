@@ -197,12 +197,18 @@ class _Scorer:
         total = sum(map(len, term_lists)) + sum(map(len, tag_lists)) + len(overdue)
         if total * 64 > size:
             # Dense enough that counting into an array of every document beats sorting.
-            matched = _dense_count(term_lists, size)
-            tagged = _dense_count(tag_lists, size)
-            hit = (matched > 0) | (tagged > 0)
+            dense = [_dense_count(term_lists, size), _dense_count(tag_lists, size)]
+            hit = np.zeros(size, dtype=bool)
             hit[overdue] = True
+            for count in dense:
+                if count is not None:
+                    hit |= count > 0
             docs = np.flatnonzero(hit).astype(np.uint32)
-            counts = matched[docs].astype(np.float64), tagged[docs].astype(np.float64)
+            matched, tagged = (
+                np.zeros(len(docs)) if count is None else count[docs].astype(np.float64)
+                for count in dense
+            )
+            counts = matched, tagged
         else:
             term_docs, term_counts = _sparse_count(term_lists)
             tag_docs, tag_counts = _sparse_count(tag_lists)
@@ -249,8 +255,9 @@ class _Scorer:
         """Every term of the score of the candidates the query may see and recall."""
         rows = self.features.take(_FILTER_FIELDS, docs)
         wanted = self._wanted(rows)
-        docs, matched, tagged = docs[wanted], matched[wanted], tagged[wanted]
-        rows = {name: column[wanted] for name, column in rows.items()}
+        if not wanted.all():
+            docs, matched, tagged = docs[wanted], matched[wanted], tagged[wanted]
+            rows = {name: column[wanted] for name, column in rows.items()}
         rows.update(self.features.take(_SCORE_FIELDS, docs))
         p = self.policy.recall
 
@@ -408,7 +415,7 @@ class _Scorer:
 
 def _margin(limit: int) -> int:
     """Candidates to score beyond every unscored bound before folding starts."""
-    return limit + 2
+    return limit + 4
 
 
 def _concat(parts: list[Rows]) -> Rows:
@@ -440,10 +447,10 @@ def _best_first(
     yield from ordered(np.flatnonzero(score <= threshold)).tolist()
 
 
-def _dense_count(lists: list[DocArray], size: int) -> npt.NDArray[np.intp]:
-    """How many of the lists hold each document, for every document."""
+def _dense_count(lists: list[DocArray], size: int) -> npt.NDArray[np.intp] | None:
+    """How many of the lists hold each document, for every document (None: no lists)."""
     if not lists:
-        return np.zeros(size, dtype=np.intp)
+        return None
     return np.bincount(np.concatenate(lists), minlength=size)
 
 
