@@ -18,6 +18,7 @@ from __future__ import annotations
 import errno
 import logging
 import struct
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,7 @@ LMDB_DIR = "lmdb"
 DEFAULT_MAP_SIZE = 1 << 30
 MAX_MAP_SIZE = 1 << 40
 _SEQ = struct.Struct(">Q")
+_MAX_LOGGED_COMMITS = 4096
 
 
 class Remember(msgspec.Struct, frozen=True, kw_only=True):
@@ -174,9 +176,19 @@ class Store:
             links=self.env.open_db(b"links"),
             scopes=self.env.open_db(b"scopes"),
         )
+        # The feature columns are a cache of one snapshot (``_columns_seq``, the
+        # ledger's last seq when read). Commits log the chunks they changed, and
+        # a reader with a newer snapshot patches just those; the lock is held for
+        # bookkeeping only, never across a commit, so readers never wait for a sync.
+        self._lock = threading.Lock()
         self._columns: Columns | None = None
-        # Active dated commitments as (deadlines, docnos), sorted by deadline.
+        self._columns_seq = 0
+        self._changes: list[tuple[int, set[int]]] = []
+        self._forgotten_upto = 0
+        # Active dated commitments as (deadlines, docnos) sorted by deadline, and
+        # the column snapshot they were computed from.
         self._dated: tuple[npt.NDArray[np.int64], npt.NDArray[np.uint32]] | None = None
+        self._dated_seq = -1
         self.head_error: str | None = None
         self.head: Head | None = self._load_head()
 
@@ -282,7 +294,7 @@ class Store:
             txn.abort()
             raise
         self.head = new_head
-        self._refresh_features(dirty)
+        self._log_commit(seq, dirty)
         return outcomes
 
     def _validate(
@@ -473,22 +485,46 @@ class Store:
         """Every document's features as columns indexed by document number.
 
         Loaded on first use (not at open, so start-up does not grow with the
-        store) and kept current by :meth:`apply`.
+        store), then patched forward to each reader's snapshot.
         """
-        if self._columns is None:
-            columns = Columns()
-            chunks = (
-                (int(struct.unpack(">I", key)[0]), np.frombuffer(value, dtype=FEATURES))
-                for key, value in txn.cursor(db=self.dbs.features)
-            )
-            columns.set_chunks(chunks, index.next_docno(txn, self.dbs))
-            self._columns = columns
-        return self._columns
+        seq = self._snapshot_seq(txn)
+        with self._lock:
+            if self._columns is None or self._columns_seq < self._forgotten_upto:
+                columns = Columns()
+                chunks = (
+                    (int(struct.unpack(">I", key)[0]), np.frombuffer(value, dtype=FEATURES))
+                    for key, value in txn.cursor(db=self.dbs.features)
+                )
+                columns.set_chunks(chunks, index.next_docno(txn, self.dbs))
+                self._columns, self._columns_seq = columns, seq
+            elif seq > self._columns_seq:
+                dirty = set[int]().union(
+                    *(chunks for at, chunks in self._changes if self._columns_seq < at <= seq)
+                )
+                self._columns.set_chunks(
+                    ((chunk, index.read_chunk(txn, self.dbs, chunk)) for chunk in dirty),
+                    index.next_docno(txn, self.dbs),
+                )
+                self._columns_seq = seq
+            self._changes = [(at, chunks) for at, chunks in self._changes if at > self._columns_seq]
+            return self._columns
+
+    def _snapshot_seq(self, txn: Any) -> int:
+        cursor = txn.cursor(db=self.dbs.ledger)
+        return int(_SEQ.unpack(cursor.key())[0]) if cursor.last() else 0
+
+    def _log_commit(self, seq: int, dirty: set[int]) -> None:
+        with self._lock:
+            self._changes.append((seq, dirty))
+            if len(self._changes) > _MAX_LOGGED_COMMITS:
+                # Nobody has read for a long while: forget, and reload on the next read.
+                self._changes.clear()
+                self._forgotten_upto = seq
 
     def overdue(self, txn: Any, now_ms: int) -> npt.NDArray[np.uint32]:
         """Document numbers of active commitments whose deadline has passed, ascending."""
-        if self._dated is None:
-            features = self.features(txn)
+        features = self.features(txn)
+        if self._dated is None or self._dated_seq != self._columns_seq:
             dated = np.flatnonzero(
                 (features["kind"] == index.KIND_CODE["commitment"])
                 & (features["status"] == index.STATUS_CODE["active"])
@@ -497,20 +533,9 @@ class Store:
             deadlines = features["deadline"][dated]
             order = np.argsort(deadlines, kind="stable")
             self._dated = (deadlines[order], dated[order].astype(np.uint32))
+            self._dated_seq = self._columns_seq
         deadlines, docs = self._dated
         return np.sort(docs[: int(np.searchsorted(deadlines, now_ms, side="right"))])
-
-    def _refresh_features(self, dirty: set[int]) -> None:
-        if not dirty:
-            return
-        self._dated = None
-        if self._columns is None:
-            return
-        with self.read() as txn:
-            self._columns.set_chunks(
-                ((chunk, index.read_chunk(txn, self.dbs, chunk)) for chunk in dirty),
-                index.next_docno(txn, self.dbs),
-            )
 
     # -- the ledger -------------------------------------------------------------
 
@@ -573,8 +598,9 @@ class Store:
                 count += 1
                 if progress is not None and count % 10_000 == 0:
                     progress(count)
-        self._columns = None
-        self._dated = None
+        with self._lock:
+            self._columns = None
+            self._changes.clear()
         return count
 
 

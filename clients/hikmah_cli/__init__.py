@@ -1,0 +1,6 @@
+"""The ``hikmah`` command: a thin, stdlib-only client of hikmahd.
+
+It starts on every shell command and agent prompt, so its hot path imports
+neither trio nor msgspec nor the kernel's store: only the standard library
+and :mod:`hikmah.paths`.
+"""

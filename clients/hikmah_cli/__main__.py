@@ -1,0 +1,271 @@
+"""``hikmah``: remember, recall and audit memory from the shell.
+
+Exit codes: 0 success, 1 internal error, 2 usage error, 3 refused (secret,
+agent-session restriction, policy, provenance, conflict), 4 not found,
+5 daemon unavailable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from hikmah import paths
+
+from . import render
+from .client import RemoteError, Unavailable, connect, environment_flags
+
+OK, INTERNAL, USAGE, REFUSED, NOT_FOUND, UNAVAILABLE = 0, 1, 2, 3, 4, 5
+EXIT_FOR_REASON = {
+    "invalid": USAGE,
+    "secret_detected": REFUSED,
+    "agent_restricted": REFUSED,
+    "policy": REFUSED,
+    "provenance": REFUSED,
+    "conflict": REFUSED,
+    "forbidden": REFUSED,
+    "too_large": USAGE,
+    "not_found": NOT_FOUND,
+    "unavailable": UNAVAILABLE,
+}
+KINDS = [
+    "observation", "episode", "belief", "procedure", "commitment",
+    "preference", "constraint", "outcome", "correction", "prediction",
+]  # fmt: skip
+
+Handler = Callable[[argparse.Namespace], tuple[str, dict[str, Any], Callable[[Any], str]]]
+
+
+def _global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    """The flags accepted before or after the subcommand."""
+    default: Any = argparse.SUPPRESS if suppress else None
+    group = parser.add_argument_group("global options")
+    group.add_argument("--socket", metavar="PATH", default=default, help="daemon socket")
+    group.add_argument("--data-dir", metavar="DIR", default=default, help="data directory")
+    group.add_argument("--policy", metavar="FILE", default=default, help="policy file")
+    group.add_argument(
+        "--json",
+        action="store_true",
+        default=argparse.SUPPRESS if suppress else False,
+        help="machine-readable JSON on stdout",
+    )
+    group.add_argument(
+        "--no-autostart",
+        action="store_true",
+        default=argparse.SUPPRESS if suppress else False,
+        help="do not start a daemon when none answers",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hikmah",
+        description="Durable, auditable memory for people and coding agents (client of hikmahd).",
+        epilog="Run `hikmah COMMAND --help` for a command's options. Exit codes: 0 ok,"
+        " 1 internal error, 2 usage, 3 refused, 4 not found, 5 daemon unavailable.",
+    )
+    _global_options(parser, suppress=False)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def command(name: str, help_text: str, handler: Handler) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        _global_options(sub, suppress=True)
+        sub.set_defaults(handler=handler)
+        return sub
+
+    p = command("remember", "write a trace", _remember)
+    p.add_argument("content_arg", nargs="?", metavar="CONTENT", help="what to remember")
+    p.add_argument("--content", help="what to remember (or give it positionally, or on stdin)")
+    p.add_argument("--kind", default="observation", choices=KINDS[:-1], help="default observation")
+    p.add_argument("--tag", action="append", default=[], metavar="T", help="a tag (repeatable)")
+    p.add_argument("--salience", type=float, metavar="F", help="0..1, default 0.5")
+    p.add_argument("--confidence", type=float, metavar="F", help="0..1, default 0.5")
+    p.add_argument("--source", metavar="S", help="kind:name, e.g. human:ana, doc:runbook")
+    p.add_argument("--locator", metavar="L", help="where in the source (file:line, URL)")
+    p.add_argument("--authority", type=float, metavar="F", help="0..1, default 0.5")
+    p.add_argument("--verified", action="store_true", help="a person checked it (never agents)")
+    p.add_argument("--claim-key", metavar="K", help="structured claim key (with --claim-value)")
+    p.add_argument("--claim-value", metavar="V", help="structured claim value")
+    p.add_argument("--supersedes", metavar="ID", help="the trace this one corrects")
+    p.add_argument(
+        "--deadline", metavar="D", help="epoch ms, YYYY-MM-DD[THH:MM[:SS]] UTC, +Nh, +Nd"
+    )
+    p.add_argument("--privacy", choices=["public", "private", "sensitive"], help="default private")
+    p.add_argument("--scope", metavar="S", help="global (default), project:PATH, person:NAME")
+
+    p = command("recall", "recall the traces that resonate with a query", _recall)
+    p.add_argument("query_arg", nargs="?", metavar="QUERY", help="words to recall by")
+    p.add_argument("--query", help="words to recall by (or give them positionally)")
+    p.add_argument("--tag", action="append", default=[], metavar="T", help="a tag cue (repeatable)")
+    p.add_argument("--kind", action="append", default=[], choices=KINDS, help="only these kinds")
+    p.add_argument("--limit", type=int, metavar="N", help="most results (capped by the policy)")
+    p.add_argument("--scope", metavar="S", help="this scope and global only")
+    p.add_argument("--include-superseded", action="store_true", help="history too")
+    p.add_argument("--include-sensitive", action="store_true", help="sensitive traces too")
+
+    p = command("show", "one trace with its history", _show)
+    p.add_argument("id", metavar="ID")
+
+    command("conflicts", "open conflicts: one claim key, several values", _conflicts)
+
+    p = command("commitments", "the promise queue, soonest first", _commitments)
+    p.add_argument("--within-hours", type=float, metavar="H", help="due within H hours")
+    p.add_argument("--overdue", action="store_true", help="only overdue ones")
+
+    p = command("fulfill", "mark a commitment done", _fulfill)
+    p.add_argument("id_arg", nargs="?", metavar="ID")
+    p.add_argument("--id", help="the commitment (or give it positionally)")
+
+    p = command("purge", "retention deletion of a trace (a person only)", _purge)
+    p.add_argument("--id", required=True)
+    p.add_argument("--reason", required=True, help="kept in the tombstone")
+
+    p = command("verify-ledger", "check the hash chain and the head", _verify)
+    choice = p.add_mutually_exclusive_group()
+    choice.add_argument("--expect-head", metavar="SEQ:HASH", help="a head pinned elsewhere")
+    choice.add_argument("--accept-tail", action="store_true", help="acknowledge appended records")
+    choice.add_argument(
+        "--reset-head", action="store_true", help="rewrite the head from the ledger"
+    )
+
+    p = command("policy", "the policy in force, as TOML", _policy)
+    p.add_argument("--print-defaults", action="store_true", help="every field with its default")
+
+    command("status", "the daemon, the store, the policy, the reminders", _status)
+    return parser
+
+
+def _pick(positional: str | None, flag: str | None, name: str) -> str | None:
+    if positional is not None and flag is not None:
+        raise UsageError(f"give {name} once, positionally or with --{name}")
+    return positional if positional is not None else flag
+
+
+class UsageError(Exception):
+    pass
+
+
+def _remember(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any], str]]:
+    content = _pick(args.content_arg, args.content, "content")
+    if content is None and not sys.stdin.isatty():
+        content = sys.stdin.read()
+    if content is None:
+        raise UsageError("say what to remember: hikmah remember 'TEXT' (or --content, or stdin)")
+    params: dict[str, Any] = {"content": content, "kind": args.kind, "tags": args.tag}
+    for name in ("salience", "confidence", "source", "locator", "authority", "claim_key",
+                 "claim_value", "supersedes", "deadline", "privacy", "scope"):  # fmt: skip
+        if getattr(args, name) is not None:
+            params[name] = getattr(args, name)
+    if args.verified:
+        params["verified"] = True
+    return "memory.remember", params, render.remembered
+
+
+def _recall(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any], str]]:
+    query = _pick(args.query_arg, args.query, "query") or ""
+    params: dict[str, Any] = {"query": query, "tags": args.tag, "kinds": args.kind}
+    if args.limit is not None:
+        params["limit"] = args.limit
+    if args.scope is not None:
+        params["scope"] = args.scope
+    if args.include_superseded:
+        params["include_superseded"] = True
+    if args.include_sensitive:
+        params["include_sensitive"] = True
+    return "memory.recall", params, render.recalled
+
+
+def _show(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any], str]]:
+    return "memory.show", {"id": args.id}, render.shown
+
+
+def _conflicts(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any], str]]:
+    return "memory.conflicts", {}, render.conflicts
+
+
+def _commitments(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any], str]]:
+    params: dict[str, Any] = {"overdue": args.overdue}
+    if args.within_hours is not None:
+        params["within_hours"] = args.within_hours
+    return "promises.list", params, render.commitments
+
+
+def _fulfill(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any], str]]:
+    trace_id = _pick(args.id_arg, args.id, "id")
+    if trace_id is None:
+        raise UsageError("say which commitment: hikmah fulfill --id ID")
+    return "memory.fulfill", {"id": trace_id}, lambda r: f"fulfilled {r['id']}"
+
+
+def _purge(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any], str]]:
+    return (
+        "memory.purge",
+        {"id": args.id, "reason": args.reason},
+        lambda r: f"purged {r['id']}\n  {r['note']}",
+    )
+
+
+def _verify(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any], str]]:
+    params: dict[str, Any] = {}
+    if args.expect_head:
+        params["expect_head"] = args.expect_head
+    if args.accept_tail:
+        params["accept_tail"] = True
+    if args.reset_head:
+        params["reset_head"] = True
+    return "ledger.verify", params, render.verified
+
+
+def _policy(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any], str]]:
+    def show(result: dict[str, Any]) -> str:
+        note = f"# in force, from {result['path']}\n"
+        if result.get("error"):
+            note += f"# NOT APPLIED (previous policy stays): {result['error']}\n"
+        return note + str(result["toml"]).rstrip()
+
+    return "policy.get", {"defaults": args.print_defaults}, show
+
+
+def _status(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any], str]]:
+    return "daemon.status", {}, render.status
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        method, params, show = args.handler(args)
+    except UsageError as exc:
+        parser.exit(USAGE, f"hikmah {args.command}: {exc}\n")
+    try:
+        client = connect(
+            paths.socket_path(args.socket),
+            autostart=not args.no_autostart,
+            daemon_args=environment_flags(args.data_dir, args.policy),
+        )
+        try:
+            result = client.call(method, params)
+        finally:
+            client.close()
+    except Unavailable as exc:
+        print(f"hikmah: {exc}", file=sys.stderr)
+        return UNAVAILABLE
+    except RemoteError as exc:
+        print(f"hikmah {args.command}: {exc}", file=sys.stderr)
+        if exc.reason in EXIT_FOR_REASON:
+            return EXIT_FOR_REASON[exc.reason]
+        return USAGE if exc.code in (-32600, -32602) else INTERNAL
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False))
+    else:
+        print(show(result))
+    if method == "ledger.verify" and not result["ok"]:
+        return INTERNAL
+    return OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

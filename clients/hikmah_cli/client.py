@@ -1,0 +1,159 @@
+"""A blocking JSON-RPC client over the daemon's Unix socket, with autostart."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+AUTOSTART_TIMEOUT_S = 15.0
+_ids = itertools.count(1)
+
+
+class Unavailable(Exception):
+    """No daemon answers; the message says what was tried."""
+
+
+class RemoteError(Exception):
+    """The daemon answered with a JSON-RPC error."""
+
+    def __init__(self, code: int, message: str, data: Any) -> None:
+        super().__init__(message)
+        self.code = code
+        self.data = data
+
+    @property
+    def reason(self) -> str | None:
+        return self.data.get("reason") if isinstance(self.data, dict) else None
+
+
+class Client:
+    def __init__(self, path: Path, timeout: float | None = 60.0) -> None:
+        self.path = path
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        try:
+            self.sock.connect(str(path))
+        except OSError:
+            self.sock.close()
+            raise
+        self._buffer = b""
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        """Send one request and wait for its answer.
+
+        Raises:
+            RemoteError: the daemon refused or failed the request.
+            Unavailable: the connection broke.
+        """
+        request_id = next(_ids)
+        request = {"jsonrpc": "2.0", "method": method, "params": params or {}, "id": request_id}
+        try:
+            self.sock.sendall(json.dumps(request, ensure_ascii=False).encode() + b"\n")
+            reply = self._read_reply(request_id)
+        except OSError as exc:
+            raise Unavailable(f"the connection to hikmahd at {self.path} broke: {exc}") from None
+        if "error" in reply:
+            error = reply["error"]
+            raise RemoteError(error.get("code", 0), error.get("message", ""), error.get("data"))
+        return reply.get("result")
+
+    def _read_reply(self, request_id: int) -> dict[str, Any]:
+        while True:
+            newline = self._buffer.find(b"\n")
+            while newline < 0:
+                chunk = self.sock.recv(1 << 16)
+                if not chunk:
+                    raise Unavailable(f"hikmahd at {self.path} closed the connection")
+                self._buffer += chunk
+                newline = self._buffer.find(b"\n")
+            line, self._buffer = self._buffer[:newline], self._buffer[newline + 1 :]
+            message = json.loads(line)
+            # Skip event notifications (they have a method); an error about an
+            # unreadable request has a null id.
+            if (
+                isinstance(message, dict)
+                and "method" not in message
+                and message.get("id") in (request_id, None)
+            ):
+                return message
+
+
+def connect(
+    socket_path: Path,
+    *,
+    autostart: bool,
+    daemon_args: list[str],
+) -> Client:
+    """A client of the daemon at ``socket_path``, starting one if none answers.
+
+    Raises:
+        Unavailable: none answers and none could be started.
+    """
+    try:
+        return Client(socket_path)
+    except (FileNotFoundError, ConnectionRefusedError) as exc:
+        if not autostart:
+            raise Unavailable(
+                f"no hikmahd answers at {socket_path} ({exc.strerror}); start it with"
+                " `hikmahd` or drop --no-autostart"
+            ) from None
+    except OSError as exc:
+        raise Unavailable(f"cannot connect to hikmahd at {socket_path}: {exc}") from None
+    return _start_daemon(socket_path, daemon_args)
+
+
+def _start_daemon(socket_path: Path, daemon_args: list[str]) -> Client:
+    import subprocess  # noqa: PLC0415 -- 6 ms, paid only when a daemon must be started
+
+    directory = socket_path.parent
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    log_path = directory / "hikmahd.log"
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "hikmahd", "--socket", str(socket_path), *daemon_args],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            close_fds=True,
+        )
+    deadline = time.monotonic() + AUTOSTART_TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            return Client(socket_path)
+        except OSError:
+            pass
+        if process.poll() is not None:
+            raise Unavailable(
+                f"hikmahd did not start (exit {process.returncode}); see {log_path}:\n"
+                + _tail(log_path)
+            )
+        time.sleep(0.02)
+    raise Unavailable(f"hikmahd did not answer within {AUTOSTART_TIMEOUT_S:.0f} s; see {log_path}")
+
+
+def _tail(path: Path, lines: int = 5) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def environment_flags(data_dir: str | None, policy: str | None) -> list[str]:
+    """The daemon flags that carry the CLI's own --data-dir and --policy over."""
+    flags: list[str] = []
+    if data_dir:
+        flags += ["--data-dir", os.path.abspath(data_dir)]
+    if policy:
+        flags += ["--policy", os.path.abspath(policy)]
+    return flags

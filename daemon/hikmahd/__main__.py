@@ -1,0 +1,79 @@
+"""``hikmahd``: the Hikmah memory daemon, in the foreground, logging to stderr."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from hikmah import __version__, paths
+from hikmah.errors import HikmahError
+
+from .daemon import Config, DaemonError, DataDirLock, run
+from .rebuild import rebuild_index
+
+EPILOG = """\
+paths (flag, then environment, then XDG default):
+  socket    --socket,   $HIKMAH_SOCKET,   $XDG_RUNTIME_DIR/hikmah/hikmahd.sock
+  data      --data-dir, $HIKMAH_DATA_DIR, $XDG_DATA_HOME/hikmah
+  policy    --policy,   $HIKMAH_POLICY,   $XDG_CONFIG_HOME/hikmah/policy.toml
+
+The daemon is ready when its socket accepts connections (under systemd it also
+sends READY=1). SIGTERM or SIGINT stop it after committing queued writes;
+SIGHUP reloads the policy (it is also reloaded whenever the file changes).
+"""
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="hikmahd",
+        description="Hikmah's memory daemon: durable, auditable memory over a Unix socket.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--socket", metavar="PATH", help="Unix socket to serve")
+    p.add_argument("--data-dir", metavar="DIR", help="where the LMDB store and head live")
+    p.add_argument("--policy", metavar="FILE", help="policy file (TOML); need not exist")
+    p.add_argument(
+        "--rebuild-index",
+        action="store_true",
+        help="recreate every derived index from the ledger, then exit",
+    )
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument(
+        "--unsafe-no-sync",
+        action="store_true",
+        help=argparse.SUPPRESS,  # benchmarks only: commits are not synced to disk
+    )
+    p.add_argument("--version", action="version", version=f"hikmahd {__version__}")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        format="%(asctime)s hikmahd[%(process)d] %(levelname)s %(name)s: %(message)s",
+    )
+    config = Config(
+        socket_path=paths.socket_path(args.socket),
+        data_dir=paths.data_dir(args.data_dir),
+        policy_path=paths.policy_path(args.policy),
+        durable=not args.unsafe_no_sync,
+    )
+    try:
+        if args.rebuild_index:
+            with DataDirLock(config.data_dir):
+                rebuild_index(config.data_dir)
+            return 0
+        run(config)
+    except (DaemonError, HikmahError) as exc:
+        print(f"hikmahd: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""One client connection: read frames, dispatch them concurrently, send replies in order
+of completion through one lock so replies never interleave."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import msgspec
+import trio
+
+from .context import Context
+from .framing import FrameReader, Oversized
+from .rpc import INVALID_REQUEST, PARSE_ERROR, Dispatcher, RpcError, response
+
+log = logging.getLogger(__name__)
+
+# Requests of one connection in flight at once; past it, reading pauses.
+MAX_IN_FLIGHT = 64
+_ENCODER = msgspec.json.Encoder()
+
+
+class Connection:
+    def __init__(self, stream: trio.SocketStream, context: Context, dispatcher: Dispatcher) -> None:
+        self.stream = stream
+        self.context = context
+        self.dispatcher = dispatcher
+        self._send_lock = trio.Lock()
+        self._limiter = trio.CapacityLimiter(MAX_IN_FLIGHT)
+        self.closed = False
+
+    async def serve(self) -> None:
+        """Until the peer hangs up; requests already read are still answered (or at
+        least carried out, if the peer is gone)."""
+        reader = FrameReader()
+        async with trio.open_nursery() as nursery:
+            while True:
+                try:
+                    data = await self.stream.receive_some(1 << 16)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    break
+                if not data:
+                    break
+                for frame in reader.feed(data):
+                    if isinstance(frame, Oversized):
+                        error = RpcError(
+                            INVALID_REQUEST,
+                            f"frame of {frame.size} bytes is over the 1 MiB limit; it was skipped",
+                            {"reason": "too_large"},
+                        )
+                        await self.send(response(None, error=error))
+                        continue
+                    await self._limiter.acquire_on_behalf_of(frame)
+                    nursery.start_soon(self._handle, frame)
+        self.closed = True
+
+    async def _handle(self, frame: bytes) -> None:
+        try:
+            try:
+                message = msgspec.json.decode(frame)
+            except msgspec.DecodeError as exc:
+                await self.send(response(None, error=RpcError(PARSE_ERROR, f"parse error: {exc}")))
+                return
+            reply = await self.dispatcher.frame(message, self.context)
+            if reply is not None:
+                await self.send(reply)
+        finally:
+            self._limiter.release_on_behalf_of(frame)
+
+    async def send(self, message: Any) -> bool:
+        """Send one JSON value as a line; False when the peer is gone."""
+        data = _ENCODER.encode(message) + b"\n"
+        async with self._send_lock:
+            try:
+                await self.stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self.closed = True
+                return False
+        return True

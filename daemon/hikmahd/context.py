@@ -1,0 +1,26 @@
+"""What a method handler knows about its caller and the daemon."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from hikmah.principal import AgentSession
+
+from .peers import Peer
+
+if TYPE_CHECKING:
+    from .daemon import Daemon
+
+
+@dataclass
+class Context:
+    """One connection: the daemon it talks to and the principal behind it."""
+
+    daemon: Daemon
+    peer: Peer
+
+    @property
+    def session(self) -> AgentSession | None:
+        """The agent session the peer runs in; None for a person."""
+        return self.peer.session

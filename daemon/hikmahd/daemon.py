@@ -1,0 +1,203 @@
+"""The daemon: the store, the writer, the policy, and the server around them."""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import trio
+
+from hikmah.policy import KernelPolicy
+from hikmah.store import Store
+
+from .connection import Connection
+from .context import Context
+from .listen import (
+    SocketError,
+    bind_socket,
+    inherited_socket,
+    notify_systemd,
+    trio_listener,
+    unlink_if_ours,
+)
+from .methods import registry
+from .peers import identify
+from .policywatch import PolicyHolder
+from .rpc import APPLICATION_CODES, Dispatcher, RpcError, response
+from .writer import Writer
+
+log = logging.getLogger(__name__)
+
+# How long in-flight replies may take once a stop was asked for.
+STOP_GRACE_S = 2.0
+
+
+@dataclass(frozen=True)
+class Config:
+    socket_path: Path
+    data_dir: Path
+    policy_path: Path
+    durable: bool = True
+
+
+class DaemonError(Exception):
+    """The daemon cannot start; the message says why and what to do."""
+
+
+class Daemon:
+    def __init__(self, config: Config, store: Store) -> None:
+        self.config = config
+        self.store = store
+        self.started = time.monotonic()
+        self.policies = PolicyHolder(config.policy_path)
+        self.writer = Writer(store, lambda: self.policies.policy)
+        self.dispatcher = Dispatcher(registry)
+        self.connections: set[Connection] = set()
+
+    @property
+    def policy(self) -> KernelPolicy:
+        return self.policies.policy
+
+    @property
+    def policy_error(self) -> str | None:
+        return self.policies.error
+
+    @property
+    def policy_path(self) -> Path:
+        return self.config.policy_path
+
+    @property
+    def socket_path(self) -> Path:
+        return self.config.socket_path
+
+    async def serve(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve until SIGTERM or SIGINT; writes queued by then are committed first."""
+        raw = inherited_socket()
+        bound = raw is None
+        try:
+            if raw is None:
+                raw = bind_socket(self.config.socket_path)
+        except SocketError as exc:
+            raise DaemonError(str(exc)) from None
+        try:
+            await self._serve(trio_listener(raw), task_status)
+        finally:
+            if bound:
+                unlink_if_ours(self.config.socket_path, raw)
+
+    async def _serve(
+        self, listener: trio.SocketListener, task_status: trio.TaskStatus[None]
+    ) -> None:
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.writer.run)
+                nursery.start_soon(self.policies.watch)
+                accept_scope = trio.CancelScope()
+                connections = await nursery.start(self._accept, listener, accept_scope)
+                notify_systemd("READY=1")
+                log.info("hikmahd %d serving %s", os.getpid(), self.config.socket_path)
+                task_status.started()
+                async for signum in signals:
+                    if signum == signal.SIGHUP:
+                        self.policies.reload()
+                        continue
+                    log.info("stopping on signal %d", signum)
+                    break
+                notify_systemd("STOPPING=1")
+                accept_scope.cancel()
+                await self.writer.close()
+                with trio.move_on_after(STOP_GRACE_S):
+                    while any(not c.closed for c in self.connections):
+                        await trio.sleep(0.05)
+                connections.cancel()
+                nursery.cancel_scope.cancel()
+
+    async def _accept(
+        self,
+        listener: trio.SocketListener,
+        accept_scope: trio.CancelScope,
+        task_status: trio.TaskStatus[trio.CancelScope] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Accept connections until ``accept_scope`` is cancelled; connections live in a
+        nursery of their own whose scope is handed back, so a stop can end them later."""
+        async with trio.open_nursery() as connections:
+            task_status.started(connections.cancel_scope)
+            with accept_scope:
+                async with listener:
+                    while True:
+                        try:
+                            stream = await listener.accept()
+                        except OSError as exc:
+                            log.warning("accept failed: %s", exc)
+                            await trio.sleep(0.1)
+                            continue
+                        connections.start_soon(self._connection, stream)
+
+    async def _connection(self, stream: trio.SocketStream) -> None:
+        async with stream:
+            sock = stream.socket
+            try:
+                peer = identify(sock)  # type: ignore[arg-type]
+            except OSError as exc:
+                log.warning("cannot identify a peer: %s", exc)
+                return
+            if peer.uid != os.getuid():
+                log.warning("refused a connection from uid %d (pid %d)", peer.uid, peer.pid)
+                error = RpcError(
+                    APPLICATION_CODES["forbidden"],
+                    "hikmahd serves only its own user",
+                    {"reason": "forbidden"},
+                )
+                await Connection(stream, Context(self, peer), self.dispatcher).send(
+                    response(None, error=error)
+                )
+                return
+            connection = Connection(stream, Context(self, peer), self.dispatcher)
+            self.connections.add(connection)
+            try:
+                await connection.serve()
+            except Exception:
+                log.exception("connection from pid %d failed", peer.pid)
+            finally:
+                self.connections.discard(connection)
+
+
+class DataDirLock:
+    """One daemon per data directory: an advisory lock held while it runs."""
+
+    def __init__(self, data_dir: Path) -> None:
+        data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.path = data_dir / "hikmahd.lock"
+        self._file: IO[str] | None = None
+
+    def __enter__(self) -> DataDirLock:
+        file = self.path.open("a+")
+        try:
+            fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            file.close()
+            raise DaemonError(
+                f"another hikmahd is using {self.path.parent}; stop it first"
+            ) from None
+        file.seek(0)
+        file.truncate()
+        file.write(f"{os.getpid()}\n")
+        file.flush()
+        self._file = file
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._file is not None:
+            self._file.close()
+
+
+def run(config: Config) -> None:
+    """Open the store and serve until stopped."""
+    with DataDirLock(config.data_dir), Store(config.data_dir, durable=config.durable) as store:
+        trio.run(Daemon(config, store).serve)

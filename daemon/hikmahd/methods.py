@@ -1,0 +1,230 @@
+"""Every JSON-RPC method of hikmahd: typed params in, the CLI's ``--json`` shapes out."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Annotated, Any
+
+import msgspec
+
+from hikmah import __version__
+from hikmah.errors import HikmahError, InvalidInput
+from hikmah.ledger import Head
+from hikmah.policy import KernelPolicy, render_policy
+from hikmah.recall import RecallQuery, recall
+from hikmah.store import Fulfill, Purge, Remember, StoredTrace
+from hikmah.trace import Draft, Kind, Privacy
+
+from .context import Context
+from .rpc import JSON, NoParams, Params, Registry
+
+registry = Registry()
+HOUR_MS = 3_600_000
+
+Limit = Annotated[int, msgspec.Meta(ge=1, le=1000)]
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def to_json(value: Any) -> JSON:
+    """Structs to plain JSON values (the wire shape)."""
+    return msgspec.to_builtins(value)
+
+
+def outcome_or_raise(outcome: object) -> Any:
+    if isinstance(outcome, HikmahError):
+        raise outcome
+    return outcome
+
+
+class RememberParams(Params, frozen=True):
+    content: str
+    kind: Kind = "observation"
+    tags: tuple[str, ...] = ()
+    salience: float | None = None
+    confidence: float | None = None
+    source: str | None = None
+    locator: str | None = None
+    authority: float | None = None
+    verified: bool = False
+    claim_key: str | None = None
+    claim_value: str | None = None
+    supersedes: str | None = None
+    deadline: int | str | None = None
+    privacy: Privacy | None = None
+    scope: str | None = None
+
+
+@registry.method("memory.remember", RememberParams)
+async def remember(ctx: Context, params: RememberParams) -> JSON:
+    fields = msgspec.structs.asdict(params)
+    written = outcome_or_raise(
+        await ctx.daemon.writer.submit(Remember(draft=Draft(**fields), session=ctx.session))
+    )
+    return {"trace": to_json(written.trace), "conflicts": written.conflicts}
+
+
+class RecallParams(Params, frozen=True):
+    query: str = ""
+    tags: tuple[str, ...] = ()
+    kinds: tuple[Kind, ...] = ()
+    limit: Limit | None = None
+    scope: str | None = None
+    include_superseded: bool = False
+    include_sensitive: bool = False
+
+
+@registry.method("memory.recall", RecallParams)
+async def recall_(ctx: Context, params: RecallParams) -> JSON:
+    query = RecallQuery(
+        query=params.query,
+        tags=params.tags,
+        kinds=params.kinds,
+        limit=params.limit,
+        scope=params.scope,
+        include_superseded=params.include_superseded,
+        include_sensitive=params.include_sensitive,
+    )
+    results = recall(ctx.daemon.store, query, now_ms=now_ms(), policy=ctx.daemon.policy)
+    return {"results": to_json(results)}
+
+
+class IdParams(Params, frozen=True):
+    id: str
+
+
+def _stored(entry: StoredTrace) -> JSON:
+    return to_json(entry)
+
+
+@registry.method("memory.show", IdParams)
+async def show(ctx: Context, params: IdParams) -> JSON:
+    store = ctx.daemon.store
+    current = store.get(params.id)
+    return {
+        **_stored(current),
+        "history": [_stored(entry) for entry in store.history(params.id)],
+    }
+
+
+@registry.method("memory.conflicts", NoParams)
+async def conflicts(ctx: Context, params: NoParams) -> JSON:
+    return {"conflicts": to_json(ctx.daemon.store.conflicts())}
+
+
+@registry.method("memory.fulfill", IdParams)
+async def fulfill(ctx: Context, params: IdParams) -> JSON:
+    outcome_or_raise(await ctx.daemon.writer.submit(Fulfill(id=params.id, session=ctx.session)))
+    return {"id": params.id, "status": "fulfilled"}
+
+
+class PurgeParams(Params, frozen=True):
+    id: str
+    reason: str
+
+
+@registry.method("memory.purge", PurgeParams)
+async def purge(ctx: Context, params: PurgeParams) -> JSON:
+    operation = Purge(id=params.id, reason=params.reason, session=ctx.session)
+    outcome_or_raise(await ctx.daemon.writer.submit(operation))
+    return {
+        "id": params.id,
+        "status": "purged",
+        "note": "the trace is gone from recall, show, export and every index; without the"
+        " vault its text remains in the ledger until compaction",
+    }
+
+
+class PromisesParams(Params, frozen=True):
+    within_hours: Annotated[float, msgspec.Meta(ge=0)] | None = None
+    overdue: bool = False
+
+
+@registry.method("promises.list", PromisesParams)
+async def promises(ctx: Context, params: PromisesParams) -> JSON:
+    now = now_ms()
+    until = None
+    if params.overdue:
+        until = now
+    elif params.within_hours is not None:
+        until = now + int(params.within_hours * HOUR_MS)
+    commitments = []
+    for entry in ctx.daemon.store.commitments(until_ms=until):
+        deadline = entry.trace.deadline
+        assert deadline is not None
+        commitments.append(
+            {**_stored(entry), "overdue": deadline <= now, "due_in_ms": deadline - now}
+        )
+    return {"commitments": commitments}
+
+
+class VerifyParams(Params, frozen=True):
+    expect_head: str | None = None
+    accept_tail: bool = False
+    reset_head: bool = False
+
+
+@registry.method("ledger.verify", VerifyParams)
+async def verify(ctx: Context, params: VerifyParams) -> JSON:
+    chosen = [params.expect_head is not None, params.accept_tail, params.reset_head]
+    if sum(chosen) > 1:
+        raise InvalidInput("expect_head, accept_tail and reset_head exclude each other")
+    store = ctx.daemon.store
+    if params.accept_tail:
+        report = await ctx.daemon.writer.exclusive(lambda: store.accept_tail(session=ctx.session))
+    elif params.reset_head:
+        report = await ctx.daemon.writer.exclusive(lambda: store.reset_head(session=ctx.session))
+    else:
+        pinned = None if params.expect_head is None else parse_head(params.expect_head)
+        report = store.verify(expect_head=pinned)
+    return to_json(report)
+
+
+def parse_head(text: str) -> Head:
+    seq, sep, digest = text.partition(":")
+    if not sep or not seq.isdigit() or len(digest) != 64:
+        raise InvalidInput("expect_head must be SEQ:HASH, as verify-ledger prints the head")
+    return Head(seq=int(seq), hash=digest)
+
+
+class PolicyParams(Params, frozen=True):
+    defaults: bool = False
+
+
+@registry.method("policy.get", PolicyParams)
+async def policy(ctx: Context, params: PolicyParams) -> JSON:
+    daemon = ctx.daemon
+    chosen = KernelPolicy() if params.defaults else daemon.policy
+    return {
+        "toml": render_policy(chosen),
+        "path": str(daemon.policy_path),
+        "error": daemon.policy_error,
+    }
+
+
+@registry.method("daemon.status", NoParams)
+async def status(ctx: Context, params: NoParams) -> JSON:
+    daemon = ctx.daemon
+    store = daemon.store
+    report_head = store.head
+    now = now_ms()
+    queue = store.commitments()
+    return {
+        "pid": os.getpid(),
+        "version": __version__,
+        "uptime_s": round(time.monotonic() - daemon.started, 3),
+        "socket": str(daemon.socket_path),
+        "data_dir": str(store.data_dir),
+        "counts": store.counts(),
+        "head": None if report_head is None else to_json(report_head),
+        "policy": {"path": str(daemon.policy_path), "error": daemon.policy_error},
+        "reminders": {
+            "scheduled": len(queue),
+            "overdue": sum(1 for e in queue if (e.trace.deadline or 0) <= now),
+            "next": None if not queue else to_json(queue[0].trace),
+        },
+        "principal": None if ctx.session is None else to_json(ctx.session),
+    }

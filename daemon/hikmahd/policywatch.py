@@ -1,0 +1,66 @@
+"""Hot reload of the policy file: a valid change applies at once, an invalid one is
+reported and the policy in force stays."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+import trio
+import watchfiles
+
+from hikmah.errors import PolicyError
+from hikmah.policy import KernelPolicy, load_policy
+
+log = logging.getLogger(__name__)
+
+
+class PolicyHolder:
+    """The policy in force, where it came from, and why the last load failed."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.policy = KernelPolicy()
+        self.error: str | None = None
+        self.reload()
+
+    def reload(self) -> bool:
+        """Load the file again; True when the policy in force changed."""
+        try:
+            loaded = load_policy(self.path)
+        except PolicyError as exc:
+            self.error = str(exc)
+            log.error("policy not applied, the previous one stays in force: %s", exc)
+            return False
+        self.error = None
+        if loaded == self.policy:
+            return False
+        self.policy = loaded
+        log.info("policy loaded from %s", self.path)
+        return True
+
+    async def watch(
+        self,
+        on_change: Callable[[], None] | None = None,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Reload whenever the file changes; runs until cancelled.
+
+        The directory is watched, not the file, so that an editor replacing
+        the file (write a temporary, rename) and a file created later are seen.
+        """
+        directory = self.path.parent
+        directory.mkdir(parents=True, exist_ok=True)
+        name = self.path.name
+
+        def concerns_policy(_change: watchfiles.Change, path: str) -> bool:
+            return Path(path).name == name
+
+        task_status.started()
+        async for _changes in watchfiles.awatch(
+            directory, watch_filter=concerns_policy, debounce=200, step=20, recursive=False
+        ):
+            if self.reload() and on_change is not None:
+                on_change()

@@ -1,0 +1,182 @@
+"""JSON-RPC 2.0: envelopes, the method registry, and the one place errors get codes.
+
+A frame is one JSON value (an object, or an array for a batch). The
+envelope is checked first; params are then decoded by the method's own
+msgspec type, built once at registration, so a bad field comes back as
+-32602 with the path msgspec reports (``$.limit``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import msgspec
+
+from hikmah.errors import HikmahError
+
+log = logging.getLogger(__name__)
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+# Application errors, by the kernel's stable reason strings (-32000...-32099).
+APPLICATION_CODES = {
+    "secret_detected": -32001,
+    "agent_restricted": -32002,
+    "not_found": -32003,
+    "policy": -32004,
+    "conflict": -32005,
+    "too_large": -32006,
+    "provenance": -32007,
+    "store_full": -32008,
+    "ledger": -32009,
+    "forbidden": -32010,
+    "unavailable": -32011,
+}
+
+JSON = Any
+P = TypeVar("P", bound=msgspec.Struct)
+
+
+class Params(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Base of every method's params: unknown fields are an error, not ignored."""
+
+
+class NoParams(Params, frozen=True):
+    pass
+
+
+class RpcError(Exception):
+    """An error answered to the client as it is."""
+
+    def __init__(self, code: int, message: str, data: JSON = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.data = code, message, data
+
+    def to_json(self) -> dict[str, JSON]:
+        error: dict[str, JSON] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    params: type[msgspec.Struct]
+    handler: Callable[[Any, Any], Awaitable[JSON]]
+
+
+class Registry:
+    """Methods by wire name. Registering a name twice is a programming error."""
+
+    def __init__(self) -> None:
+        self.methods: dict[str, Method] = {}
+
+    def method(
+        self, name: str, params: type[P]
+    ) -> Callable[[Callable[[Any, P], Awaitable[JSON]]], Callable[[Any, P], Awaitable[JSON]]]:
+        """Register ``handler(context, params)`` under ``name`` (``noun.verb``)."""
+
+        def register(
+            handler: Callable[[Any, P], Awaitable[JSON]],
+        ) -> Callable[[Any, P], Awaitable[JSON]]:
+            if name in self.methods:
+                raise RuntimeError(f"JSON-RPC method {name} registered twice")
+            self.methods[name] = Method(name, params, handler)
+            return handler
+
+        return register
+
+
+def error_for(exc: HikmahError) -> RpcError:
+    """The JSON-RPC error for a kernel error: its reason keeps its meaning on the wire."""
+    if exc.reason == "invalid":
+        return RpcError(INVALID_PARAMS, str(exc), {"reason": "invalid"})
+    code = APPLICATION_CODES.get(exc.reason, INTERNAL_ERROR)
+    return RpcError(code, str(exc), {"reason": exc.reason})
+
+
+def response(request_id: JSON, *, result: JSON = None, error: RpcError | None = None) -> JSON:
+    if error is not None:
+        return {"jsonrpc": "2.0", "error": error.to_json(), "id": request_id}
+    return {"jsonrpc": "2.0", "result": result, "id": request_id}
+
+
+class Dispatcher:
+    """Turns one decoded frame into its response (None: nothing to send back)."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+
+    async def frame(self, message: JSON, context: Any) -> JSON | None:
+        if isinstance(message, list):
+            if not message:
+                return response(None, error=RpcError(INVALID_REQUEST, "empty batch"))
+            replies = [await self.request(item, context) for item in message]
+            answered = [reply for reply in replies if reply is not None]
+            return answered or None
+        return await self.request(message, context)
+
+    async def request(self, message: JSON, context: Any) -> JSON | None:
+        """One request object; None for a notification (even one that failed)."""
+        if not isinstance(message, dict):
+            return response(None, error=RpcError(INVALID_REQUEST, "a request must be an object"))
+        request_id = message.get("id")
+        valid_id = request_id is None or (
+            isinstance(request_id, (str, int, float)) and not isinstance(request_id, bool)
+        )
+        notification = "id" not in message
+        problem = _envelope_problem(message)
+        if problem or not valid_id:
+            error = RpcError(INVALID_REQUEST, problem or "id must be a string, number or null")
+            return response(request_id if valid_id else None, error=error)
+        try:
+            result = await self._call(message, context)
+        except RpcError as exc:
+            return None if notification else response(request_id, error=exc)
+        return None if notification else response(request_id, result=result)
+
+    async def _call(self, message: dict[str, JSON], context: Any) -> JSON:
+        method = self.registry.methods.get(message["method"])
+        if method is None:
+            raise RpcError(METHOD_NOT_FOUND, f"no method {message['method']!r}")
+        raw = message.get("params", {})
+        if isinstance(raw, list):
+            if raw:
+                raise RpcError(INVALID_PARAMS, "params must be an object (by name)")
+            raw = {}
+        try:
+            params = msgspec.convert(raw, method.params, strict=True)
+        except msgspec.ValidationError as exc:
+            raise RpcError(
+                INVALID_PARAMS, f"invalid params: {exc}", {"reason": "invalid"}
+            ) from None
+        try:
+            return await method.handler(context, params)
+        except HikmahError as exc:
+            raise error_for(exc) from None
+        except RpcError:
+            raise
+        except Exception:
+            log.exception("internal error in %s", method.name)
+            raise RpcError(INTERNAL_ERROR, "internal error (see the daemon log)") from None
+
+
+def _envelope_problem(message: dict[str, JSON]) -> str | None:
+    if message.get("jsonrpc") != "2.0":
+        return 'jsonrpc must be "2.0"'
+    if not isinstance(message.get("method"), str):
+        return "method must be a string"
+    if "params" in message and not isinstance(message["params"], (dict, list)):
+        return "params must be an object or an array"
+    extra = set(message) - {"jsonrpc", "method", "params", "id"}
+    if extra:
+        return f"unknown member {sorted(extra)[0]!r}"
+    return None

@@ -1,0 +1,56 @@
+"""Where Hikmah keeps its socket, data and policy (DESIGN.md §7).
+
+Standard library only: the CLI imports this on every shell command. Each
+function resolves one path in the same order: the explicit flag, the
+``HIKMAH_*`` override, the XDG location, a fallback.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+APP = "hikmah"
+SOCKET_NAME = "hikmahd.sock"
+
+
+def socket_path(flag: str | None = None, environ: Mapping[str, str] = os.environ) -> Path:
+    """``--socket``, ``$HIKMAH_SOCKET``, ``$XDG_RUNTIME_DIR/hikmah/hikmahd.sock``, or
+    ``/tmp/hikmah-<uid>/hikmahd.sock``."""
+    if flag:
+        return Path(flag)
+    if environ.get("HIKMAH_SOCKET"):
+        return Path(environ["HIKMAH_SOCKET"])
+    runtime = environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isabs(runtime):
+        return Path(runtime) / APP / SOCKET_NAME
+    return Path(f"/tmp/{APP}-{os.getuid()}") / SOCKET_NAME
+
+
+def data_dir(flag: str | None = None, environ: Mapping[str, str] = os.environ) -> Path:
+    """``--data-dir``, ``$HIKMAH_DATA_DIR``, ``$XDG_DATA_HOME/hikmah`` or
+    ``~/.local/share/hikmah``."""
+    if flag:
+        return Path(flag)
+    if environ.get("HIKMAH_DATA_DIR"):
+        return Path(environ["HIKMAH_DATA_DIR"])
+    return _xdg(environ, "XDG_DATA_HOME", ".local/share") / APP
+
+
+def policy_path(flag: str | None = None, environ: Mapping[str, str] = os.environ) -> Path:
+    """``--policy``, ``$HIKMAH_POLICY``, ``$XDG_CONFIG_HOME/hikmah/policy.toml`` or
+    ``~/.config/hikmah/policy.toml``. The file need not exist."""
+    if flag:
+        return Path(flag)
+    if environ.get("HIKMAH_POLICY"):
+        return Path(environ["HIKMAH_POLICY"])
+    return _xdg(environ, "XDG_CONFIG_HOME", ".config") / APP / "policy.toml"
+
+
+def _xdg(environ: Mapping[str, str], variable: str, fallback: str) -> Path:
+    value = environ.get(variable)
+    if value and os.path.isabs(value):
+        return Path(value)
+    home = environ.get("HOME") or os.path.expanduser("~")
+    return Path(home) / fallback
