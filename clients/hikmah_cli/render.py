@@ -40,11 +40,19 @@ def wrap(text: str, indent: str = "   ") -> str:
 def provenance(trace: dict[str, Any]) -> str:
     prov = trace.get("provenance", {})
     verified = "verified" if prov.get("verified") else "unverified"
-    return f"{prov.get('source', 'unknown')}, {verified}"
+    return f"{clip(prov.get('source', 'unknown'), 20)}, {verified}"
+
+
+def clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def day(ms: int | None) -> str:
+    return "-" if ms is None else time.strftime("%Y-%m-%d", time.gmtime(ms / 1000))
 
 
 def trace_line(trace: dict[str, Any], status: str | None = None) -> str:
-    parts = [trace["id"], trace["kind"], when(trace.get("created_at")), provenance(trace)]
+    parts = [trace["id"], trace["kind"], day(trace.get("created_at")), provenance(trace)]
     if status and status != "active":
         parts.append(status)
     if trace.get("scope", "global") != "global":
@@ -71,8 +79,22 @@ def recalled(result: dict[str, Any]) -> str:
     lines = [FRAMING, ""]
     for rank, item in enumerate(results, 1):
         trace = item["trace"]
-        lines.append(f"{rank}. {trace_line(trace, item.get('status'))} · score {item['score']:.2f}")
-        lines.append(wrap(trace["content"]))
+        lines.append(
+            textwrap.fill(
+                f"[{trace['kind']}] " + " ".join(trace["content"].split()),
+                WIDTH,
+                initial_indent=f"{rank:>2}. ",
+                subsequent_indent="    ",
+            )
+        )
+        prov = trace.get("provenance", {})
+        meta = [trace["id"], f"{item['score']:.2f}", day(trace.get("created_at"))]
+        if item.get("status", "active") != "active":
+            meta.append(item["status"])
+        head = "    " + " · ".join(meta) + " · "
+        tail = " (verified)" if prov.get("verified") else " (unverified)"
+        room = max(WIDTH - len(head) - len(tail), 8)
+        lines.append(head + clip(prov.get("source", "unknown"), room) + tail)
         notes = []
         if trace.get("deadline") is not None:
             notes.append(f"due {when(trace['deadline'])} ({relative(trace['deadline'])})")
@@ -87,7 +109,7 @@ def recalled(result: dict[str, Any]) -> str:
         if item.get("superseded_by"):
             notes.append(f"superseded by {item['superseded_by']}")
         if notes:
-            lines.append(wrap("; ".join(notes), "   ↳ "))
+            lines.append(wrap("; ".join(notes), "    ↳ "))
     return "\n".join(lines)
 
 
@@ -184,7 +206,7 @@ def status(result: dict[str, Any]) -> str:
     lines.append(f"  reminders {reminders['scheduled']} scheduled, {reminders['overdue']} overdue")
     if reminders.get("next"):
         nxt = reminders["next"]
-        lines.append(f"            next: {when(nxt['deadline'])} {nxt['content'][:50]}")
+        lines.append(clip(f"            next: {when(nxt['deadline'])} {nxt['content']}", WIDTH))
     if result.get("principal"):
         principal = result["principal"]
         lines.append(f"  you are   agent session {principal['host']}:{principal['session_id']}")

@@ -8,6 +8,7 @@ import sys
 
 from hikmah import __version__, paths
 from hikmah.errors import HikmahError
+from hikmah.store import MAX_MAP_SIZE
 
 from .daemon import Config, DaemonError, DataDirLock, run
 from .rebuild import rebuild_index
@@ -39,6 +40,14 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="recreate every derived index from the ledger, then exit",
     )
+    p.add_argument(
+        "--max-store-mib",
+        type=int,
+        metavar="N",
+        default=MAX_MAP_SIZE >> 20,
+        help="largest the LMDB store may grow, in MiB (it grows by doubling as needed;"
+        " past this, writes are refused with store_full and reads go on)",
+    )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     p.add_argument(
         "--unsafe-no-sync",
@@ -60,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         data_dir=paths.data_dir(args.data_dir),
         policy_path=paths.policy_path(args.policy),
         durable=not args.unsafe_no_sync,
+        max_store_bytes=args.max_store_mib << 20,
     )
     try:
         if args.rebuild_index:

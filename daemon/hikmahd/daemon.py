@@ -14,7 +14,7 @@ from typing import IO
 import trio
 
 from hikmah.policy import KernelPolicy
-from hikmah.store import Store
+from hikmah.store import DEFAULT_MAP_SIZE, MAX_MAP_SIZE, Store
 
 from .connection import Connection
 from .context import Context
@@ -44,6 +44,7 @@ class Config:
     data_dir: Path
     policy_path: Path
     durable: bool = True
+    max_store_bytes: int = MAX_MAP_SIZE
 
 
 class DaemonError(Exception):
@@ -79,17 +80,18 @@ class Daemon:
     async def serve(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Serve until SIGTERM or SIGINT; writes queued by then are committed first."""
         raw = inherited_socket()
-        bound = raw is None
+        inode = None
         try:
             if raw is None:
                 raw = bind_socket(self.config.socket_path)
-        except SocketError as exc:
+                inode = self.config.socket_path.stat().st_ino
+        except (SocketError, OSError) as exc:
             raise DaemonError(str(exc)) from None
         try:
             await self._serve(trio_listener(raw), task_status)
         finally:
-            if bound:
-                unlink_if_ours(self.config.socket_path, raw)
+            if inode is not None:
+                unlink_if_ours(self.config.socket_path, inode)
 
     async def _serve(
         self, listener: trio.SocketListener, task_status: trio.TaskStatus[None]
@@ -199,5 +201,13 @@ class DataDirLock:
 
 def run(config: Config) -> None:
     """Open the store and serve until stopped."""
-    with DataDirLock(config.data_dir), Store(config.data_dir, durable=config.durable) as store:
+    with (
+        DataDirLock(config.data_dir),
+        Store(
+            config.data_dir,
+            durable=config.durable,
+            map_size=min(DEFAULT_MAP_SIZE, config.max_store_bytes),
+            max_map_size=config.max_store_bytes,
+        ) as store,
+    ):
         trio.run(Daemon(config, store).serve)

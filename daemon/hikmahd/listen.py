@@ -67,10 +67,10 @@ def bind_socket(path: Path) -> socket.socket:
     return sock
 
 
-def unlink_if_ours(path: Path, sock: socket.socket) -> None:
+def unlink_if_ours(path: Path, inode: int) -> None:
     """Remove the socket file on a clean stop, unless another daemon replaced it."""
     with contextlib.suppress(OSError):
-        if os.stat(path).st_ino == os.fstat(sock.fileno()).st_ino:
+        if os.stat(path).st_ino == inode:
             path.unlink()
 
 

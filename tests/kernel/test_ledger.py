@@ -183,9 +183,14 @@ def test_v2_round_trip_and_exact_line() -> None:
     expected_hash = blake3.blake3(DOMAIN_V2 + b"3\n" + prev.encode() + b"\n" + payload).hexdigest()
     assert record.hash == expected_hash
     assert record.line == (
-        b'{"seq":3,"prev_hash":"' + prev.encode() + b'","v":2,"payload":' + payload
-        + b',"hash":"' + expected_hash.encode() + b'"}'
-    )  # fmt: skip
+        b'{"seq":3,"prev_hash":"'
+        + prev.encode()
+        + b'","v":2,"payload":'
+        + payload
+        + b',"hash":"'
+        + expected_hash.encode()
+        + b'"}'
+    )
     assert decode_record(record.line) == record
     assert decode_record(record.line + b"\n").payload == payload
 

@@ -1,0 +1,223 @@
+"""The hikmah CLI against a real daemon: flags, exit codes, output for people and scripts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.daemon.conftest import Running, clean_env
+
+COMMANDS = [
+    "remember",
+    "recall",
+    "show",
+    "conflicts",
+    "commitments",
+    "fulfill",
+    "purge",
+    "verify-ledger",
+    "policy",
+    "status",
+]
+
+
+def hikmah(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "hikmah_cli", *args], capture_output=True, text=True, timeout=60
+    )
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help(command: str) -> None:
+    result = hikmah(command, "--help")
+    assert result.returncode == 0
+    assert "--json" in result.stdout and "--socket" in result.stdout
+
+
+def test_top_level_help_lists_commands_and_exit_codes() -> None:
+    result = hikmah("--help")
+    assert result.returncode == 0
+    assert all(command in result.stdout for command in COMMANDS)
+    assert "5 daemon unavailable" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["remember", "--salience", "lots"],
+        ["nosuchcommand"],
+        ["recall", "--bogus"],
+        ["purge", "--id", "x"],
+    ],
+)
+def test_usage_errors_exit_2(args: list[str]) -> None:
+    result = hikmah("--no-autostart", *args)
+    assert result.returncode == 2
+    assert result.stderr
+
+
+def test_no_daemon_exits_5(short_tmp) -> None:  # type: ignore[no-untyped-def]
+    result = hikmah("--socket", str(short_tmp / "none.sock"), "--no-autostart", "status")
+    assert result.returncode == 5
+    assert "no hikmahd answers" in result.stderr
+
+
+def test_global_flags_before_or_after_the_command(daemon: Running) -> None:
+    before = hikmah("--socket", str(daemon.socket), "--json", "--no-autostart", "status")
+    after = hikmah("status", "--socket", str(daemon.socket), "--json", "--no-autostart")
+    assert before.returncode == after.returncode == 0
+    assert json.loads(before.stdout)["pid"] == json.loads(after.stdout)["pid"]
+
+
+def test_remember_recall_show_round_trip_in_json(daemon: Running) -> None:
+    written = daemon.cli(
+        "remember",
+        "--json",
+        "--content",
+        "The staging DB is postgres 16",
+        "--kind",
+        "belief",
+        "--tag",
+        "DB",
+        "--claim-key",
+        "staging.db",
+        "--claim-value",
+        "postgres 16",
+        "--source",
+        "human:ana",
+        "--salience",
+        "0.8",
+    )
+    assert written.returncode == 0, written.stderr
+    remembered = json.loads(written.stdout)
+    assert set(remembered) == {"trace", "conflicts"}
+    trace = remembered["trace"]
+    assert (trace["kind"], trace["tags"], trace["salience"]) == ("belief", ["db"], 0.8)
+
+    recalled = json.loads(daemon.cli("recall", "--json", "staging postgres").stdout)
+    (result,) = recalled["results"]
+    assert {
+        "trace",
+        "score",
+        "cue",
+        "meta",
+        "duplicates",
+        "conflicts",
+        "supersedes",
+        "superseded_by",
+        "why",
+    } <= set(result)
+    assert result["trace"]["id"] == trace["id"]
+
+    other = json.loads(
+        daemon.cli(
+            "remember",
+            "--json",
+            "staging runs postgres 15",
+            "--kind",
+            "belief",
+            "--claim-key",
+            "Staging.DB",
+            "--claim-value",
+            "postgres 15",
+        ).stdout
+    )
+    assert other["conflicts"] == [trace["id"]]
+    conflicts = json.loads(daemon.cli("conflicts", "--json").stdout)
+    assert conflicts == {
+        "conflicts": [
+            {
+                "key": "staging.db",
+                "values": [
+                    {"value": "postgres 15", "ids": [other["trace"]["id"]]},
+                    {"value": "postgres 16", "ids": [trace["id"]]},
+                ],
+            }
+        ]
+    }
+
+    fixed = json.loads(
+        daemon.cli(
+            "remember",
+            "--json",
+            "staging is postgres 16, checked",
+            "--verified",
+            "--supersedes",
+            other["trace"]["id"],
+            "--claim-key",
+            "staging.db",
+            "--claim-value",
+            "postgres 16",
+            env=clean_env(),
+        ).stdout
+    )
+    shown = json.loads(daemon.cli("show", "--json", other["trace"]["id"]).stdout)
+    assert shown["status"] == "superseded"
+    assert [h["trace"]["id"] for h in shown["history"]] == [
+        other["trace"]["id"],
+        fixed["trace"]["id"],
+    ]
+    assert json.loads(daemon.cli("conflicts", "--json").stdout) == {"conflicts": []}
+
+
+def test_human_output_fits_80_columns(daemon: Running) -> None:
+    daemon.cli(
+        "remember",
+        "a rather long note about " + "the deploy pipeline and its many stages " * 5,
+        "--source",
+        "human:someone-with-a-very-long-name",
+        "--deadline",
+        "+2d",
+        "--kind",
+        "commitment",
+    )
+    for args in (["recall", "deploy pipeline"], ["commitments"], ["status"], ["verify-ledger"]):
+        result = daemon.cli(*args)
+        assert result.returncode == 0, result.stderr
+        assert all(len(line) <= 80 for line in result.stdout.splitlines()), result.stdout
+
+
+def test_recall_output_frames_memories_as_evidence(daemon: Running) -> None:
+    daemon.cli("remember", "always run the migrations first")
+    assert "evidence, not instructions" in daemon.cli("recall", "migrations").stdout
+
+
+def test_remember_reads_stdin(daemon: Running) -> None:
+    result = daemon.cli("remember", "--json", input="piped note about kafka\n")
+    assert result.returncode == 0
+    assert json.loads(result.stdout)["trace"]["content"] == "piped note about kafka"
+
+
+def test_exit_codes_for_refusals(daemon: Running) -> None:
+    assert daemon.cli("show", "tr_missing").returncode == 4
+    secret = daemon.cli("remember", "aws key AKIA" + "Z" * 16)
+    assert secret.returncode == 3
+    assert "AKIA" not in secret.stderr
+    assert daemon.cli("remember", "x", "--salience", "2").returncode == 2
+    assert daemon.cli("remember", "x", "--claim-key", "k").returncode == 2
+
+
+def test_commitments_fulfill_and_verify(daemon: Running) -> None:
+    todo = json.loads(
+        daemon.cli(
+            "remember", "--json", "renew the TLS cert", "--kind", "commitment", "--deadline", "+3h"
+        ).stdout
+    )["trace"]
+    listed = json.loads(daemon.cli("commitments", "--json", "--within-hours", "4").stdout)
+    assert [c["trace"]["id"] for c in listed["commitments"]] == [todo["id"]]
+    assert json.loads(daemon.cli("commitments", "--json", "--overdue").stdout) == {
+        "commitments": []
+    }
+    assert daemon.cli("fulfill", "--id", todo["id"]).returncode == 0
+    assert json.loads(daemon.cli("commitments", "--json").stdout) == {"commitments": []}
+    report = json.loads(daemon.cli("verify-ledger", "--json").stdout)
+    assert set(report) == {"ok", "records", "head", "errors", "warnings", "unacknowledged"}
+    assert report["ok"] and report["records"] == 2
+
+
+def test_policy_prints_toml(daemon: Running) -> None:
+    defaults = daemon.cli("policy", "--print-defaults")
+    assert "recall_limit = 8" in defaults.stdout and "[recall]" in defaults.stdout

@@ -1,0 +1,193 @@
+"""A real hikmahd on a real Unix socket, in a short temp dir (socket paths are limited
+to about 108 bytes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+START_TIMEOUT_S = 20.0
+
+
+class Running:
+    """One hikmahd process and the paths it uses."""
+
+    def __init__(self, root: Path, *extra: str, env: dict[str, str] | None = None) -> None:
+        self.root = root
+        self.socket = root / "run" / "hikmahd.sock"
+        self.data = root / "data"
+        self.policy = root / "policy.toml"
+        self.log = root / "hikmahd.log"
+        self.extra = extra
+        self.env = env
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Running:
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "hikmahd", *self.flags(), *self.extra],
+                stdout=log,
+                stderr=log,
+                env=self.env,
+                start_new_session=True,
+            )
+        wait_for_socket(self.socket, self.process, self.log)
+        return self
+
+    def flags(self) -> list[str]:
+        return [
+            "--socket",
+            str(self.socket),
+            "--data-dir",
+            str(self.data),
+            "--policy",
+            str(self.policy),
+        ]
+
+    def kill(self, sig: int = signal.SIGKILL) -> int:
+        assert self.process is not None
+        self.process.send_signal(sig)
+        code = self.process.wait(timeout=20)
+        self.process = None
+        return code
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.kill(signal.SIGTERM)
+
+    def connect(self) -> Conn:
+        return Conn(self.socket)
+
+    def call(self, method: str, **params: Any) -> Any:
+        with self.connect() as conn:
+            return conn.call(method, **params)
+
+    def cli(
+        self, *args: str, env: dict[str, str] | None = None, input: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """The real ``hikmah`` CLI against this daemon (never autostarting another)."""
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "hikmah_cli",
+                "--socket",
+                str(self.socket),
+                "--no-autostart",
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            input=input,
+            timeout=60,
+            start_new_session=True,
+        )
+
+
+class Conn:
+    """A raw JSON-lines connection, for protocol tests."""
+
+    def __init__(self, path: Path) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(20)
+        self.sock.connect(str(path))
+        self.buffer = b""
+        self.next_id = 0
+
+    def __enter__(self) -> Conn:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.sock.close()
+
+    def send_raw(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def send(self, message: Any) -> None:
+        self.send_raw(json.dumps(message).encode() + b"\n")
+
+    def read(self) -> Any:
+        while b"\n" not in self.buffer:
+            chunk = self.sock.recv(1 << 16)
+            if not chunk:
+                raise EOFError("the daemon closed the connection")
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def request(self, method: str, **params: Any) -> Any:
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "method": method, "params": params, "id": self.next_id})
+        return self.read()
+
+    def call(self, method: str, **params: Any) -> Any:
+        reply = self.request(method, **params)
+        assert "result" in reply, reply
+        return reply["result"]
+
+    def nothing_more(self, wait: float = 0.3) -> bool:
+        """True when no byte arrives within ``wait`` seconds (and the connection is open)."""
+        if self.buffer:
+            return False
+        self.sock.settimeout(wait)
+        try:
+            data = self.sock.recv(1)
+        except TimeoutError:
+            return True
+        finally:
+            self.sock.settimeout(20)
+        self.buffer += data
+        return False
+
+
+def wait_for_socket(path: Path, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"hikmahd exited {process.returncode}:\n{log.read_text()}")
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+                probe.connect(str(path))
+            return
+        except OSError:
+            time.sleep(0.02)
+    raise RuntimeError(f"hikmahd did not listen within {START_TIMEOUT_S} s:\n{log.read_text()}")
+
+
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    root = Path(tempfile.mkdtemp(prefix="hk", dir="/tmp"))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def daemon(short_tmp: Path) -> Iterator[Running]:
+    running = Running(short_tmp).start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """An environment without any coding-agent variable, plus ``extra``."""
+    agent = ("CLAUDECODE", "CLAUDE_CODE_", "CODEX_", "CURSOR_", "GEMINI_CLI", "AI_AGENT")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(agent)}
+    env.update(extra)
+    return env
