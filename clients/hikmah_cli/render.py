@@ -170,7 +170,7 @@ def verified(report: dict[str, Any]) -> str:
     head = report.get("head")
     head_text = f"{head['seq']}:{head['hash']}" if head else "none"
     verdict = "ok" if report["ok"] else "NOT OK"
-    lines = [f"ledger {verdict}: {report['records']} records, head {head_text}"]
+    lines = [f"ledger {verdict}: {report['records']} records", f"  head {head_text}"]
     lines += [f"  error: {error}" for error in report.get("errors", [])]
     lines += [f"  warning: {warning}" for warning in report.get("warnings", [])]
     tail = report.get("unacknowledged", [])
