@@ -29,6 +29,13 @@ class PolicyHolder:
         """Load the file again; True when the policy in force changed."""
         try:
             loaded = load_policy(self.path)
+            if loaded.vault.enabled:
+                # Until the encrypted vault ships, "enabled" would store sensitive
+                # text in plain: refuse the file rather than pretend.
+                raise PolicyError(
+                    f"{self.path}: [vault] enabled = true needs the encrypted vault, which"
+                    " this version of hikmahd does not have; sensitive traces stay refused"
+                )
         except PolicyError as exc:
             self.error = str(exc)
             log.error("policy not applied, the previous one stays in force: %s", exc)

@@ -178,3 +178,16 @@ def test_socket_activation(short_tmp: Path) -> None:
         activator.wait(timeout=20)
         listener.close()
         log.close()
+
+
+def test_the_vault_cannot_be_enabled_before_it_exists(short_tmp: Path) -> None:
+    running = Running(short_tmp)
+    running.policy.write_text("allow_sensitive_persistence = true\n[vault]\nenabled = true\n")
+    running.start()
+    try:
+        assert "vault" in running.call("daemon.status")["policy"]["error"]
+        with running.connect() as conn:
+            reply = conn.request("memory.remember", content="diagnosis", privacy="sensitive")
+        assert reply["error"]["data"]["reason"] == "policy"
+    finally:
+        running.stop()
