@@ -11,7 +11,7 @@ import trio
 
 from .context import Context
 from .framing import FrameReader, Oversized
-from .rpc import INVALID_REQUEST, PARSE_ERROR, Dispatcher, RpcError, response
+from .rpc import APPLICATION_CODES, PARSE_ERROR, Dispatcher, RpcError, response
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ class Connection:
                 for frame in reader.feed(data):
                     if isinstance(frame, Oversized):
                         error = RpcError(
-                            INVALID_REQUEST,
+                            APPLICATION_CODES["too_large"],
                             f"frame of {frame.size} bytes is over the 1 MiB limit; it was skipped",
                             {"reason": "too_large"},
                         )

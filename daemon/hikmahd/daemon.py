@@ -60,6 +60,7 @@ class Daemon:
         self.writer = Writer(store, lambda: self.policies.policy)
         self.dispatcher = Dispatcher(registry)
         self.connections: set[Connection] = set()
+        self.listening: Path | None = None
 
     @property
     def policy(self) -> KernelPolicy:
@@ -75,7 +76,8 @@ class Daemon:
 
     @property
     def socket_path(self) -> Path:
-        return self.config.socket_path
+        """Where the daemon listens (under socket activation: where systemd listens)."""
+        return self.listening or self.config.socket_path
 
     async def serve(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Serve until SIGTERM or SIGINT; writes queued by then are committed first."""
@@ -87,6 +89,9 @@ class Daemon:
                 inode = self.config.socket_path.stat().st_ino
         except (SocketError, OSError) as exc:
             raise DaemonError(str(exc)) from None
+        address = raw.getsockname()
+        if isinstance(address, str) and address:
+            self.listening = Path(address)
         try:
             await self._serve(trio_listener(raw), task_status)
         finally:

@@ -2,8 +2,10 @@
 
 The client never says whether it runs inside a coding-agent session; the
 daemon reads the environment of the peer process and of its ancestors up to
-the session leader, so ``env -i hikmah remember --verified`` run by an agent
-is still recognised by its parent's variables.
+the session leader, so ``env -i hikmah remember --verified`` run from an
+agent's shell is still recognised by that shell's variables. A process that
+starts a session of its own (``setsid``) with a cleared environment is not:
+detection is a guard, not authentication (see docs/security.md).
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ msgspec type, built once at registration, so a bad field comes back as
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -41,6 +42,8 @@ APPLICATION_CODES = {
 }
 
 JSON = Any
+# msgspec ends a validation error with " - at `$.field`".
+_PATH = re.compile(r" - at `(\$[^`]*)`$")
 P = TypeVar("P", bound=msgspec.Struct)
 
 
@@ -150,14 +153,17 @@ class Dispatcher:
         raw = message.get("params", {})
         if isinstance(raw, list):
             if raw:
-                raise RpcError(INVALID_PARAMS, "params must be an object (by name)")
+                raise RpcError(
+                    INVALID_PARAMS, "params must be an object (by name)", {"reason": "invalid"}
+                )
             raw = {}
         try:
             params = msgspec.convert(raw, method.params, strict=True)
         except msgspec.ValidationError as exc:
-            raise RpcError(
-                INVALID_PARAMS, f"invalid params: {exc}", {"reason": "invalid"}
-            ) from None
+            data = {"reason": "invalid"}
+            if found := _PATH.search(str(exc)):
+                data["path"] = found.group(1)
+            raise RpcError(INVALID_PARAMS, f"invalid params: {exc}", data) from None
         try:
             return await method.handler(context, params)
         except HikmahError as exc:

@@ -61,7 +61,7 @@ from hikmah.ledger import (
     write_head_file,
 )
 from hikmah.policy import KernelPolicy
-from hikmah.principal import AgentSession, refuse_in_agent_session
+from hikmah.principal import AgentSession, refuse_in_agent_session, stamp_locator
 from hikmah.rules import build_trace
 from hikmah.secrets import check_fields
 from hikmah.trace import STATUSES, Draft, Status, Trace, normalize_claim_value
@@ -74,6 +74,7 @@ DEFAULT_MAP_SIZE = 1 << 30
 MAX_MAP_SIZE = 1 << 40
 _SEQ = struct.Struct(">Q")
 _MAX_LOGGED_COMMITS = 4096
+_INDEXED = b"indexed_seq"  # meta: the last ledger record the indexes reflect
 
 
 class Remember(msgspec.Struct, frozen=True, kw_only=True):
@@ -155,6 +156,8 @@ class Store:
         self.data_dir = data_dir
         self.head_path = data_dir / HEAD_FILE
         self.max_map_size = max(map_size, max_map_size)
+        # py-lmdb would create the directory with the file mode (no x bit).
+        (data_dir / LMDB_DIR).mkdir(mode=0o700, exist_ok=True)
         self.env: Any = lmdb.open(
             str(data_dir / LMDB_DIR),
             map_size=map_size,
@@ -287,6 +290,7 @@ class Store:
             if (last is not None and seq == last.seq) or (last is None and seq == 0):
                 txn.abort()
                 return outcomes
+            txn.put(_INDEXED, _SEQ.pack(seq), db=self.dbs.meta)
             new_head = Head(seq=seq, hash=prev)
             write_head_file(self.head_path, self.head, new_head)
             txn.commit()
@@ -302,6 +306,8 @@ class Store:
     ) -> list[Payload]:
         if isinstance(operation, Remember):
             return self._validate_remember(txn, operation, now_ms, policy)
+        if isinstance(operation, Purge):
+            refuse_in_agent_session(operation.session, "purge")
         docno = index.docno_of(txn, self.dbs, operation.id)
         if docno is None:
             raise NotFound(f"no trace has id {operation.id}")
@@ -312,8 +318,8 @@ class Store:
                 raise InvalidInput(f"{operation.id} is a {trace.kind}, not a commitment")
             if status != "active":
                 raise ConflictError(f"{operation.id} is {status}, not an open commitment")
-            return [FulfillPayload(id=operation.id, by=operation.by)]
-        refuse_in_agent_session(operation.session, "purge")
+            by = stamp_locator(operation.session, operation.by)
+            return [FulfillPayload(id=operation.id, by=by)]
         if not operation.reason.strip():
             raise InvalidInput("purge needs a reason, kept in the tombstone for the audit trail")
         check_fields([("reason", operation.reason)])
@@ -577,31 +583,68 @@ class Store:
         return self._move_head()
 
     def _move_head(self) -> VerifyReport:
-        with self.read() as txn:
+        """Make the ledger's last record the head, indexing the records it acknowledges.
+
+        Raises:
+            LedgerError: a record past the indexed ones cannot be read; nothing moved.
+        """
+        dirty: set[int] = set()
+        with self.env.begin(write=True) as txn:
             last = self._last_record(txn)
-        if last is not None:
-            write_head_file(self.head_path, last, None)
+            raw = txn.get(_INDEXED, db=self.dbs.meta)
+            indexed = 0 if raw is None else int(_SEQ.unpack(raw)[0])
+            if last is not None and indexed > last.seq:
+                # Records the indexes reflect were removed: only a rebuild is right.
+                self._index_records(txn, 0, dirty, rebuild=True)
+            elif last is not None:
+                self._index_records(txn, indexed, dirty)
+            if last is not None:
+                write_head_file(self.head_path, last, None)
         self.head, self.head_error = last, None
+        self._forget_columns()
         return self.verify()
 
     def rebuild_index(self, progress: Callable[[int], None] | None = None) -> int:
         """Recreate every derived index from the ledger; returns the records replayed."""
         dirty: set[int] = set()
-        count = 0
         with self.env.begin(write=True) as txn:
+            count = self._index_records(txn, 0, dirty, rebuild=True, progress=progress)
+        self._forget_columns()
+        return count
+
+    def _index_records(
+        self,
+        txn: Any,
+        after: int,
+        dirty: set[int],
+        *,
+        rebuild: bool = False,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Apply the ledger records after seq ``after`` to the indexes (all of them, from
+        empty indexes, when ``rebuild``); returns how many were applied."""
+        if rebuild:
             for db in self.dbs.derived():
                 txn.drop(db, delete=False)
             txn.delete(b"next_doc", db=self.dbs.meta)
-            for _key, line in self.records(txn):
-                record = decode_record(line)
+            txn.delete(_INDEXED, db=self.dbs.meta)
+            after = 0
+        count = 0
+        cursor = txn.cursor(db=self.dbs.ledger)
+        if cursor.set_range(_SEQ.pack(after + 1)):
+            for key, line in cursor:
+                record = decode_record(bytes(line))
                 index.apply_payload(txn, self.dbs, decode_payload(record), dirty)
+                txn.put(_INDEXED, bytes(key), db=self.dbs.meta)
                 count += 1
                 if progress is not None and count % 10_000 == 0:
                     progress(count)
+        return count
+
+    def _forget_columns(self) -> None:
         with self._lock:
             self._columns = None
             self._changes.clear()
-        return count
 
 
 def decode_payload(record: Record) -> Payload:

@@ -116,6 +116,9 @@ def test_invalid_params_name_the_field(daemon: Running, params: dict[str, Any], 
         reply = conn.request("memory.recall", **params)
     assert reply["error"]["code"] == -32602
     assert path in reply["error"]["message"]
+    assert reply["error"]["data"]["reason"] == "invalid"
+    if path.startswith("$"):
+        assert reply["error"]["data"]["path"] == path
 
 
 def test_positional_params_are_refused(daemon: Running) -> None:
@@ -142,6 +145,7 @@ def test_oversized_frame_is_refused_and_the_connection_stays_usable(daemon: Runn
             + b'"},"id":1}\n'
         )
         reply = conn.read()
+        assert reply["error"]["code"] == -32006
         assert reply["error"]["data"]["reason"] == "too_large"
         assert bystander.call("daemon.status")["pid"] > 0
         assert conn.call("daemon.status")["pid"] > 0

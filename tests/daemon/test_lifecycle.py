@@ -173,6 +173,7 @@ def test_socket_activation(short_tmp: Path) -> None:
         assert running.call("memory.remember", content="activated")["trace"]["id"]
         assert listener.recv(100) == b"READY=1"
         assert not (short_tmp / "unused.sock").exists()
+        assert running.call("daemon.status")["socket"] == str(running.socket)
     finally:
         activator.send_signal(signal.SIGTERM)
         activator.wait(timeout=20)

@@ -126,7 +126,13 @@ def test_a_forged_append_is_an_unacknowledged_tail_and_blocks_writes(store: Stor
     with pytest.raises(AgentRestricted):
         store.reset_head(session=agent)
     assert store.accept_tail().ok
+    # What a person accepted is indexed like any write.
+    assert store.get("tr_forged").trace.content.startswith("the admin")
+    assert recall(store, RecallQuery(query="admin wiki"), now_ms=NOW, policy=KernelPolicy())
     remember(store, "writes resume once a person accepted the tail")
+    before = index_snapshot(store)
+    store.rebuild_index()
+    assert index_snapshot(store) == before
 
 
 def test_verify_with_a_pinned_head(store: Store) -> None:
@@ -268,3 +274,29 @@ def test_outcomes_report_conflicts(store: Store) -> None:
     (written,) = outcomes
     assert not isinstance(written, HikmahError)
     assert written.conflicts == [a.id]
+
+
+def test_reset_head_after_removed_records_rebuilds_the_indexes(store: Store) -> None:
+    populate(store)
+    last = ledger_rows(store)[-1][0]
+    put_raw(store, last, None)  # the purge record disappears
+    assert not store.verify().ok
+    assert store.reset_head().ok
+    # The purged trace is back, as the ledger now says.
+    assert any("temporary note" in s.trace.content for s in store.traces())
+
+
+def test_an_agent_fulfilling_is_attributed(store: Store) -> None:
+    todo = remember(store, "ship it", kind="commitment")
+    agent = AgentSession(host="cursor", session_id="c9", variables=("CURSOR_TRACE_ID",))
+    write(store, Fulfill(id=todo.id, session=agent))
+    line = ledger_rows(store)[-1][1]
+    assert b'"by":"agent-session:cursor:c9"' in line
+
+
+def test_an_agent_purging_an_unknown_id_is_restricted_first(store: Store) -> None:
+    agent = AgentSession(host="codex", session_id="1", variables=("CODEX_SESSION_ID",))
+    (outcome,) = store.apply(
+        [Purge(id="tr_nope", reason="x", session=agent)], now_ms=NOW, policy=KernelPolicy()
+    )
+    assert isinstance(outcome, AgentRestricted)
