@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import multiprocessing
 import multiprocessing.connection
@@ -69,6 +70,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 from collections.abc import Callable
@@ -87,8 +89,8 @@ QUERIES = 200
 SEED = 7
 OK_PREFIX = b'{"jsonrpc":"2.0","result"'  # how hikmahd's msgspec encoder starts a success
 FSYNC_NOTE = (
-    "fsync on these VMs is cheap (~230 us per durable LMDB commit; the VM host\n"
-    "      caches it), so durable/no-sync ratios are optimistic next to a laptop SSD"
+    "fsync on these VMs is cheap (~230 us per durable LMDB commit; the VM host caches it),"
+    " so durable/no-sync ratios are optimistic next to a laptop SSD"
 )
 
 # A request line for client ``c``'s ``i``-th request.
@@ -116,10 +118,12 @@ slow fast broken fixed pending urgent minor major stale fresh cold warm hot nois
 TAGS = ["ops", "dev", "infra", "team", "bug", "plan", "perf", "docs"]
 
 
+ZIPF = list(itertools.accumulate(1.0 / (rank + 2) for rank in range(len(WORDS))))
+
+
 def zipf_words(rng: random.Random, count: int) -> list[str]:
     """``count`` words, frequent ones far more often (a Zipf-like draw)."""
-    weights = [1.0 / (rank + 2) for rank in range(len(WORDS))]
-    return rng.choices(WORDS, weights=weights, k=count)
+    return rng.choices(WORDS, cum_weights=ZIPF, k=count)
 
 
 def request_body(method: str, params: dict[str, Any]) -> bytes:
@@ -607,6 +611,10 @@ def progress(row: Measured) -> None:
     )
 
 
+def wrapped(text: str) -> list[str]:
+    return textwrap.wrap(text, width=88, subsequent_indent="      ")
+
+
 def fmt(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
@@ -663,26 +671,30 @@ def write_table(rows: list[Measured], clients: list[int]) -> tuple[list[str], di
         nosync = find(rows, "hikmahd no-sync", "memory.remember", n)
         ratios[f"durable_over_nosync_{n}"] = durable.per_s / nosync.per_s
         ratios[f"durable_over_raw_lmdb_per_write_{n}"] = durable.per_s / raw1.per_s
-        line = (
+        lines.append(
             f"  {n:>2} clients: durable/no-sync {durable.per_s / nosync.per_s:.2f},"
             f" durable/raw LMDB commit-per-write {durable.per_s / raw1.per_s:.2f}"
         )
         if n > 1:
             batch = find(rows, f"raw LMDB, commit per {n} writes", "durable put+commit", n)
             ratios[f"durable_over_raw_lmdb_batch_{n}"] = durable.per_s / batch.per_s
-            line += f", durable/raw LMDB commit-per-{n} {durable.per_s / batch.per_s:.2f}"
-        lines.append(line)
+            lines.append(
+                f"{'':>14}durable/raw LMDB commit-per-{n} {durable.per_s / batch.per_s:.2f}"
+            )
     top = max(clients)
     key = ratios[f"durable_over_nosync_{top}"]
     verdict = "meets" if key >= 0.8 else "MISSES"
     lines += [
         f"KEY: {top}-client durable / no-sync throughput = {key:.2f}"
         f" ({verdict} the issue's target >= 0.8)",
-        f"Note: {FSYNC_NOTE}.",
-        f"      Raw LMDB durable commit in this run: p50 {raw1.p50_us:.0f} us,"
-        f" p99 {raw1.p99_us:.0f} us.",
-        "w/commit: writes per LMDB write transaction (group commit batch size, warm-up"
-        " included); cpu%: the daemon's CPU time, of one core",
+        *wrapped(
+            f"Note: {FSYNC_NOTE}. Raw LMDB durable commit in this run: p50"
+            f" {raw1.p50_us:.0f} us, p99 {raw1.p99_us:.0f} us."
+        ),
+        *wrapped(
+            "w/commit: writes per LMDB write transaction (the group commit batch size,"
+            " warm-up included); cpu%: the daemon's CPU time, of one core."
+        ),
     ]
     return lines, ratios
 
@@ -705,7 +717,7 @@ def run(opts: Options) -> int:
         f" writes pooled over {opts.rounds} alternating rounds;"
         f" whole run {time.monotonic() - began:.0f} s."
     )
-    print("\n".join([*lat_lines, "", *write_lines, "", clients_note]))
+    print("\n".join([*lat_lines, "", *write_lines, "", *wrapped(clients_note)]))
     errors = sum(row.errors for row in rows)
     RESULTS.write_text(
         json.dumps(

@@ -50,11 +50,13 @@ class Connection:
                         )
                         await self.send(response(None, error=error))
                         continue
-                    await self._limiter.acquire_on_behalf_of(frame)
-                    nursery.start_soon(self._handle, frame)
+                    # A token per request, not per frame: equal frames may be in flight.
+                    token = object()
+                    await self._limiter.acquire_on_behalf_of(token)
+                    nursery.start_soon(self._handle, frame, token)
         self.closed = True
 
-    async def _handle(self, frame: bytes) -> None:
+    async def _handle(self, frame: bytes, token: object) -> None:
         try:
             try:
                 message = msgspec.json.decode(frame)
@@ -65,7 +67,7 @@ class Connection:
             if reply is not None:
                 await self.send(reply)
         finally:
-            self._limiter.release_on_behalf_of(frame)
+            self._limiter.release_on_behalf_of(token)
 
     async def send(self, message: Any) -> bool:
         """Send one JSON value as a line; False when the peer is gone."""

@@ -347,13 +347,16 @@ def read_head_file(path: Path) -> tuple[Head | None, Head | None]:
     return Head(seq=head.seq, hash=head.hash), head.pending
 
 
-def write_head_file(path: Path, acknowledged: Head | None, pending: Head | None) -> None:
+def write_head_file(
+    path: Path, acknowledged: Head | None, pending: Head | None, *, sync: bool = True
+) -> None:
     """Replace the head file durably and atomically.
 
     A crash leaves either the old head or the new one, never a torn file:
     the new content is synced in a temporary file in the same directory,
     renamed over the old one, and the directory is synced so the rename
-    itself survives power loss.
+    itself survives power loss. ``sync=False`` skips both syncs (a store
+    whose LMDB commits are not synced either, for benchmarks only).
 
     Raises:
         LedgerError: If the file cannot be written.
@@ -367,14 +370,16 @@ def write_head_file(path: Path, acknowledged: Head | None, pending: Head | None)
         with os.fdopen(fd, "wb") as tmp:
             tmp.write(data)
             tmp.flush()
-            os.fsync(tmp.fileno())
+            if sync:
+                os.fsync(tmp.fileno())
         os.replace(tmp_name, path)
         tmp_name = None
-        dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        if sync:
+            dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
     except OSError as exc:
         raise LedgerError(f"cannot write the ledger head {path}: {exc.strerror}") from exc
     finally:

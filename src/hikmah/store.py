@@ -155,6 +155,7 @@ class Store:
         data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.data_dir = data_dir
         self.head_path = data_dir / HEAD_FILE
+        self.durable = durable
         self.max_map_size = max(map_size, max_map_size)
         # py-lmdb would create the directory with the file mode (no x bit).
         (data_dir / LMDB_DIR).mkdir(mode=0o700, exist_ok=True)
@@ -292,7 +293,7 @@ class Store:
                 return outcomes
             txn.put(_INDEXED, _SEQ.pack(seq), db=self.dbs.meta)
             new_head = Head(seq=seq, hash=prev)
-            write_head_file(self.head_path, self.head, new_head)
+            write_head_file(self.head_path, self.head, new_head, sync=self.durable)
             txn.commit()
         except BaseException:
             txn.abort()

@@ -172,3 +172,11 @@ def test_a_silent_client_never_blocks_others(daemon: Running) -> None:
         for i in range(20):
             daemon.call("memory.remember", content=f"note {i}")
         assert daemon.call("daemon.status")["counts"]["active"] == 20
+
+
+def test_identical_frames_in_flight_are_each_answered(daemon: Running) -> None:
+    line = b'{"jsonrpc":"2.0","method":"daemon.status","id":7}\n'
+    with daemon.connect() as conn:
+        conn.send_raw(line * 5)
+        replies = [conn.read() for _ in range(5)]
+    assert all(r["id"] == 7 and "result" in r for r in replies)
