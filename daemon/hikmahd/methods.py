@@ -22,8 +22,6 @@ from .rpc import JSON, NoParams, Params, Registry
 registry = Registry()
 HOUR_MS = 3_600_000
 
-Limit = Annotated[int, msgspec.Meta(ge=1, le=1000)]
-
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
@@ -67,28 +65,9 @@ async def remember(ctx: Context, params: RememberParams) -> JSON:
     return {"trace": to_json(written.trace), "conflicts": written.conflicts}
 
 
-class RecallParams(Params, frozen=True):
-    query: str = ""
-    tags: tuple[str, ...] = ()
-    kinds: tuple[Kind, ...] = ()
-    limit: Limit | None = None
-    scope: str | None = None
-    include_superseded: bool = False
-    include_sensitive: bool = False
-
-
-@registry.method("memory.recall", RecallParams)
-async def recall_(ctx: Context, params: RecallParams) -> JSON:
-    query = RecallQuery(
-        query=params.query,
-        tags=params.tags,
-        kinds=params.kinds,
-        limit=params.limit,
-        scope=params.scope,
-        include_superseded=params.include_superseded,
-        include_sensitive=params.include_sensitive,
-    )
-    results = recall(ctx.daemon.store, query, now_ms=now_ms(), policy=ctx.daemon.policy)
+@registry.method("memory.recall", RecallQuery)
+async def recall_(ctx: Context, params: RecallQuery) -> JSON:
+    results = recall(ctx.daemon.store, params, now_ms=now_ms(), policy=ctx.daemon.policy)
     return {"results": to_json(results)}
 
 

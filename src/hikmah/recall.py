@@ -12,7 +12,7 @@ the lowest adjusted score already selected, and penalties only lower scores).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 import numpy as np
@@ -39,13 +39,14 @@ DAY_MS = 86_400_000
 Floats = npt.NDArray[np.float64]
 
 
-class RecallQuery(msgspec.Struct, frozen=True, kw_only=True):
-    """What to recall. An empty query with no tags lists traces by meta."""
+class RecallQuery(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What to recall (also the params of ``memory.recall``). An empty query with no
+    tags lists traces by meta."""
 
     query: str = ""
     tags: tuple[str, ...] = ()
     kinds: tuple[Kind, ...] = ()
-    limit: int | None = None
+    limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] | None = None
     scope: str | None = None
     include_superseded: bool = False
     include_sensitive: bool = False

@@ -32,22 +32,29 @@ def write_until_stopped(
         return  # the daemon was killed under us: what was acknowledged is in `acked`
 
 
+def concurrent_writes(daemon: Running, seconds: float, *, kill: bool = False) -> list[str]:
+    """Ids acknowledged to 16 writers over ``seconds``, then optionally kill -9 the daemon."""
+    acked: list[str] = []
+    stop = threading.Event()
+    threads = [
+        threading.Thread(target=write_until_stopped, args=(daemon, w, acked, stop))
+        for w in range(WRITERS)
+    ]
+    for thread in threads:
+        thread.start()
+    time.sleep(seconds)
+    if kill:
+        daemon.kill(signal.SIGKILL)
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=30)
+    return acked
+
+
 def test_concurrent_writers_then_kill_9_lose_nothing_acknowledged(daemon: Running) -> None:
     rng = random.Random(20261130)
     for _round in range(3):
-        acked: list[str] = []
-        stop = threading.Event()
-        threads = [
-            threading.Thread(target=write_until_stopped, args=(daemon, w, acked, stop))
-            for w in range(WRITERS)
-        ]
-        for thread in threads:
-            thread.start()
-        time.sleep(rng.uniform(0.3, 1.0))
-        daemon.kill(signal.SIGKILL)
-        stop.set()
-        for thread in threads:
-            thread.join(timeout=30)
+        acked = concurrent_writes(daemon, rng.uniform(0.3, 1.0), kill=True)
         assert acked, "no write was acknowledged before the kill"
         daemon.start()
         report = daemon.call("ledger.verify")
@@ -61,18 +68,7 @@ def test_concurrent_writers_then_kill_9_lose_nothing_acknowledged(daemon: Runnin
 
 
 def test_group_commit_batches_concurrent_writers(daemon: Running) -> None:
-    acked: list[str] = []
-    stop = threading.Event()
-    threads = [
-        threading.Thread(target=write_until_stopped, args=(daemon, w, acked, stop))
-        for w in range(WRITERS)
-    ]
-    for thread in threads:
-        thread.start()
-    time.sleep(1.0)
-    stop.set()
-    for thread in threads:
-        thread.join(timeout=30)
+    acked = concurrent_writes(daemon, 1.0)
     # Every acknowledged write is its own record, and the ids are all distinct.
     assert len(set(acked)) == len(acked)
     assert daemon.call("ledger.verify")["records"] == len(acked)
