@@ -30,14 +30,10 @@ that.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import re
-import tempfile
 import unicodedata
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 import blake3
@@ -133,23 +129,6 @@ class _Line(msgspec.Struct, forbid_unknown_fields=True):
 
 
 _LINE_DECODER = msgspec.json.Decoder(_Line)
-
-
-class HeadFile(msgspec.Struct, frozen=True, kw_only=True):
-    """The head file: the acknowledged head and, while a commit is in flight, the pending one.
-
-    The store writes ``pending`` durably before it commits a batch; after a
-    crash, the pending head counts as acknowledged exactly when the ledger
-    ends with that record, so a kill between commit and acknowledgement never
-    turns the store's own write into an "unacknowledged tail".
-    """
-
-    seq: int
-    hash: str
-    pending: Head | None = None
-
-
-_HEAD_DECODER = msgspec.json.Decoder(HeadFile)
 
 
 # --- records -------------------------------------------------------------------------
@@ -312,80 +291,6 @@ def _compact(value: Any) -> str:
     if value is False:
         return "false"
     return "null"
-
-
-# --- head file -----------------------------------------------------------------------
-
-
-def _valid_head(head: Head | HeadFile) -> bool:
-    return (head.seq == 0 and head.hash == GENESIS) or (
-        head.seq > 0 and _HEX64.fullmatch(head.hash) is not None
-    )
-
-
-def read_head_file(path: Path) -> tuple[Head | None, Head | None]:
-    """Read the acknowledged head and the pending one.
-
-    Returns:
-        (acknowledged, pending); (None, None) if the file does not exist.
-
-    Raises:
-        LedgerError: If the file cannot be read or does not hold a valid head.
-    """
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None, None
-    except OSError as exc:
-        raise LedgerError(f"cannot read the ledger head {path}: {exc.strerror}") from exc
-    try:
-        head = _HEAD_DECODER.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise LedgerError(f"the ledger head {path} is corrupt: {exc}") from None
-    if not _valid_head(head) or (head.pending is not None and not _valid_head(head.pending)):
-        raise LedgerError(f"the ledger head {path} is corrupt: not a seq and a hash")
-    return Head(seq=head.seq, hash=head.hash), head.pending
-
-
-def write_head_file(
-    path: Path, acknowledged: Head | None, pending: Head | None, *, sync: bool = True
-) -> None:
-    """Replace the head file durably and atomically.
-
-    A crash leaves either the old head or the new one, never a torn file:
-    the new content is synced in a temporary file in the same directory,
-    renamed over the old one, and the directory is synced so the rename
-    itself survives power loss. ``sync=False`` skips both syncs (a store
-    whose LMDB commits are not synced either, for benchmarks only).
-
-    Raises:
-        LedgerError: If the file cannot be written.
-    """
-    head = acknowledged or Head(seq=0, hash=GENESIS)
-    data = msgspec.json.encode(HeadFile(seq=head.seq, hash=head.hash, pending=pending)) + b"\n"
-    directory = path.parent
-    tmp_name: str | None = None
-    try:
-        fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "wb") as tmp:
-            tmp.write(data)
-            tmp.flush()
-            if sync:
-                os.fsync(tmp.fileno())
-        os.replace(tmp_name, path)
-        tmp_name = None
-        if sync:
-            dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
-    except OSError as exc:
-        raise LedgerError(f"cannot write the ledger head {path}: {exc.strerror}") from exc
-    finally:
-        if tmp_name is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp_name)
 
 
 # --- summaries -----------------------------------------------------------------------

@@ -5,7 +5,7 @@ over every request that arrived while the previous batch committed, and the
 whole batch becomes one durable transaction. Each operation in a batch is
 validated on its own, so one refusal never costs the others their write.
 
-The acknowledged head lives outside the LMDB file (``head.json``) so that a
+The acknowledged head lives outside the LMDB file (``head``) so that a
 record appended behind the store's back shows up as an unacknowledged tail.
 Before each commit the head file records the batch's last record as
 *pending*; on open, a pending head that the ledger ends with exactly is
@@ -38,6 +38,7 @@ from hikmah.errors import (
     NotFound,
     StoreFull,
 )
+from hikmah.headfile import HeadFile
 from hikmah.index import (
     FEATURES,
     PAYLOAD_DECODER,
@@ -56,9 +57,7 @@ from hikmah.ledger import (
     VerifyReport,
     decode_record,
     encode_record,
-    read_head_file,
     verify,
-    write_head_file,
 )
 from hikmah.policy import KernelPolicy
 from hikmah.principal import AgentSession, refuse_in_agent_session, stamp_locator
@@ -68,7 +67,7 @@ from hikmah.trace import STATUSES, Draft, Status, Trace, normalize_claim_value
 
 log = logging.getLogger(__name__)
 
-HEAD_FILE = "head.json"
+HEAD_FILE = "head"
 LMDB_DIR = "lmdb"
 DEFAULT_MAP_SIZE = 1 << 30
 MAX_MAP_SIZE = 1 << 40
@@ -154,8 +153,7 @@ class Store:
     ) -> None:
         data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.data_dir = data_dir
-        self.head_path = data_dir / HEAD_FILE
-        self.durable = durable
+        self.head_file = HeadFile(data_dir / HEAD_FILE, sync=durable)
         self.max_map_size = max(map_size, max_map_size)
         # py-lmdb would create the directory with the file mode (no x bit).
         (data_dir / LMDB_DIR).mkdir(mode=0o700, exist_ok=True)
@@ -198,6 +196,7 @@ class Store:
 
     def close(self) -> None:
         self.env.close()
+        self.head_file.close()
 
     def __enter__(self) -> Store:
         return self
@@ -209,7 +208,7 @@ class Store:
 
     def _load_head(self) -> Head | None:
         try:
-            acknowledged, pending = read_head_file(self.head_path)
+            acknowledged, pending = self.head_file.read()
         except LedgerError as exc:
             self.head_error = str(exc)
             return None
@@ -293,7 +292,7 @@ class Store:
                 return outcomes
             txn.put(_INDEXED, _SEQ.pack(seq), db=self.dbs.meta)
             new_head = Head(seq=seq, hash=prev)
-            write_head_file(self.head_path, self.head, new_head, sync=self.durable)
+            self.head_file.write(self.head, new_head)
             txn.commit()
         except BaseException:
             txn.abort()
@@ -600,7 +599,7 @@ class Store:
             elif last is not None:
                 self._index_records(txn, indexed, dirty)
             if last is not None:
-                write_head_file(self.head_path, last, None)
+                self.head_file.write(last, None)
         self.head, self.head_error = last, None
         self._forget_columns()
         return self.verify()

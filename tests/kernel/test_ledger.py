@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import blake3
@@ -22,10 +21,8 @@ from hikmah.ledger import (
     compute_hash,
     decode_record,
     encode_record,
-    read_head_file,
     summarise,
     verify,
-    write_head_file,
 )
 
 # The reference implementation's own ledgers, copied from shared/fixtures.
@@ -379,44 +376,6 @@ def test_missing_or_unreadable_head() -> None:
     report = verify(CHAIN5, HEAD5, head_error="bad bytes")
     assert not report.ok
     assert any("head is unreadable (bad bytes)" in e for e in report.errors)
-
-
-def test_head_file_round_trip(tmp_path: Path) -> None:
-    path = tmp_path / "ledger.head"
-    assert read_head_file(path) == (None, None)
-    write_head_file(path, HEAD5, None)
-    assert read_head_file(path) == (HEAD5, None)
-    newer = Head(seq=6, hash="e" * 64)
-    write_head_file(path, HEAD5, newer)
-    assert read_head_file(path) == (HEAD5, newer)
-    assert os.listdir(tmp_path) == ["ledger.head"]  # no temporary file left behind
-    write_head_file(path, None, None)
-    assert read_head_file(path) == (Head(seq=0, hash=GENESIS), None)
-
-
-@pytest.mark.parametrize(
-    "data",
-    [
-        b"",
-        b"{",
-        b'{"seq":5}',
-        b'{"seq":-1,"hash":"' + b"a" * 64 + b'"}',
-        b'{"seq":5,"hash":"GENESIS"}',
-        b'{"seq":0,"hash":"' + b"a" * 64 + b'"}',
-        b'{"seq":5,"hash":"xyz"}',
-        b'{"seq":0,"hash":"GENESIS","pending":{"seq":1,"hash":"xyz"}}',
-    ],
-)
-def test_corrupt_head_file(tmp_path: Path, data: bytes) -> None:
-    path = tmp_path / "ledger.head"
-    path.write_bytes(data)
-    with pytest.raises(LedgerError):
-        read_head_file(path)
-
-
-def test_unwritable_head_directory(tmp_path: Path) -> None:
-    with pytest.raises(LedgerError):
-        write_head_file(tmp_path / "missing" / "ledger.head", HEAD5, None)
 
 
 # --- summaries -----------------------------------------------------------------------

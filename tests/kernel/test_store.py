@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hikmah.errors import AgentRestricted, ConflictError, HikmahError, NotFound, StoreFull
-from hikmah.ledger import Head, encode_record, read_head_file, write_head_file
+from hikmah.headfile import HeadFile
+from hikmah.ledger import Head, encode_record
 from hikmah.policy import KernelPolicy
 from hikmah.principal import AgentSession
 from hikmah.recall import RecallQuery, recall
@@ -68,7 +69,7 @@ def test_writes_are_chained_and_acknowledged(tmp_path: Path, store: Store) -> No
     report = store.verify()
     assert report.ok, report.errors
     assert report.records == 9  # six remembers, a supersede, a fulfill and a purge
-    acknowledged, pending = read_head_file(store.head_path)
+    acknowledged, pending = HeadFile(store.head_file.path).read()
     assert pending is not None and pending == report.head
     assert acknowledged is not None and acknowledged.seq < pending.seq
 
@@ -90,7 +91,10 @@ def test_a_crash_before_commit_leaves_a_pending_head_that_is_ignored(tmp_path: P
         assert head is not None
     # The head file promised a record that never committed (crash between the two).
     ghost = encode_record(head.seq + 1, head.hash, b'{"type":"fulfill","id":"x"}')
-    write_head_file(tmp_path / "d" / "head.json", head, Head(seq=ghost.seq, hash=ghost.hash))
+    promise = HeadFile(tmp_path / "d" / "head")
+    promise.read()
+    promise.write(head, Head(seq=ghost.seq, hash=ghost.hash))
+    promise.close()
     with Store(tmp_path / "d") as second:
         assert second.head == head
         assert second.verify().ok
