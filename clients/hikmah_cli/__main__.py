@@ -36,6 +36,11 @@ KINDS = [
     "preference", "constraint", "outcome", "correction", "prediction",
 ]  # fmt: skip
 
+REMEMBER_OPTIONS = (
+    "salience", "confidence", "source", "locator", "authority", "claim_key",
+    "claim_value", "supersedes", "deadline", "privacy", "scope", "fulfills",
+)  # fmt: skip
+
 Handler = Callable[[argparse.Namespace], tuple[str, dict[str, Any], Callable[[Any], str]]]
 
 
@@ -95,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--privacy", choices=["public", "private", "sensitive"], help="default private")
     p.add_argument("--scope", metavar="S", help="global (default), project:PATH, person:NAME")
+    p.add_argument("--fulfills", metavar="ID", help="(an outcome) the commitment it reports done")
 
     p = command("recall", "recall the traces that resonate with a query", _recall)
     p.add_argument("query_arg", nargs="?", metavar="QUERY", help="words to recall by")
@@ -105,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scope", metavar="S", help="this scope and global only")
     p.add_argument("--include-superseded", action="store_true", help="history too")
     p.add_argument("--include-sensitive", action="store_true", help="sensitive traces too")
+    p.add_argument("--focus", metavar="NAME", help="absorb the results into this focus capsule")
 
     p = command("show", "one trace with its history", _show)
     p.add_argument("id", metavar="ID")
@@ -135,6 +142,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--print-defaults", action="store_true", help="every field with its default")
 
     command("status", "the daemon, the store, the policy, the reminders", _status)
+
+    p = command("focus", "working memory: named, bounded focus capsules", _focus)
+    p.add_argument(
+        "action",
+        choices=["open", "show", "pin", "unpin", "close", "list", "note"],
+        help="what to do",
+    )
+    p.add_argument("name", nargs="?", metavar="NAME", help="the capsule (e.g. task:fix-login)")
+    p.add_argument("item", nargs="?", metavar="ID|TEXT", help="a trace id (pin, unpin) or a note")
+    p.add_argument("--importance", type=float, default=0.5, help="a note's importance, 0..1")
     return parser
 
 
@@ -155,8 +172,7 @@ def _remember(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[
     if content is None:
         raise UsageError("say what to remember: hikmah remember 'TEXT' (or --content, or stdin)")
     params: dict[str, Any] = {"content": content, "kind": args.kind, "tags": args.tag}
-    for name in ("salience", "confidence", "source", "locator", "authority", "claim_key",
-                 "claim_value", "supersedes", "deadline", "privacy", "scope"):  # fmt: skip
+    for name in REMEMBER_OPTIONS:
         if getattr(args, name) is not None:
             params[name] = getattr(args, name)
     if args.verified:
@@ -175,6 +191,8 @@ def _recall(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[An
         params["include_superseded"] = True
     if args.include_sensitive:
         params["include_sensitive"] = True
+    if args.focus is not None:
+        params["focus"] = args.focus
     return "memory.recall", params, render.recalled
 
 
@@ -231,6 +249,26 @@ def _policy(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[An
 
 def _status(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any], str]]:
     return "daemon.status", {}, render.status
+
+
+def _focus(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any], str]]:
+    if args.action == "list":
+        return "focus.list", {}, render.capsules
+    if args.name is None:
+        raise UsageError(f"say which capsule: hikmah focus {args.action} NAME")
+    name = {"name": args.name}
+    if args.action in ("pin", "unpin"):
+        if args.item is None:
+            raise UsageError(f"say which trace: hikmah focus {args.action} NAME ID")
+        return f"focus.{args.action}", {**name, "id": args.item}, render.capsule
+    if args.action == "note":
+        if args.item is None:
+            raise UsageError("say the note: hikmah focus note NAME 'TEXT'")
+        params = {**name, "text": args.item, "importance": args.importance}
+        return "focus.note", params, render.noted
+    method = {"open": "focus.open", "show": "focus.read", "close": "focus.close"}[args.action]
+    shown = render.closed if args.action == "close" else render.capsule
+    return method, name, shown
 
 
 def main(argv: list[str] | None = None) -> int:

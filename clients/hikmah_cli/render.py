@@ -207,7 +207,48 @@ def status(result: dict[str, Any]) -> str:
     if reminders.get("next"):
         nxt = reminders["next"]
         lines.append(clip(f"            next: {when(nxt['deadline'])} {nxt['content']}", WIDTH))
+    for capsule in result.get("focus", []):
+        lines.append(
+            f"  focus     {capsule['name']}: {capsule['size']}/{capsule['limit']} traces,"
+            f" {capsule['notes']} notes, idle {capsule['idle_s']} s"
+        )
     if result.get("principal"):
         principal = result["principal"]
         lines.append(f"  you are   agent session {principal['host']}:{principal['session_id']}")
     return "\n".join(lines)
+
+
+def capsule(result: dict[str, Any]) -> str:
+    traces = result["traces"]
+    lines = [f"focus {result['name']}: {len(traces)}/{result['limit']} traces"]
+    if result.get("evicted"):
+        lines.append(f"  evicted {', '.join(result['evicted'])}")
+    for entry in traces:
+        trace = entry["trace"]
+        pin = "pinned " if entry["pinned"] else ""
+        lines.append(f"  {pin}{trace['id']} · {entry['activation']:.2f}")
+        lines.append(wrap(trace["content"], "    "))
+    for note in result.get("notes", []):
+        lines.append(wrap(f"note ({note['importance']:.1f}): {note['text']}", "  "))
+    return "\n".join(lines)
+
+
+def capsules(result: dict[str, Any]) -> str:
+    if not result["capsules"]:
+        return "no focus capsule is open"
+    return "\n".join(
+        f"{c['name']}: {c['size']}/{c['limit']} traces, {c['pinned']} pinned,"
+        f" {c['notes']} notes, idle {c['idle_s']} s"
+        for c in result["capsules"]
+    )
+
+
+def noted(result: dict[str, Any]) -> str:
+    line = f"focus {result['name']}: {len(result['notes'])} notes"
+    if result.get("evicted"):
+        line += f" ({len(result['evicted'])} evicted)"
+    return line
+
+
+def closed(result: dict[str, Any]) -> str:
+    return f"closed focus {result['name']}"

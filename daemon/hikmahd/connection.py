@@ -1,5 +1,5 @@
-"""One client connection: read frames, dispatch them concurrently, send replies in order
-of completion through one lock so replies never interleave."""
+"""One client connection: read frames, dispatch them concurrently, send each reply
+(and each subscribed event) whole, through one lock."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import msgspec
 import trio
 
 from .context import Context
+from .events import Events
 from .framing import FrameReader, Oversized
 from .rpc import APPLICATION_CODES, PARSE_ERROR, Dispatcher, RpcError, response
 
@@ -21,19 +22,22 @@ _ENCODER = msgspec.json.Encoder()
 
 
 class Connection:
-    def __init__(self, stream: trio.SocketStream, context: Context, dispatcher: Dispatcher) -> None:
+    def __init__(self, stream: trio.abc.Stream, context: Context, dispatcher: Dispatcher) -> None:
         self.stream = stream
         self.context = context
+        context.connection = self
         self.dispatcher = dispatcher
         self._send_lock = trio.Lock()
         self._limiter = trio.CapacityLimiter(MAX_IN_FLIGHT)
+        self._nursery: trio.Nursery | None = None
+        self._events_scope: trio.CancelScope | None = None
         self.closed = False
 
     async def serve(self) -> None:
-        """Until the peer hangs up; requests already read are still answered (or at
-        least carried out, if the peer is gone)."""
+        """Until the peer hangs up; requests already read are still carried out."""
         reader = FrameReader()
         async with trio.open_nursery() as nursery:
+            self._nursery = nursery
             while True:
                 try:
                     data = await self.stream.receive_some(1 << 16)
@@ -54,7 +58,25 @@ class Connection:
                     token = object()
                     await self._limiter.acquire_on_behalf_of(token)
                     nursery.start_soon(self._handle, frame, token)
+            if self._events_scope is not None:
+                self._events_scope.cancel()
         self.closed = True
+
+    def subscribe(self, events: Events) -> bool:
+        """Forward every event to this connection; False if it already is subscribed."""
+        if self._events_scope is not None or self._nursery is None:
+            return False
+        self._events_scope = trio.CancelScope()
+        self._nursery.start_soon(self._forward, events.subscribe(), self._events_scope)
+        return True
+
+    async def _forward(
+        self, receive: trio.MemoryReceiveChannel[dict[str, Any]], scope: trio.CancelScope
+    ) -> None:
+        with scope, receive:
+            async for message in receive:
+                if not await self.send(message):
+                    return
 
     async def _handle(self, frame: bytes, token: object) -> None:
         try:

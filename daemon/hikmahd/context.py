@@ -10,6 +10,7 @@ from hikmah.principal import AgentSession
 from .peers import Peer
 
 if TYPE_CHECKING:
+    from .connection import Connection
     from .daemon import Daemon
 
 
@@ -19,6 +20,7 @@ class Context:
 
     daemon: Daemon
     peer: Peer
+    connection: Connection | None = None
 
     @property
     def session(self) -> AgentSession | None:

@@ -7,6 +7,7 @@ import logging
 import os
 import signal
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -14,10 +15,13 @@ from typing import IO
 import trio
 
 from hikmah.policy import KernelPolicy
-from hikmah.store import DEFAULT_MAP_SIZE, MAX_MAP_SIZE, Store
+from hikmah.store import DEFAULT_MAP_SIZE, MAX_MAP_SIZE, Outcome, Store, Written
+from hikmah.trace import Status
 
+from .capsules import Capsules
 from .connection import Connection
 from .context import Context
+from .events import Events
 from .listen import (
     SocketError,
     bind_socket,
@@ -27,15 +31,35 @@ from .listen import (
     unlink_if_ours,
 )
 from .methods import registry
+from .notify import DesktopNotifier
 from .peers import identify
 from .policywatch import PolicyHolder
+from .reminders import Reminders
 from .rpc import APPLICATION_CODES, Dispatcher, RpcError, response
-from .writer import Writer
+from .writer import Offload, Writer, in_thread
 
 log = logging.getLogger(__name__)
 
 # How long in-flight replies may take once a stop was asked for.
 STOP_GRACE_S = 2.0
+IDLE_SWEEP_S = 60.0
+
+
+def wall_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def changes(written: Written) -> list[tuple[str, Status]]:
+    """(trace id, new status) of every trace one write changed."""
+    trace = written.trace
+    if trace is None:
+        return [(written.id, written.status)]  # a fulfil or a purge
+    found: list[tuple[str, Status]] = [(trace.id, "active")]
+    if trace.supersedes is not None:
+        found.append((trace.supersedes, "superseded"))
+    if trace.fulfills is not None:
+        found.append((trace.fulfills, "fulfilled"))
+    return found
 
 
 @dataclass(frozen=True)
@@ -52,15 +76,51 @@ class DaemonError(Exception):
 
 
 class Daemon:
-    def __init__(self, config: Config, store: Store) -> None:
+    def __init__(
+        self,
+        config: Config,
+        store: Store,
+        *,
+        now_ms: Callable[[], int] = wall_ms,
+        notifier: DesktopNotifier | None = None,
+        offload: Offload = in_thread,
+    ) -> None:
         self.config = config
         self.store = store
+        self.now_ms = now_ms
         self.started = time.monotonic()
         self.policies = PolicyHolder(config.policy_path)
-        self.writer = Writer(store, lambda: self.policies.policy)
+        self.writer = Writer(store, lambda: self.policies.policy, self._on_commit, now_ms, offload)
+        self.events = Events()
+        self.reminders = Reminders(
+            store,
+            self.writer,
+            self.events,
+            notifier or DesktopNotifier(),
+            now_ms,
+            self.policy.reminders.lead_minutes,
+        )
+        self.capsules = Capsules()
         self.dispatcher = Dispatcher(registry)
         self.connections: set[Connection] = set()
         self.listening: Path | None = None
+
+    def _on_commit(self, outcomes: Sequence[Outcome]) -> None:
+        self.reminders.on_commit(outcomes)
+        for outcome in outcomes:
+            if isinstance(outcome, Written):
+                for trace_id, status in changes(outcome):
+                    self.events.publish("memory.changed", {"id": trace_id, "status": status})
+
+    def _policy_changed(self) -> None:
+        self.reminders.set_lead(self.policy.reminders.lead_minutes)
+
+    async def _close_idle_capsules(self) -> None:
+        while True:
+            await trio.sleep(IDLE_SWEEP_S)
+            idle_ms = self.policy.focus.idle_minutes * 60_000
+            for name in self.capsules.close_idle(self.now_ms(), idle_ms):
+                log.info("closed focus capsule %r after %d idle minutes", name, idle_ms // 60_000)
 
     @property
     def policy(self) -> KernelPolicy:
@@ -104,7 +164,9 @@ class Daemon:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.writer.run)
-                nursery.start_soon(self.policies.watch)
+                nursery.start_soon(self.policies.watch, self._policy_changed)
+                nursery.start_soon(self.reminders.run)
+                nursery.start_soon(self._close_idle_capsules)
                 accept_scope = trio.CancelScope()
                 connections = await nursery.start(self._accept, listener, accept_scope)
                 notify_systemd("READY=1")
@@ -112,7 +174,8 @@ class Daemon:
                 task_status.started()
                 async for signum in signals:
                     if signum == signal.SIGHUP:
-                        self.policies.reload()
+                        if self.policies.reload():
+                            self._policy_changed()
                         continue
                     log.info("stopping on signal %d", signum)
                     break

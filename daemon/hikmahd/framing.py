@@ -26,7 +26,7 @@ class FrameReader:
         self._buffer = bytearray()
         self._skipping = 0  # bytes of an oversized frame dropped so far
 
-    def feed(self, data: bytes) -> Iterator[bytes | Oversized]:
+    def feed(self, data: bytes | bytearray) -> Iterator[bytes | Oversized]:
         """Frames completed by ``data``, in order (blank lines are ignored)."""
         self._buffer += data
         while True:

@@ -4,27 +4,28 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 
 from hikmah import __version__
-from hikmah.errors import HikmahError, InvalidInput
+from hikmah.errors import HikmahError, InvalidInput, NotFound
+from hikmah.focus import FocusCapsule
 from hikmah.ledger import Head
 from hikmah.policy import KernelPolicy, render_policy
 from hikmah.recall import RecallQuery, recall
+from hikmah.secrets import check_fields
 from hikmah.store import Fulfill, Purge, Remember, StoredTrace
 from hikmah.trace import Draft, Kind, Privacy
 
 from .context import Context
 from .rpc import JSON, NoParams, Params, Registry
 
+if TYPE_CHECKING:
+    from .daemon import Daemon
+
 registry = Registry()
 HOUR_MS = 3_600_000
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def to_json(value: Any) -> JSON:
@@ -54,6 +55,7 @@ class RememberParams(Params, frozen=True):
     deadline: int | str | None = None
     privacy: Privacy | None = None
     scope: str | None = None
+    fulfills: str | None = None
 
 
 @registry.method("memory.remember", RememberParams)
@@ -65,10 +67,21 @@ async def remember(ctx: Context, params: RememberParams) -> JSON:
     return {"trace": to_json(written.trace), "conflicts": written.conflicts}
 
 
-@registry.method("memory.recall", RecallQuery)
-async def recall_(ctx: Context, params: RecallQuery) -> JSON:
-    results = recall(ctx.daemon.store, params, now_ms=now_ms(), policy=ctx.daemon.policy)
-    return {"results": to_json(results)}
+class RecallParams(RecallQuery, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    focus: str | None = None  # absorb the results into this focus capsule
+
+
+@registry.method("memory.recall", RecallParams)
+async def recall_(ctx: Context, params: RecallParams) -> JSON:
+    daemon = ctx.daemon
+    results = recall(daemon.store, params, now_ms=daemon.now_ms(), policy=daemon.policy)
+    reply: dict[str, JSON] = {"results": to_json(results)}
+    if params.focus is not None:
+        capsule = daemon.capsules.open(
+            params.focus, daemon.policy.working_set_limit, daemon.now_ms()
+        )
+        reply["evicted"] = capsule.absorb((r.trace.id, r.score) for r in results)
+    return reply
 
 
 class IdParams(Params, frozen=True):
@@ -124,7 +137,7 @@ class PromisesParams(Params, frozen=True):
 
 @registry.method("promises.list", PromisesParams)
 async def promises(ctx: Context, params: PromisesParams) -> JSON:
-    now = now_ms()
+    now = ctx.daemon.now_ms()
     until = None
     if params.overdue:
         until = now
@@ -189,7 +202,7 @@ async def status(ctx: Context, params: NoParams) -> JSON:
     daemon = ctx.daemon
     store = daemon.store
     report_head = store.head
-    now = now_ms()
+    now = daemon.now_ms()
     queue = store.commitments()
     return {
         "pid": os.getpid(),
@@ -206,4 +219,126 @@ async def status(ctx: Context, params: NoParams) -> JSON:
             "next": None if not queue else to_json(queue[0].trace),
         },
         "principal": None if ctx.session is None else to_json(ctx.session),
+        "focus": [capsule_summary(daemon, name) for name in daemon.capsules.names()],
+        "subscribers": len(daemon.events),
     }
+
+
+@registry.method("events.subscribe", NoParams)
+async def subscribe(ctx: Context, params: NoParams) -> JSON:
+    assert ctx.connection is not None
+    ctx.connection.subscribe(ctx.daemon.events)
+    return {"subscribed": True, "events": ["reminder.due", "memory.changed"]}
+
+
+class FocusName(Params, frozen=True):
+    name: str
+
+
+class FocusTrace(Params, frozen=True):
+    name: str
+    id: str
+
+
+class FocusAbsorb(RecallQuery, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    name: str
+
+
+class FocusNote(Params, frozen=True):
+    name: str
+    text: str
+    importance: float = 0.5
+
+
+def capsule_summary(daemon: Daemon, name: str) -> JSON:
+    now = daemon.now_ms()
+    entry = daemon.capsules.peek(name)
+    return {
+        "name": name,
+        "size": len(entry.held),
+        "limit": entry.limit,
+        "pinned": sum(h.pinned for h in entry.held.values()),
+        "notes": len(entry.notes),
+        "idle_s": daemon.capsules.idle_ms(name, now) // 1000,
+    }
+
+
+def capsule_view(daemon: Daemon, capsule: FocusCapsule) -> JSON:
+    """A capsule with its traces resolved (purged ones dropped), most activated first."""
+    traces = []
+    for held in capsule.ordered():
+        try:
+            stored = daemon.store.get(held.id)
+        except NotFound:
+            capsule.held.pop(held.id, None)
+            continue
+        traces.append({**to_json(stored), "activation": held.activation, "pinned": held.pinned})
+    return {
+        "name": capsule.name,
+        "limit": capsule.limit,
+        "traces": traces,
+        "notes": to_json(capsule.notes),
+    }
+
+
+@registry.method("focus.open", FocusName)
+async def focus_open(ctx: Context, params: FocusName) -> JSON:
+    daemon = ctx.daemon
+    capsule = daemon.capsules.open(params.name, daemon.policy.working_set_limit, daemon.now_ms())
+    return capsule_view(daemon, capsule)
+
+
+@registry.method("focus.read", FocusName)
+async def focus_read(ctx: Context, params: FocusName) -> JSON:
+    return capsule_view(ctx.daemon, ctx.daemon.capsules.get(params.name, ctx.daemon.now_ms()))
+
+
+@registry.method("focus.absorb", FocusAbsorb)
+async def focus_absorb(ctx: Context, params: FocusAbsorb) -> JSON:
+    daemon = ctx.daemon
+    capsule = daemon.capsules.open(params.name, daemon.policy.working_set_limit, daemon.now_ms())
+    results = recall(daemon.store, params, now_ms=daemon.now_ms(), policy=daemon.policy)
+    evicted = capsule.absorb((r.trace.id, r.score) for r in results)
+    return {
+        **capsule_view(daemon, capsule),
+        "absorbed": [r.trace.id for r in results],
+        "evicted": evicted,
+    }
+
+
+@registry.method("focus.pin", FocusTrace)
+async def focus_pin(ctx: Context, params: FocusTrace) -> JSON:
+    capsule = ctx.daemon.capsules.get(params.name, ctx.daemon.now_ms())
+    if params.id not in capsule.held:
+        ctx.daemon.store.get(params.id)  # NotFound for an unknown trace
+        capsule.absorb([(params.id, 0.0)])
+    capsule.pin(params.id)
+    return capsule_view(ctx.daemon, capsule)
+
+
+@registry.method("focus.unpin", FocusTrace)
+async def focus_unpin(ctx: Context, params: FocusTrace) -> JSON:
+    capsule = ctx.daemon.capsules.get(params.name, ctx.daemon.now_ms())
+    evicted = capsule.unpin(params.id)
+    return {**capsule_view(ctx.daemon, capsule), "evicted": evicted}
+
+
+@registry.method("focus.note", FocusNote)
+async def focus_note(ctx: Context, params: FocusNote) -> JSON:
+    check_fields([("text", params.text)])
+    daemon = ctx.daemon
+    capsule = daemon.capsules.open(params.name, daemon.policy.working_set_limit, daemon.now_ms())
+    evicted = capsule.note(params.text, params.importance, daemon.now_ms())
+    return {"name": capsule.name, "notes": to_json(capsule.notes), "evicted": to_json(evicted)}
+
+
+@registry.method("focus.close", FocusName)
+async def focus_close(ctx: Context, params: FocusName) -> JSON:
+    ctx.daemon.capsules.close(params.name)
+    return {"name": params.name, "closed": True}
+
+
+@registry.method("focus.list", NoParams)
+async def focus_list(ctx: Context, params: NoParams) -> JSON:
+    daemon = ctx.daemon
+    return {"capsules": [capsule_summary(daemon, name) for name in daemon.capsules.names()]}

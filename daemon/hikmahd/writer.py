@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -24,6 +24,16 @@ log = logging.getLogger(__name__)
 
 MAX_BATCH = 512
 T = TypeVar("T")
+
+
+async def in_thread(call: Callable[[], T]) -> T:
+    """Run blocking store work (a sync, a long read) off the event loop."""
+    return await trio.to_thread.run_sync(call)
+
+
+# How blocking store work is run; tests on trio's MockClock run it inline, since a
+# virtual clock jumps ahead while the loop waits for a thread.
+Offload = Callable[[Callable[[], Any]], Awaitable[Any]]
 
 
 class ShuttingDown(HikmahError):
@@ -49,10 +59,14 @@ class Writer:
         store: Store,
         policy: Callable[[], KernelPolicy],
         on_commit: Callable[[Sequence[Outcome]], None] | None = None,
+        now_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+        offload: Offload = in_thread,
     ) -> None:
         self.store = store
         self.policy = policy
         self.on_commit = on_commit
+        self.now_ms = now_ms
+        self.offload = offload
         self._send, self._receive = trio.open_memory_channel[_Pending](MAX_BATCH * 4)
 
     async def submit(self, operation: Operation) -> Outcome:
@@ -107,7 +121,7 @@ class Writer:
 
     async def _commit(self, batch: list[_Pending]) -> None:
         operations: list[Operation] = [p.work for p in batch]  # type: ignore[misc]
-        now_ms = time.time_ns() // 1_000_000
+        now_ms = self.now_ms()
         policy = self.policy()
         done = await self._run_in_thread(
             batch, lambda: self.store.apply(operations, now_ms=now_ms, policy=policy)
@@ -132,7 +146,7 @@ class Writer:
         """``call()`` in a worker thread; on failure every caller of the batch gets the error."""
         try:
             with trio.CancelScope(shield=True):
-                result: T = await trio.to_thread.run_sync(call)
+                result: T = await self.offload(call)
         except Exception as exc:
             if not isinstance(exc, HikmahError):
                 log.exception("the writer failed on %d requests", len(batch))

@@ -16,6 +16,9 @@ the one place a ledger payload changes them, used both by live writes and by
 - ``deadlines``: ``deadline ms (u64) docno`` → empty, active commitments only.
 - ``links``: superseded docno → id of the trace that superseded it.
 - ``scopes``: scope → u32 id (``global`` is 0).
+
+``reminders`` is the one database that is not derived: it records which
+reminder stages the daemon delivered, which the ledger does not know.
 """
 
 from __future__ import annotations
@@ -116,6 +119,8 @@ class Databases:
     deadlines: Any
     links: Any
     scopes: Any
+    # Not derived: which reminder stages were delivered (trace id \0 stage -> ms).
+    reminders: Any
 
     def derived(self) -> Iterator[Any]:
         """Every database that a rebuild recreates from the ledger."""

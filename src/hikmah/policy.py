@@ -102,6 +102,14 @@ class RemindersPolicy(_Section, frozen=True):
     ] = 30
 
 
+class FocusPolicy(_Section, frozen=True):
+    """Focus capsules: working memory held by the daemon."""
+
+    idle_minutes: Annotated[
+        int, msgspec.Meta(ge=1, description="minutes without use after which a capsule is closed")
+    ] = 120
+
+
 class VaultPolicy(_Section, frozen=True):
     """Encrypted payloads with per-trace keys (needed for sensitive traces)."""
 
@@ -133,6 +141,7 @@ class KernelPolicy(_Section, frozen=True):
     ] = 0.6
     recall: RecallPolicy = RecallPolicy()
     reminders: RemindersPolicy = RemindersPolicy()
+    focus: FocusPolicy = FocusPolicy()
     vault: VaultPolicy = VaultPolicy()
 
     def __post_init__(self) -> None:

@@ -81,6 +81,8 @@ def build_trace(
     for name, number in _scores(draft):
         if not (math.isfinite(number) and 0.0 <= number <= 1.0):
             raise InvalidInput(f"{name} must be between 0 and 1")
+    if draft.fulfills is not None and draft.kind != "outcome":
+        raise InvalidInput("only an outcome fulfills a commitment (kind outcome)")
     if (draft.claim_key is None) != (draft.claim_value is None):
         raise InvalidInput("give both claim_key and claim_value, or neither")
     if draft.claim_key is not None and not draft.claim_key.strip():
@@ -143,6 +145,7 @@ def build_trace(
         claim_value=None if draft.claim_value is None else draft.claim_value.strip(),
         supersedes=draft.supersedes,
         scope=scope,
+        fulfills=draft.fulfills,
         family=draft.family,
         value=draft.value,
         answer_space=draft.answer_space,

@@ -21,7 +21,7 @@ import struct
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import lmdb
 import msgspec
@@ -61,6 +61,7 @@ from hikmah.ledger import (
 )
 from hikmah.policy import KernelPolicy
 from hikmah.principal import AgentSession, refuse_in_agent_session, stamp_locator
+from hikmah.promises import STAGES, Stage
 from hikmah.rules import build_trace
 from hikmah.secrets import check_fields
 from hikmah.trace import STATUSES, Draft, Status, Trace, normalize_claim_value
@@ -126,6 +127,15 @@ class StoredTrace(msgspec.Struct, frozen=True, kw_only=True):
     superseded_by: str | None = None
 
 
+class Scheduled(NamedTuple):
+    """A commitment the promise queue schedules."""
+
+    trace_id: str
+    deadline: int
+    created_at: int
+    delivered: tuple[Stage, ...]
+
+
 class ConflictValue(msgspec.Struct, frozen=True):
     value: str
     ids: list[str]
@@ -177,6 +187,7 @@ class Store:
             deadlines=self.env.open_db(b"deadlines"),
             links=self.env.open_db(b"links"),
             scopes=self.env.open_db(b"scopes"),
+            reminders=self.env.open_db(b"reminders"),
         )
         # The feature columns are a cache of one snapshot (``_columns_seq``, the
         # ledger's last seq when read). Commits log the chunks they changed, and
@@ -306,20 +317,15 @@ class Store:
     ) -> list[Payload]:
         if isinstance(operation, Remember):
             return self._validate_remember(txn, operation, now_ms, policy)
-        if isinstance(operation, Purge):
-            refuse_in_agent_session(operation.session, "purge")
+        if isinstance(operation, Fulfill):
+            self._open_commitment(txn, operation.id)
+            by = stamp_locator(operation.session, operation.by)
+            return [FulfillPayload(id=operation.id, by=by)]
+        refuse_in_agent_session(operation.session, "purge")
         docno = index.docno_of(txn, self.dbs, operation.id)
         if docno is None:
             raise NotFound(f"no trace has id {operation.id}")
-        trace = index.trace_at(txn, self.dbs, docno)
         status = index.status_of(txn, self.dbs, docno)
-        if isinstance(operation, Fulfill):
-            if trace.kind != "commitment":
-                raise InvalidInput(f"{operation.id} is a {trace.kind}, not a commitment")
-            if status != "active":
-                raise ConflictError(f"{operation.id} is {status}, not an open commitment")
-            by = stamp_locator(operation.session, operation.by)
-            return [FulfillPayload(id=operation.id, by=by)]
         if not operation.reason.strip():
             raise InvalidInput("purge needs a reason, kept in the tombstone for the audit trail")
         check_fields([("reason", operation.reason)])
@@ -354,7 +360,26 @@ class Store:
         payloads: list[Payload] = [RememberPayload(trace=trace)]
         if trace.supersedes is not None:
             payloads.append(SupersedePayload(old_id=trace.supersedes, new_id=trace.id))
+        if trace.fulfills is not None:
+            self._open_commitment(txn, trace.fulfills)
+            payloads.append(FulfillPayload(id=trace.fulfills, by=trace.id))
         return payloads
+
+    def _open_commitment(self, txn: Any, trace_id: str) -> None:
+        """Check ``trace_id`` names an active commitment.
+
+        Raises:
+            NotFound, InvalidInput, ConflictError: it does not.
+        """
+        docno = index.docno_of(txn, self.dbs, trace_id)
+        if docno is None:
+            raise NotFound(f"no trace has id {trace_id}")
+        kind = index.trace_at(txn, self.dbs, docno).kind
+        if kind != "commitment":
+            raise InvalidInput(f"{trace_id} is a {kind}, not a commitment")
+        status = index.status_of(txn, self.dbs, docno)
+        if status != "active":
+            raise ConflictError(f"{trace_id} is {status}, not an open commitment")
 
     def _written(self, txn: Any, payload: Payload, seq: int) -> Written:
         if isinstance(payload, RememberPayload):
@@ -459,6 +484,28 @@ class Store:
                     break
                 out.append(StoredTrace(trace=index.trace_at(txn, self.dbs, docno), status="active"))
         return out
+
+    def scheduled(self) -> list[Scheduled]:
+        """Every active commitment with a deadline, with the reminder stages delivered."""
+        out: list[Scheduled] = []
+        with self.read() as txn:
+            cursor = txn.cursor(db=self.dbs.deadlines)
+            for key in cursor.iternext(values=False):
+                deadline, docno = index.split_deadline_key(bytes(key))
+                trace = index.trace_at(txn, self.dbs, docno)
+                delivered = tuple(
+                    stage
+                    for stage in STAGES
+                    if txn.get(_reminder_key(trace.id, stage), db=self.dbs.reminders) is not None
+                )
+                out.append(Scheduled(trace.id, deadline, trace.created_at, delivered))
+        return out
+
+    def mark_reminded(self, delivered: Sequence[tuple[str, Stage]], at_ms: int) -> None:
+        """Record durably that these reminder stages were delivered."""
+        with self.env.begin(write=True) as txn:
+            for trace_id, stage in delivered:
+                txn.put(_reminder_key(trace_id, stage), _SEQ.pack(at_ms), db=self.dbs.reminders)
 
     def traces(self, *, include_inactive: bool = True) -> Iterator[StoredTrace]:
         """Every trace in write order (purged ones never), for export."""
@@ -645,6 +692,10 @@ class Store:
         with self._lock:
             self._columns = None
             self._changes.clear()
+
+
+def _reminder_key(trace_id: str, stage: Stage) -> bytes:
+    return f"{trace_id}\0{stage}".encode()
 
 
 def decode_payload(record: Record) -> Payload:

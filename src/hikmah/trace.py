@@ -71,6 +71,8 @@ class Trace(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
     claim_value: str | None = None
     supersedes: str | None = None
     scope: str = GLOBAL_SCOPE
+    # Outcomes only: the commitment this outcome reports done.
+    fulfills: str | None = None
     # Predictions only (kind == "prediction").
     family: str | None = None
     value: str | None = None
@@ -102,6 +104,7 @@ class Draft(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
     claim_value: str | None = None
     supersedes: str | None = None
     scope: str | None = None
+    fulfills: str | None = None
     family: str | None = None
     value: str | None = None
     answer_space: tuple[str, ...] = ()

@@ -1,0 +1,44 @@
+"""Live events: JSON-RPC notifications pushed to every subscribed connection.
+
+Each subscriber has a bounded queue. Publishing never waits: a subscriber
+whose queue is full (it stopped reading) is dropped, so one stuck client
+never slows the others or the daemon.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import trio
+
+log = logging.getLogger(__name__)
+
+QUEUE = 256
+
+
+class Events:
+    def __init__(self) -> None:
+        self._subscribers: set[trio.MemorySendChannel[dict[str, Any]]] = set()
+
+    def __len__(self) -> int:
+        return len(self._subscribers)
+
+    def subscribe(self) -> trio.MemoryReceiveChannel[dict[str, Any]]:
+        """A new subscription; closing the returned channel ends it."""
+        send, receive = trio.open_memory_channel[dict[str, Any]](QUEUE)
+        self._subscribers.add(send)
+        return receive
+
+    def publish(self, method: str, params: dict[str, Any]) -> None:
+        """Queue one notification for every subscriber, dropping the stuck ones."""
+        message = {"jsonrpc": "2.0", "method": method, "params": params}
+        for subscriber in list(self._subscribers):
+            try:
+                subscriber.send_nowait(message)
+            except trio.WouldBlock:
+                log.warning("dropped an event subscriber that stopped reading")
+                self._subscribers.discard(subscriber)
+                subscriber.close()
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self._subscribers.discard(subscriber)
