@@ -74,8 +74,13 @@ def remembered(result: dict[str, Any]) -> str:
 
 def recalled(result: dict[str, Any]) -> str:
     results = result["results"]
+    focus = ""
+    if "evicted" in result:
+        focus = (
+            f"\nabsorbed into the focus capsule; evicted: {', '.join(result['evicted']) or 'none'}"
+        )
     if not results:
-        return "nothing recalled"
+        return "nothing recalled" + focus
     lines = [FRAMING, ""]
     for rank, item in enumerate(results, 1):
         trace = item["trace"]
@@ -110,7 +115,7 @@ def recalled(result: dict[str, Any]) -> str:
             notes.append(f"superseded by {item['superseded_by']}")
         if notes:
             lines.append(wrap("; ".join(notes), "    ↳ "))
-    return "\n".join(lines)
+    return "\n".join(lines) + focus
 
 
 def shown(result: dict[str, Any]) -> str:
@@ -204,6 +209,7 @@ def status(result: dict[str, Any]) -> str:
     if policy.get("error"):
         lines.append(f"  POLICY NOT APPLIED: {policy['error']}")
     lines.append(f"  reminders {reminders['scheduled']} scheduled, {reminders['overdue']} overdue")
+    lines.append(f"  events    {result.get('subscribers', 0)} subscribed connections")
     if reminders.get("next"):
         nxt = reminders["next"]
         lines.append(clip(f"            next: {when(nxt['deadline'])} {nxt['content']}", WIDTH))

@@ -34,7 +34,7 @@ class Capsules:
         if entry is None:
             entry = self._open[name] = _Open(FocusCapsule(name, limit), now_ms)
         entry.last_used = now_ms
-        entry.capsule.limit = limit
+        entry.capsule.set_limit(limit)
         return entry.capsule
 
     def get(self, name: str, now_ms: int) -> FocusCapsule:

@@ -62,21 +62,32 @@ class Connection:
                 self._events_scope.cancel()
         self.closed = True
 
-    def subscribe(self, events: Events) -> bool:
-        """Forward every event to this connection; False if it already is subscribed."""
+    def subscribe(self, events: Events, replay: list[dict[str, Any]]) -> bool:
+        """Forward every event to this connection, after ``replay``; False if it already
+        is subscribed."""
         if self._events_scope is not None or self._nursery is None:
             return False
         self._events_scope = trio.CancelScope()
-        self._nursery.start_soon(self._forward, events.subscribe(), self._events_scope)
+        self._nursery.start_soon(self._forward, events.subscribe(), replay, self._events_scope)
         return True
 
     async def _forward(
-        self, receive: trio.MemoryReceiveChannel[dict[str, Any]], scope: trio.CancelScope
+        self,
+        receive: trio.MemoryReceiveChannel[dict[str, Any]],
+        replay: list[dict[str, Any]],
+        scope: trio.CancelScope,
     ) -> None:
-        with scope, receive:
-            async for message in receive:
-                if not await self.send(message):
-                    return
+        try:
+            with scope, receive:
+                for params in replay:
+                    message = {"jsonrpc": "2.0", "method": "reminder.due", "params": params}
+                    if not await self.send(message):
+                        return
+                async for message in receive:
+                    if not await self.send(message):
+                        return
+        finally:
+            self._events_scope = None  # dropped or gone: subscribing again starts afresh
 
     async def _handle(self, frame: bytes, token: object) -> None:
         try:

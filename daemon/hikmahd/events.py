@@ -14,7 +14,8 @@ import trio
 
 log = logging.getLogger(__name__)
 
-QUEUE = 256
+# Room for a whole group commit's worth of memory.changed events.
+QUEUE = 2048
 
 
 class Events:
@@ -22,6 +23,7 @@ class Events:
         self._subscribers: set[trio.MemorySendChannel[dict[str, Any]]] = set()
 
     def __len__(self) -> int:
+        self._subscribers = {s for s in self._subscribers if s.statistics().open_receive_channels}
         return len(self._subscribers)
 
     def subscribe(self) -> trio.MemoryReceiveChannel[dict[str, Any]]:

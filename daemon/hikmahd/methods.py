@@ -10,7 +10,7 @@ import msgspec
 
 from hikmah import __version__
 from hikmah.errors import HikmahError, InvalidInput, NotFound
-from hikmah.focus import FocusCapsule
+from hikmah.focus import FocusCapsule, check_note
 from hikmah.ledger import Head
 from hikmah.policy import KernelPolicy, render_policy
 from hikmah.recall import RecallQuery, recall
@@ -165,10 +165,10 @@ async def verify(ctx: Context, params: VerifyParams) -> JSON:
     if sum(chosen) > 1:
         raise InvalidInput("expect_head, accept_tail and reset_head exclude each other")
     store = ctx.daemon.store
-    if params.accept_tail:
-        report = await ctx.daemon.writer.exclusive(lambda: store.accept_tail(session=ctx.session))
-    elif params.reset_head:
-        report = await ctx.daemon.writer.exclusive(lambda: store.reset_head(session=ctx.session))
+    if params.accept_tail or params.reset_head:
+        move = store.accept_tail if params.accept_tail else store.reset_head
+        report = await ctx.daemon.writer.exclusive(lambda: move(session=ctx.session))
+        await ctx.daemon.reminders.reload()  # accepted records may hold commitments
     else:
         pinned = None if params.expect_head is None else parse_head(params.expect_head)
         report = store.verify(expect_head=pinned)
@@ -227,8 +227,13 @@ async def status(ctx: Context, params: NoParams) -> JSON:
 @registry.method("events.subscribe", NoParams)
 async def subscribe(ctx: Context, params: NoParams) -> JSON:
     assert ctx.connection is not None
-    ctx.connection.subscribe(ctx.daemon.events)
-    return {"subscribed": True, "events": ["reminder.due", "memory.changed"]}
+    daemon = ctx.daemon
+    fresh = ctx.connection.subscribe(daemon.events, daemon.reminders.replay(daemon.now_ms()))
+    return {
+        "subscribed": True,
+        "already": not fresh,
+        "events": ["reminder.due", "memory.changed"],
+    }
 
 
 class FocusName(Params, frozen=True):
@@ -265,12 +270,13 @@ def capsule_summary(daemon: Daemon, name: str) -> JSON:
 
 def capsule_view(daemon: Daemon, capsule: FocusCapsule) -> JSON:
     """A capsule with its traces resolved (purged ones dropped), most activated first."""
-    traces = []
+    traces, gone = [], []
     for held in capsule.ordered():
         try:
             stored = daemon.store.get(held.id)
         except NotFound:
             capsule.held.pop(held.id, None)
+            gone.append(held.id)
             continue
         traces.append({**to_json(stored), "activation": held.activation, "pinned": held.pinned})
     return {
@@ -278,6 +284,7 @@ def capsule_view(daemon: Daemon, capsule: FocusCapsule) -> JSON:
         "limit": capsule.limit,
         "traces": traces,
         "notes": to_json(capsule.notes),
+        "purged": gone,
     }
 
 
@@ -309,11 +316,9 @@ async def focus_absorb(ctx: Context, params: FocusAbsorb) -> JSON:
 @registry.method("focus.pin", FocusTrace)
 async def focus_pin(ctx: Context, params: FocusTrace) -> JSON:
     capsule = ctx.daemon.capsules.get(params.name, ctx.daemon.now_ms())
-    if params.id not in capsule.held:
-        ctx.daemon.store.get(params.id)  # NotFound for an unknown trace
-        capsule.absorb([(params.id, 0.0)])
-    capsule.pin(params.id)
-    return capsule_view(ctx.daemon, capsule)
+    ctx.daemon.store.get(params.id)  # NotFound for an unknown or purged trace
+    evicted = capsule.pin(params.id)
+    return {**capsule_view(ctx.daemon, capsule), "evicted": evicted}
 
 
 @registry.method("focus.unpin", FocusTrace)
@@ -326,6 +331,7 @@ async def focus_unpin(ctx: Context, params: FocusTrace) -> JSON:
 @registry.method("focus.note", FocusNote)
 async def focus_note(ctx: Context, params: FocusNote) -> JSON:
     check_fields([("text", params.text)])
+    check_note(params.text, params.importance)  # before a capsule is made for it
     daemon = ctx.daemon
     capsule = daemon.capsules.open(params.name, daemon.policy.working_set_limit, daemon.now_ms())
     evicted = capsule.note(params.text, params.importance, daemon.now_ms())

@@ -8,14 +8,16 @@ least once: a crash between delivery and record repeats that one stage).
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import msgspec
 import trio
 
 from hikmah.deadlines import format_ms
 from hikmah.errors import HikmahError
-from hikmah.promises import PromiseQueue, Reminder
+from hikmah.promises import PromiseQueue, Reminder, Stage
 from hikmah.store import Outcome, Store, Written
 
 from .events import Events
@@ -27,6 +29,8 @@ log = logging.getLogger(__name__)
 # Wake at least this often, so a wall clock that jumped (suspend, NTP) is noticed.
 MAX_SLEEP_S = 30.0
 MINUTE_MS = 60_000
+# A client subscribing this soon after a reminder fired still gets it, marked replayed.
+REPLAY_MS = 10 * MINUTE_MS
 
 
 class Reminders:
@@ -46,6 +50,8 @@ class Reminders:
         # Commits seen while the queue is being loaded, applied once it is.
         self._early: list[Sequence[Outcome]] | None = []
         self.delivered = 0
+        self.recording = 0  # delivery records not yet durable
+        self.recent: deque[tuple[int, dict[str, Any]]] = deque()
 
     def on_commit(self, outcomes: Sequence[Outcome]) -> None:
         """Keep the queue in step with what was written."""
@@ -61,8 +67,7 @@ class Reminders:
 
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Load the queue from the store, then deliver reminders as they fall due."""
-        for entry in await self.writer.offload(self.store.scheduled):
-            self.queue.schedule(entry.trace_id, entry.deadline, entry.created_at, entry.delivered)
+        await self._load()
         for outcomes in self._early or ():
             self._apply(outcomes)
         self._early = None
@@ -97,7 +102,7 @@ class Reminders:
 
     async def _deliver(self, due: list[Reminder], now: int, nursery: trio.Nursery) -> None:
         settled = []
-        for reminder in due:
+        for count, reminder in enumerate(due, 1):
             try:
                 stored = self.store.get(reminder.trace_id)
             except HikmahError:
@@ -105,15 +110,14 @@ class Reminders:
             if stored.status != "active":
                 continue
             trace = stored.trace
-            self.events.publish(
-                "reminder.due",
-                {
-                    "trace": msgspec.to_builtins(trace),
-                    "due_at": reminder.due_at,
-                    "stage": reminder.stage,
-                    "late": reminder.late,
-                },
-            )
+            params = {
+                "trace": msgspec.to_builtins(trace),
+                "due_at": reminder.due_at,
+                "stage": reminder.stage,
+                "late": reminder.late,
+            }
+            self.events.publish("reminder.due", params)
+            self.recent.append((now, params))
             if self.notifier is not None:
                 overdue = reminder.stage == "overdue"
                 summary = ("Overdue: " if overdue else "Due soon: ") + trace.content[:80]
@@ -121,11 +125,45 @@ class Reminders:
                 nursery.start_soon(self._notify, summary, body, overdue)
             settled += [(reminder.trace_id, stage) for stage in reminder.settles]
             self.delivered += 1
+            if count % 64 == 0:
+                await trio.lowlevel.checkpoint()  # let subscribers drain a long burst
+        self._forget_old(now)
         if settled:
-            try:
-                await self.writer.exclusive(lambda: self.store.mark_reminded(settled, now))
-            except HikmahError as exc:
-                log.error("could not record delivered reminders (they may repeat): %s", exc)
+            # Recorded off the timer's path, so closely spaced reminders do not queue
+            # behind the write; a crash before it lands repeats them (at least once).
+            self.recording += 1
+            nursery.start_soon(self._record, settled, now)
+
+    async def _record(self, settled: list[tuple[str, Stage]], now: int) -> None:
+        try:
+            await self.writer.exclusive(lambda: self.store.mark_reminded(settled, now))
+        except HikmahError as exc:
+            log.error("could not record delivered reminders (they may repeat): %s", exc)
+        finally:
+            self.recording -= 1
+
+    def replay(self, now: int) -> list[dict[str, Any]]:
+        """Reminders delivered in the last few minutes, for a client that subscribes late
+        (one that fired at start for a commitment that fell due while the daemon was down)."""
+        self._forget_old(now)
+        return [{**params, "replayed": True} for _at, params in self.recent]
+
+    def _forget_old(self, now: int) -> None:
+        while self.recent and self.recent[0][0] < now - REPLAY_MS:
+            self.recent.popleft()
+
+    async def reload(self) -> None:
+        """Rebuild the queue from the store (after a person accepted a ledger tail)."""
+        self.queue = PromiseQueue(self.queue.lead_ms)
+        await self._load()
+        self._wake.set()
+
+    async def _load(self) -> None:
+        scheduled = await self.writer.offload(self.store.scheduled)
+        for count, entry in enumerate(scheduled, 1):
+            self.queue.schedule(entry.trace_id, entry.deadline, entry.created_at, entry.delivered)
+            if count % 4096 == 0:
+                await trio.lowlevel.checkpoint()  # a long queue must not stall requests
 
     async def _notify(self, summary: str, body: str, critical: bool) -> None:
         assert self.notifier is not None

@@ -67,6 +67,9 @@ class Writer:
         self.on_commit = on_commit
         self.now_ms = now_ms
         self.offload = offload
+        # Set once every batch committed so far has been synced and answered.
+        self._answered = trio.Event()
+        self._answered.set()
         self._send, self._receive = trio.open_memory_channel[_Pending](MAX_BATCH * 4)
 
     async def submit(self, operation: Operation) -> Outcome:
@@ -99,40 +102,82 @@ class Writer:
         return pending.result
 
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Commit batches until :meth:`close`; everything queued before it is committed."""
+        """Commit batches until :meth:`close`; everything queued before it is committed.
+
+        A batch is committed (data pages synced), then its meta page is synced
+        in a task of its own while the next batch is applied: the two syncs of
+        consecutive batches overlap instead of adding up. Callers are answered
+        after their batch's sync, in batch order.
+        """
         task_status.started()
-        async with self._receive:
-            async for first in self._receive:
-                batch = [first]
-                while len(batch) < MAX_BATCH and not callable(batch[-1].work):
-                    try:
-                        batch.append(self._receive.receive_nowait())
-                    except (trio.WouldBlock, trio.EndOfChannel):
-                        break
-                alone = batch.pop() if callable(batch[-1].work) else None
-                if batch:
-                    await self._commit(batch)
-                if alone is not None:
-                    await self._run(alone)
+        taken: list[_Pending] = []
+        try:
+            async with trio.open_nursery() as syncing:
+                async for first in self._receive:
+                    taken = [first]
+                    while len(taken) < MAX_BATCH and not callable(taken[-1].work):
+                        try:
+                            taken.append(self._receive.receive_nowait())
+                        except (trio.WouldBlock, trio.EndOfChannel):
+                            break
+                    batch = taken[:-1] if callable(taken[-1].work) else taken
+                    if batch:
+                        await self._commit(batch, syncing)
+                    if callable(taken[-1].work):
+                        await self._answered.wait()
+                        await self._run(taken[-1])
+        finally:
+            # Cancelled (or done): nobody may be left waiting for work that will
+            # never run. No checkpoint here, so nothing is queued in between.
+            left = [p for p in taken if not p.done.is_set()]
+            while True:
+                try:
+                    left.append(self._receive.receive_nowait())
+                except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                    break
+            self._receive.close()
+            for pending in left:
+                pending.error = ShuttingDown("the daemon is shutting down: nothing was written")
+                pending.done.set()
 
     async def close(self) -> None:
         """Stop taking work; :meth:`run` returns once the queued work is done."""
         await self._send.aclose()
 
-    async def _commit(self, batch: list[_Pending]) -> None:
+    async def _commit(self, batch: list[_Pending], syncing: trio.Nursery) -> None:
         operations: list[Operation] = [p.work for p in batch]  # type: ignore[misc]
         now_ms = self.now_ms()
         policy = self.policy()
-        done = await self._run_in_thread(
-            batch, lambda: self.store.apply(operations, now_ms=now_ms, policy=policy)
+        outcomes = await self._run_in_thread(
+            batch, lambda: self.store.apply(operations, now_ms=now_ms, policy=policy, sync=False)
         )
-        if done is None:
+        if outcomes is None:
             return  # every caller already has the error
-        for pending, outcome in zip(batch, done, strict=True):
-            pending.result = outcome
-            pending.done.set()
-        if self.on_commit is not None:
-            self.on_commit(done)
+        previous, self._answered = self._answered, trio.Event()
+        syncing.start_soon(self._sync_and_answer, batch, outcomes, previous, self._answered)
+
+    async def _sync_and_answer(
+        self,
+        batch: list[_Pending],
+        outcomes: list[Outcome],
+        previous: trio.Event,
+        answered: trio.Event,
+    ) -> None:
+        synced = await self._run_in_thread(batch, self._sync)
+        # Answers (and the events they cause) keep the order of the batches.
+        with trio.CancelScope(shield=True):
+            await previous.wait()
+        if synced:
+            for pending, outcome in zip(batch, outcomes, strict=True):
+                pending.result = outcome
+                pending.done.set()
+            if self.on_commit is not None:
+                self.on_commit(outcomes)
+        answered.set()
+
+    def _sync(self) -> bool:
+        self.store.sync()
+        return True
 
     async def _run(self, pending: _Pending) -> None:
         call = pending.work

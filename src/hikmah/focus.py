@@ -37,6 +37,22 @@ class Note(msgspec.Struct, frozen=True, kw_only=True):
     at: int
 
 
+def check_note(text: str, importance: float) -> str:
+    """The note's text, trimmed.
+
+    Raises:
+        InvalidInput: empty, too long, or an importance outside [0, 1].
+    """
+    text = text.strip()
+    if not text:
+        raise InvalidInput("a note needs text")
+    if len(text) > NOTE_MAX_CHARS:
+        raise InvalidInput(f"a note holds at most {NOTE_MAX_CHARS} characters")
+    if not 0.0 <= importance <= 1.0:
+        raise InvalidInput("importance must be between 0 and 1")
+    return text
+
+
 class FocusCapsule:
     def __init__(self, name: str, limit: int, *, notes_limit: int = NOTES_LIMIT) -> None:
         self.name = name
@@ -58,19 +74,31 @@ class FocusCapsule:
                 held.activation += score
         return self._evict()
 
-    def pin(self, trace_id: str) -> None:
-        """Keep a held trace whatever comes in.
+    def pin(self, trace_id: str) -> list[str]:
+        """Keep a trace whatever comes in, taking it in if it is not held yet; returns
+        the ids evicted to make room.
 
         Raises:
-            NotFound: the capsule does not hold it.
             ConflictError: every place is pinned already.
         """
-        held = self._held(trace_id)
-        if not held.pinned and sum(h.pinned for h in self.held.values()) >= self.limit:
+        held = self.held.get(trace_id)
+        if held is not None and held.pinned:
+            return []
+        if sum(h.pinned for h in self.held.values()) >= self.limit:
             raise ConflictError(
                 f"capsule {self.name!r} has {self.limit} pinned traces, its limit; unpin one first"
             )
+        if held is None:
+            held = self.held[trace_id] = Held(
+                id=trace_id, activation=0.0, absorbed=next(self._order)
+            )
         held.pinned = True
+        return self._evict()
+
+    def set_limit(self, limit: int) -> list[str]:
+        """Change the bound (the policy changed); returns the ids evicted to meet it."""
+        self.limit = limit
+        return self._evict()
 
     def unpin(self, trace_id: str) -> list[str]:
         """Let a trace be evicted again; returns what had to leave (nothing, normally)."""
@@ -79,14 +107,7 @@ class FocusCapsule:
 
     def note(self, text: str, importance: float, at: int) -> list[Note]:
         """Push a working-memory note; returns the notes evicted to stay in bounds."""
-        text = text.strip()
-        if not text:
-            raise InvalidInput("a note needs text")
-        if len(text) > NOTE_MAX_CHARS:
-            raise InvalidInput(f"a note holds at most {NOTE_MAX_CHARS} characters")
-        if not 0.0 <= importance <= 1.0:
-            raise InvalidInput("importance must be between 0 and 1")
-        self.notes.append(Note(text=text, importance=importance, at=at))
+        self.notes.append(Note(text=check_note(text, importance), importance=importance, at=at))
         evicted: list[Note] = []
         while len(self.notes) > self.notes_limit:
             # Least important first; among equals, the oldest.

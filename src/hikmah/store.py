@@ -163,6 +163,7 @@ class Store:
     ) -> None:
         data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.data_dir = data_dir
+        self.durable = durable
         self.head_file = HeadFile(data_dir / HEAD_FILE, sync=durable)
         self.max_map_size = max(map_size, max_map_size)
         # py-lmdb would create the directory with the file mode (no x bit).
@@ -171,8 +172,10 @@ class Store:
             str(data_dir / LMDB_DIR),
             map_size=map_size,
             max_dbs=16,
+            # The commit syncs the data pages; the meta page is synced by sync(),
+            # which the writer overlaps with the next batch (see apply).
             sync=durable,
-            metasync=durable,
+            metasync=False,
             readahead=False,
             mode=0o600,
         )
@@ -240,16 +243,31 @@ class Store:
     # -- writes -------------------------------------------------------------
 
     def apply(
-        self, operations: Sequence[Operation], *, now_ms: int, policy: KernelPolicy
+        self,
+        operations: Sequence[Operation],
+        *,
+        now_ms: int,
+        policy: KernelPolicy,
+        sync: bool = True,
     ) -> list[Outcome]:
-        """Validate and durably commit a batch; one outcome per operation, in order.
+        """Validate and commit a batch; one outcome per operation, in order.
+
+        With ``sync`` (the default) the batch is durable on return. Without it
+        the commit has synced its data pages but not the meta page that makes
+        them the current state: a power cut could still undo the batch (never
+        corrupt it) until :meth:`sync` returns. The daemon's writer uses that to
+        sync one batch while it applies the next, and answers a batch's callers
+        only after its sync.
 
         Raises:
             StoreFull: the map cannot grow or the disk is full; nothing was written.
         """
         while True:
             try:
-                return self._apply_once(operations, now_ms, policy)
+                outcomes = self._apply_once(operations, now_ms, policy)
+                if sync:
+                    self.sync()
+                return outcomes
             except lmdb.MapFullError:
                 self._grow()
             except lmdb.Error as exc:
@@ -258,6 +276,11 @@ class Store:
                         "the disk is full: nothing was written; free space and retry"
                     ) from None
                 raise
+
+    def sync(self) -> None:
+        """Make every commit so far durable (a no-op for a store that is not durable)."""
+        if self.durable:
+            self.env.sync(True)
 
     def _grow(self) -> None:
         current = int(self.env.info()["map_size"])
@@ -296,6 +319,7 @@ class Store:
                     record = encode_record(seq + 1, prev, PAYLOAD_ENCODER.encode(payload))
                     txn.put(_SEQ.pack(record.seq), record.line, db=self.dbs.ledger, append=True)
                     index.apply_payload(txn, self.dbs, payload, dirty)
+                    self._forget_reminders(txn, payload)
                     seq, prev = record.seq, record.hash
                 outcomes.append(self._written(txn, payloads[0], seq))
             if (last is not None and seq == last.seq) or (last is None and seq == 0):
@@ -501,11 +525,20 @@ class Store:
                 out.append(Scheduled(trace.id, deadline, trace.created_at, delivered))
         return out
 
+    def _forget_reminders(self, txn: Any, payload: Payload) -> None:
+        """A commitment that leaves the queue needs no delivery records any more."""
+        if isinstance(payload, RememberPayload):
+            return
+        gone = payload.old_id if isinstance(payload, SupersedePayload) else payload.id
+        for stage in STAGES:
+            txn.delete(_reminder_key(gone, stage), db=self.dbs.reminders)
+
     def mark_reminded(self, delivered: Sequence[tuple[str, Stage]], at_ms: int) -> None:
         """Record durably that these reminder stages were delivered."""
         with self.env.begin(write=True) as txn:
             for trace_id, stage in delivered:
                 txn.put(_reminder_key(trace_id, stage), _SEQ.pack(at_ms), db=self.dbs.reminders)
+        self.sync()
 
     def traces(self, *, include_inactive: bool = True) -> Iterator[StoredTrace]:
         """Every trace in write order (purged ones never), for export."""
@@ -647,6 +680,7 @@ class Store:
                 self._index_records(txn, indexed, dirty)
             if last is not None:
                 self.head_file.write(last, None)
+        self.sync()
         self.head, self.head_error = last, None
         self._forget_columns()
         return self.verify()
@@ -656,6 +690,7 @@ class Store:
         dirty: set[int] = set()
         with self.env.begin(write=True) as txn:
             count = self._index_records(txn, 0, dirty, rebuild=True, progress=progress)
+        self.sync()
         self._forget_columns()
         return count
 

@@ -51,6 +51,8 @@ def test_capsule_lifecycle_from_the_cli(daemon: Running) -> None:
     assert daemon.cli("focus", "close", "bug:42").returncode == 0
     assert daemon.cli("focus", "show", "bug:42").returncode == 4
     assert daemon.cli("focus", "note", "bug:42", "password=hunter2hunter2").returncode == 3
+    assert daemon.cli("focus", "note", "new", "x", "--importance", "2").returncode == 2
+    assert json.loads(daemon.cli("focus", "list", "--json").stdout) == {"capsules": []}
 
 
 def test_notes_are_bounded_and_never_reach_the_ledger(daemon: Running) -> None:

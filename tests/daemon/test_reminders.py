@@ -68,6 +68,11 @@ class Harness:
         )
         return written.id
 
+    async def recorded(self) -> None:
+        """Wait until every delivered reminder is recorded durably."""
+        while self.daemon.reminders.recording:
+            await trio.sleep(0.001)
+
     async def next_reminder(self) -> dict[str, Any]:
         while True:
             event = await self.events.receive()
@@ -118,6 +123,7 @@ async def test_delivered_once_across_a_restart(
     async with running(tmp_path) as h:
         await h.commitment("file the report", 2 * HOUR)
         assert (await h.next_reminder())["stage"] == "lead"
+        await h.recorded()
     async with running(tmp_path) as h:
         assert (await h.next_reminder())["stage"] == "overdue"
         with trio.move_on_after(10 * HOUR / 1000):
@@ -131,6 +137,7 @@ async def test_a_reminder_due_while_down_fires_at_start_marked_late(
 ) -> None:
     async with running(tmp_path) as h:
         await h.commitment("pay the invoice", 3 * HOUR)
+        await h.recorded()
     await trio.sleep(5 * HOUR / 1000)  # the daemon is down meanwhile
     async with running(tmp_path) as h:
         due = await h.next_reminder()
@@ -175,6 +182,8 @@ async def test_many_due_at_the_same_instant(
         seen = {(await h.next_reminder())["trace"]["id"] for _ in range(201)}
         assert ids <= seen
         assert virtual_now() - BASE == HOUR
+        await h.recorded()
+        assert all(entry.delivered == ("overdue",) for entry in h.daemon.store.scheduled())
 
 
 async def test_deadlines_years_away_wait_quietly(
@@ -241,11 +250,11 @@ async def test_a_subscriber_that_stops_reading_is_dropped(
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(read)
-            for i in range(300):
+            for i in range(2100):
                 await h.write(Remember(draft=Draft(content=f"note {i}")))
                 await trio.testing.wait_all_tasks_blocked()
             nursery.cancel_scope.cancel()
-        assert len(got) == 300  # the reader missed nothing
+        assert len(got) == 2100  # the reader missed nothing
         queued = 0
         while True:
             try:
@@ -253,4 +262,39 @@ async def test_a_subscriber_that_stops_reading_is_dropped(
                 queued += 1
             except trio.EndOfChannel:
                 break  # dropped: its channel was closed
-        assert queued == 256
+        assert queued == 2048
+
+
+async def test_a_client_subscribing_after_a_late_reminder_still_gets_it(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with running(tmp_path) as h:
+        await h.commitment("renew the passport", HOUR)
+        await h.recorded()
+    await trio.sleep(3 * HOUR / 1000)
+    async with running(tmp_path) as h:
+        await h.next_reminder()  # fired at start, before any client could subscribe
+        client, server = trio.testing.memory_stream_pair()
+        connection = Connection(
+            server, Context(h.daemon, Peer(pid=1, uid=0, gid=0, session=None)), h.daemon.dispatcher
+        )
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(connection.serve)
+            lines = Lines(client)
+            await client.send_all(b'{"jsonrpc":"2.0","method":"events.subscribe","id":1}\n')
+            first, second = await lines.next(), await lines.next()
+            replayed = first if first.get("method") == "reminder.due" else second
+            assert replayed["params"]["late"] is True and replayed["params"]["replayed"] is True
+            await client.aclose()
+
+
+async def test_delivery_records_go_with_the_commitment(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with running(tmp_path) as h:
+        trace_id = await h.commitment("ship", 2 * HOUR)
+        await h.next_reminder()
+        await h.recorded()
+        await h.write(Fulfill(id=trace_id))
+        with h.daemon.store.read() as txn:
+            assert list(txn.cursor(db=h.daemon.store.dbs.reminders)) == []

@@ -45,18 +45,27 @@ def test_pins_are_bounded_by_the_limit_when_it_shrinks() -> None:
     capsule.absorb([("a", 0.1), ("b", 0.2), ("c", 0.3)])
     capsule.pin("a")
     capsule.pin("b")
-    capsule.limit = 2  # the policy's working_set_limit went down
+    assert capsule.set_limit(2) == ["c"]  # the policy's working_set_limit went down
     with pytest.raises(ConflictError):
-        capsule.pin("c")
-    assert capsule.absorb([]) == ["c"]
+        capsule.pin("d")
 
 
-def test_pin_and_unpin_need_a_held_trace() -> None:
+def test_pinning_a_trace_not_held_takes_it_in() -> None:
     capsule = FocusCapsule("t", limit=2)
+    capsule.absorb([("a", 0.9), ("b", 0.1)])
+    assert capsule.pin("new") == ["b"]  # the weakest unpinned makes room
+    assert capsule.held["new"].pinned
+
+
+def test_unpin_needs_a_held_trace() -> None:
     with pytest.raises(NotFound):
-        capsule.pin("x")
-    with pytest.raises(NotFound):
-        capsule.unpin("x")
+        FocusCapsule("t", limit=2).unpin("x")
+
+
+def test_lowering_the_limit_evicts_at_once() -> None:
+    capsule = FocusCapsule("t", limit=3)
+    capsule.absorb([("a", 0.9), ("b", 0.1), ("c", 0.5)])
+    assert capsule.set_limit(2) == ["b"]
 
 
 def test_notes_are_bounded_least_important_first() -> None:
