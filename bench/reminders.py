@@ -91,6 +91,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workload import TAGS, fmt, zipf_words
+
 from hikmah.policy import KernelPolicy
 from hikmah.promises import PromiseQueue
 from hikmah.store import Remember, Scheduled, Store
@@ -108,31 +110,6 @@ ARRIVAL_TIMEOUT_S = 10.0
 TARGET_P99_MS = 50.0
 MIB = 1 << 20
 OK_PREFIX = b'{"jsonrpc":"2.0","result"'
-
-
-def words(text: str) -> list[str]:
-    return text.split()
-
-
-WORDS = words("""
-deploy cache billing auth token queue worker retry timeout schema migration index
-release branch merge review test fixture flaky build docker image cluster node pod
-service gateway proxy latency memory leak profile trace span metric alert pager oncall
-database replica backup restore vacuum lock deadlock transaction rollback commit hook
-config secret vault rotate certificate expiry dns route ingress egress firewall quota
-frontend backend api client server socket stream buffer batch cron job scheduler lease
-python rust golang typescript parser lexer compiler linter formatter wheel package
-upgrade downgrade pin version changelog ticket sprint roadmap design review meeting
-friday monday tomorrow tonight alice bob carol dave erin frank grace heidi ivan judy
-slow fast broken fixed pending urgent minor major stale fresh cold warm hot noisy
-""")
-ZIPF = list(itertools.accumulate(1.0 / (rank + 2) for rank in range(len(WORDS))))
-TAGS = ["ops", "dev", "infra", "team", "bug", "plan", "perf", "docs"]
-
-
-def zipf_words(rng: random.Random, count: int) -> str:
-    """``count`` words, frequent ones far more often (a Zipf-like draw), as one string."""
-    return " ".join(rng.choices(WORDS, cum_weights=ZIPF, k=count))
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -155,7 +132,7 @@ def commitment_batch(first: int, count: int, rng: random.Random, now_ms: int) ->
     return [
         Remember(
             draft=Draft(
-                content=f"commitment {first + i}: {zipf_words(rng, 8)}",
+                content=f"commitment {first + i}: " + " ".join(zipf_words(rng, 8)),
                 kind="commitment",
                 deadline=now_ms + rng.randint(DAY_MS // 24, 365 * DAY_MS),
             ),
@@ -418,7 +395,7 @@ def prefill_notes(path: Path, count: int) -> None:
     lines = [
         request(
             "memory.remember",
-            {"content": zipf_words(rng, rng.randint(6, 12)), "tags": rng.sample(TAGS, 2)},
+            {"content": " ".join(zipf_words(rng, rng.randint(6, 12))), "tags": rng.sample(TAGS, 2)},
             i,
         )
         for i in range(count)
@@ -538,7 +515,7 @@ def recall_loop(path: str, client: int, command: Command) -> RecallResult:
         for i in itertools.count():
             if time.time_ns() >= end_ns:
                 break
-            sock.sendall(request("memory.recall", {"query": zipf_words(rng, 3)}, i))
+            sock.sendall(request("memory.recall", {"query": " ".join(zipf_words(rng, 3))}, i))
             began = time.perf_counter_ns()
             reply = replies.readline()
             done = time.time_ns()
@@ -695,10 +672,6 @@ def progress_lateness(row: LatenessRow) -> None:
 
 
 # --- tables ---------------------------------------------------------------------------
-
-
-def fmt(value: float | None, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
 
 
 def mib(value: int | None) -> str:

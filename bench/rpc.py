@@ -56,7 +56,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import itertools
 import json
 import multiprocessing
 import multiprocessing.connection
@@ -80,6 +79,7 @@ from typing import Any
 
 import lmdb
 import trio
+from workload import TAGS, fmt, zipf_words
 
 RESULTS = Path(__file__).with_name("results-rpc.json")
 START_TIMEOUT_S = 20.0
@@ -97,33 +97,6 @@ FSYNC_NOTE = (
 RequestMaker = Callable[[int, int], bytes]
 
 # --- workload -----------------------------------------------------------------------
-
-
-def words(text: str) -> list[str]:
-    return text.split()
-
-
-WORDS = words("""
-deploy cache billing auth token queue worker retry timeout schema migration index
-release branch merge review test fixture flaky build docker image cluster node pod
-service gateway proxy latency memory leak profile trace span metric alert pager oncall
-database replica backup restore vacuum lock deadlock transaction rollback commit hook
-config secret vault rotate certificate expiry dns route ingress egress firewall quota
-frontend backend api client server socket stream buffer batch cron job scheduler lease
-python rust golang typescript parser lexer compiler linter formatter wheel package
-upgrade downgrade pin version changelog ticket sprint roadmap design review meeting
-friday monday tomorrow tonight alice bob carol dave erin frank grace heidi ivan judy
-slow fast broken fixed pending urgent minor major stale fresh cold warm hot noisy
-""")
-TAGS = ["ops", "dev", "infra", "team", "bug", "plan", "perf", "docs"]
-
-
-ZIPF = list(itertools.accumulate(1.0 / (rank + 2) for rank in range(len(WORDS))))
-
-
-def zipf_words(rng: random.Random, count: int) -> list[str]:
-    """``count`` words, frequent ones far more often (a Zipf-like draw)."""
-    return rng.choices(WORDS, cum_weights=ZIPF, k=count)
 
 
 def request_body(method: str, params: dict[str, Any]) -> bytes:
@@ -613,10 +586,6 @@ def progress(row: Measured) -> None:
 
 def wrapped(text: str) -> list[str]:
     return textwrap.wrap(text, width=88, subsequent_indent="      ")
-
-
-def fmt(value: float | None, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
 
 
 def find(rows: list[Measured], target: str, workload: str, clients: int) -> Measured:
