@@ -76,10 +76,8 @@ import os
 import platform
 import random
 import shutil
-import signal
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import textwrap
@@ -91,6 +89,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from servers import START_TIMEOUT_S, Server, hikmahd_argv
 from workload import TAGS, fmt, zipf_words
 
 from hikmah.policy import KernelPolicy
@@ -103,7 +102,6 @@ SEED = 7
 BATCH = 1000
 DAY_MS = 86_400_000
 DEFAULT_LEAD_MS = 30 * 60_000
-START_TIMEOUT_S = 60.0
 FIRST_DEADLINE_S = 2.5  # from the write of a run's commitments to its first deadline
 TAIL_S = 0.5  # clients go on this long after the last deadline
 ARRIVAL_TIMEOUT_S = 10.0
@@ -253,52 +251,13 @@ def rebuild_rows(store: Store, rounds: int) -> list[RebuildRow]:
 
 
 @dataclass
-class Daemon:
-    """``python -m hikmahd`` on a socket, data dir and policy under ``directory``."""
+class Daemon(Server):
+    """hikmahd, ready once its promise queue is loaded (the start-up this measures)."""
 
-    directory: Path
-    env: dict[str, str]
-    process: subprocess.Popen[bytes] | None = None
-    started_at: float = 0.0
     loaded_s: float = 0.0  # from Popen to the "promise queue loaded" log line
 
-    @property
-    def socket(self) -> Path:
-        return self.directory / "s"
-
-    @property
-    def data_dir(self) -> Path:
-        return self.directory / "data"
-
-    @property
-    def log(self) -> Path:
-        return self.directory / "log"
-
-    @property
-    def pid(self) -> int:
-        assert self.process is not None
-        return self.process.pid
-
     def start(self) -> Daemon:
-        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        argv = [
-            sys.executable,
-            "-m",
-            "hikmahd",
-            "--socket",
-            str(self.socket),
-            "--data-dir",
-            str(self.data_dir),
-            "--policy",
-            str(self.directory / "policy.toml"),
-            "--log-level",
-            "info",
-        ]
-        with self.log.open("ab") as log:
-            self.started_at = time.monotonic()
-            self.process = subprocess.Popen(
-                argv, stdout=log, stderr=log, env=self.env, start_new_session=True
-            )
+        self.launch()
         self.loaded_s = self.wait_for_log("promise queue loaded")
         return self
 
@@ -323,21 +282,10 @@ class Daemon:
                 return int(line.split()[1]) * 1024
         raise RuntimeError("no RssAnon in /proc status")
 
-    def cpu_seconds(self) -> float:
-        """User + system CPU time so far (all threads)."""
-        fields = Path(f"/proc/{self.pid}/stat").read_text().rpartition(")")[2].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    def stop(self) -> None:
-        """SIGTERM, and SIGKILL if it has not exited within 20 s."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=5)
+def hikmahd_daemon(root: Path, directory: Path) -> Daemon:
+    argv = hikmahd_argv(directory, "--log-level", "info")
+    return Daemon("hikmahd", directory, argv, env=daemon_env(root))
 
 
 def daemon_env(root: Path) -> dict[str, str]:
@@ -356,7 +304,7 @@ def start_rows(root: Path, queue_dir: Path, stack: contextlib.ExitStack) -> list
     """hikmahd started on an empty store, then on the commitments' store."""
     rows = []
     for name, directory in (("empty store", root / "e"), ("commitments' store", queue_dir)):
-        daemon = Daemon(directory, daemon_env(root))
+        daemon = hikmahd_daemon(root, directory)
         stack.callback(daemon.stop)
         daemon.start()
         rows.append(StartRow(name, daemon.loaded_s, daemon.rss_anon()))
@@ -640,7 +588,7 @@ def lateness_rows(root: Path, opts: Options, stack: contextlib.ExitStack) -> lis
     directory = root / "l"
     directory.mkdir(mode=0o700)
     (directory / "policy.toml").write_text("[reminders]\nlead_minutes = 0\n")
-    daemon = Daemon(directory, daemon_env(root))
+    daemon = hikmahd_daemon(root, directory)
     stack.callback(daemon.stop)
     daemon.start()
     began = time.monotonic()

@@ -63,10 +63,8 @@ import os
 import platform
 import random
 import shutil
-import signal
 import socket
 import struct
-import subprocess
 import sys
 import tempfile
 import textwrap
@@ -79,10 +77,10 @@ from typing import Any
 
 import lmdb
 import trio
+from servers import Server, cpu_seconds, hikmahd_argv
 from workload import TAGS, fmt, zipf_words
 
 RESULTS = Path(__file__).with_name("results-rpc.json")
-START_TIMEOUT_S = 20.0
 WARMUP_S = 0.4  # clients connect and send warm-up requests until the common start
 NOTES = 2000
 QUERIES = 200
@@ -157,81 +155,9 @@ def write_maker(client: int, i: int) -> bytes:
 # --- servers ------------------------------------------------------------------------
 
 
-def wait_for_socket(path: Path, process: subprocess.Popen[bytes], log: Path) -> None:
-    """Until ``path`` accepts a connection (the tests' readiness probe)."""
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited {process.returncode}:\n{log.read_text()}")
-        try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-                probe.connect(str(path))
-            return
-        except OSError:
-            time.sleep(0.02)
-    raise RuntimeError(f"server did not listen within {START_TIMEOUT_S} s:\n{log.read_text()}")
-
-
-@dataclass
-class Server:
-    """A server subprocess on a Unix socket in its own directory."""
-
-    name: str
-    directory: Path
-    argv: list[str]
-    process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def socket(self) -> Path:
-        return self.directory / "s"
-
-    @property
-    def log(self) -> Path:
-        return self.directory / "log"
-
-    @property
-    def pid(self) -> int:
-        assert self.process is not None
-        return self.process.pid
-
-    def start(self) -> Server:
-        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with self.log.open("ab") as log:
-            self.process = subprocess.Popen(
-                self.argv, stdout=log, stderr=log, start_new_session=True
-            )
-        wait_for_socket(self.socket, self.process, self.log)
-        return self
-
-    def stop(self) -> None:
-        """SIGTERM, and SIGKILL if it has not exited within 20 s."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=5)
-
-
 def hikmahd(root: Path, name: str, *extra: str) -> Server:
     directory = root / name
-    argv = [
-        sys.executable,
-        "-m",
-        "hikmahd",
-        "--socket",
-        str(directory / "s"),
-        "--data-dir",
-        str(directory / "data"),
-        "--policy",
-        str(directory / "policy.toml"),
-        "--log-level",
-        "warning",
-        *extra,
-    ]
-    return Server(name, directory, argv)
+    return Server(name, directory, hikmahd_argv(directory, "--log-level", "warning", *extra))
 
 
 def echo_server(root: Path) -> Server:
@@ -446,12 +372,6 @@ def measured(target: str, workload: str, clients: int, runs: list[Observed]) -> 
         writes_per_commit=(len(lat) + result.warmup) / sum(commits) if any(commits) else None,
         first_error=result.first_error,
     )
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (all its threads)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def lmdb_commits(data_dir: Path) -> int:

@@ -1,0 +1,104 @@
+"""Server subprocesses for the benchmarks: hikmahd (or an echo server) on a Unix socket."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+START_TIMEOUT_S = 60.0
+
+
+def wait_for_socket(path: Path, process: subprocess.Popen[bytes], log: Path) -> None:
+    """Until ``path`` accepts a connection (the tests' readiness probe)."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited {process.returncode}:\n{log.read_text()}")
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+                probe.connect(str(path))
+            return
+        except OSError:
+            time.sleep(0.02)
+    raise RuntimeError(f"server did not listen within {START_TIMEOUT_S} s:\n{log.read_text()}")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (all threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def hikmahd_argv(directory: Path, *extra: str) -> list[str]:
+    """``python -m hikmahd`` with its socket, data dir and policy under ``directory``."""
+    return [
+        sys.executable, "-m", "hikmahd",
+        "--socket", str(directory / "s"),
+        "--data-dir", str(directory / "data"),
+        "--policy", str(directory / "policy.toml"),
+        *extra,
+    ]  # fmt: skip
+
+
+@dataclass
+class Server:
+    """A server subprocess on the Unix socket ``directory/s``, logging to ``directory/log``."""
+
+    name: str
+    directory: Path
+    argv: list[str]
+    env: dict[str, str] | None = None
+    process: subprocess.Popen[bytes] | None = None
+    started_at: float = 0.0
+
+    @property
+    def socket(self) -> Path:
+        return self.directory / "s"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.directory / "data"
+
+    @property
+    def log(self) -> Path:
+        return self.directory / "log"
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def launch(self) -> None:
+        """Start the process (without waiting for it to listen)."""
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with self.log.open("ab") as log:
+            self.started_at = time.monotonic()
+            self.process = subprocess.Popen(
+                self.argv, stdout=log, stderr=log, env=self.env, start_new_session=True
+            )
+
+    def start(self) -> Server:
+        self.launch()
+        assert self.process is not None
+        wait_for_socket(self.socket, self.process, self.log)
+        return self
+
+    def cpu_seconds(self) -> float:
+        return cpu_seconds(self.pid)
+
+    def stop(self) -> None:
+        """SIGTERM, and SIGKILL if it has not exited within 20 s."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=5)
