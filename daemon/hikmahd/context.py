@@ -21,8 +21,11 @@ class Context:
     daemon: Daemon
     peer: Peer
     connection: Connection | None = None
+    # Set (once, for good) when the client lowers its own privileges.
+    declared: AgentSession | None = None
 
     @property
     def session(self) -> AgentSession | None:
-        """The agent session the peer runs in; None for a person."""
-        return self.peer.session
+        """The agent session behind this connection: detected from the peer's process
+        tree, else declared by the client itself; None for a person."""
+        return self.peer.session or self.declared

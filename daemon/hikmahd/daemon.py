@@ -15,6 +15,7 @@ from typing import IO
 import trio
 
 from hikmah.policy import KernelPolicy
+from hikmah.principal import AgentSession, declared_session
 from hikmah.store import DEFAULT_MAP_SIZE, MAX_MAP_SIZE, Outcome, Store, Written
 from hikmah.trace import Status
 
@@ -32,7 +33,7 @@ from .listen import (
 )
 from .methods import registry
 from .notify import DesktopNotifier
-from .peers import identify
+from .peers import identify, start_time
 from .policywatch import PolicyHolder
 from .reminders import Reminders
 from .rpc import APPLICATION_CODES, Dispatcher, RpcError, response
@@ -104,6 +105,23 @@ class Daemon:
         self.dispatcher = Dispatcher(registry)
         self.connections: set[Connection] = set()
         self.listening: Path | None = None
+        # Processes (pid, start time) that lowered their own privileges.
+        self.restricted: dict[tuple[int, int | None], AgentSession] = {}
+
+    def restrict(self, context: Context, host: str, session_id: str | None) -> AgentSession:
+        """Lower a connection, and every later one of its process, to agent privileges.
+
+        One way: a connection already restricted keeps the session it has.
+        """
+        if context.declared is None:
+            context.declared = declared_session(host, session_id)
+        # Forget processes that have exited (their pid may come back as another).
+        self.restricted = {k: v for k, v in self.restricted.items() if start_time(k[0]) == k[1]}
+        key = (context.peer.pid, start_time(context.peer.pid))
+        self.restricted.setdefault(key, context.declared)
+        session = context.session
+        assert session is not None
+        return session
 
     def _on_commit(self, outcomes: Sequence[Outcome]) -> None:
         self.reminders.on_commit(outcomes)
@@ -228,7 +246,10 @@ class Daemon:
                     response(None, error=error)
                 )
                 return
-            connection = Connection(stream, Context(self, peer), self.dispatcher)
+            # A process that restricted itself once stays restricted on every connection.
+            declared = self.restricted.get((peer.pid, start_time(peer.pid)))
+            context = Context(self, peer, declared=declared)
+            connection = Connection(stream, context, self.dispatcher)
             self.connections.add(connection)
             try:
                 await connection.serve()

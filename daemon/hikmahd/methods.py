@@ -348,3 +348,15 @@ async def focus_close(ctx: Context, params: FocusName) -> JSON:
 async def focus_list(ctx: Context, params: NoParams) -> JSON:
     daemon = ctx.daemon
     return {"capsules": [capsule_summary(daemon, name) for name in daemon.capsules.names()]}
+
+
+class RestrictParams(Params, frozen=True):
+    host: str
+    session_id: str | None = None
+
+
+@registry.method("session.restrict", RestrictParams)
+async def restrict(ctx: Context, params: RestrictParams) -> JSON:
+    """Lower this connection (and every later one of this process) to agent privileges."""
+    session = ctx.daemon.restrict(ctx, params.host, params.session_id)
+    return {"restricted": True, "principal": to_json(session)}

@@ -86,6 +86,20 @@ def _lineage(pid: int, proc: Path) -> Iterator[int]:
         current = parent
 
 
+def start_time(pid: int, proc: Path = Path("/proc")) -> int | None:
+    """When the process started (clock ticks since boot): with the pid, it names one
+    process for good, even after the pid is reused."""
+    try:
+        text = (proc / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rfind(")") + 2 :].split()
+    try:
+        return int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
 def _stat(directory: Path) -> tuple[int, int] | None:
     """(ppid, session id) from /proc/<pid>/stat."""
     try:

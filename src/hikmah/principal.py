@@ -25,6 +25,7 @@ __all__ = [
     "AGENT_LOCATOR_PREFIX",
     "USER_CONFIGURATION",
     "AgentSession",
+    "declared_session",
     "detect_agent_session",
     "is_agent_locator",
     "merge_sessions",
@@ -187,6 +188,25 @@ def merge_sessions(found: Iterable[AgentSession | None]) -> AgentSession | None:
         return None
     return AgentSession(
         host=first.host, session_id=first.session_id, variables=tuple(sorted(names))
+    )
+
+
+DECLARED = "session.restrict"
+_HOST_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,31}")
+
+
+def declared_session(host: str, session_id: str | None) -> AgentSession:
+    """The session a client declares for itself when it lowers its own privileges.
+
+    The host and id are sanitised like detected ones (they go into locators);
+    the variables name the declaration, since no environment variable was seen.
+    """
+    host = host.strip().lower()
+    sid = (session_id or "").strip()
+    return AgentSession(
+        host=host if _HOST_NAME.fullmatch(host) else "agent",
+        session_id=sid if _SESSION_ID.fullmatch(sid) else UNKNOWN_SESSION,
+        variables=(DECLARED,),
     )
 
 

@@ -1,0 +1,51 @@
+"""session.restrict: a client lowers its own privileges, one way, for its whole process."""
+
+from __future__ import annotations
+
+from .conftest import Running, clean_env
+
+
+def test_a_restricted_connection_writes_as_an_agent_and_cannot_verify(daemon: Running) -> None:
+    with daemon.connect() as conn:
+        result = conn.call("session.restrict", host="claude-code", session_id="abc-1")
+        assert result["principal"]["host"] == "claude-code"
+        written = conn.call("memory.remember", content="the API uses OAuth", locator="notes.md")
+        assert (
+            written["trace"]["provenance"]["locator"] == "agent-session:claude-code:abc-1; notes.md"
+        )
+        refused = conn.request("memory.remember", content="it is true", verified=True)
+        assert refused["error"]["data"]["reason"] == "agent_restricted"
+        assert "session.restrict" in refused["error"]["message"]
+        for method, params in (
+            ("memory.purge", {"id": written["trace"]["id"], "reason": "x"}),
+            ("ledger.verify", {"accept_tail": True}),
+            ("ledger.verify", {"reset_head": True}),
+        ):
+            assert conn.request(method, **params)["error"]["data"]["reason"] == "agent_restricted"
+
+
+def test_the_restriction_is_one_way(daemon: Running) -> None:
+    with daemon.connect() as conn:
+        conn.call("session.restrict", host="codex", session_id="first")
+        again = conn.call("session.restrict", host="human", session_id="me")
+        assert (again["principal"]["host"], again["principal"]["session_id"]) == ("codex", "first")
+        assert conn.call("daemon.status")["principal"]["host"] == "codex"
+
+
+def test_a_second_connection_of_the_same_process_stays_restricted(daemon: Running) -> None:
+    with daemon.connect() as first:
+        first.call("session.restrict", host="cursor", session_id="s9")
+    with daemon.connect() as second:
+        refused = second.request("memory.remember", content="trust me", verified=True)
+        assert refused["error"]["data"]["reason"] == "agent_restricted"
+    # Another process (a person's CLI) is not affected.
+    person = daemon.cli("remember", "checked by hand", "--verified", env=clean_env())
+    assert person.returncode == 0, person.stderr
+
+
+def test_declared_names_are_sanitised(daemon: Running) -> None:
+    with daemon.connect() as conn:
+        principal = conn.call("session.restrict", host="Evil Host\n", session_id="id with spaces")[
+            "principal"
+        ]
+    assert (principal["host"], principal["session_id"]) == ("agent", "unknown")
