@@ -89,7 +89,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from servers import START_TIMEOUT_S, Server, hikmahd_argv
+from servers import OK_PREFIX, START_TIMEOUT_S, Server, call_many, hikmahd_argv
 from workload import TAGS, fmt, zipf_words
 
 from hikmah.policy import KernelPolicy
@@ -107,7 +107,6 @@ TAIL_S = 0.5  # clients go on this long after the last deadline
 ARRIVAL_TIMEOUT_S = 10.0
 TARGET_P99_MS = 50.0
 MIB = 1 << 20
-OK_PREFIX = b'{"jsonrpc":"2.0","result"'
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -318,24 +317,6 @@ def start_rows(root: Path, queue_dir: Path, stack: contextlib.ExitStack) -> list
 def request(method: str, params: dict[str, Any], request_id: int) -> bytes:
     message = {"jsonrpc": "2.0", "method": method, "params": params, "id": request_id}
     return json.dumps(message, separators=(",", ":")).encode() + b"\n"
-
-
-def call_many(path: Path, lines: list[bytes], window: int = 64) -> list[dict[str, Any]]:
-    """Send ``lines`` pipelined, ``window`` at a time; every result, in order."""
-    results = []
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(60)
-        sock.connect(str(path))
-        replies = sock.makefile("rb")
-        for first in range(0, len(lines), window):
-            chunk = lines[first : first + window]
-            sock.sendall(b"".join(chunk))
-            for _ in chunk:
-                reply = replies.readline()
-                if not reply.startswith(OK_PREFIX):
-                    raise RuntimeError(f"request refused: {reply[:300]!r}")
-                results.append(json.loads(reply)["result"])
-    return results
 
 
 def prefill_notes(path: Path, count: int) -> None:

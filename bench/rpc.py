@@ -77,7 +77,7 @@ from typing import Any
 
 import lmdb
 import trio
-from servers import Server, cpu_seconds, hikmahd_argv
+from servers import OK_PREFIX, Server, call_many, cpu_seconds, hikmahd_argv
 from workload import TAGS, fmt, zipf_words
 
 RESULTS = Path(__file__).with_name("results-rpc.json")
@@ -85,7 +85,6 @@ WARMUP_S = 0.4  # clients connect and send warm-up requests until the common sta
 NOTES = 2000
 QUERIES = 200
 SEED = 7
-OK_PREFIX = b'{"jsonrpc":"2.0","result"'  # how hikmahd's msgspec encoder starts a success
 FSYNC_NOTE = (
     "fsync on these VMs is cheap (~230 us per durable LMDB commit; the VM host caches it),"
     " so durable/no-sync ratios are optimistic next to a laptop SSD"
@@ -295,21 +294,6 @@ def run_clients(
     return merged
 
 
-def prefill(socket_path: Path, lines: list[bytes], window: int = 64) -> None:
-    """Send ``lines`` pipelined, ``window`` at a time (so the writer group-commits them)."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(60)
-        sock.connect(str(socket_path))
-        replies = sock.makefile("rb")
-        for first in range(0, len(lines), window):
-            chunk = lines[first : first + window]
-            sock.sendall(b"".join(chunk))
-            for _ in chunk:
-                reply = replies.readline()
-                if not reply.startswith(OK_PREFIX):
-                    raise RuntimeError(f"pre-fill write refused: {reply[:300]!r}")
-
-
 # --- figures ------------------------------------------------------------------------
 
 
@@ -450,7 +434,7 @@ def latency_phase(root: Path, opts: Options, stack: contextlib.ExitStack) -> lis
     daemon = hikmahd(root, "lat").start()
     stack.callback(daemon.stop)
     began = time.monotonic()
-    prefill(daemon.socket, note_lines(NOTES, SEED))
+    call_many(daemon.socket, note_lines(NOTES, SEED))
     print(f"pre-filled {NOTES} notes in {time.monotonic() - began:.1f} s", file=sys.stderr)
     workloads: list[tuple[str, RequestMaker]] = [
         ("daemon.status", status_maker),

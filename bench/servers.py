@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -10,8 +11,10 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 START_TIMEOUT_S = 60.0
+OK_PREFIX = b'{"jsonrpc":"2.0","result"'  # how hikmahd's msgspec encoder starts a success
 
 
 def wait_for_socket(path: Path, process: subprocess.Popen[bytes], log: Path) -> None:
@@ -102,3 +105,21 @@ class Server:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait(timeout=5)
+
+
+def call_many(path: Path, lines: list[bytes], window: int = 64) -> list[dict[str, Any]]:
+    """Send ``lines`` pipelined, ``window`` at a time; every result, in order."""
+    results = []
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(60)
+        sock.connect(str(path))
+        replies = sock.makefile("rb")
+        for first in range(0, len(lines), window):
+            chunk = lines[first : first + window]
+            sock.sendall(b"".join(chunk))
+            for _ in chunk:
+                reply = replies.readline()
+                if not reply.startswith(OK_PREFIX):
+                    raise RuntimeError(f"request refused: {reply[:300]!r}")
+                results.append(json.loads(reply)["result"])
+    return results

@@ -409,7 +409,7 @@ class Store:
         if isinstance(payload, RememberPayload):
             trace = payload.trace
             return Written(
-                id=trace.id, seq=seq, trace=trace, conflicts=self._conflicts_for(txn, trace)
+                id=trace.id, seq=seq, trace=trace, conflicts=self.conflicts_for(txn, trace)
             )
         status: Status = "fulfilled" if isinstance(payload, FulfillPayload) else "purged"
         assert not isinstance(payload, SupersedePayload)
@@ -470,7 +470,8 @@ class Store:
                 chain.append(found)
         return [entry for entry in chain if entry.status != "purged"]
 
-    def _conflicts_for(self, txn: Any, trace: Trace) -> list[str]:
+    def conflicts_for(self, txn: Any, trace: Trace) -> list[str]:
+        """Ids of active traces claiming a different value for the same key."""
         if trace.claim_key is None or trace.claim_value is None:
             return []
         mine = normalize_claim_value(trace.claim_value)
@@ -479,10 +480,6 @@ class Store:
             for _key, docno, value in index.claim_entries(txn, self.dbs, trace.claim_key)
             if value != mine
         ]
-
-    def conflicts_for(self, txn: Any, trace: Trace) -> list[str]:
-        """Ids of active traces claiming a different value for the same key."""
-        return self._conflicts_for(txn, trace)
 
     def conflicts(self) -> list[ConflictGroup]:
         """Every open conflict, grouped by normalised key and value."""
