@@ -126,6 +126,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("id_arg", nargs="?", metavar="ID")
     p.add_argument("--id", help="the commitment (or give it positionally)")
 
+    p = command("predict", "record a forecast, to be resolved by an outcome", _predict)
+    p.add_argument("--family", required=True, metavar="F", help="what it forecasts, e.g. ci.green")
+    p.add_argument("--question", required=True, metavar="Q", help="the forecast, in words")
+    p.add_argument(
+        "--type",
+        required=True,
+        choices=["noul", "choice", "score"],
+        help="noul: will it happen (outcome yes/no); choice: which of --answer-space;"
+        " score: a number in 0..1",
+    )
+    p.add_argument("--p", required=True, type=float, metavar="P", help="probability, 0..1")
+    p.add_argument("--value", metavar="V", help="(choice) the answer forecast")
+    p.add_argument("--answer-space", metavar="A,B", help="(choice) the possible answers")
+    p.add_argument("--source", metavar="S", help="who forecasts, e.g. human:ana, agent:claude")
+    p.add_argument("--scope", metavar="S", help="global (default), project:PATH, person:NAME")
+    p.add_argument("--deadline", metavar="D", help="when the outcome should be known")
+
+    p = command("outcome", "resolve a prediction, once, with what was observed", _outcome)
+    p.add_argument("--prediction", required=True, metavar="ID", help="the prediction")
+    p.add_argument("--observed", required=True, metavar="V", help="yes/no, an answer, a score")
+    p.add_argument("--source", metavar="S", help="who observed it (never a model: source)")
+    p.add_argument("--note", metavar="N", help="what happened, in words")
+
     p = command("purge", "retention deletion of a trace (a person only)", _purge)
     p.add_argument("--id", required=True)
     p.add_argument("--reason", required=True, help="kept in the tombstone")
@@ -216,6 +239,26 @@ def _fulfill(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[A
     if trace_id is None:
         raise UsageError("say which commitment: hikmah fulfill --id ID")
     return "memory.fulfill", {"id": trace_id}, lambda r: f"fulfilled {r['id']}"
+
+
+def _predict(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any], str]]:
+    params: dict[str, Any] = {
+        "family": args.family, "question": args.question, "type": args.type, "p": args.p,
+    }  # fmt: skip
+    if args.answer_space:
+        params["answer_space"] = [a.strip() for a in args.answer_space.split(",")]
+    for name in ("value", "source", "scope", "deadline"):
+        if getattr(args, name) is not None:
+            params[name] = getattr(args, name)
+    return "memory.predict", params, render.remembered
+
+
+def _outcome(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any], str]]:
+    params = {"prediction": args.prediction, "observed": args.observed}
+    for name in ("source", "note"):
+        if getattr(args, name) is not None:
+            params[name] = getattr(args, name)
+    return "memory.outcome", params, lambda r: f"resolved {r['resolved']} with {r['trace']['id']}"
 
 
 def _purge(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any], str]]:

@@ -16,7 +16,7 @@ from hikmah.policy import KernelPolicy, render_policy
 from hikmah.recall import RecallQuery, recall
 from hikmah.secrets import check_fields
 from hikmah.store import Fulfill, Purge, Remember, StoredTrace
-from hikmah.trace import Draft, Kind, Privacy
+from hikmah.trace import Draft, Kind, PredictionType, Privacy
 
 from .context import Context
 from .rpc import JSON, NoParams, Params, Registry
@@ -84,6 +84,66 @@ async def recall_(ctx: Context, params: RecallParams) -> JSON:
     return reply
 
 
+class PredictParams(Params, frozen=True):
+    family: str
+    question: str
+    type: PredictionType
+    p: float
+    value: str | None = None
+    answer_space: tuple[str, ...] = ()
+    source: str | None = None
+    locator: str | None = None
+    tags: tuple[str, ...] = ()
+    scope: str | None = None
+    deadline: int | str | None = None  # when the outcome should be known
+
+
+@registry.method("memory.predict", PredictParams)
+async def predict(ctx: Context, params: PredictParams) -> JSON:
+    draft = Draft(
+        kind="prediction",
+        content=params.question,
+        family=params.family,
+        prediction_type=params.type,
+        probability=params.p,
+        value=params.value,
+        answer_space=params.answer_space,
+        source=params.source,
+        locator=params.locator,
+        tags=params.tags,
+        scope=params.scope,
+        deadline=params.deadline,
+    )
+    operation = Remember(draft=draft, session=ctx.session, allow_prediction=True)
+    written = outcome_or_raise(await ctx.daemon.writer.submit(operation))
+    return {"trace": to_json(written.trace), "conflicts": written.conflicts}
+
+
+class OutcomeParams(Params, frozen=True):
+    prediction: str
+    observed: str
+    source: str | None = None
+    locator: str | None = None
+    note: str | None = None
+
+
+@registry.method("memory.outcome", OutcomeParams)
+async def outcome(ctx: Context, params: OutcomeParams) -> JSON:
+    """Resolve a prediction, once, with what was observed."""
+    draft = Draft(
+        kind="outcome",
+        content=params.note or f"observed {params.observed} for prediction {params.prediction}",
+        fulfills=params.prediction,
+        value=params.observed,
+        source=params.source,
+        locator=params.locator,
+    )
+    written = outcome_or_raise(
+        await ctx.daemon.writer.submit(Remember(draft=draft, session=ctx.session))
+    )
+    return {"trace": to_json(written.trace), "resolved": params.prediction}
+
+
 class IdParams(Params, frozen=True):
     id: str
 
@@ -143,14 +203,52 @@ async def promises(ctx: Context, params: PromisesParams) -> JSON:
         until = now
     elif params.within_hours is not None:
         until = now + int(params.within_hours * HOUR_MS)
-    commitments = []
+    return {"commitments": _commitments(ctx, until, scope=None)}
+
+
+def _commitments(ctx: Context, until: int | None, *, scope: str | None) -> list[JSON]:
+    """Open commitments due by ``until``, soonest first (only those holding in ``scope``)."""
+    now = ctx.daemon.now_ms()
+    commitments: list[JSON] = []
     for entry in ctx.daemon.store.commitments(until_ms=until):
+        if scope is not None and entry.trace.scope not in ("global", scope):
+            continue
         deadline = entry.trace.deadline
         assert deadline is not None
         commitments.append(
             {**_stored(entry), "overdue": deadline <= now, "due_in_ms": deadline - now}
         )
-    return {"commitments": commitments}
+    return commitments
+
+
+STANDING_KINDS: tuple[Kind, ...] = ("constraint", "preference", "procedure")
+
+
+class ContextParams(Params, frozen=True):
+    scope: str | None = None  # e.g. project:/path; global traces are always included
+    kinds: tuple[Kind, ...] = STANDING_KINDS
+    verified_only: bool = False
+    within_hours: Annotated[float, msgspec.Meta(ge=0)] = 24.0
+    limit: Annotated[int, msgspec.Meta(ge=1, le=500)] = 20
+
+
+@registry.method("memory.context", ContextParams)
+async def context(ctx: Context, params: ContextParams) -> JSON:
+    """What a session should start with: standing rules, commitments due soon, open conflicts."""
+    store = ctx.daemon.store
+    standing = store.standing(
+        kinds=params.kinds,
+        scope=params.scope,
+        verified_only=params.verified_only,
+        limit=params.limit,
+    )
+    until = ctx.daemon.now_ms() + int(params.within_hours * HOUR_MS)
+    return {
+        "scope": params.scope or "global",
+        "standing": [_stored(entry) for entry in standing],
+        "commitments": _commitments(ctx, until, scope=params.scope),
+        "conflicts": to_json(store.conflicts()),
+    }
 
 
 class VerifyParams(Params, frozen=True):

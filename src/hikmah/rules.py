@@ -76,8 +76,12 @@ def build_trace(
         raise InvalidInput("content is empty: say what should be remembered")
     if draft.kind == "prediction" and not allow_prediction:
         raise InvalidInput("kind prediction is written with predict, which records the forecast")
-    if draft.kind != "prediction" and (draft.family or draft.value or draft.answer_space):
-        raise InvalidInput("family, value and answer_space belong to predictions only")
+    if draft.kind == "prediction":
+        _check_forecast(draft)
+    elif draft.family or draft.answer_space or draft.prediction_type or draft.probability:
+        raise InvalidInput("family, answer_space, type and p belong to predictions only")
+    elif draft.value is not None and not (draft.kind == "outcome" and draft.fulfills):
+        raise InvalidInput("value belongs to a prediction, or to the outcome that resolves one")
     for name, number in _scores(draft):
         if not (math.isfinite(number) and 0.0 <= number <= 1.0):
             raise InvalidInput(f"{name} must be between 0 and 1")
@@ -176,6 +180,62 @@ def _check_supersession(
             f"an unverified trace cannot supersede the verified trace {old.id};"
             " a person can write a verified correction"
         )
+
+
+def _check_forecast(draft: Draft) -> None:
+    """A prediction says what family it belongs to, how it is scored, and how sure it is."""
+    if not (draft.family or "").strip():
+        raise InvalidInput("a prediction needs a family (e.g. build.ci-green), to be calibrated")
+    if draft.prediction_type is None or draft.probability is None:
+        raise InvalidInput("a prediction needs a type (noul, choice or score) and p")
+    if draft.verified:
+        raise ProvenanceRefused("a forecast is never verified; an outcome resolves it")
+    if draft.fulfills is not None:
+        raise InvalidInput("a prediction fulfills nothing; an outcome resolves it")
+    space = draft.answer_space
+    if draft.prediction_type == "choice":
+        if len(set(space)) < 2 or len(set(space)) != len(space):
+            raise InvalidInput("a choice prediction needs an answer_space of 2+ distinct answers")
+        if draft.value not in space:
+            raise InvalidInput("a choice prediction's value must be one of its answer_space")
+    elif space:
+        raise InvalidInput("answer_space belongs to choice predictions only")
+
+
+def check_resolution(prediction: Trace, outcome: Trace) -> None:
+    """Whether ``outcome`` may resolve ``prediction`` (an active prediction, checked by the caller).
+
+    The observed value is ``yes``/``no`` for a noul prediction (did the
+    forecast event happen), one of the answer space for a choice, a number in
+    [0, 1] for a score.
+
+    Raises:
+        ProvenanceRefused: a ``model:`` source never resolves a prediction.
+        InvalidInput: the observed value does not fit the prediction.
+    """
+    if is_model_source(outcome.provenance.source):
+        raise ProvenanceRefused(
+            "a model: source cannot resolve a prediction: model output never grades itself"
+        )
+    observed = outcome.value
+    if observed is None:
+        raise InvalidInput("an outcome resolving a prediction needs the observed value")
+    if prediction.prediction_type == "noul" and observed not in ("yes", "no"):
+        raise InvalidInput("a noul prediction is resolved with observed yes or no")
+    if prediction.prediction_type == "choice" and observed not in prediction.answer_space:
+        raise InvalidInput(
+            f"observed must be one of the answer space: {', '.join(prediction.answer_space)}"
+        )
+    if prediction.prediction_type == "score" and not _is_unit_number(observed):
+        raise InvalidInput("a score prediction is resolved with a number between 0 and 1")
+
+
+def _is_unit_number(text: str) -> bool:
+    try:
+        number = float(text)
+    except ValueError:
+        return False
+    return math.isfinite(number) and 0.0 <= number <= 1.0
 
 
 def _or(value: float | None, default: float) -> float:

@@ -62,7 +62,7 @@ from hikmah.ledger import (
 from hikmah.policy import KernelPolicy
 from hikmah.principal import AgentSession, refuse_in_agent_session, stamp_locator
 from hikmah.promises import STAGES, Stage
-from hikmah.rules import build_trace
+from hikmah.rules import build_trace, check_resolution
 from hikmah.secrets import check_fields
 from hikmah.trace import STATUSES, Draft, Status, Trace, normalize_claim_value
 
@@ -342,7 +342,7 @@ class Store:
         if isinstance(operation, Remember):
             return self._validate_remember(txn, operation, now_ms, policy)
         if isinstance(operation, Fulfill):
-            self._open_commitment(txn, operation.id)
+            self._open_target(txn, operation.id)
             by = stamp_locator(operation.session, operation.by)
             return [FulfillPayload(id=operation.id, by=by)]
         refuse_in_agent_session(operation.session, "purge")
@@ -385,23 +385,30 @@ class Store:
         if trace.supersedes is not None:
             payloads.append(SupersedePayload(old_id=trace.supersedes, new_id=trace.id))
         if trace.fulfills is not None:
-            self._open_commitment(txn, trace.fulfills)
+            self._open_target(txn, trace.fulfills, outcome=trace)
             payloads.append(FulfillPayload(id=trace.fulfills, by=trace.id))
         return payloads
 
-    def _open_commitment(self, txn: Any, trace_id: str) -> None:
-        """Check ``trace_id`` names an active commitment.
+    def _open_target(self, txn: Any, trace_id: str, *, outcome: Trace | None = None) -> None:
+        """Check ``trace_id`` names an open commitment, or an open prediction ``outcome`` resolves.
 
         Raises:
-            NotFound, InvalidInput, ConflictError: it does not.
+            NotFound, InvalidInput, ConflictError, ProvenanceRefused: it does not.
         """
         docno = index.docno_of(txn, self.dbs, trace_id)
         if docno is None:
             raise NotFound(f"no trace has id {trace_id}")
-        kind = index.trace_at(txn, self.dbs, docno).kind
-        if kind != "commitment":
-            raise InvalidInput(f"{trace_id} is a {kind}, not a commitment")
+        target = index.trace_at(txn, self.dbs, docno)
         status = index.status_of(txn, self.dbs, docno)
+        if target.kind == "prediction" and outcome is not None:
+            if status != "active":
+                done = "resolved" if status == "fulfilled" else status
+                raise ConflictError(f"{trace_id} is {done}: a prediction is resolved once")
+            check_resolution(target, outcome)
+            return
+        if target.kind != "commitment":
+            what = "a commitment, or a prediction an outcome resolves"
+            raise InvalidInput(f"{trace_id} is a {target.kind}, not {what}")
         if status != "active":
             raise ConflictError(f"{trace_id} is {status}, not an open commitment")
 
@@ -505,6 +512,45 @@ class Store:
                     break
                 out.append(StoredTrace(trace=index.trace_at(txn, self.dbs, docno), status="active"))
         return out
+
+    def standing(
+        self,
+        *,
+        kinds: Sequence[str],
+        scope: str | None,
+        verified_only: bool = False,
+        limit: int,
+    ) -> list[StoredTrace]:
+        """Active traces of these kinds that hold in ``scope``: the rules a session starts with.
+
+        Global traces always hold; ``scope`` adds its own. Sensitive traces are
+        never included. Verified first, then the most authoritative, then newest.
+        """
+        with self.read() as txn:
+            columns = self.features(txn)
+            mask = (columns["present"] == 1) & (columns["status"] == index.STATUS_CODE["active"])
+            mask &= np.isin(columns["kind"], [index.KIND_CODE[kind] for kind in kinds])
+            mask &= columns["privacy"] != index.PRIVACY_CODE["sensitive"]
+            scopes = [index.GLOBAL_SCOPE_ID]
+            if scope is not None:
+                found = index.scope_id(txn, self.dbs, scope, create=False)
+                scopes += [] if found is None else [found]
+            mask &= np.isin(columns["scope"], scopes)
+            if verified_only:
+                mask &= columns["verified"] == 1
+            docs = np.flatnonzero(mask)
+            # lexsort sorts by the last key first; negate for descending order.
+            order = np.lexsort(
+                (
+                    -columns["created"][docs],
+                    -columns["authority"][docs],
+                    -columns["verified"][docs].astype(np.int8),
+                )
+            )
+            return [
+                StoredTrace(trace=index.trace_at(txn, self.dbs, int(docno)), status="active")
+                for docno in docs[order][:limit]
+            ]
 
     def scheduled(self) -> list[Scheduled]:
         """Every active commitment with a deadline, with the reminder stages delivered."""

@@ -18,6 +18,8 @@ COMMANDS = [
     "commitments",
     "fulfill",
     "purge",
+    "predict",
+    "outcome",
     "verify-ledger",
     "policy",
     "status",
@@ -221,3 +223,31 @@ def test_commitments_fulfill_and_verify(daemon: Running) -> None:
 def test_policy_prints_toml(daemon: Running) -> None:
     defaults = daemon.cli("policy", "--print-defaults")
     assert "recall_limit = 8" in defaults.stdout and "[recall]" in defaults.stdout
+
+
+def test_predict_then_outcome_resolves_once(daemon: Running) -> None:
+    predicted = daemon.cli(
+        "predict", "--json", "--family", "ci.green", "--question", "Will CI pass on main?",
+        "--type", "choice", "--p", "0.7", "--value", "pass", "--answer-space", "pass,fail",
+        "--source", "human:ana",
+    )  # fmt: skip
+    assert predicted.returncode == 0, predicted.stderr
+    forecast = json.loads(predicted.stdout)["trace"]
+    assert (forecast["kind"], forecast["family"], forecast["answer_space"]) == (
+        "prediction", "ci.green", ["pass", "fail"],
+    )  # fmt: skip
+    assert not forecast["provenance"]["verified"]
+
+    resolved = daemon.cli("outcome", "--prediction", forecast["id"], "--observed", "fail")
+    assert resolved.returncode == 0, resolved.stderr
+    assert resolved.stdout.startswith(f"resolved {forecast['id']} with tr_")
+    again = daemon.cli("outcome", "--prediction", forecast["id"], "--observed", "pass")
+    assert again.returncode == 3 and "resolved once" in again.stderr
+    by_model = daemon.cli(
+        "predict", "--family", "f", "--question", "q", "--type", "noul", "--p", "0.5",
+    )  # fmt: skip
+    forecast_id = by_model.stdout.split()[1]
+    graded = daemon.cli(
+        "outcome", "--prediction", forecast_id, "--observed", "yes", "--source", "model:x"
+    )
+    assert graded.returncode == 3 and "never grades itself" in graded.stderr

@@ -304,3 +304,23 @@ def test_an_agent_purging_an_unknown_id_is_restricted_first(store: Store) -> Non
         [Purge(id="tr_nope", reason="x", session=agent)], now_ms=NOW, policy=KernelPolicy()
     )
     assert isinstance(outcome, AgentRestricted)
+
+
+def test_standing_rules_hold_in_their_scope_verified_first(store: Store) -> None:
+    project = "project:/home/ana/app"
+    unverified = remember(store, "prefer uv", kind="preference", scope=project, now=NOW + 2)
+    verified = remember(store, "never force-push main", kind="constraint", verified=True, now=NOW)
+    elsewhere = remember(store, "tabs", kind="preference", scope="project:/other")
+    remember(store, "a passing note", kind="observation")
+    old = remember(store, "use pip", kind="procedure", scope=project)
+    remember(store, "use uv sync", kind="procedure", scope=project, supersedes=old.id)
+    kinds = ("constraint", "preference", "procedure")
+
+    found = [e.trace for e in store.standing(kinds=kinds, scope=project, limit=10)]
+    assert found[0] == verified  # verified first, then newest
+    assert unverified in found and elsewhere not in found and old not in found
+    assert {t.kind for t in found} <= set(kinds)
+    assert [e.trace for e in store.standing(kinds=kinds, scope=None, limit=10)] == [verified]
+    only = store.standing(kinds=kinds, scope=project, verified_only=True, limit=10)
+    assert [e.trace for e in only] == [verified]
+    assert len(store.standing(kinds=kinds, scope=project, limit=1)) == 1
