@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from hikmah import paths
@@ -166,6 +167,35 @@ def build_parser() -> argparse.ArgumentParser:
 
     command("status", "the daemon, the store, the policy, the reminders", _status)
 
+    p = commands.add_parser(
+        "writeback",
+        help="write verified rules into a managed block of CLAUDE.md/AGENTS.md",
+        description="Render the verified preferences, constraints and procedures of a scope"
+        " (and the global ones) into the block between <!-- hikmah:begin --> and"
+        " <!-- hikmah:end --> of an instruction file. The rest of the file is never touched;"
+        " rerunning changes nothing unless memory changed; a block edited by hand is kept"
+        " unless --force.",
+    )
+    _global_options(p, suppress=True)
+    p.add_argument("--to", required=True, metavar="FILE", help="e.g. CLAUDE.md or AGENTS.md")
+    p.add_argument(
+        "--scope", metavar="S", help="default: the project of FILE (its git root or directory)"
+    )
+    p.add_argument("--force", action="store_true", help="overwrite a block edited by hand")
+    p.set_defaults(run=_writeback)
+
+    p = commands.add_parser(
+        "hook",
+        help="context for a coding agent's hook (reads the hook JSON on stdin)",
+        description="Print the host's hook JSON with memory for this session start or prompt."
+        " Never fails the agent's turn: without a daemon or on any error it prints nothing"
+        " and exits 0. Installed by `hikmah setup claude|codex`.",
+    )
+    _global_options(p, suppress=True)
+    p.add_argument("event", choices=["session-start", "prompt"], help="the hook event")
+    p.add_argument("--budget", type=int, metavar="TOKENS", help="most tokens of context")
+    p.set_defaults(run=_hook)
+
     p = command("focus", "working memory: named, bounded focus capsules", _focus)
     p.add_argument(
         "action",
@@ -314,13 +344,49 @@ def _focus(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any
     return method, name, shown
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def _writeback(args: argparse.Namespace) -> int:
+    from . import writeback  # noqa: PLC0415 -- a rare command; keep the hot path lean
+    from .scope import project_scope  # noqa: PLC0415
+
+    target = Path(args.to)
+    scope = args.scope or project_scope(target.absolute().parent)
+    params = {"scope": scope, "verified_only": True, "within_hours": 0, "limit": 500}
+    traces = [entry["trace"] for entry in call(args, "memory.context", params)["standing"]]
+    label = "global" if scope == "global" else f"{scope} and global"
     try:
-        method, params, show = args.handler(args)
-    except UsageError as exc:
-        parser.exit(USAGE, f"hikmah {args.command}: {exc}\n")
+        done = writeback.writeback(target, traces, scope_label=label, force=args.force)
+    except writeback.HandEdited as exc:
+        print(f"hikmah writeback: {exc}", file=sys.stderr)
+        return REFUSED
+    except (writeback.MalformedBlock, OSError, UnicodeDecodeError) as exc:
+        print(f"hikmah writeback: {exc}", file=sys.stderr)
+        return INTERNAL
+    if args.json:
+        print(json.dumps({"path": str(target), "result": done, "traces": len(traces)}))
+    else:
+        print(f"{done} {target}: {len(traces)} verified trace(s) of {label}")
+    return OK
+
+
+def _hook(args: argparse.Namespace) -> int:
+    from . import hooks  # noqa: PLC0415 -- only hooks pay for the tokenizer
+
+    output = hooks.run(args.event, sys.stdin.read(), paths.socket_path(args.socket), args.budget)
+    if output:
+        print(output)
+    return OK
+
+
+class Exit(Exception):
+    """Stop with this exit code; the reason was printed on stderr already."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+def call(args: argparse.Namespace, method: str, params: dict[str, Any]) -> Any:
+    """One request to the daemon (started if needed); a failure is printed and raised as Exit."""
     try:
         client = connect(
             paths.socket_path(args.socket),
@@ -328,17 +394,32 @@ def main(argv: list[str] | None = None) -> int:
             daemon_args=environment_flags(args.data_dir, args.policy),
         )
         try:
-            result = client.call(method, params)
+            return client.call(method, params)
         finally:
             client.close()
     except Unavailable as exc:
         print(f"hikmah: {exc}", file=sys.stderr)
-        return UNAVAILABLE
+        raise Exit(UNAVAILABLE) from None
     except RemoteError as exc:
         print(f"hikmah {args.command}: {exc}", file=sys.stderr)
         if exc.reason in EXIT_FOR_REASON:
-            return EXIT_FOR_REASON[exc.reason]
-        return USAGE if exc.code in (-32600, -32602) else INTERNAL
+            raise Exit(EXIT_FOR_REASON[exc.reason]) from None
+        raise Exit(USAGE if exc.code in (-32600, -32602) else INTERNAL) from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if "run" in args:
+            code: int = args.run(args)
+            return code
+        method, params, show = args.handler(args)
+        result = call(args, method, params)
+    except UsageError as exc:
+        parser.exit(USAGE, f"hikmah {args.command}: {exc}\n")
+    except Exit as exc:
+        return exc.code
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
     else:

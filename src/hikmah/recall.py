@@ -50,6 +50,9 @@ class RecallQuery(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     scope: str | None = None
     include_superseded: bool = False
     include_sensitive: bool = False
+    # Only traces sharing at least this many of the query's terms (all of them
+    # when the query has fewer): the agent hooks ask for 2 to stay quiet.
+    min_matched_terms: Annotated[int, msgspec.Meta(ge=0, le=64)] = 0
 
 
 class Why(msgspec.Struct, frozen=True, kw_only=True):
@@ -218,6 +221,10 @@ class _Scorer:
         is_overdue = np.zeros(len(docs), dtype=bool)
         if len(overdue):
             is_overdue[np.searchsorted(docs, overdue)] = True
+        need = min(self.query.min_matched_terms, len(self.q_terms))
+        if need:
+            keep = counts[0] >= need
+            return docs[keep], counts[0][keep], counts[1][keep], is_overdue[keep]
         return docs, counts[0], counts[1], is_overdue
 
     def _upper_bounds(

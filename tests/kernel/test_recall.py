@@ -403,3 +403,18 @@ def test_early_stop_returns_what_scoring_everything_returns(
             patched.setattr(recall_module, "_margin", lambda limit: 10**9)
             everything = ask(store, " ".join(query), limit=limit)
     assert early == everything
+
+
+def test_min_matched_terms_keeps_only_traces_sharing_enough_words(store: Store) -> None:
+    remember(store, "deploy the staging cluster on friday")
+    remember(store, "deploy docs by hand")
+    remember(store, "overdue chore", kind="commitment", deadline=NOW - DAY)
+    assert contents(ask(store, "staging deploy", min_matched_terms=2)) == [
+        "deploy the staging cluster on friday"
+    ]
+    assert len(ask(store, "staging deploy")) == 3  # without it: one word and overdue count
+    # A one-word query needs that word only.
+    assert sorted(contents(ask(store, "deploy", min_matched_terms=2))) == [
+        "deploy docs by hand",
+        "deploy the staging cluster on friday",
+    ]
