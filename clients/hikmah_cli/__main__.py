@@ -168,6 +168,19 @@ def build_parser() -> argparse.ArgumentParser:
     command("status", "the daemon, the store, the policy, the reminders", _status)
 
     p = commands.add_parser(
+        "setup",
+        help="wire Hikmah into Claude Code or Codex (MCP server and hooks)",
+        description="Add the hikmah-agent MCP server and the session-start and prompt hooks"
+        " to the agent's user configuration (~/.claude.json and ~/.claude/settings.json, or"
+        " ~/.codex/config.toml and ~/.codex/hooks.json). Safe to rerun; everything else in"
+        " those files is kept, and each changed file is backed up beside itself first.",
+    )
+    p.add_argument("host", choices=["claude", "codex"], help="the coding agent")
+    p.add_argument("--remove", action="store_true", help="take exactly our entries out again")
+    p.add_argument("--no-mcp", action="store_true", help="hooks only, no MCP server")
+    p.set_defaults(run=_setup)
+
+    p = commands.add_parser(
         "writeback",
         help="write verified rules into a managed block of CLAUDE.md/AGENTS.md",
         description="Render the verified preferences, constraints and procedures of a scope"
@@ -342,6 +355,36 @@ def _focus(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any
     method = {"open": "focus.open", "show": "focus.read", "close": "focus.close"}[args.action]
     shown = render.closed if args.action == "close" else render.capsule
     return method, name, shown
+
+
+def _executable(name: str) -> str:
+    """The installed ``name`` script: beside this Python (a virtualenv), else on PATH."""
+    import shutil  # noqa: PLC0415 -- only setup needs it
+
+    beside = Path(sys.executable).with_name(name)
+    found = str(beside) if beside.exists() else shutil.which(name)
+    if found is None:
+        raise UsageError(f"cannot find the {name} command; install hikmah with `pip install .`")
+    return str(Path(found).absolute())
+
+
+def _setup(args: argparse.Namespace) -> int:
+    from . import setup  # noqa: PLC0415 -- a rare command; keep the hot path lean
+
+    hikmah = _executable("hikmah")
+    agent = hikmah if args.no_mcp or args.remove else _executable("hikmah-agent")
+    try:
+        lines = setup.setup(
+            args.host, home=Path.home(), remove=args.remove, mcp=not args.no_mcp,
+            hikmah=hikmah, hikmah_agent=agent,
+        )  # fmt: skip
+    except (setup.SetupError, OSError) as exc:
+        print(f"hikmah setup: {exc}", file=sys.stderr)
+        return INTERNAL
+    print("\n".join(lines))
+    if not args.remove:
+        print(f"Restart {'Claude Code' if args.host == 'claude' else 'Codex'} to load them.")
+    return OK
 
 
 def _writeback(args: argparse.Namespace) -> int:

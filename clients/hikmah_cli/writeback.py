@@ -23,16 +23,16 @@ appended), so a CRLF file stays CRLF.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
+
+from .files import write_atomic
 
 BEGIN = "<!-- hikmah:begin -->"
 END = "<!-- hikmah:end -->"
@@ -115,7 +115,7 @@ def writeback(
         old = target.read_bytes().decode("utf-8")
         mode = stat.S_IMODE(target.stat().st_mode)
     except FileNotFoundError:
-        _write_atomic(target, block, _default_mode())
+        write_atomic(target, block.encode(), _default_mode())
         return "created"
 
     lines = _split_lines(old)
@@ -135,7 +135,7 @@ def writeback(
         status = "updated"
     if new == old:
         return "unchanged"
-    _write_atomic(target, new, mode)
+    write_atomic(target, new.encode(), mode)
     return status
 
 
@@ -239,27 +239,3 @@ def _default_mode() -> int:
     umask = os.umask(0o022)
     os.umask(umask)
     return 0o666 & ~umask
-
-
-def _write_atomic(path: Path, text: str, mode: int) -> None:
-    """Replace ``path`` so readers see the old file or the new one, never half."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    replaced = False
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(text.encode("utf-8"))
-            f.flush()
-            os.fchmod(f.fileno(), mode)  # mkstemp creates 0600
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        replaced = True
-    finally:
-        if not replaced:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-    # The rename itself is durable only once the directory is synced.
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)

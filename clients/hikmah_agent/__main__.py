@@ -1,0 +1,47 @@
+"""``hikmah-agent``: run the restricted MCP server on stdin/stdout.
+
+An agent host (Claude Code, Codex, …) starts it as a stdio MCP server; see
+``hikmah setup claude|codex``. Logs go to stderr; stdout carries only MCP.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+from hikmah import paths
+from hikmah_cli.client import environment_flags
+
+from .link import Link
+from .server import Tools, build_server
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="hikmah-agent",
+        description="Hikmah memory for coding agents: an MCP server over stdio whose"
+        " connection to hikmahd is restricted to agent privileges (no verify, purge,"
+        " ledger acceptance or policy changes).",
+    )
+    parser.add_argument("--socket", metavar="PATH", help="daemon socket")
+    parser.add_argument("--data-dir", metavar="DIR", help="data directory (for autostart)")
+    parser.add_argument("--policy", metavar="FILE", help="policy file (for autostart)")
+    parser.add_argument(
+        "--no-autostart", action="store_true", help="do not start a daemon when none answers"
+    )
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="hikmah-agent: %(message)s")
+    link = Link(
+        paths.socket_path(args.socket),
+        autostart=not args.no_autostart,
+        daemon_args=environment_flags(args.data_dir, args.policy),
+    )
+    try:
+        build_server(Tools(link, Path.cwd())).run("stdio")
+    finally:
+        link.close()
+
+
+if __name__ == "__main__":
+    main()

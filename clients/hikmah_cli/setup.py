@@ -1,0 +1,436 @@
+"""``hikmah setup claude|codex``: wire Hikmah into a coding agent's user configuration.
+
+Setup adds two hooks (``hikmah hook session-start`` on SessionStart, ``hikmah hook
+prompt`` on UserPromptSubmit) and the ``hikmah`` MCP server; ``remove=True`` takes out
+exactly those. Nothing a person wrote is ever changed, a file whose content would stay
+the same is not rewritten, and every file is planned and validated before any is
+written, so a SetupError leaves all of them as they were. Standard library only.
+
+The formats, as documented:
+
+- Claude Code hooks, ``~/.claude/settings.json``: event -> list of matcher groups
+  ``{"matcher"?, "hooks": [{"type": "command", "command", "timeout"?}]}``
+  (https://code.claude.com/docs/en/hooks, "Hooks reference").
+- Claude Code MCP servers, user scope: top-level ``"mcpServers"`` in ``~/.claude.json``,
+  what ``claude mcp add --scope user`` writes (https://code.claude.com/docs/en/mcp).
+- Codex MCP servers: ``[mcp_servers.<name>]`` with ``command`` and ``args`` in
+  ``~/.codex/config.toml`` (https://developers.openai.com/codex/mcp).
+- Codex hooks: ``~/.codex/hooks.json``, the same event -> matcher group -> handler shape
+  as Claude Code's; on by default since hooks went GA, and Codex asks the person to
+  review a new or changed hook in ``/hooks`` (https://developers.openai.com/codex/hooks,
+  "Hooks"; https://developers.openai.com/codex/config-advanced).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shlex
+import stat
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from .files import write_atomic
+
+BACKUP_SUFFIX = ".hikmah-backup"
+SERVER = "hikmah"
+BEGIN = "# hikmah:begin (managed by hikmah setup; remove with hikmah setup codex --remove)"
+END = "# hikmah:end"
+HOOK_TIMEOUT_S = 10  # a hook that hangs holds up the agent's session or prompt
+# (event, ``hikmah hook`` subcommand)
+HOOKS = (("SessionStart", "session-start"), ("UserPromptSubmit", "prompt"))
+# Executable names recognised as ours besides the exact paths passed in, so that
+# rerunning setup from another install replaces the old entries instead of adding more.
+_HIKMAH_NAMES = frozenset({"hikmah"})
+_AGENT_NAMES = frozenset({"hikmah-agent"})
+_MISSING = object()
+
+JSONObject = dict[str, Any]
+
+
+class SetupError(Exception):
+    """A configuration file cannot be edited safely; the message names the file and the
+    problem. No file was changed."""
+
+
+@dataclass(frozen=True)
+class _Edit:
+    path: Path
+    shown: str  # the path as the person knows it, e.g. ~/.claude.json
+    old: bytes | None  # None: the file does not exist
+    new: bytes | None  # None: leave the file as it is
+    what: str  # "hooks SessionStart, UserPromptSubmit", "2 hooks", "MCP server hikmah"
+    note: str = ""
+
+
+def setup(
+    host: Literal["claude", "codex"],
+    *,
+    home: Path,
+    remove: bool = False,
+    mcp: bool = True,
+    hikmah: str,
+    hikmah_agent: str,
+) -> list[str]:
+    """Put Hikmah's hooks and MCP server into (or take them out of) a host's user config.
+
+    Args:
+        host: the coding agent.
+        home: the home directory whose configuration to edit.
+        remove: take out our entries instead; applies to hooks and MCP server alike.
+        mcp: with ``remove=False``, also write the MCP server entry; ``False`` leaves
+            any existing entry alone.
+        hikmah: absolute path of the ``hikmah`` executable, used in hook commands.
+        hikmah_agent: absolute path of the MCP server executable.
+
+    Returns:
+        One line per file: what was changed (and where its backup is), or that it
+        already was as wanted.
+
+    Raises:
+        SetupError: a file is not valid JSON/TOML, has a shape the docs do not allow,
+            already has a ``hikmah`` MCP server that setup did not write, or changed
+            while being edited. Nothing was written.
+    """
+    if host == "claude":
+        hooks_file, mcp_file = home / ".claude" / "settings.json", home / ".claude.json"
+    elif host == "codex":
+        hooks_file, mcp_file = home / ".codex" / "hooks.json", home / ".codex" / "config.toml"
+    else:
+        raise ValueError(f"unknown host {host!r}")
+    codex = host == "codex"
+    edits = [_plan_hooks(hooks_file, _shown(hooks_file, home), hikmah, remove, codex=codex)]
+    if mcp or remove:
+        plan_mcp = _plan_codex_mcp if codex else _plan_claude_mcp
+        edits.append(plan_mcp(mcp_file, _shown(mcp_file, home), hikmah_agent, remove))
+    for edit in edits:
+        # The agent may rewrite its config (Claude Code rewrites ~/.claude.json often);
+        # checking all files before writing any keeps "nothing changed" true on error.
+        if edit.new is not None and _read(edit.path) != edit.old:
+            raise _fail(edit.shown, "changed while hikmah setup was editing it; run it again")
+    return [_apply(edit, remove) for edit in edits]
+
+
+# --- hooks (Claude Code settings.json, Codex hooks.json) ---
+
+
+def _plan_hooks(path: Path, shown: str, hikmah: str, remove: bool, *, codex: bool) -> _Edit:
+    old = _read(path)
+    if remove and old is None:
+        return _Edit(path, shown, None, None, "")
+    data = _load_json(old, shown)
+    new = copy.deepcopy(data)
+    removed = _edit_hooks(new, hikmah, remove, shown)
+    if new == data:
+        return _Edit(path, shown, old, None, "")
+    if remove:
+        return _Edit(path, shown, old, _dump_json(new), f"{removed} hook{'s' * (removed != 1)}")
+    # Codex runs a new or changed hook only once the person has trusted it.
+    note = "review them in Codex with /hooks" if codex else ""
+    return _Edit(path, shown, old, _dump_json(new), "hooks SessionStart, UserPromptSubmit", note)
+
+
+def _edit_hooks(settings: JSONObject, hikmah: str, remove: bool, shown: str) -> int:
+    """Leave exactly one handler of ours per event in ``settings["hooks"]`` (none when
+    removing); return how many of ours were taken out."""
+    hooks = settings.get("hooks", {})
+    _expect(hooks, dict, "$.hooks", shown)
+    removed = 0
+    for event, sub in HOOKS:
+        groups = hooks.get(event, [])
+        _expect(groups, list, f"$.hooks.{event}", shown)
+        for i, group in enumerate(groups):
+            _expect(group, dict, f"$.hooks.{event}[{i}]", shown)
+            _expect(group.get("hooks", _MISSING), list, f"$.hooks.{event}[{i}].hooks", shown)
+        wanted = None
+        if not remove:
+            command = f"{shlex.quote(hikmah)} hook {sub}"
+            wanted = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}
+        taken = _place(groups, wanted, hikmah, sub)
+        removed += taken
+        # Drop a container only when it is empty because we took ours out of it.
+        if groups:
+            hooks[event] = groups
+        elif taken:
+            del hooks[event]
+    if hooks:
+        settings["hooks"] = hooks
+    elif removed:
+        del settings["hooks"]
+    return removed
+
+
+def _place(groups: list[Any], wanted: JSONObject | None, hikmah: str, sub: str) -> int:
+    """Replace our first handler with ``wanted`` in place (so its position is kept),
+    take out any others, append a new group if there was none; return how many of ours
+    were taken out."""
+    placed = wanted is None
+    removed = 0
+    kept_groups: list[Any] = []
+    for group in groups:
+        handlers = group["hooks"]
+        kept: list[Any] = []
+        for handler in handlers:
+            if not _is_our_hook(handler, hikmah, sub):
+                kept.append(handler)
+            elif not placed:
+                kept.append(wanted)
+                placed = True
+            else:
+                removed += 1
+        group["hooks"] = kept
+        if kept or not handlers:
+            kept_groups.append(group)
+    groups[:] = kept_groups
+    if not placed:
+        groups.append({"hooks": [wanted]})
+    return removed
+
+
+def _is_our_hook(handler: object, hikmah: str, sub: str) -> bool:
+    """``<hikmah> hook <sub>`` and nothing more: a person's own command that merely
+    mentions hikmah, or passes extra arguments, is not ours."""
+    if not isinstance(handler, dict) or handler.get("type") != "command":
+        return False
+    command = handler.get("command")
+    if not isinstance(command, str) or not command.endswith(f" hook {sub}"):
+        return False
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return False
+    return (
+        len(argv) == 3
+        and argv[1:] == ["hook", sub]
+        and (argv[0] == hikmah or os.path.basename(argv[0]) in _HIKMAH_NAMES)
+    )
+
+
+# --- MCP server ---
+
+
+def _plan_claude_mcp(path: Path, shown: str, agent: str, remove: bool) -> _Edit:
+    what = f"MCP server {SERVER}"
+    old = _read(path)
+    if remove and old is None:
+        return _Edit(path, shown, None, None, what)
+    data = _load_json(old, shown)
+    new = copy.deepcopy(data)
+    servers = new.get("mcpServers", {})
+    _expect(servers, dict, "$.mcpServers", shown)
+    current = servers.get(SERVER, _MISSING)
+    if current is not _MISSING and not _is_our_server(current, agent):
+        if remove:
+            return _Edit(path, shown, old, None, what, _foreign_note(f"$.mcpServers.{SERVER}"))
+        raise _fail(shown, _foreign_problem(f"$.mcpServers.{SERVER}"))
+    if remove:
+        if current is not _MISSING:
+            del servers[SERVER]
+            if not servers:
+                del new["mcpServers"]
+    else:
+        servers[SERVER] = {"type": "stdio", "command": agent, "args": [], "env": {}}
+        new["mcpServers"] = servers
+    return _Edit(path, shown, old, _dump_json(new) if new != data else None, what)
+
+
+def _is_our_server(entry: object, agent: str) -> bool:
+    if not isinstance(entry, dict):
+        return False
+    command = entry.get("command")
+    return isinstance(command, str) and (
+        command == agent or os.path.basename(command) in _AGENT_NAMES
+    )
+
+
+def _plan_codex_mcp(path: Path, shown: str, agent: str, remove: bool) -> _Edit:
+    """Edit the TOML text, not a parsed copy, so that comments and layout survive: our
+    table lives between marker comments at the end of the file."""
+    what = f"MCP server {SERVER}"
+    old = _read(path)
+    if remove and old is None:
+        return _Edit(path, shown, None, None, what)
+    text = "" if old is None else _decode(old, shown)
+    _load_toml(text, shown, "")
+    newline = "\r\n" if "\r\n" in text else "\n"
+    # Split on "\n" only: str.splitlines would also split inside comments (on \x0c, U+2028).
+    lines = [line for line in re.split(r"(?<=\n)", text) if line]
+    block = _find_block(lines, shown)
+    if block is None:
+        at, outside = len(lines), lines
+    else:
+        at, outside = block[0], lines[: block[0]] + lines[block[1] :]
+    servers = _load_toml("".join(outside), shown, "").get("mcp_servers", {})
+    if not isinstance(servers, dict):
+        raise _fail(shown, "mcp_servers is not a table")
+    if SERVER in servers:
+        if remove:
+            note = _foreign_note(f"[mcp_servers.{SERVER}]")
+            return _Edit(path, shown, old, None, what, note)
+        raise _fail(shown, _foreign_problem(f"[mcp_servers.{SERVER}]"))
+    if remove:
+        new_lines = outside
+    else:
+        if at == len(outside) and outside and not outside[-1].endswith("\n"):
+            outside = [*outside[:-1], outside[-1] + newline]
+        # A blank line before the block reads better; it belongs to the block, so that
+        # remove gives back the original text exactly.
+        separator = [newline] if at else []
+        table = [
+            f"[mcp_servers.{SERVER}]",
+            f"command = {_toml_string(agent)}",
+            "args = []",
+        ]
+        ours = [f"{line}{newline}" for line in (BEGIN, *table, END)]
+        new_lines = outside[:at] + separator + ours + outside[at:]
+    new_text = "".join(new_lines)
+    parsed = _load_toml(new_text, shown, "after the edit, ")
+    if not remove and parsed["mcp_servers"][SERVER] != {"command": agent, "args": []}:
+        raise _fail(shown, f"[mcp_servers.{SERVER}] would not read back as written")
+    new = new_text.encode()
+    return _Edit(path, shown, old, new if new != old else None, what)
+
+
+def _find_block(lines: list[str], shown: str) -> tuple[int, int] | None:
+    """Where our block is, as a slice of ``lines`` that includes the blank line we put
+    before it; None if there is none."""
+    begins = [i for i, line in enumerate(lines) if line.startswith("# hikmah:begin")]
+    ends = [i for i, line in enumerate(lines) if line.rstrip("\r\n") == END]
+    if not begins and not ends:
+        return None
+    if len(begins) != 1 or len(ends) != 1 or ends[0] < begins[0]:
+        numbers = ", ".join(str(i + 1) for i in sorted(begins + ends))
+        raise _fail(shown, f"the hikmah:begin/hikmah:end marker lines ({numbers}) do not pair up")
+    start = begins[0]
+    if start and lines[start - 1] in ("\n", "\r\n"):
+        start -= 1
+    return start, ends[0] + 1
+
+
+def _toml_string(value: str) -> str:
+    """A TOML basic string: escape what the spec requires escaped."""
+    escaped = "".join(
+        "\\" + char
+        if char in '"\\'
+        else f"\\u{ord(char):04x}"
+        if char < " " or char == "\x7f"
+        else char
+        for char in value
+    )
+    return f'"{escaped}"'
+
+
+def _load_toml(text: str, shown: str, when: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise _fail(shown, f"{when}invalid TOML: {error}") from None
+
+
+def _foreign_problem(where: str) -> str:
+    return (
+        f"{where} is already there and was not written by hikmah setup; rename or remove "
+        "it, or pass --no-mcp to set up the hooks only"
+    )
+
+
+def _foreign_note(where: str) -> str:
+    return f"{where} was not written by hikmah setup; left alone"
+
+
+# --- files ---
+
+
+def _apply(edit: _Edit, remove: bool) -> str:
+    if edit.new is None:
+        line = f"{'nothing to remove' if remove else 'already set up'}: {edit.shown}"
+        return f"{line} ({edit.note})" if edit.note else line
+    # Write through a symlink (dotfiles kept in a repository) rather than replace it.
+    target = Path(os.path.realpath(edit.path))
+    if edit.old is None:
+        _make_dirs(target.parent)
+        write_atomic(target, edit.new, 0o600)
+        line = f"created {edit.shown} with {edit.what}"
+    else:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+        backup = edit.path.with_name(edit.path.name + BACKUP_SUFFIX)
+        write_atomic(backup, edit.old, mode)
+        write_atomic(target, edit.new, mode)
+        where = f"backup: {edit.shown}{BACKUP_SUFFIX}"
+        if remove:
+            line = f"removed {edit.what} from {edit.shown} ({where})"
+        else:
+            line = f"updated {edit.shown} with {edit.what} ({where})"
+    return f"{line}; {edit.note}" if edit.note else line
+
+
+def _make_dirs(directory: Path) -> None:
+    """Like ``mkdir -p`` but every new directory gets 0o700: they hold agent settings."""
+    missing = []
+    while not directory.exists():
+        missing.append(directory)
+        directory = directory.parent
+    for new in reversed(missing):
+        new.mkdir(mode=0o700, exist_ok=True)
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _decode(raw: bytes, shown: str) -> str:
+    try:
+        return raw.decode()
+    except UnicodeDecodeError as error:
+        raise _fail(shown, f"not UTF-8 text (byte {error.start})") from None
+
+
+def _load_json(raw: bytes | None, shown: str) -> JSONObject:
+    text = "" if raw is None else _decode(raw, shown)
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        problem = f"invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
+        raise _fail(shown, problem) from None
+    if not isinstance(data, dict):
+        raise _fail(shown, f"the top level is {_kind(data)}, expected an object")
+    return data
+
+
+def _dump_json(data: JSONObject) -> bytes:
+    # The layout Claude Code itself writes: two-space indent, UTF-8, final newline.
+    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+_KINDS = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+
+
+def _expect(value: object, kind: type, where: str, shown: str) -> None:
+    if not isinstance(value, kind):
+        raise _fail(shown, f"{where} is {_kind(value)}, expected {_KINDS[kind]}")
+
+
+def _kind(value: object) -> str:
+    if value is _MISSING:
+        return "missing"
+    return "null" if value is None else _KINDS.get(type(value), "a number")
+
+
+def _fail(shown: str, problem: str) -> SetupError:
+    return SetupError(f"{shown}: {problem}; nothing was changed")
+
+
+def _shown(path: Path, home: Path) -> str:
+    try:
+        return f"~/{path.relative_to(home)}"
+    except ValueError:
+        return str(path)

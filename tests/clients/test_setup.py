@@ -1,0 +1,548 @@
+"""``hikmah setup``: our entries go in and come out, everything else stays as it was."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shlex
+import stat
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hikmah_cli.setup import BEGIN, END, SetupError, setup
+
+# A space in the path, so that quoting in hook commands matters.
+HIKMAH = "/opt/hikmah venv/bin/hikmah"
+AGENT = "/opt/hikmah venv/bin/hikmah-agent"
+OLD_HIKMAH = "/home/someone/.local/bin/hikmah"
+
+SETTINGS = ".claude/settings.json"
+CLAUDE_JSON = ".claude.json"
+CODEX_HOOKS = ".codex/hooks.json"
+CODEX_CONFIG = ".codex/config.toml"
+
+# Hooks a person wrote that look like ours but are not.
+LOOKALIKES = [
+    {"type": "command", "command": "hikmah hook prompt --verbose"},
+    {"type": "command", "command": "/usr/bin/env hikmah hook prompt"},
+    {"type": "command", "command": "/home/someone/bin/not-hikmah hook prompt"},
+    {"type": "command", "command": "echo hikmah hook prompt"},
+]
+
+CLAUDE_SETTINGS: dict[str, Any] = {
+    "model": "opus",
+    "permissions": {"allow": ["Bash(git:*)"], "deny": []},
+    "hooks": {
+        "UserPromptSubmit": [
+            {"hooks": [{"type": "command", "command": "~/bin/log-prompt", "timeout": 5}]},
+            {"hooks": LOOKALIKES},
+        ],
+        "PreToolUse": [
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": "~/bin/check-bash"}]}
+        ],
+        "Stop": [],
+    },
+    "statusLine": {"type": "command", "command": "~/bin/status"},
+}
+CLAUDE_STATE: dict[str, Any] = {
+    "numStartups": 12,
+    "userName": "Ḥikmah ✓",
+    "mcpServers": {"github": {"type": "stdio", "command": "gh-mcp", "args": [], "env": {}}},
+    "projects": {"/work/x": {"mcpServers": {}, "allowedTools": []}},
+}
+CODEX_CONFIG_TEXT = """\
+# My Codex settings. Keep this comment.
+model = "gpt-5-codex"  # trailing comment
+approval_policy = "on-request"
+
+[mcp_servers.docs]
+# the docs server
+command = "npx"
+args = ["-y", "docs-mcp"]
+
+[projects."/work/x"]
+trust_level = "trusted"
+"""
+CODEX_HOOKS_JSON: dict[str, Any] = {
+    "hooks": {
+        "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "~/bin/scan-secrets"}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "~/bin/stop", "timeout": 30}]}],
+    }
+}
+
+
+def run(
+    host: Any, home: Path, *, hikmah: str = HIKMAH, agent: str = AGENT, **options: Any
+) -> list[str]:
+    return setup(host, home=home, hikmah=hikmah, hikmah_agent=agent, **options)
+
+
+def ours(sub: str, hikmah: str = HIKMAH) -> dict[str, Any]:
+    return {"type": "command", "command": f"{shlex.quote(hikmah)} hook {sub}", "timeout": 10}
+
+
+def write(home: Path, name: str, content: dict[str, Any] | str) -> bytes:
+    path = home / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Four-space indent: a file we do not change must keep its own layout.
+    text = content if isinstance(content, str) else json.dumps(content, indent=4)
+    path.write_bytes(text.encode())
+    return path.read_bytes()
+
+
+def read_json(home: Path, name: str) -> Any:
+    return json.loads((home / name).read_text())
+
+
+def snapshot(home: Path) -> dict[str, bytes]:
+    return {
+        str(path.relative_to(home)): path.read_bytes() for path in home.rglob("*") if path.is_file()
+    }
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+@pytest.fixture
+def claude_home(tmp_path: Path) -> Path:
+    write(tmp_path, SETTINGS, CLAUDE_SETTINGS)
+    write(tmp_path, CLAUDE_JSON, CLAUDE_STATE)
+    return tmp_path
+
+
+@pytest.fixture
+def codex_home(tmp_path: Path) -> Path:
+    write(tmp_path, CODEX_CONFIG, CODEX_CONFIG_TEXT)
+    write(tmp_path, CODEX_HOOKS, CODEX_HOOKS_JSON)
+    return tmp_path
+
+
+# --- Claude Code ---
+
+
+def test_claude_setup_adds_exactly_our_entries(claude_home: Path) -> None:
+    lines = run("claude", claude_home)
+
+    expected = copy.deepcopy(CLAUDE_SETTINGS)
+    expected["hooks"]["UserPromptSubmit"].append({"hooks": [ours("prompt")]})
+    expected["hooks"]["SessionStart"] = [{"hooks": [ours("session-start")]}]
+    settings = read_json(claude_home, SETTINGS)
+    assert settings == expected
+    assert list(settings) == list(CLAUDE_SETTINGS)
+    assert list(settings["hooks"]) == [*CLAUDE_SETTINGS["hooks"], "SessionStart"]
+
+    state = read_json(claude_home, CLAUDE_JSON)
+    server = {"type": "stdio", "command": AGENT, "args": [], "env": {}}
+    assert state == {**CLAUDE_STATE, "mcpServers": {**CLAUDE_STATE["mcpServers"], "hikmah": server}}
+    assert (claude_home / CLAUDE_JSON).read_text(encoding="utf-8").endswith("}\n")
+    assert "Ḥikmah ✓" in (claude_home / CLAUDE_JSON).read_text(encoding="utf-8")
+
+    assert lines == [
+        "updated ~/.claude/settings.json with hooks SessionStart, UserPromptSubmit "
+        "(backup: ~/.claude/settings.json.hikmah-backup)",
+        "updated ~/.claude.json with MCP server hikmah (backup: ~/.claude.json.hikmah-backup)",
+    ]
+
+
+def test_hook_command_runs_the_given_executable(claude_home: Path) -> None:
+    run("claude", claude_home)
+    handlers = read_json(claude_home, SETTINGS)["hooks"]["SessionStart"][0]["hooks"]
+    assert shlex.split(handlers[0]["command"]) == [HIKMAH, "hook", "session-start"]
+
+
+def test_backup_holds_the_original(claude_home: Path) -> None:
+    before = snapshot(claude_home)
+    run("claude", claude_home)
+    assert (claude_home / f"{SETTINGS}.hikmah-backup").read_bytes() == before[SETTINGS]
+    assert (claude_home / f"{CLAUDE_JSON}.hikmah-backup").read_bytes() == before[CLAUDE_JSON]
+
+
+def test_second_run_changes_nothing_and_says_so(claude_home: Path) -> None:
+    run("claude", claude_home)
+    after_first = snapshot(claude_home)
+
+    lines = run("claude", claude_home)
+
+    assert snapshot(claude_home) == after_first  # backups included: none was made
+    assert lines == ["already set up: ~/.claude/settings.json", "already set up: ~/.claude.json"]
+
+
+def test_rerun_on_a_fresh_home_makes_no_backup(tmp_path: Path) -> None:
+    assert run("claude", tmp_path) == [
+        "created ~/.claude/settings.json with hooks SessionStart, UserPromptSubmit",
+        "created ~/.claude.json with MCP server hikmah",
+    ]
+    run("claude", tmp_path)
+    assert sorted(snapshot(tmp_path)) == sorted([SETTINGS, CLAUDE_JSON])
+
+
+def test_a_new_install_path_replaces_the_old_entries(claude_home: Path) -> None:
+    run("claude", claude_home, hikmah=OLD_HIKMAH, agent="/old/bin/hikmah-agent")
+    first = read_json(claude_home, SETTINGS)
+
+    lines = run("claude", claude_home)
+
+    settings = read_json(claude_home, SETTINGS)
+    # The same places, now with the new path: replaced, not added.
+    assert settings["hooks"]["UserPromptSubmit"][:-1] == first["hooks"]["UserPromptSubmit"][:-1]
+    assert settings["hooks"]["UserPromptSubmit"][-1] == {"hooks": [ours("prompt")]}
+    assert settings["hooks"]["SessionStart"] == [{"hooks": [ours("session-start")]}]
+    assert read_json(claude_home, CLAUDE_JSON)["mcpServers"]["hikmah"]["command"] == AGENT
+    assert all(line.startswith("updated ") for line in lines)
+
+
+def test_our_entry_shares_a_group_with_a_persons_hook(tmp_path: Path) -> None:
+    mine = {"type": "command", "command": "~/bin/log-prompt"}
+    shared = {"hooks": {"UserPromptSubmit": [{"hooks": [mine, ours("prompt", OLD_HIKMAH)]}]}}
+    write(tmp_path, SETTINGS, shared)
+
+    run("claude", tmp_path, mcp=False)
+    groups = read_json(tmp_path, SETTINGS)["hooks"]["UserPromptSubmit"]
+    assert groups == [{"hooks": [mine, ours("prompt")]}]  # replaced in place, neighbour kept
+
+    run("claude", tmp_path, remove=True)
+    groups = read_json(tmp_path, SETTINGS)["hooks"]["UserPromptSubmit"]
+    assert groups == [{"hooks": [mine]}]  # the group is not empty, so it stays
+
+
+def test_duplicates_of_ours_collapse_to_one(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        SETTINGS,
+        {"hooks": {"SessionStart": [{"hooks": [ours("session-start", OLD_HIKMAH)]}] * 2}},
+    )
+    run("claude", tmp_path, mcp=False)
+    hooks = read_json(tmp_path, SETTINGS)["hooks"]
+    assert hooks["SessionStart"] == [{"hooks": [ours("session-start")]}]
+
+
+def test_remove_restores_the_parsed_original(claude_home: Path) -> None:
+    run("claude", claude_home)
+
+    lines = run("claude", claude_home, remove=True)
+
+    assert read_json(claude_home, SETTINGS) == CLAUDE_SETTINGS
+    assert read_json(claude_home, CLAUDE_JSON) == CLAUDE_STATE
+    assert lines == [
+        "removed 2 hooks from ~/.claude/settings.json "
+        "(backup: ~/.claude/settings.json.hikmah-backup)",
+        "removed MCP server hikmah from ~/.claude.json (backup: ~/.claude.json.hikmah-backup)",
+    ]
+
+
+def test_remove_drops_only_containers_we_emptied(tmp_path: Path) -> None:
+    write(tmp_path, SETTINGS, {"model": "opus"})
+    write(tmp_path, CLAUDE_JSON, {"numStartups": 1})
+    run("claude", tmp_path)
+    run("claude", tmp_path, remove=True)
+    assert read_json(tmp_path, SETTINGS) == {"model": "opus"}
+    assert read_json(tmp_path, CLAUDE_JSON) == {"numStartups": 1}
+
+
+def test_remove_without_our_entries_leaves_files_alone(claude_home: Path) -> None:
+    before = snapshot(claude_home)
+    lines = run("claude", claude_home, remove=True)
+    assert snapshot(claude_home) == before  # not even reformatted
+    assert lines == [
+        "nothing to remove: ~/.claude/settings.json",
+        "nothing to remove: ~/.claude.json",
+    ]
+
+
+def test_remove_on_a_fresh_home_creates_nothing(tmp_path: Path) -> None:
+    assert run("codex", tmp_path, remove=True) == [
+        "nothing to remove: ~/.codex/hooks.json",
+        "nothing to remove: ~/.codex/config.toml",
+    ]
+    assert snapshot(tmp_path) == {}
+
+
+def test_no_mcp_writes_hooks_only(tmp_path: Path) -> None:
+    lines = run("claude", tmp_path, mcp=False)
+    assert not (tmp_path / CLAUDE_JSON).exists()
+    assert "SessionStart" in read_json(tmp_path, SETTINGS)["hooks"]
+    assert len(lines) == 1
+
+
+def test_no_mcp_leaves_an_existing_mcp_entry_alone(claude_home: Path) -> None:
+    run("claude", claude_home, agent="/old/bin/hikmah-agent")
+    before = (claude_home / CLAUDE_JSON).read_bytes()
+    run("claude", claude_home, mcp=False)
+    assert (claude_home / CLAUDE_JSON).read_bytes() == before
+
+
+def test_remove_takes_out_mcp_even_with_no_mcp(claude_home: Path) -> None:
+    run("claude", claude_home)
+    run("claude", claude_home, remove=True, mcp=False)
+    assert "hikmah" not in read_json(claude_home, CLAUDE_JSON)["mcpServers"]
+
+
+def test_invalid_json_is_refused_and_nothing_changes(claude_home: Path) -> None:
+    write(claude_home, SETTINGS, '{\n  "model": "opus",\n}\n')
+    before = snapshot(claude_home)
+
+    with pytest.raises(SetupError, match=r"~/\.claude/settings\.json: invalid JSON at line 3"):
+        run("claude", claude_home)
+
+    assert snapshot(claude_home) == before  # ~/.claude.json untouched too
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "problem"),
+    [
+        (SETTINGS, {"hooks": []}, r"\$\.hooks is an array, expected an object"),
+        (SETTINGS, {"hooks": {"UserPromptSubmit": {}}}, r"UserPromptSubmit is an object"),
+        (SETTINGS, {"hooks": {"SessionStart": ["x"]}}, r"SessionStart\[0\] is a string"),
+        (SETTINGS, {"hooks": {"SessionStart": [{}]}}, r"SessionStart\[0\]\.hooks is missing"),
+        (SETTINGS, [1, 2], r"the top level is an array, expected an object"),
+        (CLAUDE_JSON, {"mcpServers": None}, r"\$\.mcpServers is null, expected an object"),
+    ],
+)
+def test_unexpected_structure_is_refused(
+    claude_home: Path, name: str, content: Any, problem: str
+) -> None:
+    write(claude_home, name, json.dumps(content))
+    before = snapshot(claude_home)
+    with pytest.raises(SetupError, match=problem) as caught:
+        run("claude", claude_home)
+    assert f"~/{name}" in str(caught.value)
+    assert snapshot(claude_home) == before
+
+
+def test_someone_elses_hikmah_mcp_server_is_not_clobbered(claude_home: Path) -> None:
+    foreign = {"command": "docker", "args": ["run", "hikmah"]}
+    state = {**CLAUDE_STATE, "mcpServers": {"hikmah": foreign}}
+    write(claude_home, CLAUDE_JSON, state)
+    before = snapshot(claude_home)
+
+    with pytest.raises(SetupError, match=r"not written by hikmah setup.*--no-mcp"):
+        run("claude", claude_home)
+    assert snapshot(claude_home) == before
+
+    lines = run("claude", claude_home, remove=True)
+    assert read_json(claude_home, CLAUDE_JSON) == state
+    assert "left alone" in lines[1]
+
+
+def test_new_files_are_private(tmp_path: Path) -> None:
+    run("claude", tmp_path)
+    run("codex", tmp_path)
+    for name in (SETTINGS, CLAUDE_JSON, CODEX_HOOKS, CODEX_CONFIG):
+        assert mode(tmp_path / name) == 0o600, name
+    assert mode(tmp_path / ".claude") == 0o700
+    assert mode(tmp_path / ".codex") == 0o700
+
+
+def test_existing_modes_are_kept(claude_home: Path) -> None:
+    os.chmod(claude_home / SETTINGS, 0o640)
+    os.chmod(claude_home / CLAUDE_JSON, 0o604)
+    run("claude", claude_home)
+    assert mode(claude_home / SETTINGS) == 0o640
+    assert mode(claude_home / f"{SETTINGS}.hikmah-backup") == 0o640
+    assert mode(claude_home / CLAUDE_JSON) == 0o604
+
+
+def test_a_symlinked_settings_file_stays_a_symlink(tmp_path: Path) -> None:
+    real = tmp_path / "dotfiles" / "settings.json"
+    real.parent.mkdir()
+    real.write_text(json.dumps({"model": "opus"}))
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / SETTINGS).symlink_to(real)
+
+    run("claude", tmp_path, mcp=False)
+
+    assert (tmp_path / SETTINGS).is_symlink()
+    assert json.loads(real.read_text())["hooks"]["SessionStart"] == [
+        {"hooks": [ours("session-start")]}
+    ]
+
+
+# --- Codex ---
+
+
+def test_codex_setup_appends_a_marked_block(codex_home: Path) -> None:
+    lines = run("codex", codex_home)
+
+    text = (codex_home / CODEX_CONFIG).read_text()
+    assert text.startswith(CODEX_CONFIG_TEXT)
+    block = text.removeprefix(CODEX_CONFIG_TEXT)
+    assert block.splitlines() == [
+        "",
+        BEGIN,
+        "[mcp_servers.hikmah]",
+        'command = "/opt/hikmah venv/bin/hikmah-agent"',
+        "args = []",
+        END,
+    ]
+    parsed = tomllib.loads(text)
+    original = tomllib.loads(CODEX_CONFIG_TEXT)
+    original["mcp_servers"]["hikmah"] = {"command": AGENT, "args": []}
+    assert parsed == original
+
+    hooks = read_json(codex_home, CODEX_HOOKS)
+    expected = copy.deepcopy(CODEX_HOOKS_JSON)
+    expected["hooks"]["UserPromptSubmit"].append({"hooks": [ours("prompt")]})
+    expected["hooks"]["SessionStart"] = [{"hooks": [ours("session-start")]}]
+    assert hooks == expected
+
+    assert lines == [
+        "updated ~/.codex/hooks.json with hooks SessionStart, UserPromptSubmit "
+        "(backup: ~/.codex/hooks.json.hikmah-backup); review them in Codex with /hooks",
+        "updated ~/.codex/config.toml with MCP server hikmah "
+        "(backup: ~/.codex/config.toml.hikmah-backup)",
+    ]
+    assert (codex_home / f"{CODEX_CONFIG}.hikmah-backup").read_text() == CODEX_CONFIG_TEXT
+
+
+def test_codex_fresh_home_gets_just_our_entries(tmp_path: Path) -> None:
+    run("codex", tmp_path)
+    text = (tmp_path / CODEX_CONFIG).read_text()
+    assert text.startswith(BEGIN) and text.endswith(f"{END}\n")
+    assert read_json(tmp_path, CODEX_HOOKS) == {
+        "hooks": {
+            "SessionStart": [{"hooks": [ours("session-start")]}],
+            "UserPromptSubmit": [{"hooks": [ours("prompt")]}],
+        }
+    }
+
+
+def test_codex_second_run_is_byte_identical(codex_home: Path) -> None:
+    run("codex", codex_home)
+    after_first = snapshot(codex_home)
+    lines = run("codex", codex_home)
+    assert snapshot(codex_home) == after_first
+    assert lines == ["already set up: ~/.codex/hooks.json", "already set up: ~/.codex/config.toml"]
+
+
+def test_codex_rerun_replaces_the_block_where_it_is(codex_home: Path) -> None:
+    run("codex", codex_home, hikmah=OLD_HIKMAH, agent="/old/bin/hikmah-agent")
+    later = '\n[profiles.fast]\nmodel = "gpt-5-mini"\n'
+    with (codex_home / CODEX_CONFIG).open("a") as file:
+        file.write(later)  # the person added a table after our block
+
+    run("codex", codex_home)
+
+    text = (codex_home / CODEX_CONFIG).read_text()
+    assert text.count(BEGIN) == 1
+    assert text.startswith(CODEX_CONFIG_TEXT) and text.endswith(f"{END}\n{later}")
+    assert tomllib.loads(text)["mcp_servers"]["hikmah"]["command"] == AGENT
+    hooks = read_json(codex_home, CODEX_HOOKS)["hooks"]
+    assert hooks["SessionStart"] == [{"hooks": [ours("session-start")]}]
+
+    run("codex", codex_home, remove=True)
+    assert (codex_home / CODEX_CONFIG).read_text() == CODEX_CONFIG_TEXT + later
+
+
+def test_codex_remove_restores_the_original(codex_home: Path) -> None:
+    before = snapshot(codex_home)
+    run("codex", codex_home)
+
+    lines = run("codex", codex_home, remove=True)
+
+    assert (codex_home / CODEX_CONFIG).read_bytes() == before[CODEX_CONFIG]
+    assert read_json(codex_home, CODEX_HOOKS) == CODEX_HOOKS_JSON
+    assert lines[1] == (
+        "removed MCP server hikmah from ~/.codex/config.toml "
+        "(backup: ~/.codex/config.toml.hikmah-backup)"
+    )
+
+
+@pytest.mark.parametrize("original", ["", "\n", 'model = "o3"\n\n', "# only a comment\n"])
+def test_codex_remove_gives_back_the_exact_text(tmp_path: Path, original: str) -> None:
+    write(tmp_path, CODEX_CONFIG, original)
+    run("codex", tmp_path)
+    run("codex", tmp_path, remove=True)
+    assert (tmp_path / CODEX_CONFIG).read_text() == original
+
+
+def test_codex_file_without_final_newline(tmp_path: Path) -> None:
+    write(tmp_path, CODEX_CONFIG, 'model = "o3"')
+    run("codex", tmp_path)
+    assert tomllib.loads((tmp_path / CODEX_CONFIG).read_text())["model"] == "o3"
+    run("codex", tmp_path, remove=True)
+    assert (tmp_path / CODEX_CONFIG).read_text() == 'model = "o3"\n'
+
+
+def test_codex_refuses_a_persons_own_hikmah_table(codex_home: Path) -> None:
+    own = CODEX_CONFIG_TEXT + '\n[mcp_servers.hikmah]\ncommand = "my-wrapper"\n'
+    write(codex_home, CODEX_CONFIG, own)
+    before = snapshot(codex_home)
+
+    with pytest.raises(SetupError, match=r"~/\.codex/config\.toml: \[mcp_servers\.hikmah\]"):
+        run("codex", codex_home)
+    assert snapshot(codex_home) == before  # hooks.json was not written either
+
+    lines = run("codex", codex_home, remove=True)
+    assert (codex_home / CODEX_CONFIG).read_text() == own
+    assert lines[1].startswith("nothing to remove: ~/.codex/config.toml (")
+
+    run("codex", codex_home, mcp=False)  # hooks only: fine
+    assert (codex_home / CODEX_CONFIG).read_text() == own
+    assert "SessionStart" in read_json(codex_home, CODEX_HOOKS)["hooks"]
+
+
+def test_codex_invalid_toml_is_refused(codex_home: Path) -> None:
+    write(codex_home, CODEX_CONFIG, 'model = "o3"\nmodel = "o4"\n')
+    before = snapshot(codex_home)
+    with pytest.raises(SetupError, match=r"~/\.codex/config\.toml: invalid TOML: .*line 2"):
+        run("codex", codex_home)
+    assert snapshot(codex_home) == before
+
+
+def test_codex_edit_that_would_break_the_file_is_refused(tmp_path: Path) -> None:
+    # An inline table cannot be extended by a [mcp_servers.hikmah] header.
+    write(tmp_path, CODEX_CONFIG, 'mcp_servers = { docs = { command = "npx" } }\n')
+    before = snapshot(tmp_path)
+    with pytest.raises(SetupError, match="after the edit, invalid TOML"):
+        run("codex", tmp_path)
+    assert snapshot(tmp_path) == before
+
+
+def test_codex_unpaired_markers_are_refused(codex_home: Path) -> None:
+    write(codex_home, CODEX_CONFIG, f"{CODEX_CONFIG_TEXT}{BEGIN}\n")
+    before = snapshot(codex_home)
+    with pytest.raises(SetupError, match=r"marker lines \(12\) do not pair up"):
+        run("codex", codex_home)
+    assert snapshot(codex_home) == before
+
+
+def test_codex_paths_with_odd_characters_read_back_exactly(tmp_path: Path) -> None:
+    agent = '/tmp/we"ird\\dir\tx/hikmah-agent'
+    hikmah = "/tmp/it's here/hikmah"
+    run("codex", tmp_path, hikmah=hikmah, agent=agent)
+    config = tomllib.loads((tmp_path / CODEX_CONFIG).read_text())
+    assert config["mcp_servers"]["hikmah"]["command"] == agent
+    command = read_json(tmp_path, CODEX_HOOKS)["hooks"]["UserPromptSubmit"][0]["hooks"][0]
+    assert shlex.split(command["command"]) == [hikmah, "hook", "prompt"]
+    assert run("codex", tmp_path, hikmah=hikmah, agent=agent)[1].startswith("already set up")
+
+
+def test_the_cli_installs_hooks_that_run(tmp_path: Path) -> None:
+    """``hikmah setup claude`` end to end: the installed hook command itself works."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HOME": str(tmp_path)}
+    cli = [sys.executable, "-m", "hikmah_cli", "setup", "claude"]
+    done = subprocess.run(cli, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    settings = json.loads((tmp_path / ".claude" / "settings.json").read_text())
+    (group,) = settings["hooks"]["UserPromptSubmit"]
+    command = group["hooks"][0]["command"]
+    assert command.endswith(" hook prompt") and Path(command.split()[0]).is_absolute()
+    server = json.loads((tmp_path / ".claude.json").read_text())["mcpServers"]["hikmah"]
+    assert Path(server["command"]).name == "hikmah-agent" and Path(server["command"]).exists()
+    hook_env = {**env, "HIKMAH_SOCKET": str(tmp_path / "none.sock")}
+    ran = subprocess.run(
+        command, shell=True, input='{"prompt": "deploy staging now"}', env=hook_env,
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert (ran.returncode, ran.stdout) == (0, "")
+    removed = subprocess.run([*cli, "--remove"], env=env, capture_output=True, text=True)
+    assert removed.returncode == 0, removed.stderr
+    assert "hooks" not in json.loads((tmp_path / ".claude" / "settings.json").read_text())
