@@ -78,7 +78,7 @@ from typing import Any
 import lmdb
 import trio
 from servers import OK_PREFIX, Server, call_many, cpu_seconds, hikmahd_argv
-from workload import TAGS, fmt, zipf_words
+from workload import fmt, note_lines, request_body, with_id, zipf_words
 
 RESULTS = Path(__file__).with_name("results-rpc.json")
 WARMUP_S = 0.4  # clients connect and send warm-up requests until the common start
@@ -94,30 +94,6 @@ FSYNC_NOTE = (
 RequestMaker = Callable[[int, int], bytes]
 
 # --- workload -----------------------------------------------------------------------
-
-
-def request_body(method: str, params: dict[str, Any]) -> bytes:
-    """A request line up to its id: ``{"jsonrpc":"2.0","method":...,"params":{...},"id":``."""
-    message = {"jsonrpc": "2.0", "method": method, "params": params}
-    return json.dumps(message, separators=(",", ":")).encode()[:-1] + b',"id":'
-
-
-def with_id(body: bytes, request_id: int) -> bytes:
-    """The whole line. Ids count up per client, as a JSON-RPC client's do (and two equal
-    frames of one connection in flight at once break hikmahd's per-frame limiter)."""
-    return body + b"%d}\n" % request_id
-
-
-def note_lines(count: int, seed: int) -> list[bytes]:
-    """``memory.remember`` requests of short notes (6-12 words, one or two tags)."""
-    rng = random.Random(seed)
-    lines = []
-    for i in range(count):
-        content = " ".join(zipf_words(rng, rng.randint(6, 12)))
-        tags = rng.sample(TAGS, rng.randint(1, 2))
-        body = request_body("memory.remember", {"content": content, "tags": tags})
-        lines.append(with_id(body, i))
-    return lines
 
 
 def recall_bodies(count: int, seed: int) -> list[bytes]:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import json
 import random
+from typing import Any
 
 _VOCABULARY = """
 deploy cache billing auth token queue worker retry timeout schema migration index
@@ -30,3 +32,27 @@ def zipf_words(rng: random.Random, count: int) -> list[str]:
 def fmt(value: float | None, spec: str) -> str:
     """A table cell: ``-`` for a missing value."""
     return "-" if value is None else format(value, spec)
+
+
+def request_body(method: str, params: dict[str, Any]) -> bytes:
+    """A request line up to its id: ``{"jsonrpc":"2.0","method":...,"params":{...},"id":``."""
+    message = {"jsonrpc": "2.0", "method": method, "params": params}
+    return json.dumps(message, separators=(",", ":")).encode()[:-1] + b',"id":'
+
+
+def with_id(body: bytes, request_id: int) -> bytes:
+    """The whole line. Ids count up per client, as a JSON-RPC client's do (and two equal
+    frames of one connection in flight at once break hikmahd's per-frame limiter)."""
+    return body + b"%d}\n" % request_id
+
+
+def note_lines(count: int, seed: int) -> list[bytes]:
+    """``memory.remember`` requests of short notes (6-12 words, one or two tags)."""
+    rng = random.Random(seed)
+    lines = []
+    for i in range(count):
+        content = " ".join(zipf_words(rng, rng.randint(6, 12)))
+        tags = rng.sample(TAGS, rng.randint(1, 2))
+        body = request_body("memory.remember", {"content": content, "tags": tags})
+        lines.append(with_id(body, i))
+    return lines
