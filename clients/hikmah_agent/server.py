@@ -330,6 +330,22 @@ def build_server(tools: Tools) -> MCPServer:
         return f"Resolved {prediction} with outcome {result['trace']['id']} ({observed})."
 
     @tool()
+    async def feedback(
+        ctx: Context,
+        ids: Annotated[
+            list[str],
+            Field(min_length=1, max_length=20, description="Recalled trace ids you acted on."),
+        ],
+        outcome: Annotated[
+            Literal["good", "bad"], Field(description="good: it helped; bad: it misled you.")
+        ],
+    ) -> str:
+        """Report that memories you recalled and acted on led to a good or a bad outcome.
+        Recall then weighs them a little more or less (never makes an irrelevant one appear)."""
+        await tools.call(ctx, "memory.feedback", {"ids": ids, "outcome": outcome})
+        return f"Recorded a {outcome} outcome for {', '.join(ids)}."
+
+    @tool()
     async def inspect(ctx: Context, id: TraceId) -> str:
         """One memory in full with its history: what it corrects and what corrected it."""
         result = await tools.call(ctx, "memory.show", {"id": id})

@@ -150,6 +150,41 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--source", metavar="S", help="who observed it (never a model: source)")
     p.add_argument("--note", metavar="N", help="what happened, in words")
 
+    p = command("calibration", "how well forecasts matched outcomes, per family", _calibration)
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--family", metavar="F", help="only this family")
+    which.add_argument("--family-prefix", metavar="P", help="families starting with P, pooled too")
+
+    command("consolidate", "proposals of durable beliefs (never writes)", _consolidate)
+
+    p = command("promote", "write the belief a current proposal describes", _promote)
+    p.add_argument("id", metavar="PROPOSAL", help="a proposal id from consolidate (pr_…)")
+    p.add_argument("--verified", action="store_true", help="you checked it (never agents)")
+    p.add_argument("--source", metavar="S", help="who promotes it, e.g. human:ana")
+
+    p = command("feedback", "a recalled trace you acted on led to a good or bad outcome", _feedback)
+    p.add_argument("outcome", choices=["good", "bad"])
+    p.add_argument("ids", nargs="+", metavar="ID", help="the traces acted on")
+
+    for verb, help_text in (
+        ("pin", "keep a trace at full weight in recall (no decay, no bad feedback)"),
+        ("unpin", "let a pinned trace age again"),
+    ):
+        p = command(verb, help_text, _pin)
+        p.add_argument("id", metavar="ID")
+
+    p = command(
+        "invalidate",
+        "supersede every active trace matching a pattern (shows the list first)",
+        _invalidate,
+    )
+    p.add_argument("pattern", metavar="PATTERN", help="text the traces contain (any case)")
+    p.add_argument("--tag", action="append", default=[], metavar="T", help="and carry this tag")
+    p.add_argument("--reason", required=True, help="why they no longer hold (kept in each)")
+    p.add_argument("--stale", action="store_true", help="keep them recallable, marked stale")
+    p.add_argument("--dry-run", action="store_true", help="only show what would be superseded")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+
     p = command("purge", "retention deletion of a trace (a person only)", _purge)
     p.add_argument("--id", required=True)
     p.add_argument("--reason", required=True, help="kept in the tombstone")
@@ -302,6 +337,53 @@ def _outcome(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[A
         if getattr(args, name) is not None:
             params[name] = getattr(args, name)
     return "memory.outcome", params, lambda r: f"resolved {r['resolved']} with {r['trace']['id']}"
+
+
+def _calibration(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any], str]]:
+    params = {"family": args.family, "family_prefix": args.family_prefix}
+    return "memory.calibration", params, render.calibration
+
+
+def _consolidate(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any], str]]:
+    return "replay.consolidate", {}, render.proposals
+
+
+def _promote(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any], str]]:
+    params: dict[str, Any] = {"id": args.id, "verified": args.verified}
+    if args.source is not None:
+        params["source"] = args.source
+    return "replay.promote", params, render.remembered
+
+
+def _feedback(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any], str]]:
+    params = {"ids": args.ids, "outcome": args.outcome}
+    return "memory.feedback", params, lambda r: f"{r['outcome']} outcome for {', '.join(r['ids'])}"
+
+
+def _pin(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any], str]]:
+    def show(result: dict[str, Any]) -> str:
+        return f"{'pinned' if result['pinned'] else 'unpinned'} {result['id']}"
+
+    return f"memory.{args.command}", {"id": args.id}, show
+
+
+def _invalidate(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any], str]]:
+    params = {
+        "pattern": args.pattern, "tags": args.tag, "reason": args.reason, "stale": args.stale,
+    }  # fmt: skip
+    if args.dry_run:
+        return "memory.invalidate", {**params, "dry_run": True}, render.invalidated
+    preview = call(args, "memory.invalidate", {**params, "dry_run": True})
+    if not preview["matched"]:
+        return "memory.invalidate", {**params, "dry_run": True}, render.invalidated
+    print(render.invalidated(preview), file=sys.stderr)
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise UsageError("not a terminal: check the list above, then rerun with --yes")
+        answer = input(f"Supersede these {len(preview['matched'])} traces? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            raise Exit(OK)
+    return "memory.invalidate", params, render.invalidated
 
 
 def _purge(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any], str]]:

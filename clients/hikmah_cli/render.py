@@ -258,3 +258,55 @@ def noted(result: dict[str, Any]) -> str:
 
 def closed(result: dict[str, Any]) -> str:
     return f"closed focus {result['name']}"
+
+
+def calibration(result: dict[str, Any]) -> str:
+    families = result["families"]
+    if not families:
+        return "no resolved predictions yet"
+    lines = [f"{'family':24} {'n':>5} {'Brier':>7} {'base':>7} {'ECE':>7} {'Z':>7}"]
+    for report in families:
+        cells = [
+            "-" if report[name] is None else f"{report[name]:.3f}"
+            for name in ("brier", "base_rate_brier", "ece", "spiegelhalter_z")
+        ]
+        numbers = " ".join(f"{cell:>7}" for cell in cells)
+        lines.append(f"{clip(report['family'], 24):24} {report['n']:>5} {numbers}")
+        if report["note"]:
+            lines.append(f"  {report['note']}")
+    return "\n".join(lines)
+
+
+def proposals(result: dict[str, Any]) -> str:
+    items = result["proposals"]
+    if not items:
+        return "no proposals"
+    lines = []
+    for proposal in items:
+        mark = "ELIGIBLE " if proposal["eligible"] else ""
+        lines.append(
+            f"{mark}{proposal['id']}  {proposal['key']} = {proposal['value']!r}"
+            f"  confidence {proposal['confidence']:.2f}, {proposal['support']} traces,"
+            f" {proposal['independent_sources']} sources ({proposal['origin']})"
+        )
+        if proposal["conflicting_values"]:
+            rivals = ", ".join(map(repr, proposal["conflicting_values"]))
+            lines.append(f"   conflicts with {rivals}")
+        if proposal.get("quote"):
+            lines.append(wrap(f"said: {proposal['quote']}"))
+        lines.append(f"   evidence {', '.join(proposal['evidence'])}")
+    lines.append("promote one with: hikmah promote PROPOSAL [--verified]")
+    return "\n".join(lines)
+
+
+def invalidated(result: dict[str, Any]) -> str:
+    lines = []
+    if result["dry_run"]:
+        lines.append(f"{len(result['matched'])} trace(s) match:")
+        lines += [f"  {trace_line(t)}\n{wrap(t['content'], '    ')}" for t in result["matched"]]
+    else:
+        lines += [f"superseded {w['id']} by {w['correction']}" for w in result["written"]]
+    lines += [f"refused {r['id']}: {r['reason']}" for r in result["refused"]]
+    if result["written"]:
+        lines.append("undo one by superseding its correction: hikmah remember … --supersedes ID")
+    return "\n".join(lines) or "nothing matches"

@@ -19,6 +19,7 @@ from hikmah.principal import AgentSession, declared_session
 from hikmah.store import DEFAULT_MAP_SIZE, MAX_MAP_SIZE, Outcome, Store, Written
 from hikmah.trace import Status
 
+from . import learning, methods
 from .capsules import Capsules
 from .connection import Connection
 from .context import Context
@@ -31,7 +32,6 @@ from .listen import (
     trio_listener,
     unlink_if_ours,
 )
-from .methods import registry
 from .notify import DesktopNotifier
 from .peers import identify, start_time
 from .policywatch import PolicyHolder
@@ -102,7 +102,7 @@ class Daemon:
             self.policy.reminders.lead_minutes,
         )
         self.capsules = Capsules()
-        self.dispatcher = Dispatcher(registry)
+        self.dispatcher = Dispatcher(methods.registry, learning.registry)
         self.connections: set[Connection] = set()
         self.listening: Path | None = None
         # Processes (pid, start time) that lowered their own privileges.

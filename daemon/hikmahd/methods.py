@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
+import trio
 
 from hikmah import __version__
 from hikmah.errors import HikmahError, InvalidInput, NotFound
@@ -15,8 +17,15 @@ from hikmah.ledger import Head
 from hikmah.policy import KernelPolicy, render_policy
 from hikmah.recall import RecallQuery, recall
 from hikmah.secrets import check_fields
-from hikmah.store import Fulfill, Purge, Remember, StoredTrace
-from hikmah.trace import Draft, Kind, PredictionType, Privacy
+from hikmah.store import (
+    Fulfill,
+    Operation,
+    Outcome,
+    Purge,
+    Remember,
+    StoredTrace,
+)
+from hikmah.trace import Draft, Kind, Privacy
 
 from .context import Context
 from .rpc import JSON, NoParams, Params, Registry
@@ -37,6 +46,19 @@ def outcome_or_raise(outcome: object) -> Any:
     if isinstance(outcome, HikmahError):
         raise outcome
     return outcome
+
+
+async def submit_all(ctx: Context, operations: Sequence[Operation]) -> list[Outcome]:
+    """Submit operations together (so they share commits); their outcomes, in order."""
+    outcomes: list[Outcome | None] = [None] * len(operations)
+
+    async def one(position: int, operation: Operation) -> None:
+        outcomes[position] = await ctx.daemon.writer.submit(operation)
+
+    async with trio.open_nursery() as nursery:
+        for position, operation in enumerate(operations):
+            nursery.start_soon(one, position, operation)
+    return [outcome for outcome in outcomes if outcome is not None]
 
 
 class RememberParams(Params, frozen=True):
@@ -82,66 +104,6 @@ async def recall_(ctx: Context, params: RecallParams) -> JSON:
         )
         reply["evicted"] = capsule.absorb((r.trace.id, r.score) for r in results)
     return reply
-
-
-class PredictParams(Params, frozen=True):
-    family: str
-    question: str
-    type: PredictionType
-    p: float
-    value: str | None = None
-    answer_space: tuple[str, ...] = ()
-    source: str | None = None
-    locator: str | None = None
-    tags: tuple[str, ...] = ()
-    scope: str | None = None
-    deadline: int | str | None = None  # when the outcome should be known
-
-
-@registry.method("memory.predict", PredictParams)
-async def predict(ctx: Context, params: PredictParams) -> JSON:
-    draft = Draft(
-        kind="prediction",
-        content=params.question,
-        family=params.family,
-        prediction_type=params.type,
-        probability=params.p,
-        value=params.value,
-        answer_space=params.answer_space,
-        source=params.source,
-        locator=params.locator,
-        tags=params.tags,
-        scope=params.scope,
-        deadline=params.deadline,
-    )
-    operation = Remember(draft=draft, session=ctx.session, allow_prediction=True)
-    written = outcome_or_raise(await ctx.daemon.writer.submit(operation))
-    return {"trace": to_json(written.trace), "conflicts": written.conflicts}
-
-
-class OutcomeParams(Params, frozen=True):
-    prediction: str
-    observed: str
-    source: str | None = None
-    locator: str | None = None
-    note: str | None = None
-
-
-@registry.method("memory.outcome", OutcomeParams)
-async def outcome(ctx: Context, params: OutcomeParams) -> JSON:
-    """Resolve a prediction, once, with what was observed."""
-    draft = Draft(
-        kind="outcome",
-        content=params.note or f"observed {params.observed} for prediction {params.prediction}",
-        fulfills=params.prediction,
-        value=params.observed,
-        source=params.source,
-        locator=params.locator,
-    )
-    written = outcome_or_raise(
-        await ctx.daemon.writer.submit(Remember(draft=draft, session=ctx.session))
-    )
-    return {"trace": to_json(written.trace), "resolved": params.prediction}
 
 
 class IdParams(Params, frozen=True):

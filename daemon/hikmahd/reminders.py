@@ -92,7 +92,8 @@ class Reminders:
                 continue
             trace = outcome.trace
             if trace is None:
-                self.queue.cancel(outcome.id)  # fulfilled or purged
+                if outcome.status != "active":  # fulfilled or purged, not feedback or a pin
+                    self.queue.cancel(outcome.id)
                 continue
             for gone in (trace.supersedes, trace.fulfills):
                 if gone is not None:

@@ -97,6 +97,13 @@ class Registry:
 
         return register
 
+    def include(self, other: Registry) -> None:
+        """Serve ``other``'s methods too (a module of methods keeps its own registry)."""
+        for name, method in other.methods.items():
+            if name in self.methods:
+                raise RuntimeError(f"JSON-RPC method {name} registered twice")
+            self.methods[name] = method
+
 
 def error_for(exc: HikmahError) -> RpcError:
     """The JSON-RPC error for a kernel error: its reason keeps its meaning on the wire."""
@@ -115,8 +122,10 @@ def response(request_id: JSON, *, result: JSON = None, error: RpcError | None = 
 class Dispatcher:
     """Turns one decoded frame into its response (None: nothing to send back)."""
 
-    def __init__(self, registry: Registry) -> None:
-        self.registry = registry
+    def __init__(self, *registries: Registry) -> None:
+        self.registry = Registry()
+        for registry in registries:
+            self.registry.include(registry)
 
     async def frame(self, message: JSON, context: Any) -> JSON | None:
         if isinstance(message, list):

@@ -16,6 +16,8 @@ the one place a ledger payload changes them, used both by live writes and by
 - ``deadlines``: ``deadline ms (u64) docno`` → empty, active commitments only.
 - ``links``: superseded docno → id of the trace that superseded it.
 - ``scopes``: scope → u32 id (``global`` is 0).
+- ``feedback``: docno → good and bad outcome counts (u32, u32), from
+  ``feedback`` records; the ``feedback`` feature is computed from them.
 
 ``reminders`` is the one database that is not derived: it records which
 reminder stages the daemon delivered, which the ledger does not know.
@@ -26,7 +28,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 import numpy as np
@@ -56,6 +58,7 @@ FEATURES = np.dtype(
         ("salience", "<f4"),
         ("confidence", "<f4"),
         ("authority", "<f4"),
+        ("feedback", "<f4"),
         ("scope", "<u4"),
         ("nterms", "<u2"),
         ("kind", "u1"),
@@ -63,9 +66,16 @@ FEATURES = np.dtype(
         ("verified", "u1"),
         ("privacy", "u1"),
         ("present", "u1"),
-        ("_pad", "u1"),
+        ("pinned", "u1"),
+        ("_pad", "<u4"),
     ]
 )
+# Bumped whenever FEATURES or a derived database changes shape: a store whose
+# indexes were built with another layout rebuilds them from the ledger on open.
+LAYOUT = 2
+# Outcome feedback of a trace: (good - bad) / (good + bad + prior), in (-1, 1).
+# The prior keeps one report from swinging it to an extreme (one good → 1/3).
+FEEDBACK_PRIOR = 2
 FeatureArray = npt.NDArray[np.void]
 DocArray = npt.NDArray[np.uint32]
 
@@ -75,6 +85,7 @@ PRIVACY_CODE = {privacy: code for code, privacy in enumerate(PRIVACIES)}
 
 _U32 = struct.Struct(">I")
 _DEADLINE_KEY = struct.Struct(">QI")
+_COUNTS = struct.Struct(">II")
 _TRACE_ENCODER = msgspec.msgpack.Encoder()
 _TRACE_DECODER = msgspec.msgpack.Decoder(Trace)
 
@@ -100,7 +111,30 @@ class FulfillPayload(msgspec.Struct, frozen=True, tag_field="type", tag="fulfill
     by: str | None = None
 
 
-Payload = RememberPayload | SupersedePayload | FulfillPayload | RemovePayload
+class FeedbackPayload(msgspec.Struct, frozen=True, tag_field="type", tag="feedback"):
+    """A recalled trace the writer acted on led to a good or a bad outcome."""
+
+    id: str
+    outcome: Literal["good", "bad"]
+    by: str | None = None
+
+
+class PinPayload(msgspec.Struct, frozen=True, tag_field="type", tag="pin"):
+    """Keep a trace at full weight (no decay, no negative feedback), or stop."""
+
+    id: str
+    pinned: bool
+    by: str | None = None
+
+
+Payload = (
+    RememberPayload
+    | SupersedePayload
+    | FulfillPayload
+    | RemovePayload
+    | FeedbackPayload
+    | PinPayload
+)
 PAYLOAD_DECODER = msgspec.json.Decoder(Payload)
 PAYLOAD_ENCODER = msgspec.json.Encoder()
 
@@ -119,6 +153,7 @@ class Databases:
     deadlines: Any
     links: Any
     scopes: Any
+    feedback: Any
     # Not derived: which reminder stages were delivered (trace id \0 stage -> ms).
     reminders: Any
 
@@ -133,6 +168,7 @@ class Databases:
             self.deadlines,
             self.links,
             self.scopes,
+            self.feedback,
         )
 
 
@@ -243,6 +279,12 @@ def apply_payload(txn: Any, dbs: Databases, payload: Payload, dirty: set[int]) -
         # A reference ledger may name a trace that never existed; the importer
         # reports it, and the index has nothing to change.
         return
+    if isinstance(payload, FeedbackPayload):
+        _add_feedback(txn, dbs, docno, payload.outcome, dirty)
+        return
+    if isinstance(payload, PinPayload):
+        _set_feature(txn, dbs, docno, "pinned", int(payload.pinned), dirty)
+        return
     trace = trace_at(txn, dbs, docno)
     if isinstance(payload, SupersedePayload):
         _set_status(txn, dbs, docno, "superseded", dirty)
@@ -296,10 +338,30 @@ def _add(txn: Any, dbs: Databases, trace: Trace, dirty: set[int]) -> None:
 
 
 def _set_status(txn: Any, dbs: Databases, docno: int, status: Status, dirty: set[int]) -> None:
+    _set_feature(txn, dbs, docno, "status", STATUS_CODE[status], dirty)
+
+
+def _set_feature(
+    txn: Any, dbs: Databases, docno: int, name: str, value: float, dirty: set[int]
+) -> None:
     chunk = read_chunk(txn, dbs, docno // CHUNK)
-    chunk[docno % CHUNK]["status"] = STATUS_CODE[status]
+    chunk[docno % CHUNK][name] = value
     txn.put(u32(docno // CHUNK), chunk.tobytes(), db=dbs.features)
     dirty.add(docno // CHUNK)
+
+
+def feedback_counts(txn: Any, dbs: Databases, docno: int) -> tuple[int, int]:
+    """How many good and bad outcomes were reported for a document."""
+    raw = txn.get(u32(docno), db=dbs.feedback)
+    return (0, 0) if raw is None else _COUNTS.unpack(raw)
+
+
+def _add_feedback(txn: Any, dbs: Databases, docno: int, outcome: str, dirty: set[int]) -> None:
+    good, bad = feedback_counts(txn, dbs, docno)
+    good, bad = (good + 1, bad) if outcome == "good" else (good, bad + 1)
+    txn.put(u32(docno), _COUNTS.pack(good, bad), db=dbs.feedback)
+    term = (good - bad) / (good + bad + FEEDBACK_PRIOR)
+    _set_feature(txn, dbs, docno, "feedback", term, dirty)
 
 
 def _leave_active_indexes(txn: Any, dbs: Databases, trace: Trace, docno: int) -> None:

@@ -63,6 +63,10 @@ class RecallPolicy(_Section, frozen=True):
         Weight, _doc("weight of provenance (authority, verification) in meta")
     ] = 0.25
     meta_prospective: Annotated[Weight, _doc("weight of commitment urgency in meta")] = 0.10
+    meta_feedback: Annotated[
+        Weight,
+        _doc("weight in meta of outcome feedback (-1..1; 0 without any), never of relevance"),
+    ] = 0.05
     relevance_base: Annotated[Weight, _doc("share of the score that relevance alone gives")] = 0.55
     metadata_share: Annotated[Weight, _doc("share of the score that meta scales")] = 0.45
     recency_scale_days: Annotated[Days, _doc("age in days at which recency has halved")] = 30.0

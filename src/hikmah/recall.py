@@ -68,6 +68,8 @@ class Why(msgspec.Struct, frozen=True, kw_only=True):
     confidence: float
     provenance: float
     urgency: float
+    feedback: float
+    pinned: bool
     overdue: bool
     redundancy: float
 
@@ -131,7 +133,10 @@ def recall(
 
 Rows = dict[str, npt.NDArray[Any]]
 _FILTER_FIELDS = ("present", "status", "kind", "privacy", "scope")
-_SCORE_FIELDS = ("nterms", "created", "deadline", "salience", "confidence", "authority", "verified")
+_SCORE_FIELDS = (
+    "nterms", "created", "deadline", "salience", "confidence", "authority", "verified",
+    "feedback", "pinned",
+)  # fmt: skip
 # Slack for the float rounding between a bound and the score it bounds.
 _EPSILON = 1e-9
 
@@ -247,6 +252,7 @@ class _Scorer:
             + p.meta_confidence
             + p.meta_provenance
             + p.meta_prospective
+            + p.meta_feedback
         )
         bound = cue * (p.relevance_base + p.metadata_share * meta) * (1 + _EPSILON)
         bound[cue < self.policy.minimum_recall_score - _EPSILON] = -1.0
@@ -280,13 +286,14 @@ class _Scorer:
         tag_coverage = tagged / max(len(self.q_tags), 1)
         cue = np.zeros(len(docs)) if self.listing else self._cue(lexical, tag_coverage)
 
-        recency, provenance, urgency, overdue = self._meta_terms(rows)
+        recency, provenance, urgency, feedback, overdue = self._meta_terms(rows)
         meta = (
             p.meta_recency * recency
             + p.meta_salience * rows["salience"]
             + p.meta_confidence * rows["confidence"]
             + p.meta_provenance * provenance
             + p.meta_prospective * urgency
+            + p.meta_feedback * feedback
         )
         if self.listing:
             score = p.listing_scale * meta
@@ -307,9 +314,11 @@ class _Scorer:
             "recency": recency,
             "provenance": provenance,
             "urgency": urgency,
+            "feedback": feedback,
             "overdue": overdue,
             "salience": rows["salience"],
             "confidence": rows["confidence"],
+            "pinned": rows["pinned"],
             "created": rows["created"],
             "status": rows["status"],
         }
@@ -337,10 +346,14 @@ class _Scorer:
             mask &= in_scope
         return mask
 
-    def _meta_terms(self, rows: Rows) -> tuple[Floats, Floats, Floats, Any]:
+    def _meta_terms(self, rows: Rows) -> tuple[Floats, Floats, Floats, Floats, Any]:
         p = self.policy.recall
+        pinned = rows["pinned"] == 1
         age_days = np.maximum(self.now - rows["created"], 0) / DAY_MS
-        recency = 1.0 / (1.0 + age_days / p.recency_scale_days)
+        # A pinned trace stays at full weight: it does not age, and bad outcomes
+        # do not lower it (good ones still count).
+        recency = np.where(pinned, 1.0, 1.0 / (1.0 + age_days / p.recency_scale_days))
+        feedback = np.where(pinned, np.maximum(rows["feedback"], 0.0), rows["feedback"])
         provenance = rows["authority"] * np.where(
             rows["verified"] == 1, 1.0, p.unverified_provenance_factor
         )
@@ -355,7 +368,7 @@ class _Scorer:
             np.where(active & commitment, p.undated_commitment_urgency, 0.0),
         )
         overdue = active & commitment & dated & (days_left <= 0)
-        return recency, provenance, urgency, overdue
+        return recency, provenance, urgency, feedback.astype(np.float64), overdue
 
     def _select(self, scored: Rows, limit: int, unscored: float) -> list[RecallResult] | None:
         """Fold near-duplicates best first until ``limit`` results are chosen.
@@ -415,6 +428,8 @@ class _Scorer:
                 confidence=float(scored["confidence"][i]),
                 provenance=float(scored["provenance"][i]),
                 urgency=float(scored["urgency"][i]),
+                feedback=float(scored["feedback"][i]),
+                pinned=bool(scored["pinned"][i]),
                 overdue=bool(scored["overdue"][i]),
                 redundancy=redundancy,
             ),

@@ -21,7 +21,7 @@ import struct
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import lmdb
 import msgspec
@@ -30,6 +30,7 @@ import numpy.typing as npt
 
 from hikmah import index
 from hikmah.columns import Columns
+from hikmah.consolidation import Proposal, claim_proposals, promotion_draft
 from hikmah.errors import (
     ConflictError,
     HikmahError,
@@ -44,8 +45,10 @@ from hikmah.index import (
     PAYLOAD_DECODER,
     PAYLOAD_ENCODER,
     Databases,
+    FeedbackPayload,
     FulfillPayload,
     Payload,
+    PinPayload,
     RememberPayload,
     RemovePayload,
     SupersedePayload,
@@ -75,6 +78,7 @@ MAX_MAP_SIZE = 1 << 40
 _SEQ = struct.Struct(">Q")
 _MAX_LOGGED_COMMITS = 4096
 _INDEXED = b"indexed_seq"  # meta: the last ledger record the indexes reflect
+_LAYOUT = b"layout"  # meta: index.LAYOUT of the derived indexes
 
 
 class Remember(msgspec.Struct, frozen=True, kw_only=True):
@@ -95,6 +99,31 @@ class Fulfill(msgspec.Struct, frozen=True, kw_only=True):
     session: AgentSession | None = None
 
 
+class Feedback(msgspec.Struct, frozen=True, kw_only=True):
+    """A trace that was recalled and acted on led to a good or a bad outcome."""
+
+    id: str
+    outcome: Literal["good", "bad"]
+    session: AgentSession | None = None
+
+
+class Pin(msgspec.Struct, frozen=True, kw_only=True):
+    """Keep a trace at full weight in recall (``pinned``), or let it decay again."""
+
+    id: str
+    pinned: bool
+    session: AgentSession | None = None
+
+
+class Promote(msgspec.Struct, frozen=True, kw_only=True):
+    """Write the belief a consolidation proposal describes, if its evidence is unchanged."""
+
+    proposal: str
+    verified: bool = False
+    source: str | None = None
+    session: AgentSession | None = None
+
+
 class Purge(msgspec.Struct, frozen=True, kw_only=True):
     """Retention deletion: a tombstone, and the trace leaves every index."""
 
@@ -103,7 +132,7 @@ class Purge(msgspec.Struct, frozen=True, kw_only=True):
     session: AgentSession | None = None
 
 
-Operation = Remember | Fulfill | Purge
+Operation = Remember | Fulfill | Feedback | Pin | Promote | Purge
 
 
 class Written(msgspec.Struct, frozen=True, kw_only=True):
@@ -190,6 +219,7 @@ class Store:
             deadlines=self.env.open_db(b"deadlines"),
             links=self.env.open_db(b"links"),
             scopes=self.env.open_db(b"scopes"),
+            feedback=self.env.open_db(b"feedback"),
             reminders=self.env.open_db(b"reminders"),
         )
         # The feature columns are a cache of one snapshot (``_columns_seq``, the
@@ -207,6 +237,21 @@ class Store:
         self._dated_seq = -1
         self.head_error: str | None = None
         self.head: Head | None = self._load_head()
+        self._check_layout()
+
+    def _check_layout(self) -> None:
+        """Rebuild indexes built with another layout (an older version) from the ledger."""
+        with self.env.begin() as txn:
+            raw = txn.get(_LAYOUT, db=self.dbs.meta)
+            empty = txn.stat(self.dbs.ledger)["entries"] == 0
+        if raw is not None and int(_SEQ.unpack(raw)[0]) == index.LAYOUT:
+            return
+        if not empty:
+            log.warning("the indexes have an older layout: rebuilding them from the ledger")
+            self.rebuild_index()
+        with self.env.begin(write=True) as txn:
+            txn.put(_LAYOUT, _SEQ.pack(index.LAYOUT), db=self.dbs.meta)
+        self.sync()
 
     def close(self) -> None:
         self.env.close()
@@ -341,10 +386,26 @@ class Store:
     ) -> list[Payload]:
         if isinstance(operation, Remember):
             return self._validate_remember(txn, operation, now_ms, policy)
+        if isinstance(operation, Promote):
+            found = {p.id: p for p in self._proposals(txn)}.get(operation.proposal)
+            if found is None:
+                raise ConflictError(
+                    f"no current proposal has id {operation.proposal}: its evidence changed"
+                    " since it was made (or it never existed); run consolidate again"
+                )
+            draft = promotion_draft(found, source=operation.source, verified=operation.verified)
+            remember = Remember(draft=draft, session=operation.session)
+            return self._validate_remember(txn, remember, now_ms, policy)
         if isinstance(operation, Fulfill):
             self._open_target(txn, operation.id)
             by = stamp_locator(operation.session, operation.by)
             return [FulfillPayload(id=operation.id, by=by)]
+        if isinstance(operation, Feedback | Pin):
+            self._visible(txn, operation.id)
+            by = stamp_locator(operation.session, None)
+            if isinstance(operation, Feedback):
+                return [FeedbackPayload(id=operation.id, outcome=operation.outcome, by=by)]
+            return [PinPayload(id=operation.id, pinned=operation.pinned, by=by)]
         refuse_in_agent_session(operation.session, "purge")
         docno = index.docno_of(txn, self.dbs, operation.id)
         if docno is None:
@@ -389,6 +450,16 @@ class Store:
             payloads.append(FulfillPayload(id=trace.fulfills, by=trace.id))
         return payloads
 
+    def _visible(self, txn: Any, trace_id: str) -> None:
+        """Check ``trace_id`` names a trace that was not purged.
+
+        Raises:
+            NotFound: it does not.
+        """
+        docno = index.docno_of(txn, self.dbs, trace_id)
+        if docno is None or index.status_of(txn, self.dbs, docno) == "purged":
+            raise NotFound(f"no trace has id {trace_id}")
+
     def _open_target(self, txn: Any, trace_id: str, *, outcome: Trace | None = None) -> None:
         """Check ``trace_id`` names an open commitment, or an open prediction ``outcome`` resolves.
 
@@ -418,9 +489,10 @@ class Store:
             return Written(
                 id=trace.id, seq=seq, trace=trace, conflicts=self.conflicts_for(txn, trace)
             )
-        status: Status = "fulfilled" if isinstance(payload, FulfillPayload) else "purged"
         assert not isinstance(payload, SupersedePayload)
-        return Written(id=payload.id, seq=seq, status=status)
+        docno = index.docno_of(txn, self.dbs, payload.id)
+        assert docno is not None
+        return Written(id=payload.id, seq=seq, status=index.status_of(txn, self.dbs, docno))
 
     # -- reads --------------------------------------------------------------
 
@@ -487,6 +559,40 @@ class Store:
             for _key, docno, value in index.claim_entries(txn, self.dbs, trace.claim_key)
             if value != mine
         ]
+
+    def resolutions(self) -> list[tuple[Trace, Trace]]:
+        """Every resolved prediction with the outcome that resolved it, in write order."""
+        pairs = []
+        with self.read() as txn:
+            columns = self.features(txn)
+            outcomes = np.flatnonzero(
+                (columns["present"] == 1)
+                & (columns["kind"] == index.KIND_CODE["outcome"])
+                & (columns["status"] != index.STATUS_CODE["purged"])
+            )
+            for docno in outcomes:
+                outcome = index.trace_at(txn, self.dbs, int(docno))
+                if outcome.fulfills is None:
+                    continue
+                target = index.docno_of(txn, self.dbs, outcome.fulfills)
+                if target is None:
+                    continue
+                prediction = index.trace_at(txn, self.dbs, target)
+                if prediction.kind == "prediction":
+                    pairs.append((prediction, outcome))
+        return pairs
+
+    def proposals(self) -> list[Proposal]:
+        """Consolidation proposals of the current state (nothing is written)."""
+        with self.read() as txn:
+            return self._proposals(txn)
+
+    def _proposals(self, txn: Any) -> list[Proposal]:
+        claimed = (
+            index.trace_at(txn, self.dbs, docno)
+            for _k, docno, _v in index.claim_entries(txn, self.dbs)
+        )
+        return claim_proposals(claimed)
 
     def conflicts(self) -> list[ConflictGroup]:
         """Every open conflict, grouped by normalised key and value."""
@@ -570,7 +676,7 @@ class Store:
 
     def _forget_reminders(self, txn: Any, payload: Payload) -> None:
         """A commitment that leaves the queue needs no delivery records any more."""
-        if isinstance(payload, RememberPayload):
+        if isinstance(payload, RememberPayload | FeedbackPayload | PinPayload):
             return
         gone = payload.old_id if isinstance(payload, SupersedePayload) else payload.id
         for stage in STAGES:

@@ -18,7 +18,7 @@ from tests.daemon.conftest import Running, clean_env
 
 TOOLS = {
     "recall", "context", "remember", "correct", "conflicts", "commitments", "fulfill",
-    "predict", "outcome", "inspect", "focus_open", "focus_absorb", "focus_read", "focus_note",
+    "predict", "outcome", "feedback", "inspect", "focus_open", "focus_absorb", "focus_read", "focus_note",
 }  # fmt: skip
 # Words that would name a person-only power in a tool or an argument.
 FORBIDDEN = ("verif", "purge", "accept", "reset", "head", "promote", "policy", "source")
@@ -149,6 +149,7 @@ async def test_every_tool_works_and_recall_is_framed(daemon: Running) -> None:
             await call("outcome", {"prediction": forecast_id, "observed": "no"})
         )
 
+        assert "good outcome" in text(await call("feedback", {"ids": [first], "outcome": "good"}))
         assert "is empty" in text(await call("focus_open", {"name": "task:deploy"}))
         absorbed = text(await call("focus_absorb", {"name": "task:deploy", "query": "deploy VPN"}))
         assert "Focus capsule task:deploy" in absorbed

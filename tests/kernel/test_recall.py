@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hikmah import index
 from hikmah.policy import KernelPolicy, RecallPolicy, parse_policy
 from hikmah.recall import RecallQuery, RecallResult, recall
-from hikmah.store import Fulfill, Remember, Store
+from hikmah.store import Feedback, Fulfill, Pin, Remember, Store
 from hikmah.tokenizer import terms
 from hikmah.trace import Draft
 
@@ -418,3 +418,34 @@ def test_min_matched_terms_keeps_only_traces_sharing_enough_words(store: Store) 
         "deploy docs by hand",
         "deploy the staging cluster on friday",
     ]
+
+
+def test_feedback_moves_meta_by_its_small_weight_and_never_gates(store: Store) -> None:
+    helped = remember(store, "retry the flaky upload with backoff")
+    misled = remember(store, "a flaky upload is fixed by one quick retry, never wait")
+    unrelated = remember(store, "the cafeteria closes at three")
+    before = {r.trace.id: r for r in ask(store, "retry flaky upload")}
+    write(store, *(Feedback(id=helped.id, outcome="good") for _ in range(3)))
+    write(store, Feedback(id=misled.id, outcome="bad"), Feedback(id=unrelated.id, outcome="good"))
+    after = {r.trace.id: r for r in ask(store, "retry flaky upload")}
+    p = KernelPolicy().recall
+    # (good - bad) / (good + bad + 2): three good → 0.6, one bad → -1/3.
+    assert after[helped.id].why.feedback == pytest.approx(0.6)
+    assert after[misled.id].why.feedback == pytest.approx(-1 / 3)
+    assert after[helped.id].meta - before[helped.id].meta == pytest.approx(p.meta_feedback * 0.6)
+    assert after[misled.id].meta - before[misled.id].meta == pytest.approx(-p.meta_feedback / 3)
+    assert unrelated.id not in after  # feedback never makes an irrelevant trace recallable
+
+
+def test_a_pinned_trace_does_not_age_and_ignores_bad_outcomes(store: Store) -> None:
+    old = remember(store, "the vpn config lives in the infra repo", now=NOW - 300 * DAY)
+    write(store, Feedback(id=old.id, outcome="bad"))
+    (aged,) = ask(store, "vpn config")
+    write(store, Pin(id=old.id, pinned=True))
+    (pinned,) = ask(store, "vpn config")
+    assert aged.why.recency < 0.1 and aged.why.feedback < 0 and not aged.why.pinned
+    assert pinned.why.recency == 1.0 and pinned.why.feedback == 0.0 and pinned.why.pinned
+    assert pinned.score > aged.score
+    write(store, Pin(id=old.id, pinned=False))
+    (unpinned,) = ask(store, "vpn config")
+    assert unpinned.score == pytest.approx(aged.score)

@@ -17,7 +17,7 @@ from hikmah.ledger import Head, encode_record
 from hikmah.policy import KernelPolicy
 from hikmah.principal import AgentSession
 from hikmah.recall import RecallQuery, recall
-from hikmah.store import Fulfill, Purge, Remember, Store
+from hikmah.store import Feedback, Fulfill, Pin, Purge, Remember, Store
 from hikmah.trace import Draft
 
 from .conftest import NOW, remember, write
@@ -40,7 +40,10 @@ def put_raw(store: Store, key: int, line: bytes | None) -> None:
 
 
 def index_snapshot(store: Store) -> dict[str, list[tuple[bytes, bytes]]]:
-    names = ["docs", "ids", "features", "postings", "claims", "deadlines", "links", "scopes"]
+    names = [
+        "docs", "ids", "features", "postings", "claims", "deadlines", "links", "scopes",
+        "feedback",
+    ]  # fmt: skip
     with store.read() as txn:
         return {
             name: [(bytes(k), bytes(v)) for k, v in txn.cursor(db=getattr(store.dbs, name))]
@@ -55,6 +58,8 @@ def populate(store: Store) -> None:
     todo = remember(store, "rotate the cert", kind="commitment", deadline="+1d")
     remember(store, "renew the domain", kind="commitment", deadline="+3d", scope="project:/srv")
     write(store, Fulfill(id=todo.id))
+    write(store, Feedback(id=a.id, outcome="good"), Feedback(id=a.id, outcome="bad"))
+    write(store, Pin(id=todo.id, pinned=True))
     gone = remember(store, "temporary note about purge")
     write(store, Purge(id=gone.id, reason="no longer needed"))
 
@@ -68,7 +73,8 @@ def test_writes_are_chained_and_acknowledged(tmp_path: Path, store: Store) -> No
     populate(store)
     report = store.verify()
     assert report.ok, report.errors
-    assert report.records == 9  # six remembers, a supersede, a fulfill and a purge
+    # six remembers, a supersede, a fulfill, two feedbacks, a pin and a purge
+    assert report.records == 12
     acknowledged, pending = HeadFile(store.head_file.path).read()
     assert pending is not None and pending == report.head
     assert acknowledged is not None and acknowledged.seq < pending.seq
@@ -184,7 +190,7 @@ def test_every_byte_change_deletion_and_swap_is_caught(
 def test_rebuild_index_reproduces_every_derived_database(store: Store) -> None:
     populate(store)
     before = index_snapshot(store)
-    assert store.rebuild_index() == 9
+    assert store.rebuild_index() == 12
     assert index_snapshot(store) == before
 
 
@@ -324,3 +330,23 @@ def test_standing_rules_hold_in_their_scope_verified_first(store: Store) -> None
     only = store.standing(kinds=kinds, scope=project, verified_only=True, limit=10)
     assert [e.trace for e in only] == [verified]
     assert len(store.standing(kinds=kinds, scope=project, limit=1)) == 1
+
+
+def test_indexes_of_an_older_layout_are_rebuilt_on_open(tmp_path: Path) -> None:
+    with Store(tmp_path / "data", map_size=1 << 24) as store:
+        populate(store)
+        before = index_snapshot(store)
+        with store.env.begin(write=True) as txn:
+            txn.put(b"layout", struct.pack(">Q", 1), db=store.dbs.meta)
+            txn.drop(store.dbs.features, delete=False)  # as if rows had another shape
+    with Store(tmp_path / "data", map_size=1 << 24) as reopened:
+        assert index_snapshot(reopened) == before
+        assert reopened.verify().ok
+
+
+def test_feedback_and_pins_need_a_visible_trace(store: Store) -> None:
+    gone = remember(store, "short lived")
+    write(store, Purge(id=gone.id, reason="test"))
+    for operation in (Feedback(id=gone.id, outcome="good"), Pin(id="tr_nope", pinned=True)):
+        (outcome,) = store.apply([operation], now_ms=NOW, policy=KernelPolicy())
+        assert isinstance(outcome, NotFound)

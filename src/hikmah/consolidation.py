@@ -1,0 +1,134 @@
+"""Quiet Replay: proposals of durable beliefs from repeated, independent claims.
+
+Consolidation never writes. It reads the active claims and says which values
+enough independent sources agree on (REFERENCE.md, "Consolidation"):
+
+- input: active traces with a claim, except predictions and ``model:`` sources;
+- groups: by normalised claim key, then normalised value;
+- independent sources: distinct trimmed, lowercased source names, where empty,
+  ``unknown`` and ``user`` all count as one unattributed source;
+- confidence: ``0.7 · mean confidence + 0.3 · share verified``;
+- eligible: support ≥ 2, independent sources ≥ 2, confidence ≥ 0.6, and no
+  other active value for the key;
+- order: eligible first, then by confidence.
+
+A group that already holds a belief promoted from evidence restates an active
+trace and is not proposed again (admission control, from Instinctual Memory).
+
+A proposal's id is a digest of what it rests on (origin, key, value and the
+evidence ids), so a proposal whose evidence changed since it was shown gets
+another id: promoting the old id is refused instead of writing a belief the
+person never saw.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from typing import Literal
+
+import msgspec
+
+from hikmah.trace import Draft, Trace, is_model_source, normalize_claim_key, normalize_claim_value
+
+MIN_SUPPORT = 2
+MIN_SOURCES = 2
+MIN_CONFIDENCE = 0.6
+UNATTRIBUTED = frozenset({"", "unknown", "user"})
+
+Origin = Literal["claims", "transcript"]
+
+
+class Proposal(msgspec.Struct, frozen=True, kw_only=True):
+    """A belief consolidation would write if a person (or agent) promoted it."""
+
+    id: str
+    key: str
+    value: str
+    support: int
+    independent_sources: int
+    confidence: float
+    eligible: bool
+    conflicting_values: list[str]
+    evidence: list[str]
+    origin: Origin
+    kind: str = "belief"  # what promotion writes
+    content: str  # the statement promotion writes
+    quote: str | None = None  # transcript origin: the person's own words
+
+
+def proposal_id(origin: Origin, key: str, value: str, evidence: Iterable[str]) -> str:
+    digest = hashlib.sha256("\0".join([origin, key, value, *sorted(evidence)]).encode())
+    return "pr_" + digest.hexdigest()[:16]
+
+
+def source_name(source: str) -> str:
+    """The name sources are counted by: trimmed, lowercased, unattributed ones as one."""
+    name = source.strip().lower()
+    return "" if name in UNATTRIBUTED else name
+
+
+def claim_proposals(traces: Iterable[Trace]) -> list[Proposal]:
+    """Proposals from active claims, eligible first, then by confidence.
+
+    Args:
+        traces: the active traces with a claim (others are ignored).
+    """
+    groups: dict[str, dict[str, list[Trace]]] = {}
+    for trace in traces:
+        if trace.claim_key is None or trace.claim_value is None:
+            continue
+        if trace.kind == "prediction" or is_model_source(trace.provenance.source):
+            continue
+        key = normalize_claim_key(trace.claim_key)
+        value = normalize_claim_value(trace.claim_value)
+        groups.setdefault(key, {}).setdefault(value, []).append(trace)
+    proposals = []
+    for key, values in groups.items():
+        for value, members in values.items():
+            if any(t.kind == "belief" and t.provenance.evidence for t in members):
+                continue  # already consolidated: it restates an active trace
+            proposals.append(_proposal(key, value, members, sorted(set(values) - {value})))
+    return sorted(proposals, key=lambda p: (not p.eligible, -p.confidence, p.key, p.value))
+
+
+def _proposal(key: str, value: str, members: list[Trace], others: list[str]) -> Proposal:
+    support = len(members)
+    sources = len({source_name(t.provenance.source) for t in members})
+    mean_confidence = sum(t.confidence for t in members) / support
+    verified_share = sum(t.provenance.verified for t in members) / support
+    confidence = 0.7 * mean_confidence + 0.3 * verified_share
+    evidence = sorted(t.id for t in members)
+    return Proposal(
+        id=proposal_id("claims", key, value, evidence),
+        key=key,
+        value=value,
+        support=support,
+        independent_sources=sources,
+        confidence=confidence,
+        eligible=(
+            support >= MIN_SUPPORT
+            and sources >= MIN_SOURCES
+            and confidence >= MIN_CONFIDENCE
+            and not others
+        ),
+        conflicting_values=others,
+        evidence=evidence,
+        origin="claims",
+        content=f"{key} is {value} (consolidated from {support} traces, {sources} sources)",
+    )
+
+
+def promotion_draft(proposal: Proposal, *, source: str | None, verified: bool) -> Draft:
+    """The trace promoting ``proposal`` writes; its provenance lists the evidence."""
+    claim = proposal.origin == "claims"
+    return Draft(
+        kind=proposal.kind,  # type: ignore[arg-type]
+        content=proposal.content,
+        confidence=round(proposal.confidence, 6),
+        source=source,
+        verified=verified,
+        claim_key=proposal.key if claim else None,
+        claim_value=proposal.value if claim else None,
+        evidence=tuple(proposal.evidence),
+    )
