@@ -52,6 +52,7 @@ from dataclasses import asdict, dataclass, field
 from itertools import accumulate
 from pathlib import Path
 
+from hikmah.evaluation import fts5_expr, open_fts5, surface_words
 from hikmah.policy import KernelPolicy
 from hikmah.recall import RecallQuery, recall
 from hikmah.store import Remember, Store
@@ -415,22 +416,8 @@ def remember(note: Note) -> Remember:
 
 
 def build_fts5(notes: list[Note], path: Path) -> sqlite3.Connection:
-    db = sqlite3.connect(path, isolation_level=None)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=OFF")
-    db.execute("PRAGMA cache_size=-65536")
-    db.execute(
-        "CREATE VIRTUAL TABLE notes USING fts5("
-        "content, tags UNINDEXED, tokenize=\"unicode61 tokenchars '_'\")"
-    )
-    db.execute("BEGIN")
-    db.executemany(
-        "INSERT INTO notes(rowid, content, tags) VALUES (?, ?, ?)",
-        ((i, n.content, " ".join(n.tags)) for i, n in enumerate(notes)),
-    )
-    db.execute("COMMIT")
-    db.execute("INSERT INTO notes(notes) VALUES ('optimize')")
-    return db
+    rows = ((i, n.content, " ".join(n.tags)) for i, n in enumerate(notes))
+    return open_fts5(path, rows, unindexed=("tags",))
 
 
 class PythonIndex:
@@ -459,11 +446,6 @@ class PythonIndex:
         for term in terms(query):
             found.update(self.postings.get(term, ()))
         return len(found)
-
-
-def surface_words(text: str) -> set[str]:
-    """Words as FTS5's unicode61 tokenizer (with ``_`` as a token character) sees them."""
-    return set(re.findall(r"\w+", text.lower()))
 
 
 def build_all(notes: list[Note], tmp: Path) -> tuple[Engines, list[Note]]:
@@ -525,10 +507,6 @@ def make_query_sets(engines: Engines, count: int, seed: int) -> list[QuerySet]:
         qset("8 = 2 common + 6 mid", [(common, 2), (mid, 6)]),
         qset("8 mid", [(mid, 8)]),
     ]
-
-
-def fts5_expr(words: list[str]) -> str:
-    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
 
 
 # ---------------------------------------------------------------- timing

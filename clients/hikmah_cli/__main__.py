@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -231,6 +232,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--force", action="store_true", help="overwrite a block edited by hand")
     p.set_defaults(run=_writeback)
+
+    p = commands.add_parser(
+        "eval",
+        help="retrieval evaluation: recall vs a BM25 baseline on a cases file",
+        description="Build a throwaway store from the traces of CASES.toml (never your memory),"
+        " run each case's query, and report pass/fail per case, recall@k, MRR and nDCG for"
+        " Hikmah and for SQLite FTS5 bm25() side by side. Exit 1 when a case fails."
+        " See docs/evaluation.md for the file format.",
+    )
+    _global_options(p, suppress=True)
+    p.add_argument("cases", metavar="CASES.toml")
+    p.add_argument("--k", type=int, default=5, help="results judged per query (default 5)")
+    p.set_defaults(run=_eval)
 
     p = commands.add_parser(
         "hook",
@@ -491,6 +505,16 @@ def _writeback(args: argparse.Namespace) -> int:
     else:
         print(f"{done} {target}: {len(traces)} verified trace(s) of {label}")
     return OK
+
+
+def _eval(args: argparse.Namespace) -> int:
+    """Run the harness in a process of its own: the CLI never loads the store itself."""
+    argv = [sys.executable, "-m", "hikmah.evaluation", args.cases, "--k", str(args.k)]
+    if args.json:
+        argv.append("--json")
+    if args.policy:
+        argv += ["--policy", args.policy]
+    os.execv(sys.executable, argv)
 
 
 def _hook(args: argparse.Namespace) -> int:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
+from pathlib import Path
 
 from tests.daemon.conftest import Running, clean_env
 
@@ -127,3 +129,22 @@ def test_an_agent_session_cannot_invalidate_verified_traces(daemon: Running) -> 
     assert [w["id"] for w in done["written"]] == [plain["id"]]
     assert [r["id"] for r in done["refused"]] == [verified["id"]]
     assert daemon.call("memory.show", id=verified["id"])["status"] == "active"
+
+
+def test_eval_runs_the_harness_on_a_throwaway_store(tmp_path: Path) -> None:
+    cases = tmp_path / "cases.toml"
+    cases.write_text(
+        'now = "2026-11-30T12:00:00Z"\n'
+        '[[trace]]\nkey = "a"\nkind = "observation"\ncontent = "the staging database refreshes nightly"\n'
+        '[[trace]]\nkey = "b"\nkind = "observation"\ncontent = "lunch is at noon"\n'
+        '[[case]]\nquery = "staging database refresh"\nexpect = ["a"]\n'
+        '[[case]]\nquery = "lunch"\nexpect = ["a"]\n'
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "hikmah_cli", "eval", str(cases), "--k", "1", "--json"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 1  # the second case cannot pass
+    report = json.loads(result.stdout)
+    passed = [case["passed"] for case in report["hikmah"]["cases"]]
+    assert passed == [True, False]

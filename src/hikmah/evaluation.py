@@ -1,0 +1,621 @@
+"""Retrieval evaluation: Resonance Recall against SQLite FTS5 ``bm25()`` on a cases file.
+
+    python -m hikmah.evaluation CASES.toml [--k 5] [--json] [--policy FILE]
+
+The traces of the cases file go into a throwaway store in a temporary
+directory (not durable: nothing is synced, nothing of the person's own store
+is read or written) and into an in-memory FTS5 table; each case's query runs
+through both, and both are judged by the same rules.
+
+The cases file (TOML)::
+
+    now = "2026-11-30T12:00:00Z"    # the evaluation clock: ages and deadlines count from it
+
+    [[trace]]
+    key = "webapp-db-version-old"   # a local name, used by expect and supersedes
+    content = "The web app runs on Postgres 14."
+    kind = "belief"                 # any kind but prediction
+    tags = ["webapp", "db"]         # optional, like every field below
+    age_days = 200                  # created this long before now (default 0)
+    verified = false
+    source = "human:sam"
+    confidence = 0.8                # and salience, authority: in [0, 1]
+    claim_key = "webapp.db.version" # with claim_value, both or neither
+    claim_value = "14"
+    supersedes = "some-earlier-key" # a key written earlier in the file
+    scope = "project:webapp"
+    deadline_days = 3               # commitments: due this long after now (negative: overdue)
+
+    [[case]]
+    name = "webapp-db-version"      # optional; "case N" otherwise
+    query = "which postgres version does the web app use"
+    tags = ["webapp"]               # optional: a tag cue (Hikmah only)
+    kinds = ["belief"]              # optional: a filter, applied to both engines
+    scope = "project:webapp"        # optional: a filter, applied to both engines
+    k = 5                           # optional: overrides --k
+    expect = ["webapp-db-version-new"]      # keys that must be in the top k
+    must_include = ["Postgres 16"]          # text some top-k content must hold
+    must_not_include = ["Postgres 14"]      # text no top-k content may hold
+
+Strings are matched case-insensitively with whitespace collapsed. A case
+passes when every expected key is in the top k, every ``must_include`` string
+appears and no ``must_not_include`` string does. Over the cases with
+expectations the report gives recall@k (share of expected keys in the top k),
+MRR (reciprocal rank of the first expected key, 0 past k) and nDCG@k (binary
+relevance: the expected keys), and for every engine how many superseded
+traces reached a top k. The baseline indexes every trace, superseded or not,
+as a naive memory store would; it drops Hikmah's stopwords from the query and
+ORs the remaining words. Exit status: 0 when every case passes for Hikmah, 1
+when one fails, 2 when the cases file or the policy cannot be used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import math
+import re
+import sqlite3
+import sys
+import tempfile
+import tomllib
+from collections.abc import Callable, Collection, Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import msgspec
+
+from hikmah.errors import HikmahError, InvalidInput, PolicyError
+from hikmah.policy import KernelPolicy, load_policy
+from hikmah.recall import RecallQuery, recall
+from hikmah.store import Remember, Store
+from hikmah.tokenizer import STOPWORDS
+from hikmah.trace import Draft, Kind, normalize_content
+
+DAY_MS = 86_400_000
+DEFAULT_K = 5
+FTS5_TOKENIZER = "unicode61 tokenchars '_'"  # keeps load_user_cache one token, like Hikmah
+_COLUMN = re.compile(r"[a-z_][a-z0-9_]*")
+_SURFACE = re.compile(r"\w+")
+
+Share = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+
+
+class _Spec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    pass
+
+
+class TraceSpec(_Spec, frozen=True):
+    """One ``[[trace]]`` table: a trace to write, under a local ``key``."""
+
+    key: str
+    content: str
+    kind: Kind
+    tags: tuple[str, ...] = ()
+    age_days: Annotated[float, msgspec.Meta(ge=0.0)] = 0.0
+    verified: bool = False
+    source: str | None = None
+    confidence: Share | None = None
+    salience: Share | None = None
+    authority: Share | None = None
+    claim_key: str | None = None
+    claim_value: str | None = None
+    supersedes: str | None = None
+    scope: str | None = None
+    deadline_days: float | None = None
+
+
+class Case(_Spec, frozen=True):
+    """One ``[[case]]`` table: a query and what its top k must (not) hold."""
+
+    query: str
+    name: str | None = None
+    tags: tuple[str, ...] = ()
+    kinds: tuple[Kind, ...] = ()
+    scope: str | None = None
+    k: Annotated[int, msgspec.Meta(ge=1, le=100)] | None = None
+    expect: tuple[str, ...] = ()
+    must_include: tuple[str, ...] = ()
+    must_not_include: tuple[str, ...] = ()
+
+
+class CaseFile(_Spec, frozen=True):
+    """A whole cases file. A naive ``now`` is taken as UTC."""
+
+    now: datetime
+    trace: tuple[TraceSpec, ...]
+    case: tuple[Case, ...]
+
+    @property
+    def now_ms(self) -> int:
+        now = self.now if self.now.tzinfo else self.now.replace(tzinfo=UTC)
+        return int(now.timestamp() * 1000)
+
+    def superseded(self) -> frozenset[str]:
+        """Keys of the traces another trace of the file supersedes."""
+        return frozenset(t.supersedes for t in self.trace if t.supersedes is not None)
+
+
+class CaseResult(msgspec.Struct, frozen=True, kw_only=True):
+    """How one engine did on one case. Metrics are None for a case without ``expect``."""
+
+    name: str
+    query: str
+    k: int
+    passed: bool
+    reasons: list[str]
+    ranked: list[str]
+    recall: float | None
+    reciprocal_rank: float | None
+    ndcg: float | None
+    superseded: list[str]
+
+
+class Summary(msgspec.Struct, frozen=True, kw_only=True):
+    """One engine over every case; means are over the cases with ``expect`` (None: none)."""
+
+    cases: int
+    passed: int
+    pass_rate: float
+    with_expectations: int
+    recall_at_k: float | None
+    mrr: float | None
+    ndcg_at_k: float | None
+    superseded_in_top_k: int
+    cases_with_superseded: int
+
+
+class EngineReport(msgspec.Struct, frozen=True, kw_only=True):
+    engine: str
+    summary: Summary
+    cases: list[CaseResult]
+
+
+class Report(msgspec.Struct, frozen=True, kw_only=True):
+    """Both engines on one cases file; ``losses`` and ``wins`` are Hikmah's, by case name."""
+
+    now: str
+    k: int
+    traces: int
+    superseded_traces: int
+    hikmah: EngineReport
+    bm25: EngineReport
+    losses: list[str]
+    wins: list[str]
+
+
+# ---------------------------------------------------------------- metrics
+
+
+def recall_at_k(ranked: Sequence[str], expected: Collection[str], k: int) -> float:
+    """The share of ``expected`` found in the first ``k`` of ``ranked``.
+
+    Raises:
+        ValueError: ``expected`` is empty.
+    """
+    _need(expected)
+    top = set(ranked[:k])
+    return sum(1 for key in set(expected) if key in top) / len(set(expected))
+
+
+def reciprocal_rank(ranked: Sequence[str], expected: Collection[str], k: int) -> float:
+    """1 / the rank of the first expected key in the top ``k``; 0 when none is there.
+
+    Raises:
+        ValueError: ``expected`` is empty.
+    """
+    _need(expected)
+    for rank, key in enumerate(ranked[:k], start=1):
+        if key in expected:
+            return 1.0 / rank
+    return 0.0
+
+
+def ndcg_at_k(ranked: Sequence[str], expected: Collection[str], k: int) -> float:
+    """nDCG over the top ``k`` with binary relevance (an expected key is relevant).
+
+    Raises:
+        ValueError: ``expected`` is empty.
+    """
+    _need(expected)
+    wanted = set(expected)
+    dcg = sum(
+        1.0 / math.log2(rank + 1) for rank, key in enumerate(ranked[:k], start=1) if key in wanted
+    )
+    ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(wanted), k) + 1))
+    return dcg / ideal
+
+
+def _need(expected: Collection[str]) -> None:
+    if not expected:
+        raise ValueError("a metric needs at least one expected key")
+
+
+# ---------------------------------------------------------------- the cases file
+
+
+def parse_cases(text: str, *, origin: str = "cases") -> CaseFile:
+    """Decode and check a cases file.
+
+    Raises:
+        InvalidInput: naming ``origin`` and what is wrong (bad TOML, an unknown
+            field with its path, a duplicate key, a dangling reference).
+    """
+    try:
+        data = tomllib.loads(text)
+        cases = msgspec.convert(data, CaseFile)
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidInput(f"{origin}: not valid TOML: {exc}") from None
+    except msgspec.ValidationError as exc:
+        raise InvalidInput(f"{origin}: {exc}") from None
+    seen: set[str] = set()
+    for spec in cases.trace:
+        if not spec.key.strip():
+            raise InvalidInput(f"{origin}: a trace has an empty key")
+        if spec.key in seen:
+            raise InvalidInput(f"{origin}: trace key {spec.key!r} is used twice")
+        if spec.supersedes is not None and spec.supersedes not in seen:
+            raise InvalidInput(
+                f"{origin}: trace {spec.key!r} supersedes {spec.supersedes!r},"
+                " which is not a key written earlier in the file"
+            )
+        seen.add(spec.key)
+    superseded = cases.superseded()
+    names: set[str] = set()
+    for number, case in enumerate(cases.case, start=1):
+        name = case_name(case, number)
+        if name in names:
+            raise InvalidInput(f"{origin}: case name {name!r} is used twice")
+        names.add(name)
+        for key in case.expect:
+            if key not in seen:
+                raise InvalidInput(f"{origin}: case {name!r} expects unknown key {key!r}")
+            if key in superseded:
+                raise InvalidInput(
+                    f"{origin}: case {name!r} expects {key!r}, which is superseded"
+                    " and never recalled"
+                )
+    return cases
+
+
+def load_cases(path: Path) -> CaseFile:
+    """Read and check the cases file at ``path``.
+
+    Raises:
+        InvalidInput: it cannot be read or is not a valid cases file.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"{path}: cannot be read: {exc}") from None
+    return parse_cases(text, origin=str(path))
+
+
+def case_name(case: Case, number: int) -> str:
+    return case.name or f"case {number}"
+
+
+# ---------------------------------------------------------------- the baseline
+
+
+def surface_words(text: str) -> list[str]:
+    """Distinct words as FTS5's ``unicode61`` tokenizer (``_`` a token character) sees
+    them, lowercased, in order."""
+    return list(dict.fromkeys(_SURFACE.findall(text.lower())))
+
+
+def fts5_expr(words: Iterable[str]) -> str:
+    """An FTS5 query matching any of ``words`` (each quoted, so no word is an operator)."""
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+
+
+def open_fts5(
+    path: Path | str,
+    rows: Iterable[Sequence[object]],
+    *,
+    unindexed: Sequence[str] = ("tags",),
+) -> sqlite3.Connection:
+    """An FTS5 table ``notes(content, *unindexed)`` holding ``rows``, optimized.
+
+    Each row is ``(rowid, content, *values of the unindexed columns)``; only
+    ``content`` is searched. The connection is tuned as a deployment would be:
+    WAL, no fsync, a 64 MiB page cache and one b-tree segment after the build.
+    """
+    for column in unindexed:
+        if not _COLUMN.fullmatch(column) or column == "content":
+            raise ValueError(f"not a usable column name: {column!r}")
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=OFF")
+    db.execute("PRAGMA cache_size=-65536")
+    columns = ", ".join(["content", *(f"{c} UNINDEXED" for c in unindexed)])
+    db.execute(f'CREATE VIRTUAL TABLE notes USING fts5({columns}, tokenize="{FTS5_TOKENIZER}")')
+    placeholders = ", ".join("?" * (len(unindexed) + 2))
+    names = ", ".join(["rowid", "content", *unindexed])
+    db.execute("BEGIN")
+    db.executemany(f"INSERT INTO notes({names}) VALUES ({placeholders})", rows)
+    db.execute("COMMIT")
+    db.execute("INSERT INTO notes(notes) VALUES ('optimize')")
+    return db
+
+
+def _query_words(text: str) -> list[str]:
+    """The baseline's query: surface words without stopwords and one-letter words."""
+    return [w for w in surface_words(text) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
+
+
+# ---------------------------------------------------------------- running
+
+Ranker = Callable[[Case, int], list[str]]
+
+
+def evaluate(cases: CaseFile, *, k: int = DEFAULT_K, policy: KernelPolicy | None = None) -> Report:
+    """Run every case through Hikmah and the FTS5 baseline and judge both.
+
+    ``k`` applies to the cases that do not set their own. The policy's
+    ``recall_limit`` is raised to the largest k so that recall returns a full top k.
+
+    Raises:
+        InvalidInput: a trace of the file is refused by the write rules.
+    """
+    base = policy or KernelPolicy()
+    largest = max([k, *(c.k for c in cases.case if c.k is not None)])
+    policy = msgspec.structs.replace(base, recall_limit=max(base.recall_limit, largest))
+    with (
+        tempfile.TemporaryDirectory(prefix="hikmah-eval-") as tmp,
+        Store(Path(tmp) / "store", map_size=1 << 24, durable=False) as store,
+    ):
+        key_of = _fill_store(store, cases, policy)
+        hikmah = _hikmah_ranker(store, cases.now_ms, policy, key_of)
+        hikmah_report = _run("hikmah", cases, k, hikmah)
+    db = open_fts5(
+        ":memory:",
+        (
+            (row, t.content, t.kind, t.scope or "global", -t.age_days)
+            for row, t in enumerate(cases.trace)
+        ),
+        unindexed=("kind", "scope", "newness"),
+    )
+    try:
+        bm25_report = _run("bm25", cases, k, _bm25_ranker(db, cases))
+    finally:
+        db.close()
+    losses, wins = _compare(hikmah_report.cases, bm25_report.cases)
+    return Report(
+        now=cases.now.isoformat(),
+        k=k,
+        traces=len(cases.trace),
+        superseded_traces=len(cases.superseded()),
+        hikmah=hikmah_report,
+        bm25=bm25_report,
+        losses=losses,
+        wins=wins,
+    )
+
+
+def _trace_id(key: str, created_ms: int) -> str:
+    """A stable id in the shape of :func:`hikmah.trace.new_trace_id`, so runs repeat exactly."""
+    digest = hashlib.blake2b(key.encode(), digest_size=5).hexdigest()
+    return f"tr_{created_ms & 0xFFFF_FFFF_FFFF:012x}{digest}"
+
+
+def _fill_store(store: Store, cases: CaseFile, policy: KernelPolicy) -> dict[str, str]:
+    """Write every trace of the file in one batch; the map from trace id to key."""
+    now = cases.now_ms
+    ids: dict[str, str] = {}
+    operations: list[Remember] = []
+    for spec in cases.trace:
+        created = now - round(spec.age_days * DAY_MS)
+        ids[spec.key] = _trace_id(spec.key, created)
+        deadline = None if spec.deadline_days is None else now + round(spec.deadline_days * DAY_MS)
+        draft = Draft(
+            content=spec.content,
+            kind=spec.kind,
+            tags=spec.tags,
+            deadline=deadline,
+            salience=spec.salience,
+            confidence=spec.confidence,
+            source=spec.source,
+            authority=spec.authority,
+            verified=spec.verified,
+            claim_key=spec.claim_key,
+            claim_value=spec.claim_value,
+            supersedes=None if spec.supersedes is None else ids[spec.supersedes],
+            scope=spec.scope,
+        )
+        operations.append(Remember(draft=draft, trace_id=ids[spec.key], created_at=created))
+    outcomes = store.apply(operations, now_ms=now, policy=policy, sync=False)
+    for spec, outcome in zip(cases.trace, outcomes, strict=True):
+        if isinstance(outcome, HikmahError):
+            raise InvalidInput(f"trace {spec.key!r} is refused: {outcome}")
+    return {trace_id: key for key, trace_id in ids.items()}
+
+
+def _hikmah_ranker(
+    store: Store, now_ms: int, policy: KernelPolicy, key_of: dict[str, str]
+) -> Ranker:
+    def rank(case: Case, k: int) -> list[str]:
+        query = RecallQuery(
+            query=case.query, tags=case.tags, kinds=case.kinds, limit=k, scope=case.scope
+        )
+        results = recall(store, query, now_ms=now_ms, policy=policy)
+        return [key_of[r.trace.id] for r in results]
+
+    return rank
+
+
+def _bm25_ranker(db: sqlite3.Connection, cases: CaseFile) -> Ranker:
+    keys = [t.key for t in cases.trace]
+
+    def rank(case: Case, k: int) -> list[str]:
+        words = _query_words(case.query)
+        if not words:
+            return []
+        where, params = ["notes MATCH ?"], [fts5_expr(words)]
+        if case.kinds:
+            where.append(f"kind IN ({', '.join('?' * len(case.kinds))})")
+            params += case.kinds
+        if case.scope is not None:
+            where.append("scope IN ('global', ?)")
+            params.append(case.scope)
+        sql = (
+            f"SELECT rowid FROM notes WHERE {' AND '.join(where)}"
+            " ORDER BY bm25(notes), newness DESC LIMIT ?"
+        )
+        return [keys[row] for (row,) in db.execute(sql, (*params, k))]
+
+    return rank
+
+
+def _run(engine: str, cases: CaseFile, default_k: int, rank: Ranker) -> EngineReport:
+    superseded = cases.superseded()
+    content = {t.key: normalize_content(t.content) for t in cases.trace}
+    results: list[CaseResult] = []
+    for number, case in enumerate(cases.case, start=1):
+        k = case.k or default_k
+        ranked = rank(case, k)[:k]
+        results.append(_judge(case, case_name(case, number), k, ranked, content, superseded))
+    return EngineReport(engine=engine, summary=_summarize(results), cases=results)
+
+
+def _judge(
+    case: Case,
+    name: str,
+    k: int,
+    ranked: list[str],
+    content: dict[str, str],
+    superseded: frozenset[str],
+) -> CaseResult:
+    reasons: list[str] = []
+    missing = [key for key in case.expect if key not in ranked]
+    if missing:
+        reasons.append(f"expected not in top {k}: {', '.join(missing)}")
+    texts = [content[key] for key in ranked]
+    for text in case.must_include:
+        if not any(normalize_content(text) in t for t in texts):
+            reasons.append(f"must_include {text!r} is in no top-{k} result")
+    for text in case.must_not_include:
+        hits = [
+            f"#{i} {key}"
+            for i, key in enumerate(ranked, start=1)
+            if normalize_content(text) in texts[i - 1]
+        ]
+        if hits:
+            reasons.append(f"must_not_include {text!r} is in {', '.join(hits)}")
+    has = bool(case.expect)
+    return CaseResult(
+        name=name,
+        query=case.query,
+        k=k,
+        passed=not reasons,
+        reasons=reasons,
+        ranked=ranked,
+        recall=recall_at_k(ranked, case.expect, k) if has else None,
+        reciprocal_rank=reciprocal_rank(ranked, case.expect, k) if has else None,
+        ndcg=ndcg_at_k(ranked, case.expect, k) if has else None,
+        superseded=[key for key in ranked if key in superseded],
+    )
+
+
+def _summarize(results: list[CaseResult]) -> Summary:
+    scored = [r for r in results if r.recall is not None]
+
+    def mean(values: list[float | None]) -> float | None:
+        present = [v for v in values if v is not None]
+        return sum(present) / len(present) if present else None
+
+    passed = sum(r.passed for r in results)
+    return Summary(
+        cases=len(results),
+        passed=passed,
+        pass_rate=passed / len(results) if results else 1.0,
+        with_expectations=len(scored),
+        recall_at_k=mean([r.recall for r in scored]),
+        mrr=mean([r.reciprocal_rank for r in scored]),
+        ndcg_at_k=mean([r.ndcg for r in scored]),
+        superseded_in_top_k=sum(len(r.superseded) for r in results),
+        cases_with_superseded=sum(bool(r.superseded) for r in results),
+    )
+
+
+def _compare(hikmah: list[CaseResult], bm25: list[CaseResult]) -> tuple[list[str], list[str]]:
+    """Cases Hikmah loses and wins: a pass against a fail first, then nDCG@k."""
+
+    def key(r: CaseResult) -> tuple[bool, float]:
+        return r.passed, -1.0 if r.ndcg is None else r.ndcg
+
+    losses = [h.name for h, b in zip(hikmah, bm25, strict=True) if key(h) < key(b)]
+    wins = [h.name for h, b in zip(hikmah, bm25, strict=True) if key(h) > key(b)]
+    return losses, wins
+
+
+# ---------------------------------------------------------------- the report
+
+
+def format_report(report: Report) -> str:
+    """The report as a table, Hikmah and BM25 side by side, then every case that
+    failed for either engine or that Hikmah loses, with the reasons."""
+    h, b = report.hikmah.summary, report.bm25.summary
+    lines = [
+        f"{report.traces} traces ({report.superseded_traces} superseded), {h.cases} cases,"
+        f" k = {report.k} unless a case sets its own, now = {report.now}",
+        "",
+        f"{'':<24} {'Hikmah':>12} {'BM25 (FTS5)':>12}",
+        f"{'cases passed':<24} {f'{h.passed}/{h.cases}':>12} {f'{b.passed}/{b.cases}':>12}",
+        f"{'pass rate':<24} {h.pass_rate:>12.3f} {b.pass_rate:>12.3f}",
+        f"{'recall@k':<24} {_num(h.recall_at_k):>12} {_num(b.recall_at_k):>12}",
+        f"{'MRR':<24} {_num(h.mrr):>12} {_num(b.mrr):>12}",
+        f"{'nDCG@k':<24} {_num(h.ndcg_at_k):>12} {_num(b.ndcg_at_k):>12}",
+        f"{'superseded in top k':<24} {h.superseded_in_top_k:>12} {b.superseded_in_top_k:>12}",
+        f"{'  (cases affected)':<24} {h.cases_with_superseded:>12} {b.cases_with_superseded:>12}",
+        f"(means over the {h.with_expectations} cases with expected keys)",
+        "",
+        f"Hikmah wins {len(report.wins)} cases, loses {len(report.losses)}, ties the rest.",
+    ]
+    losses = set(report.losses)
+    for hr, br in zip(report.hikmah.cases, report.bm25.cases, strict=True):
+        if hr.passed and br.passed and hr.name not in losses:
+            continue
+        tag = " (Hikmah loses)" if hr.name in losses else ""
+        lines += ["", f"{hr.name}{tag}: {hr.query!r}"]
+        for label, r in (("Hikmah", hr), ("BM25", br)):
+            verdict = "pass" if r.passed else "FAIL"
+            lines.append(f"  {label:<6} {verdict}  top {r.k}: {', '.join(r.ranked) or '-'}")
+            lines += [f"         - {reason}" for reason in r.reasons]
+    return "\n".join(lines)
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="hikmah eval",
+        description="Run a cases file through Hikmah recall and an SQLite FTS5 bm25() baseline.",
+    )
+    parser.add_argument("cases", type=Path, help="the cases file (TOML)")
+    parser.add_argument("--k", type=int, default=DEFAULT_K, help="top k for cases without k")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--policy", type=Path, help="a kernel policy file (defaults otherwise)")
+    args = parser.parse_args(argv)
+    if args.k < 1:
+        parser.error("--k must be at least 1")
+    try:
+        if args.policy is not None and not args.policy.is_file():
+            raise PolicyError(f"{args.policy}: no such policy file")
+        policy = load_policy(args.policy)
+        report = evaluate(load_cases(args.cases), k=args.k, policy=policy)
+    except HikmahError as exc:
+        print(f"hikmah eval: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(msgspec.json.format(msgspec.json.encode(report).decode(), indent=2))
+    else:
+        print(format_report(report))
+    return 0 if report.hikmah.summary.passed == report.hikmah.summary.cases else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
