@@ -23,9 +23,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from hikmah import __version__
+from hikmah.paths import project_scope
 from hikmah_cli import framing
 from hikmah_cli.client import RemoteError, Unavailable
-from hikmah_cli.scope import project_scope
 
 from .link import Link, host_from_client_name
 

@@ -234,6 +234,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=_writeback)
 
     p = commands.add_parser(
+        "ingest",
+        help="read Claude Code / Codex session transcripts into memory",
+        description="Read session transcripts (JSON Lines from ~/.claude/projects/… or"
+        " ~/.codex/sessions/…; the format is detected) into episode traces (your words) and"
+        " observation traces (the agent's), with the transcript as locator. Rerunning is"
+        " safe: messages already ingested are skipped. Rules you stated become proposals in"
+        " `hikmah consolidate`; nothing is promoted on its own.",
+    )
+    _global_options(p, suppress=True)
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.set_defaults(run=_ingest)
+
+    p = commands.add_parser(
         "eval",
         help="retrieval evaluation: recall vs a BM25 baseline on a cases file",
         description="Build a throwaway store from the traces of CASES.toml (never your memory),"
@@ -485,10 +498,9 @@ def _setup(args: argparse.Namespace) -> int:
 
 def _writeback(args: argparse.Namespace) -> int:
     from . import writeback  # noqa: PLC0415 -- a rare command; keep the hot path lean
-    from .scope import project_scope  # noqa: PLC0415
 
     target = Path(args.to)
-    scope = args.scope or project_scope(target.absolute().parent)
+    scope = args.scope or paths.project_scope(target.absolute().parent)
     params = {"scope": scope, "verified_only": True, "within_hours": 0, "limit": 500}
     traces = [entry["trace"] for entry in call(args, "memory.context", params)["standing"]]
     label = "global" if scope == "global" else f"{scope} and global"
@@ -505,6 +517,26 @@ def _writeback(args: argparse.Namespace) -> int:
     else:
         print(f"{done} {target}: {len(traces)} verified trace(s) of {label}")
     return OK
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    reports, failed = [], 0
+    for number, name in enumerate(args.files, 1):
+        try:
+            report = call(args, "replay.ingest", {"path": os.path.abspath(name)})
+        except Exit as exc:
+            if exc.code == UNAVAILABLE:
+                return UNAVAILABLE
+            failed += 1  # the reason is on stderr; go on with the next file
+            continue
+        reports.append(report)
+        if not args.json:
+            print(f"[{number}/{len(args.files)}] {render.ingested(report)}", flush=True)
+    if args.json:
+        print(json.dumps({"files": reports}, ensure_ascii=False))
+    elif reports:
+        print("rules you stated are proposed by: hikmah consolidate")
+    return USAGE if failed else OK
 
 
 def _eval(args: argparse.Namespace) -> int:

@@ -15,11 +15,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from hikmah.paths import project_scope
 from hikmah.tokenizer import terms
 
 from . import framing
 from .client import Client
-from .scope import project_scope
 
 TIMEOUT_S = 2.0
 PROMPT_LIMIT = 6  # at most six traces per prompt

@@ -310,3 +310,16 @@ def invalidated(result: dict[str, Any]) -> str:
     if result["written"]:
         lines.append("undo one by superseding its correction: hikmah remember … --supersedes ID")
     return "\n".join(lines) or "nothing matches"
+
+
+def ingested(report: dict[str, Any]) -> str:
+    line = (
+        f"{report['path']}: {report['format']} session, {report['messages']} messages,"
+        f" {report['written']} new, {report['already']} already ingested"
+    )
+    refused = report["refused"]
+    if refused:
+        line += f", {len(refused)} refused ({refused[0]['reason']})"
+    if report["skipped_lines"]:
+        line += f", {report['skipped_lines']} unreadable lines skipped"
+    return line

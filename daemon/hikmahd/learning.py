@@ -3,16 +3,21 @@ invalidation, and consolidation proposals with their promotion."""
 
 from __future__ import annotations
 
+import getpass
+import hashlib
+from pathlib import Path
 from typing import Annotated, Literal
 
 import msgspec
 import trio
 
 from hikmah.calibration import calibrate, resolved_pair
-from hikmah.errors import HikmahError
+from hikmah.errors import ConflictError, HikmahError, InvalidInput
 from hikmah.invalidation import check_pattern, invalidation_draft, matching
-from hikmah.store import Feedback, Pin, Promote, Remember
+from hikmah.paths import project_scope
+from hikmah.store import TRANSCRIPT_TAG, Feedback, Pin, Promote, Remember
 from hikmah.trace import Draft, PredictionType, Trace
+from hikmah.transcripts import Transcript, parse_transcript
 
 from .context import Context
 from .methods import IdParams, outcome_or_raise, submit_all, to_json
@@ -198,3 +203,89 @@ async def calibration(ctx: Context, params: CalibrationParams) -> JSON:
     resolved = [resolved_pair(prediction, outcome) for prediction, outcome in pairs]
     reports = calibrate(resolved, family=params.family, family_prefix=params.family_prefix)
     return {"families": to_json(reports)}
+
+
+# A message longer than this is pasted material (logs, files); its start is kept.
+MAX_MESSAGE_CHARS = 16_000
+
+
+class IngestParams(Params, frozen=True):
+    path: str  # absolute: the daemon does not share the client's working directory
+
+
+@registry.method("replay.ingest", IngestParams)
+async def ingest(ctx: Context, params: IngestParams) -> JSON:
+    """Read one Claude Code or Codex session transcript into episode and observation
+    traces, idempotently by message id; candidates appear in replay.consolidate."""
+    path = Path(params.path)
+    if not path.is_absolute():
+        raise InvalidInput("give the transcript's absolute path")
+    try:
+        transcript = await trio.to_thread.run_sync(read_transcript, path)
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc.strerror or exc}") from None
+    scope = await trio.to_thread.run_sync(transcript_scope, transcript)
+    person = f"human:{getpass.getuser()}"
+    # The person's words become episodes and the agent's replies observations;
+    # tool traffic, injected context and subagent prompts are left out.
+    chosen = [m for m in transcript.messages if m.text and (m.person or m.role == "assistant")]
+    operations = [
+        Remember(
+            draft=Draft(
+                kind="episode" if message.person else "observation",
+                content=message.text[:MAX_MESSAGE_CHARS],
+                source=person if message.person else f"agent:{transcript.format}",
+                locator=f"transcript:{path}#{message.id}",
+                tags=(TRANSCRIPT_TAG, transcript.format),
+                scope=scope,
+            ),
+            session=ctx.session,
+            trace_id=message_trace_id(transcript.session_id, message.id, message.timestamp_ms),
+            created_at=message.timestamp_ms,
+        )
+        for message in chosen
+    ]
+    outcomes = await submit_all(ctx, operations)
+    written = already = 0
+    refused = []
+    for message, outcome in zip(chosen, outcomes, strict=True):
+        # Its id is taken: this message was ingested before (ids come from message ids).
+        if isinstance(outcome, ConflictError) and "exists already" in str(outcome):
+            already += 1
+        elif isinstance(outcome, HikmahError):
+            refused.append({"message": message.id, "reason": str(outcome)})
+        else:
+            written += 1
+    return {
+        "path": str(path),
+        "format": transcript.format,
+        "session_id": transcript.session_id,
+        "scope": scope,
+        "messages": len(chosen),
+        "written": written,
+        "already": already,
+        "refused": refused,
+        "skipped_lines": transcript.skipped,
+    }
+
+
+def read_transcript(path: Path) -> Transcript:
+    with path.open("rb") as lines:
+        return parse_transcript(lines)
+
+
+def transcript_scope(transcript: Transcript) -> str:
+    """The project the session worked in, else global."""
+    if transcript.cwd and Path(transcript.cwd).is_absolute():
+        return project_scope(Path(transcript.cwd))
+    return "global"
+
+
+def message_trace_id(session_id: str, message_id: str, at_ms: int | None) -> str:
+    """The same id for the same message every time, so a second ingest writes nothing.
+
+    Time-sortable like every id (``tr_`` + 12 hex digits of milliseconds) with 10
+    hex digits of a digest of the session and message ids in place of randomness.
+    """
+    digest = hashlib.blake2b(f"{session_id}\0{message_id}".encode(), digest_size=5).hexdigest()
+    return f"tr_{(at_ms or 0) & 0xFFFF_FFFF_FFFF:012x}{digest}"

@@ -14,6 +14,8 @@ enough independent sources agree on (REFERENCE.md, "Consolidation"):
 
 A group that already holds a belief promoted from evidence restates an active
 trace and is not proposed again (admission control, from Instinctual Memory).
+Candidates from ingested session transcripts (:mod:`hikmah.ingest`) join as
+proposals of origin ``transcript``.
 
 A proposal's id is a digest of what it rests on (origin, key, value and the
 evidence ids), so a proposal whose evidence changed since it was shown gets
@@ -29,11 +31,14 @@ from typing import Literal
 
 import msgspec
 
+from hikmah.ingest import Candidate
 from hikmah.trace import Draft, Trace, is_model_source, normalize_claim_key, normalize_claim_value
 
 MIN_SUPPORT = 2
 MIN_SOURCES = 2
 MIN_CONFIDENCE = 0.6
+# A rule the person typed in a session: above the eligibility bar, below verified.
+TRANSCRIPT_CONFIDENCE = 0.7
 UNATTRIBUTED = frozenset({"", "unknown", "user"})
 
 Origin = Literal["claims", "transcript"]
@@ -55,6 +60,7 @@ class Proposal(msgspec.Struct, frozen=True, kw_only=True):
     kind: str = "belief"  # what promotion writes
     content: str  # the statement promotion writes
     quote: str | None = None  # transcript origin: the person's own words
+    scope: str = "global"  # where the promoted trace holds
 
 
 def proposal_id(origin: Origin, key: str, value: str, evidence: Iterable[str]) -> str:
@@ -119,6 +125,33 @@ def _proposal(key: str, value: str, members: list[Trace], others: list[str]) -> 
     )
 
 
+def transcript_proposal(candidate: Candidate, episode: Trace) -> Proposal:
+    """A candidate the person stated in an ingested session, as a proposal.
+
+    It rests on one message, so the claim rules' support and source counts do
+    not apply: a person's explicit rule ("never deploy on Fridays") is worth
+    proposing on its own, with :data:`TRANSCRIPT_CONFIDENCE`, and it is a
+    proposal all the same, written only when someone promotes it.
+    """
+    kind = "belief" if candidate.kind == "correction" else candidate.kind
+    return Proposal(
+        id=proposal_id("transcript", kind, candidate.content, [episode.id]),
+        key=kind,
+        value=candidate.content,
+        support=1,
+        independent_sources=1,
+        confidence=TRANSCRIPT_CONFIDENCE,
+        eligible=True,
+        conflicting_values=[],
+        evidence=[episode.id],
+        origin="transcript",
+        kind=kind,
+        content=candidate.content,
+        quote=candidate.evidence,
+        scope=episode.scope,
+    )
+
+
 def promotion_draft(proposal: Proposal, *, source: str | None, verified: bool) -> Draft:
     """The trace promoting ``proposal`` writes; its provenance lists the evidence."""
     claim = proposal.origin == "claims"
@@ -131,4 +164,5 @@ def promotion_draft(proposal: Proposal, *, source: str | None, verified: bool) -
         claim_key=proposal.key if claim else None,
         claim_value=proposal.value if claim else None,
         evidence=tuple(proposal.evidence),
+        scope=proposal.scope,
     )

@@ -1,4 +1,5 @@
-"""Where Hikmah keeps its socket, data and policy (DESIGN.md §7).
+"""Where Hikmah keeps its socket, data and policy (DESIGN.md §7), and what project a
+directory belongs to.
 
 Standard library only: the CLI imports this on every shell command. Each
 function resolves one path in the same order: the explicit flag, the
@@ -54,3 +55,17 @@ def _xdg(environ: Mapping[str, str], variable: str, fallback: str) -> Path:
         return Path(value)
     home = environ.get("HOME") or os.path.expanduser("~")
     return Path(home) / fallback
+
+
+def project_root(directory: Path) -> Path:
+    """The nearest enclosing directory with a ``.git`` entry, else ``directory`` itself."""
+    directory = directory.resolve()
+    for candidate in (directory, *directory.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return directory
+
+
+def project_scope(directory: Path) -> str:
+    """``project:<root>``: the scope of memory about the project ``directory`` belongs to."""
+    return f"project:{project_root(directory)}"

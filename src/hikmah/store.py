@@ -30,7 +30,12 @@ import numpy.typing as npt
 
 from hikmah import index
 from hikmah.columns import Columns
-from hikmah.consolidation import Proposal, claim_proposals, promotion_draft
+from hikmah.consolidation import (
+    Proposal,
+    claim_proposals,
+    promotion_draft,
+    transcript_proposal,
+)
 from hikmah.errors import (
     ConflictError,
     HikmahError,
@@ -53,6 +58,7 @@ from hikmah.index import (
     RemovePayload,
     SupersedePayload,
 )
+from hikmah.ingest import extract_candidates, restates
 from hikmah.ledger import (
     GENESIS,
     Head,
@@ -67,7 +73,9 @@ from hikmah.principal import AgentSession, refuse_in_agent_session, stamp_locato
 from hikmah.promises import STAGES, Stage
 from hikmah.rules import build_trace, check_resolution
 from hikmah.secrets import check_fields
+from hikmah.tokenizer import terms
 from hikmah.trace import STATUSES, Draft, Status, Trace, normalize_claim_value
+from hikmah.transcripts import Message, Transcript
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +87,10 @@ _SEQ = struct.Struct(">Q")
 _MAX_LOGGED_COMMITS = 4096
 _INDEXED = b"indexed_seq"  # meta: the last ledger record the indexes reflect
 _LAYOUT = b"layout"  # meta: index.LAYOUT of the derived indexes
+TRANSCRIPT_TAG = "transcript"  # the tag of every trace ingested from a session transcript
+# Kinds whose active traces a transcript candidate must not restate.
+STANDING_KINDS = ("constraint", "preference", "procedure", "belief", "correction")
+_RESTATE_READS = 2000  # traces compared per candidate, those sharing its words
 
 
 class Remember(msgspec.Struct, frozen=True, kw_only=True):
@@ -590,9 +602,47 @@ class Store:
     def _proposals(self, txn: Any) -> list[Proposal]:
         claimed = (
             index.trace_at(txn, self.dbs, docno)
-            for _k, docno, _v in index.claim_entries(txn, self.dbs)
+            for _key, docno, _value in index.claim_entries(txn, self.dbs)
         )
-        return claim_proposals(claimed)
+        return claim_proposals(claimed) + self._transcript_proposals(txn)
+
+    def _transcript_proposals(self, txn: Any) -> list[Proposal]:
+        """Candidates from the person's words in ingested sessions, not yet in memory."""
+        columns = self.features(txn)
+        docs = index.postings(txn, self.dbs, index.TAG_PREFIX + TRANSCRIPT_TAG)
+        docs = docs[
+            (columns["status"][docs] == index.STATUS_CODE["active"])
+            & (columns["kind"][docs] == index.KIND_CODE["episode"])
+        ]
+        episodes = {
+            trace.id: trace
+            for trace in (index.trace_at(txn, self.dbs, int(d)) for d in docs)
+            if trace.provenance.source.startswith("human:")
+        }
+        messages = [
+            Message(id=t.id, role="user", text=t.content, timestamp_ms=t.created_at, person=True)
+            for t in sorted(episodes.values(), key=lambda t: (t.created_at, t.id))
+        ]  # in the order they were said, so the first wording of a repeated rule wins
+        stored = Transcript(format="claude-code", session_id="", cwd=None, messages=messages)
+        return [
+            transcript_proposal(candidate, episodes[candidate.message_id])
+            for candidate in extract_candidates(stored)
+            if not self._restated(txn, candidate.content)
+        ]
+
+    def _restated(self, txn: Any, content: str) -> bool:
+        """Whether an active rule, preference, procedure or belief already says ``content``."""
+        wanted = terms(content)
+        if not wanted:
+            return False
+        docs = np.unique(np.concatenate([index.postings(txn, self.dbs, t) for t in wanted]))
+        columns = self.features(txn)
+        docs = docs[
+            (columns["status"][docs] == index.STATUS_CODE["active"])
+            & np.isin(columns["kind"][docs], [index.KIND_CODE[k] for k in STANDING_KINDS])
+        ]
+        texts = (index.trace_at(txn, self.dbs, int(d)) for d in docs[:_RESTATE_READS])
+        return restates(content, (t.content for t in texts if TRANSCRIPT_TAG not in t.tags))
 
     def conflicts(self) -> list[ConflictGroup]:
         """Every open conflict, grouped by normalised key and value."""
