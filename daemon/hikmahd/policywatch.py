@@ -14,6 +14,7 @@ from hikmah.errors import PolicyError
 from hikmah.policy import KernelPolicy, load_policy
 
 log = logging.getLogger(__name__)
+WATCH_TIMEOUT_MS = 250
 
 
 class PolicyHolder:
@@ -66,8 +67,15 @@ class PolicyHolder:
             return Path(path).name == name
 
         task_status.started()
+        # The watcher waits in a thread that cancellation cannot interrupt; a short
+        # timeout bounds how long shutdown waits for it (5 s by default).
         async for _changes in watchfiles.awatch(
-            directory, watch_filter=concerns_policy, debounce=200, step=20, recursive=False
+            directory,
+            watch_filter=concerns_policy,
+            debounce=200,
+            step=20,
+            rust_timeout=WATCH_TIMEOUT_MS,
+            recursive=False,
         ):
             if self.reload() and on_change is not None:
                 on_change()
