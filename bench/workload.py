@@ -41,8 +41,7 @@ def request_body(method: str, params: dict[str, Any]) -> bytes:
 
 
 def with_id(body: bytes, request_id: int) -> bytes:
-    """The whole line. Ids count up per client, as a JSON-RPC client's do (and two equal
-    frames of one connection in flight at once break hikmahd's per-frame limiter)."""
+    """The whole line. Ids count up per client, as a JSON-RPC client's do."""
     return body + b"%d}\n" % request_id
 
 
