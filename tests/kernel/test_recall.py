@@ -374,6 +374,34 @@ def test_candidates_come_from_the_index_not_a_scan(
 )
 @given(
     notes=st.lists(
+        st.lists(st.sampled_from(WORDS[:5]), min_size=1, max_size=4), min_size=1, max_size=60
+    ),
+    query=st.lists(st.sampled_from(WORDS[:5]), min_size=1, max_size=3),
+)
+def test_the_results_of_a_limit_are_among_those_of_a_larger_one(
+    tmp_path: Path, notes: list[list[str]], query: list[str]
+) -> None:
+    with Store(tmp_path / f"s{next(_counter)}", map_size=1 << 22) as store:
+        write(
+            store,
+            *(
+                Remember(draft=Draft(content=" ".join(n)), created_at=NOW - i)
+                for i, n in enumerate(notes)
+            ),
+        )
+        policy = KernelPolicy(recall_limit=12)
+        longest = ask(store, " ".join(query), policy, limit=12)
+        for limit in range(1, 12):
+            shorter = ask(store, " ".join(query), policy, limit=limit)
+            assert {r.trace.id for r in shorter} <= {r.trace.id for r in longest}
+            assert [r.score for r in shorter] == sorted((r.score for r in shorter), reverse=True)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    notes=st.lists(
         st.lists(st.sampled_from(WORDS), min_size=1, max_size=5), min_size=1, max_size=120
     ),
     query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
@@ -403,36 +431,6 @@ def test_early_stop_returns_what_scoring_everything_returns(
             patched.setattr(recall_module, "_margin", lambda limit: 10**9)
             everything = ask(store, " ".join(query), limit=limit)
     assert early == everything
-
-
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(
-    notes=st.lists(
-        st.lists(st.sampled_from(WORDS[:5]), min_size=1, max_size=4), min_size=1, max_size=60
-    ),
-    query=st.lists(st.sampled_from(WORDS[:5]), min_size=1, max_size=3),
-)
-def test_a_top_k_is_the_start_of_every_longer_top_k(
-    tmp_path: Path, notes: list[list[str]], query: list[str]
-) -> None:
-    """Folding chooses by penalised score in an order that does not depend on the limit."""
-    with Store(tmp_path / f"s{next(_counter)}", map_size=1 << 22) as store:
-        write(
-            store,
-            *(
-                Remember(draft=Draft(content=" ".join(n)), created_at=NOW - i)
-                for i, n in enumerate(notes)
-            ),
-        )
-        policy = KernelPolicy(recall_limit=12)
-        longest = [r.trace.id for r in ask(store, " ".join(query), policy, limit=12)]
-        for limit in range(1, 12):
-            shorter = [r.trace.id for r in ask(store, " ".join(query), policy, limit=limit)]
-            assert shorter == longest[:limit]
-        scores = [r.score for r in ask(store, " ".join(query), policy, limit=12)]
-        assert scores == sorted(scores, reverse=True)
 
 
 def test_min_matched_terms_keeps_only_traces_sharing_enough_words(store: Store) -> None:
