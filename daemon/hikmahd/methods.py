@@ -15,6 +15,7 @@ from hikmah.errors import HikmahError, InvalidInput, NotFound
 from hikmah.focus import FocusCapsule, check_note
 from hikmah.ledger import Head
 from hikmah.policy import KernelPolicy, render_policy
+from hikmah.principal import refuse_in_agent_session
 from hikmah.recall import RecallQuery, recall
 from hikmah.secrets import check_fields
 from hikmah.store import (
@@ -148,7 +149,7 @@ async def purge(ctx: Context, params: PurgeParams) -> JSON:
         "id": params.id,
         "status": "purged",
         "note": "the trace is gone from recall, show, export and every index; without the"
-        " vault its text remains in the ledger until compaction",
+        " vault its text remains in the ledger until you run hikmah compact",
     }
 
 
@@ -233,6 +234,16 @@ async def verify(ctx: Context, params: VerifyParams) -> JSON:
         pinned = None if params.expect_head is None else parse_head(params.expect_head)
         report = store.verify(expect_head=pinned)
     return to_json(report)
+
+
+@registry.method("ledger.compact", NoParams)
+async def compact(ctx: Context, params: NoParams) -> JSON:
+    """Rewrite the ledger without purged text, re-chained, the old head recorded (a person only)."""
+    refuse_in_agent_session(ctx.session, "compact")
+    daemon = ctx.daemon
+    done = await daemon.writer.exclusive(lambda: daemon.store.compact(daemon.now_ms()))
+    await daemon.reminders.reload()
+    return to_json(done)
 
 
 def parse_head(text: str) -> Head:

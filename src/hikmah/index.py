@@ -127,8 +127,27 @@ class PinPayload(msgspec.Struct, frozen=True, tag_field="type", tag="pin"):
     by: str | None = None
 
 
+class RedactedPayload(msgspec.Struct, frozen=True, tag_field="type", tag="redacted"):
+    """What compaction leaves of a purged trace's remember record: no text at all."""
+
+    id: str
+    kind: str
+    created_at: int
+
+
+class CompactedPayload(msgspec.Struct, frozen=True, tag_field="type", tag="compacted"):
+    """The last record of a compacted ledger: the head of the chain it replaced."""
+
+    old_seq: int
+    old_hash: str
+    redacted: int
+    at: int
+
+
 Payload = (
     RememberPayload
+    | RedactedPayload
+    | CompactedPayload
     | SupersedePayload
     | FulfillPayload
     | RemovePayload
@@ -170,6 +189,11 @@ class Databases:
             self.scopes,
             self.feedback,
         )
+
+
+def stub(trace_id: str, kind: str, created_at: int) -> Trace:
+    """A purged trace as the indexes keep it: its id, kind and time, no text."""
+    return Trace(id=trace_id, kind=kind, content="", created_at=created_at)  # type: ignore[arg-type]
 
 
 def u32(value: int) -> bytes:
@@ -273,6 +297,11 @@ def apply_payload(txn: Any, dbs: Databases, payload: Payload, dirty: set[int]) -
     if isinstance(payload, RememberPayload):
         _add(txn, dbs, payload.trace, dirty)
         return
+    if isinstance(payload, RedactedPayload):
+        _add(txn, dbs, stub(payload.id, payload.kind, payload.created_at), dirty)
+        return
+    if isinstance(payload, CompactedPayload):
+        return
     target = payload.old_id if isinstance(payload, SupersedePayload) else payload.id
     docno = docno_of(txn, dbs, target)
     if docno is None:
@@ -294,6 +323,9 @@ def apply_payload(txn: Any, dbs: Databases, payload: Payload, dirty: set[int]) -
     else:
         _set_status(txn, dbs, docno, "purged", dirty)
         _remove_postings(txn, dbs, trace, docno)
+        # Nothing of its text stays in the indexes; only the ledger holds it
+        # until compaction (or the vault destroys its key).
+        txn.put(u32(docno), encode_trace(stub(trace.id, trace.kind, trace.created_at)), db=dbs.docs)
     _leave_active_indexes(txn, dbs, trace, docno)
 
 

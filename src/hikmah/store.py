@@ -15,8 +15,12 @@ person must inspect. This costs one small fsync per batch, not per write.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import errno
 import logging
+import os
+import shutil
 import struct
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -49,11 +53,13 @@ from hikmah.index import (
     FEATURES,
     PAYLOAD_DECODER,
     PAYLOAD_ENCODER,
+    CompactedPayload,
     Databases,
     FeedbackPayload,
     FulfillPayload,
     Payload,
     PinPayload,
+    RedactedPayload,
     RememberPayload,
     RemovePayload,
     SupersedePayload,
@@ -168,6 +174,68 @@ class StoredTrace(msgspec.Struct, frozen=True, kw_only=True):
     superseded_by: str | None = None
 
 
+class Compacted(msgspec.Struct, frozen=True, kw_only=True):
+    """What compaction did: the head it replaced, the new head, the redacted traces."""
+
+    old_head: Head | None
+    head: Head | None
+    records: int
+    redacted: list[str]
+
+
+class _Gate:
+    """Many users of the LMDB environment at once, or the one that replaces its file.
+
+    Shared entry is re-entrant per thread, so a reader that reads again inside
+    its own transaction never waits for a replacement that waits for it.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Condition()
+        self._users = 0
+        self._replacing = False
+        self._mine = threading.local()
+
+    @contextlib.contextmanager
+    def shared(self) -> Iterator[None]:
+        depth = getattr(self._mine, "depth", 0)
+        with self._lock:
+            while self._replacing and depth == 0:
+                self._lock.wait()
+            self._users += 1
+        self._mine.depth = depth + 1
+        try:
+            yield
+        finally:
+            self._mine.depth = depth
+            with self._lock:
+                self._users -= 1
+                self._lock.notify_all()
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._lock:
+            while self._replacing:
+                self._lock.wait()
+            self._replacing = True
+            while self._users:
+                self._lock.wait()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._replacing = False
+                self._lock.notify_all()
+
+
+def _fsync_directory(path: Path) -> None:
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
 class Scheduled(NamedTuple):
     """A commitment the promise queue schedules."""
 
@@ -209,31 +277,8 @@ class Store:
         self.max_map_size = max(map_size, max_map_size)
         # py-lmdb would create the directory with the file mode (no x bit).
         (data_dir / LMDB_DIR).mkdir(mode=0o700, exist_ok=True)
-        self.env: Any = lmdb.open(
-            str(data_dir / LMDB_DIR),
-            map_size=map_size,
-            max_dbs=16,
-            # The commit syncs the data pages; the meta page is synced by sync(),
-            # which the writer overlaps with the next batch (see apply).
-            sync=durable,
-            metasync=False,
-            readahead=False,
-            mode=0o600,
-        )
-        self.dbs = Databases(
-            meta=self.env.open_db(b"meta"),
-            ledger=self.env.open_db(b"ledger"),
-            docs=self.env.open_db(b"docs"),
-            ids=self.env.open_db(b"ids"),
-            features=self.env.open_db(b"features"),
-            postings=self.env.open_db(b"postings"),
-            claims=self.env.open_db(b"claims"),
-            deadlines=self.env.open_db(b"deadlines"),
-            links=self.env.open_db(b"links"),
-            scopes=self.env.open_db(b"scopes"),
-            feedback=self.env.open_db(b"feedback"),
-            reminders=self.env.open_db(b"reminders"),
-        )
+        self._gate = _Gate()
+        self.env, self.dbs = self._open_env(map_size)
         # The feature columns are a cache of one snapshot (``_columns_seq``, the
         # ledger's last seq when read). Commits log the chunks they changed, and
         # a reader with a newer snapshot patches just those; the lock is held for
@@ -250,6 +295,21 @@ class Store:
         self.head_error: str | None = None
         self.head: Head | None = self._load_head()
         self._check_layout()
+
+    def _open_env(self, map_size: int) -> tuple[Any, Databases]:
+        env = lmdb.open(
+            str(self.data_dir / LMDB_DIR),
+            map_size=map_size,
+            max_dbs=16,
+            # The commit syncs the data pages; the meta page is synced by sync(),
+            # which the writer overlaps with the next batch (see apply).
+            sync=self.durable,
+            metasync=False,
+            readahead=False,
+            mode=0o600,
+        )
+        names = [field.name for field in dataclasses.fields(Databases)]
+        return env, Databases(**{name: env.open_db(name.encode()) for name in names})
 
     def _check_layout(self) -> None:
         """Rebuild indexes built with another layout (an older version) from the ledger."""
@@ -321,7 +381,8 @@ class Store:
         """
         while True:
             try:
-                outcomes = self._apply_once(operations, now_ms, policy)
+                with self._gate.shared():
+                    outcomes = self._apply_once(operations, now_ms, policy)
                 if sync:
                     self.sync()
                 return outcomes
@@ -501,16 +562,19 @@ class Store:
             return Written(
                 id=trace.id, seq=seq, trace=trace, conflicts=self.conflicts_for(txn, trace)
             )
-        assert not isinstance(payload, SupersedePayload)
+        # Writes never make supersede (second of a pair) or compaction records first.
+        assert not isinstance(payload, SupersedePayload | CompactedPayload)
         docno = index.docno_of(txn, self.dbs, payload.id)
         assert docno is not None
         return Written(id=payload.id, seq=seq, status=index.status_of(txn, self.dbs, docno))
 
     # -- reads --------------------------------------------------------------
 
-    def read(self) -> Any:
-        """A read transaction (a consistent snapshot); use as a context manager."""
-        return self.env.begin()
+    @contextlib.contextmanager
+    def read(self) -> Iterator[Any]:
+        """A read transaction (a consistent snapshot), as a context manager."""
+        with self._gate.shared(), self.env.begin() as txn:
+            yield txn
 
     def get(self, trace_id: str) -> StoredTrace:
         """One trace with its status.
@@ -726,7 +790,10 @@ class Store:
 
     def _forget_reminders(self, txn: Any, payload: Payload) -> None:
         """A commitment that leaves the queue needs no delivery records any more."""
-        if isinstance(payload, RememberPayload | FeedbackPayload | PinPayload):
+        if isinstance(
+            payload,
+            RememberPayload | FeedbackPayload | PinPayload | RedactedPayload | CompactedPayload,
+        ):
             return
         gone = payload.old_id if isinstance(payload, SupersedePayload) else payload.id
         for stage in STAGES:
@@ -734,7 +801,7 @@ class Store:
 
     def mark_reminded(self, delivered: Sequence[tuple[str, Stage]], at_ms: int) -> None:
         """Record durably that these reminder stages were delivered."""
-        with self.env.begin(write=True) as txn:
+        with self._gate.shared(), self.env.begin(write=True) as txn:
             for trace_id, stage in delivered:
                 txn.put(_reminder_key(trace_id, stage), _SEQ.pack(at_ms), db=self.dbs.reminders)
         self.sync()
@@ -883,6 +950,88 @@ class Store:
         self.head, self.head_error = last, None
         self._forget_columns()
         return self.verify()
+
+    def compact(self, now_ms: int) -> Compacted:
+        """Rewrite the ledger without the text of purged traces, and re-chain it.
+
+        Each purged trace's remember record becomes a ``redacted`` record (id,
+        kind, time: no text); every other payload keeps its exact bytes. The
+        chain is recomputed from genesis and ends with a ``compacted`` record
+        naming the head it replaced, so the rewrite is itself in the audit
+        trail (a head pinned before it no longer matches: compare it with that
+        record). The indexes are rebuilt in the same transaction, then the file
+        is copied without its free pages, so the old text is not left in
+        unused pages either. Nothing is done when no purged text remains.
+
+        Raises:
+            ConflictError: the ledger has an unacknowledged tail.
+        """
+        old_head = self.head
+        with self._gate.shared(), self.env.begin(write=True) as txn:
+            last = self._last_record(txn)
+            if self.head_error is not None or last != old_head or last is None:
+                raise ConflictError(
+                    "the ledger has records no write acknowledged: run hikmah verify-ledger"
+                    " and accept or reset the head before compacting"
+                )
+            records = [decode_record(bytes(line)) for _key, line in txn.cursor(db=self.dbs.ledger)]
+            payloads = [decode_payload(record) for record in records]
+            purged = {p.id for p in payloads if isinstance(p, RemovePayload)}
+            bodies, redacted = [], []
+            for record, payload in zip(records, payloads, strict=True):
+                if isinstance(payload, RememberPayload) and payload.trace.id in purged:
+                    trace = payload.trace
+                    stub = RedactedPayload(
+                        id=trace.id, kind=trace.kind, created_at=trace.created_at
+                    )
+                    bodies.append(PAYLOAD_ENCODER.encode(stub))
+                    redacted.append(trace.id)
+                else:
+                    bodies.append(record.payload)
+            if not redacted:
+                return Compacted(
+                    old_head=old_head, head=old_head, records=len(records), redacted=[]
+                )
+            final = CompactedPayload(
+                old_seq=last.seq, old_hash=last.hash, redacted=len(redacted), at=now_ms
+            )
+            bodies.append(PAYLOAD_ENCODER.encode(final))
+            prev = GENESIS
+            for seq, body in enumerate(bodies, 1):
+                record = encode_record(seq, prev, body)
+                txn.put(_SEQ.pack(seq), record.line, db=self.dbs.ledger)
+                prev = record.hash
+            new_head = Head(seq=len(bodies), hash=prev)
+            self._index_records(txn, 0, set(), rebuild=True)
+            self.head_file.write(old_head, new_head)  # pending: see the module docstring
+        self.sync()
+        self.head_file.write(new_head, None)
+        self.head = new_head
+        self._forget_columns()
+        self._drop_free_pages()
+        return Compacted(old_head=old_head, head=new_head, records=len(bodies), redacted=redacted)
+
+    def _drop_free_pages(self) -> None:
+        """Replace the LMDB file by a copy without free pages (old versions of data).
+
+        Waits for every reader and writer of this store to finish, and holds
+        new ones off for the copy (under a second per 100k traces).
+        """
+        copy_dir = self.data_dir / "compact.tmp"
+        shutil.rmtree(copy_dir, ignore_errors=True)
+        copy_dir.mkdir(mode=0o700)
+        with self._gate.exclusive():
+            map_size = int(self.env.info()["map_size"])
+            self.env.copy(str(copy_dir), compact=True)
+            copied = copy_dir / "data.mdb"
+            with copied.open("rb") as file:
+                os.fsync(file.fileno())
+            self.env.close()
+            os.replace(copied, self.data_dir / LMDB_DIR / "data.mdb")
+            _fsync_directory(self.data_dir / LMDB_DIR)
+            self.env, self.dbs = self._open_env(map_size)
+        shutil.rmtree(copy_dir, ignore_errors=True)
+        self._forget_columns()
 
     def rebuild_index(self, progress: Callable[[int], None] | None = None) -> int:
         """Recreate every derived index from the ledger; returns the records replayed."""

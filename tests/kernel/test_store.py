@@ -350,3 +350,50 @@ def test_feedback_and_pins_need_a_visible_trace(store: Store) -> None:
     for operation in (Feedback(id=gone.id, outcome="good"), Pin(id="tr_nope", pinned=True)):
         (outcome,) = store.apply([operation], now_ms=NOW, policy=KernelPolicy())
         assert isinstance(outcome, NotFound)
+
+
+def every_byte(directory: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file())
+
+
+def test_compaction_removes_purged_text_from_every_file_and_rechains(tmp_path: Path) -> None:
+    secret_text = b"the cellar door code is purple elephant"
+    with Store(tmp_path / "data", map_size=1 << 24) as store:
+        populate(store)
+        gone = remember(store, secret_text.decode(), tags=("home",))
+        kept = remember(store, "the cellar stays locked at night")
+        write(store, Purge(id=gone.id, reason="asked to forget it"))
+        old_head = store.head
+        assert old_head is not None and secret_text in every_byte(tmp_path / "data")
+
+        done = store.compact(NOW)
+        assert done.old_head == old_head and gone.id in done.redacted
+        assert done.head == store.head and store.verify().ok
+        assert secret_text not in every_byte(tmp_path / "data")
+        last = ledger_rows(store)[-1][1]
+        assert b'"type":"compacted"' in last and old_head.hash.encode() in last
+        assert [
+            r.trace.id
+            for r in recall(store, RecallQuery(query="cellar"), now_ms=NOW, policy=KernelPolicy())
+        ] == [kept.id]
+        before = index_snapshot(store)
+        store.rebuild_index()
+        assert index_snapshot(store) == before
+        assert store.compact(NOW).redacted == []  # nothing left to redact
+    with Store(tmp_path / "data", map_size=1 << 24) as reopened:
+        assert reopened.verify().ok and reopened.head == done.head
+        with pytest.raises(NotFound):
+            reopened.get(gone.id)
+        write(reopened, Remember(draft=Draft(content="writes go on after compaction")))
+
+
+def test_compaction_refuses_an_unacknowledged_tail(store: Store) -> None:
+    victim = remember(store, "to be purged")
+    write(store, Purge(id=victim.id, reason="test"))
+    head = store.head
+    assert head is not None
+    forged = encode_record(head.seq + 1, head.hash, b'{"type":"purge","id":"x","reason":"y"}')
+    put_raw(store, forged.seq, forged.line)
+    with pytest.raises(ConflictError, match="acknowledged"):
+        store.compact(NOW)
+    assert store.head == head and ledger_rows(store)[-1][1] == forged.line
