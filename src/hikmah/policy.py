@@ -114,6 +114,19 @@ class FocusPolicy(_Section, frozen=True):
     ] = 120
 
 
+class ReplayPolicy(_Section, frozen=True):
+    """Quiet Replay: consolidation the daemon runs on its own (it never promotes)."""
+
+    interval_minutes: Annotated[
+        int,
+        msgspec.Meta(
+            ge=0,
+            description="minutes between consolidations that announce new eligible proposals;"
+            " 0: only on request",
+        ),
+    ] = 60
+
+
 class VaultPolicy(_Section, frozen=True):
     """Encrypted payloads with per-trace keys (needed for sensitive traces)."""
 
@@ -146,6 +159,7 @@ class KernelPolicy(_Section, frozen=True):
     recall: RecallPolicy = RecallPolicy()
     reminders: RemindersPolicy = RemindersPolicy()
     focus: FocusPolicy = FocusPolicy()
+    replay: ReplayPolicy = ReplayPolicy()
     vault: VaultPolicy = VaultPolicy()
 
     def __post_init__(self) -> None:
