@@ -18,7 +18,10 @@ PROBE = """
 import json, socket, sys
 s = socket.socket(socket.AF_UNIX)
 s.connect(sys.argv[1])
-s.sendall(b'{"jsonrpc":"2.0","method":"daemon.status","id":1}\\n')
+try:
+    s.sendall(b'{"jsonrpc":"2.0","method":"daemon.status","id":1}\\n')
+except (BrokenPipeError, ConnectionResetError):
+    pass  # the refusal may have been sent and the connection closed already
 data = b""
 while not data.endswith(b"\\n"):
     chunk = s.recv(65536)
