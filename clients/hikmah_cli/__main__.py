@@ -11,7 +11,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -245,6 +245,62 @@ def build_parser() -> argparse.ArgumentParser:
     _global_options(p, suppress=True)
     p.add_argument("files", nargs="+", metavar="FILE")
     p.set_defaults(run=_ingest)
+
+    p = commands.add_parser(
+        "export",
+        help="write memory as JSON Lines of traces (stdout, or --output FILE)",
+        description="Write every trace, in write order, as one JSON object per line: the"
+        " trace as `hikmah show --json` gives it, plus its status. Purged traces are never"
+        " exported; superseded ones only with --include-superseded (without it, a"
+        " correction's link to the trace it superseded is left out). The text is plaintext;"
+        " no key ever leaves the daemon. Progress goes to stderr when it is a terminal.",
+    )
+    _global_options(p, suppress=True)
+    p.add_argument(
+        "--include-superseded", action="store_true", help="the history of corrections too"
+    )
+    p.add_argument(
+        "--output", metavar="FILE", help="write FILE (mode 0600, atomically) instead of stdout"
+    )
+    p.set_defaults(run=_export)
+
+    p = commands.add_parser(
+        "import",
+        help="read JSON Lines of traces, or a reference memory.jsonl ledger, into memory",
+        description="Import FILE. JSON Lines of traces (as export writes them; missing fields"
+        ' take the write defaults, so {"kind": "observation", "content": "..."} is a'
+        " line) are validated like any write and keep their ids: importing twice writes"
+        " nothing new. A ledger of the reference implementation (memory.jsonl, records v1"
+        " and v2) is recognised by its records; its hash chain is checked first, and a"
+        " broken chain is refused as a whole. Refused lines are reported with their line"
+        " number and reason while the rest is imported. Exit 0 when everything was"
+        " imported, 3 when some lines were refused or the chain is broken, 2 when FILE"
+        " cannot be read.",
+    )
+    _global_options(p, suppress=True)
+    p.add_argument("file", metavar="FILE")
+    p.add_argument(
+        "--force-broken-chain",
+        action="store_true",
+        help="(ledger) import the records before the first one that does not verify",
+    )
+    p.add_argument(
+        "--expect-head",
+        metavar="SEQ:HASH",
+        help="(ledger) the head you pinned: records past it, or a rewrite, break the chain",
+    )
+    p.set_defaults(run=_import)
+
+    p = commands.add_parser(
+        "backup",
+        help="a consistent copy of the store into an empty directory, while the daemon serves",
+        description="Copy the LMDB store (compacted) and its ledger head, as of one moment,"
+        " into DIR (new or empty; made 0700), with a manifest. The daemon keeps serving"
+        " meanwhile. Restore with `hikmahd --restore DIR` while no daemon runs.",
+    )
+    _global_options(p, suppress=True)
+    p.add_argument("dir", metavar="DIR")
+    p.set_defaults(run=_backup)
 
     p = commands.add_parser(
         "eval",
@@ -539,6 +595,257 @@ def _ingest(args: argparse.Namespace) -> int:
     return USAGE if failed else OK
 
 
+# Import batches stay well under the daemon's 1 MiB frame limit.
+BATCH_LINES = 500
+BATCH_BYTES = 512 * 1024
+MAX_LINE_BYTES = 900 * 1024
+LEDGER_KEYS = frozenset({"seq", "prev_hash", "payload", "hash"})
+
+
+def _export(args: argparse.Namespace) -> int:
+    with _Session(args) as session:
+        counts = session.call("daemon.status", {})["counts"]
+        total = counts["active"] + counts["fulfilled"]
+        total += counts["superseded"] if args.include_superseded else 0
+        progress = render.Progress("exported", total, "traces")
+        params = {"include_superseded": args.include_superseded, "limit": 500}
+        after, count, chunks = None, 0, []
+        while True:
+            page = session.call("memory.export", {**params, "after": after})
+            text = "".join(json.dumps(t, ensure_ascii=False) + "\n" for t in page["traces"])
+            if args.output:
+                chunks.append(text)
+            else:
+                try:
+                    sys.stdout.write(text)
+                except BrokenPipeError:  # `hikmah export | head`: the reader has enough
+                    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                    return OK
+            count += len(page["traces"])
+            progress.update(count)
+            after = page["next"]
+            if after is None:
+                break
+    progress.end()
+    if args.output:
+        from .files import write_atomic  # noqa: PLC0415 -- only export --output writes files
+
+        try:
+            write_atomic(Path(args.output), "".join(chunks).encode(), 0o600)
+        except OSError as exc:
+            print(f"hikmah export: cannot write {args.output}: {exc.strerror}", file=sys.stderr)
+            return INTERNAL
+        if args.json:
+            print(json.dumps({"path": os.path.abspath(args.output), "traces": count}))
+        else:
+            print(f"exported {count} traces to {args.output}")
+    return OK
+
+
+def _import(args: argparse.Namespace) -> int:
+    try:
+        data = Path(args.file).read_bytes()
+    except OSError as exc:
+        print(f"hikmah import: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
+        return USAGE
+    rows = [
+        (number, raw.rstrip(b"\r"))
+        for number, raw in enumerate(data.split(b"\n"), 1)
+        if raw.strip()
+    ]
+    first, _ = _json_line(rows[0][1]) if rows else (None, None)
+    ledger = isinstance(first, dict) and first.keys() >= LEDGER_KEYS
+    if not ledger and (args.force_broken_chain or args.expect_head):
+        print(
+            "hikmah import: --force-broken-chain and --expect-head are for reference ledgers;"
+            f" {args.file} holds traces",
+            file=sys.stderr,
+        )
+        return USAGE
+    report = _import_ledger(args, rows) if ledger else _import_traces(args, rows)
+    report = {"file": os.path.abspath(args.file), **report}
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False))
+    else:
+        for refused in report["refused"]:
+            print(f"hikmah import: {render.refused_line(refused)}", file=sys.stderr)
+        print(render.imported(report))
+    return REFUSED if report["refused"] or report.get("break") else OK
+
+
+def _import_traces(args: argparse.Namespace, rows: list[tuple[int, bytes]]) -> dict[str, Any]:
+    """JSON Lines of traces: each line checked locally for JSON, then written by the daemon."""
+    items: list[dict[str, Any]] = []
+    refused: list[dict[str, Any]] = []
+    settle: list[dict[str, Any]] = []
+    for number, raw in rows:
+        value, problem = _json_line(raw)
+        if problem is None and not isinstance(value, dict):
+            problem = f"not a trace object but a JSON {_json_type(value)}"
+        item = {"line": number, "trace": value}
+        if problem is None and len(json.dumps(item, ensure_ascii=False).encode()) > MAX_LINE_BYTES:
+            problem = f"too large to import (over {MAX_LINE_BYTES >> 10} KiB)"
+        if problem is not None:
+            refused.append({"line": number, "reason": problem})
+            continue
+        items.append(item)
+        status, trace_id = value.get("status"), value.get("id")
+        if status in ("fulfilled", "superseded") and isinstance(trace_id, str):
+            settle.append({"line": number, "id": trace_id, "status": status})
+    report: dict[str, Any] = {"format": "traces", "lines": len(rows), "written": 0, "already": 0}
+    notes: list[dict[str, Any]] = []
+    settled = 0
+    progress = render.Progress("imported", len(rows), "lines")
+    done = len(refused)
+    with _Session(args) as session:
+        for batch in _batches(items):
+            result = session.call("memory.import", {"lines": batch})
+            report["written"] += result["written"]
+            report["already"] += result["already"]
+            refused += result["refused"]
+            notes += result["notes"]
+            done += len(batch)
+            progress.update(done)
+        # Statuses that only the whole file makes: fulfil what no imported outcome did.
+        gone = {r["line"] for r in refused}
+        pending = [s for s in settle if s["line"] not in gone]
+        for start in range(0, len(pending), BATCH_LINES):
+            result = session.call("memory.import", {"settle": pending[start : start + BATCH_LINES]})
+            settled += result["settled"]
+            notes += result["notes"]
+    progress.end()
+    refused.sort(key=lambda r: r["line"])
+    notes.sort(key=lambda n: n["line"])
+    return {**report, "settled": settled, "refused": refused, "notes": notes}
+
+
+def _import_ledger(args: argparse.Namespace, rows: list[tuple[int, bytes]]) -> dict[str, Any]:
+    """A reference ledger: the whole chain is verified first, then its records are mapped."""
+    records: list[dict[str, Any]] = []
+    broken: dict[str, Any] | None = None
+    for number, raw in rows:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            broken = {"line": number, "seq": None, "reason": "the record is not UTF-8 text"}
+            break
+        if len(raw) > MAX_LINE_BYTES // 2:  # escaped as a JSON string, it may double
+            broken = {"line": number, "seq": None, "reason": "the record is too large to check"}
+            break
+        records.append({"line": number, "text": text})
+    pinned = None if args.expect_head is None else _pinned_seq(args.expect_head)
+    with _Session(args) as session:
+        progress = render.Progress("verified", len(rows), "records")
+        after, checked = None, 0
+        for batch in _batches(records):
+            params = {"records": batch, "after": after, "expect_head": args.expect_head}
+            result = session.call("memory.import_ledger", {**params, "check_only": True})
+            checked += result["checked"]
+            after = result["tail"] or after
+            progress.update(checked)
+            if result["break"] is not None:
+                broken = result["break"]
+                break
+        progress.end()
+        ends = 0 if after is None else after["seq"]
+        if broken is None and pinned is not None and ends < pinned:
+            broken = {
+                "line": None,
+                "seq": None,
+                "reason": f"the ledger ends at seq {ends}, before the pinned head (seq {pinned}):"
+                " records were removed",
+            }
+        report: dict[str, Any] = {
+            "format": "reference-ledger",
+            "records": len(rows),
+            "verified": checked,
+            "head": after,
+            "break": broken,
+            "imported": False,
+            "written": 0,
+            "already": 0,
+            "linked": 0,
+            "refused": [],
+            "notes": [],
+        }
+        if broken is not None and not args.force_broken_chain:
+            print(
+                f"hikmah import: {render.chain_break(broken)}; nothing was imported. Rerun with"
+                f" --force-broken-chain to import the {checked} records before the break.",
+                file=sys.stderr,
+            )
+            return report
+        report["imported"] = True
+        progress = render.Progress("imported", checked, "records")
+        after, done = None, 0
+        for batch in _batches(records[:checked]):
+            result = session.call("memory.import_ledger", {"records": batch, "after": after})
+            after = result["tail"]
+            for key in ("written", "already", "linked", "refused", "notes"):
+                report[key] += result[key]
+            done += len(batch)
+            progress.update(done)
+        progress.end()
+    return report
+
+
+def _backup(args: argparse.Namespace) -> int:
+    target = os.path.abspath(args.dir)
+    # A large store takes a while to copy: no reply timeout.
+    with _Session(args, timeout=None) as session:
+        result = session.call("daemon.backup", {"dir": target})
+    print(json.dumps(result) if args.json else render.backed_up(result))
+    return OK
+
+
+def _batches(items: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+    """Consecutive runs of at most BATCH_LINES items and about BATCH_BYTES of JSON."""
+    batch: list[dict[str, Any]] = []
+    size = 0
+    for item in items:
+        length = len(json.dumps(item, ensure_ascii=False).encode()) + 1
+        if batch and (len(batch) >= BATCH_LINES or size + length > BATCH_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append(item)
+        size += length
+    if batch:
+        yield batch
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _json_line(raw: bytes) -> tuple[Any, str | None]:
+    """The JSON value of one line, or why it has none (never echoing the line)."""
+    try:
+        return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant), None
+    except UnicodeDecodeError:
+        return None, "not UTF-8 text"
+    except json.JSONDecodeError as exc:
+        return None, f"not JSON ({exc.msg} at column {exc.colno})"
+    except (ValueError, RecursionError) as exc:
+        return None, f"not JSON ({exc})" if isinstance(exc, ValueError) else "nested too deeply"
+
+
+def _json_type(value: Any) -> str:
+    names = {list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+    return "null" if value is None else names.get(type(value), "value")
+
+
+def _pinned_seq(text: str) -> int:
+    seq, sep, digest = text.partition(":")
+    if not sep or not seq.isdigit() or len(digest) != 64:
+        raise Exit(_usage("import", "--expect-head must be SEQ:HASH, as verify-ledger prints it"))
+    return int(seq)
+
+
+def _usage(command: str, message: str) -> int:
+    print(f"hikmah {command}: {message}", file=sys.stderr)
+    return USAGE
+
+
 def _eval(args: argparse.Namespace) -> int:
     """Run the harness in a process of its own: the CLI never loads the store itself."""
     argv = [sys.executable, "-m", "hikmah.evaluation", args.cases, "--k", str(args.k)]
@@ -568,24 +875,46 @@ class Exit(Exception):
 
 def call(args: argparse.Namespace, method: str, params: dict[str, Any]) -> Any:
     """One request to the daemon (started if needed); a failure is printed and raised as Exit."""
-    try:
-        client = connect(
-            paths.socket_path(args.socket),
-            autostart=not args.no_autostart,
-            daemon_args=environment_flags(args.data_dir, args.policy),
-        )
+    with _Session(args) as session:
+        return session.call(method, params)
+
+
+class _Session:
+    """A connection to the daemon (started if needed) for one or many requests.
+
+    A failure is printed on stderr and raised as :class:`Exit` with its exit code.
+    """
+
+    def __init__(self, args: argparse.Namespace, timeout: float | None = 60.0) -> None:
+        self.args = args
         try:
-            return client.call(method, params)
-        finally:
-            client.close()
-    except Unavailable as exc:
-        print(f"hikmah: {exc}", file=sys.stderr)
-        raise Exit(UNAVAILABLE) from None
-    except RemoteError as exc:
-        print(f"hikmah {args.command}: {exc}", file=sys.stderr)
-        if exc.reason in EXIT_FOR_REASON:
-            raise Exit(EXIT_FOR_REASON[exc.reason]) from None
-        raise Exit(USAGE if exc.code in (-32600, -32602) else INTERNAL) from None
+            self.client = connect(
+                paths.socket_path(args.socket),
+                autostart=not args.no_autostart,
+                daemon_args=environment_flags(args.data_dir, args.policy),
+            )
+        except Unavailable as exc:
+            print(f"hikmah: {exc}", file=sys.stderr)
+            raise Exit(UNAVAILABLE) from None
+        self.client.sock.settimeout(timeout)
+
+    def __enter__(self) -> _Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.client.close()
+
+    def call(self, method: str, params: dict[str, Any]) -> Any:
+        try:
+            return self.client.call(method, params)
+        except Unavailable as exc:
+            print(f"hikmah: {exc}", file=sys.stderr)
+            raise Exit(UNAVAILABLE) from None
+        except RemoteError as exc:
+            print(f"hikmah {self.args.command}: {exc}", file=sys.stderr)
+            if exc.reason in EXIT_FOR_REASON:
+                raise Exit(EXIT_FOR_REASON[exc.reason]) from None
+            raise Exit(USAGE if exc.code in (-32600, -32602) else INTERNAL) from None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import textwrap
 import time
 from typing import Any
@@ -323,3 +324,93 @@ def ingested(report: dict[str, Any]) -> str:
     if report["skipped_lines"]:
         line += f", {report['skipped_lines']} unreadable lines skipped"
     return line
+
+
+class Progress:
+    """``imported 1500/20000 lines [####      ] 7%`` on stderr, redrawn in place, only
+    when stderr is a terminal (a script reading stderr gets no carriage returns)."""
+
+    BAR = 24
+    EVERY_S = 0.1
+
+    def __init__(self, verb: str, total: int, unit: str) -> None:
+        self.verb, self.total, self.unit = verb, total, unit
+        self.shown = sys.stderr.isatty()
+        self.drawn = False
+        self._last = 0.0
+
+    def update(self, done: int) -> None:
+        if not self.shown:
+            return
+        now = time.monotonic()
+        if done < self.total and now - self._last < self.EVERY_S:
+            return
+        self._last = now
+        share = min(done / self.total, 1.0) if self.total else 1.0
+        bar = "#" * round(share * self.BAR)
+        sys.stderr.write(
+            f"\r{self.verb} {done}/{self.total} {self.unit} [{bar:<{self.BAR}}] {share:4.0%}"
+        )
+        sys.stderr.flush()
+        self.drawn = True
+
+    def end(self) -> None:
+        if self.drawn:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+            self.drawn = False
+
+
+def refused_line(refused: dict[str, Any]) -> str:
+    where = f"line {refused['line']}"
+    if refused.get("seq") is not None:
+        where += f" (seq {refused['seq']})"
+    return f"{where} refused: {refused['reason']}"
+
+
+def chain_break(broken: dict[str, Any]) -> str:
+    where = []
+    if broken.get("line") is not None:
+        where.append(f"line {broken['line']}")
+    if broken.get("seq") is not None:
+        where.append(f"seq {broken['seq']}")
+    at = f" at {', '.join(where)}" if where else ""
+    return f"the ledger's hash chain breaks{at}: {broken['reason']}"
+
+
+def imported(report: dict[str, Any]) -> str:
+    refused = len(report["refused"])
+    if report["format"] == "traces":
+        lines = [
+            f"imported {report['file']}: {report['lines']} lines, {report['written']} written,"
+            f" {report['already']} already present, {refused} refused"
+        ]
+    else:
+        lines = [
+            f"imported reference ledger {report['file']}: {report['verified']} of"
+            f" {report['records']} records verify",
+        ]
+        if report["break"] is not None:
+            lines.append(f"  {chain_break(report['break'])}")
+            if report["imported"]:
+                lines.append("  only the records before the break were imported")
+        if report["imported"]:
+            lines.append(
+                f"  {report['written']} written, {report['already']} already present,"
+                f" {report['linked']} supersessions linked, {refused} refused"
+            )
+        else:
+            lines.append("  nothing was imported")
+    for note in report["notes"]:
+        lines.append(f"  note: line {note['line']}: {note['note']}")
+    return "\n".join(lines)
+
+
+def backed_up(result: dict[str, Any]) -> str:
+    head = result["head"]
+    at = f"head {head['seq']}:{head['hash']}" if head else "an empty ledger"
+    return (
+        f"backed up {result['records']} ledger records ({at}) to {result['dir']}\n"
+        f"  {result['data_bytes'] / (1 << 20):.1f} MiB, checked; restore it with"
+        f" hikmahd --restore {result['dir']} while no daemon runs"
+    )

@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from pathlib import Path
 
 from hikmah import __version__, paths
 from hikmah.errors import HikmahError
 from hikmah.store import MAX_MAP_SIZE
 
-from .daemon import Config, DaemonError, DataDirLock, run
+from .backup import restore, summary
+from .daemon import Config, DaemonError, DataDirLock, run, wall_ms
 from .rebuild import rebuild_index
 
 EPILOG = """\
@@ -35,10 +37,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--socket", metavar="PATH", help="Unix socket to serve")
     p.add_argument("--data-dir", metavar="DIR", help="where the LMDB store and head live")
     p.add_argument("--policy", metavar="FILE", help="policy file (TOML); need not exist")
-    p.add_argument(
+    instead = p.add_mutually_exclusive_group()
+    instead.add_argument(
         "--rebuild-index",
         action="store_true",
         help="recreate every derived index from the ledger, then exit",
+    )
+    instead.add_argument(
+        "--restore",
+        metavar="BACKUP",
+        help="check the backup directory BACKUP (made by `hikmah backup`), then install it"
+        " as the data directory, moving the current one aside; exit without serving",
     )
     p.add_argument(
         "--max-store-mib",
@@ -75,6 +84,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.rebuild_index:
             with DataDirLock(config.data_dir):
                 rebuild_index(config.data_dir)
+            return 0
+        if args.restore:
+            with DataDirLock(config.data_dir):
+                restored = restore(config.data_dir, Path(args.restore), wall_ms())
+            print(summary(restored))
             return 0
         run(config)
     except (DaemonError, HikmahError) as exc:

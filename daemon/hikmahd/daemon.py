@@ -19,7 +19,7 @@ from hikmah.principal import AgentSession, declared_session
 from hikmah.store import DEFAULT_MAP_SIZE, MAX_MAP_SIZE, Outcome, Store, Written
 from hikmah.trace import Status
 
-from . import learning, methods
+from . import learning, methods, transfer
 from .capsules import Capsules
 from .connection import Connection
 from .context import Context
@@ -102,7 +102,7 @@ class Daemon:
             self.policy.reminders.lead_minutes,
         )
         self.capsules = Capsules()
-        self.dispatcher = Dispatcher(methods.registry, learning.registry)
+        self.dispatcher = Dispatcher(methods.registry, learning.registry, transfer.registry)
         self.connections: set[Connection] = set()
         self.listening: Path | None = None
         # Processes (pid, start time) that lowered their own privileges.

@@ -822,6 +822,56 @@ class Store:
                     superseded_by=index.successor(txn, self.dbs, docno),
                 )
 
+    def lookup(self, trace_id: str) -> StoredTrace | None:
+        """One trace with its status, purged ones included (as their stub); None if no
+        trace ever had that id. For import, which must tell "already here" from "new"."""
+        with self.read() as txn:
+            return self._stored(txn, trace_id)
+
+    def export_page(
+        self, after: str | None, limit: int, *, include_superseded: bool
+    ) -> tuple[list[StoredTrace], str | None]:
+        """Up to ``limit`` traces in write order after the trace ``after``.
+
+        Purged traces never, superseded ones only with ``include_superseded``. At
+        most ``8 * limit`` traces are looked at, so a page may hold fewer than
+        ``limit`` even when more follow.
+
+        Returns:
+            The traces, and the id to continue after (None at the end).
+
+        Raises:
+            NotFound: no trace has the id ``after``.
+        """
+        wanted = {"active", "fulfilled"} | ({"superseded"} if include_superseded else set())
+        out: list[StoredTrace] = []
+        with self.read() as txn:
+            start = 0
+            if after is not None:
+                docno = index.docno_of(txn, self.dbs, after)
+                if docno is None:
+                    raise NotFound(f"no trace has id {after}: cannot continue an export after it")
+                start = docno + 1
+            statuses = self.features(txn)["status"]
+            cursor = txn.cursor(db=self.dbs.docs)
+            if not cursor.set_range(index.u32(start)):
+                return out, None
+            for looked, (key, value) in enumerate(cursor, 1):
+                docno = int(struct.unpack(">I", key)[0])
+                status = STATUSES[int(statuses[docno])]
+                trace = index.decode_trace(bytes(value))
+                if status in wanted:
+                    out.append(
+                        StoredTrace(
+                            trace=trace,
+                            status=status,  # type: ignore[arg-type]
+                            superseded_by=index.successor(txn, self.dbs, docno),
+                        )
+                    )
+                if len(out) >= limit or looked >= 8 * limit:
+                    return out, (trace.id if cursor.next() else None)
+        return out, None
+
     def counts(self) -> dict[str, int]:
         """How many traces are in each status."""
         with self.read() as txn:
