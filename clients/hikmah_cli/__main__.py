@@ -190,6 +190,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--id", required=True)
     p.add_argument("--reason", required=True, help="kept in the tombstone")
 
+    command(
+        "compact",
+        "rewrite the ledger without the text of purged traces (a person only)",
+        _compact,
+    )
+
     p = command("verify-ledger", "check the hash chain and the head", _verify)
     choice = p.add_mutually_exclusive_group()
     choice.add_argument("--expect-head", metavar="SEQ:HASH", help="a head pinned elsewhere")
@@ -475,6 +481,10 @@ def _purge(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any
         {"id": args.id, "reason": args.reason},
         lambda r: f"purged {r['id']}\n  {r['note']}",
     )
+
+
+def _compact(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any], str]]:
+    return "ledger.compact", {}, render.compacted
 
 
 def _verify(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any], str]]:

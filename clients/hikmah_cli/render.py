@@ -414,3 +414,18 @@ def backed_up(result: dict[str, Any]) -> str:
         f"  {result['data_bytes'] / (1 << 20):.1f} MiB, checked; restore it with"
         f" hikmahd --restore {result['dir']} while no daemon runs"
     )
+
+
+def compacted(result: dict[str, Any]) -> str:
+    if not result["redacted"]:
+        return "nothing to compact: no purged text is left in the ledger"
+    old, new = result["old_head"], result["head"]
+    return "\n".join(
+        [
+            f"removed the text of {len(result['redacted'])} purged trace(s) from the ledger",
+            f"  old head {old['seq']}:{old['hash']}",
+            f"  new head {new['seq']}:{new['hash']} (the chain was rewritten; its last record"
+            " names the old head)",
+            "  a head pinned elsewhere must be pinned again: hikmah verify-ledger --json",
+        ]
+    )

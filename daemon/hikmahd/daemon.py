@@ -36,10 +36,13 @@ from .notify import DesktopNotifier
 from .peers import identify, start_time
 from .policywatch import PolicyHolder
 from .reminders import Reminders
+from .replay import Replay
 from .rpc import APPLICATION_CODES, Dispatcher, RpcError, response
 from .writer import Offload, Writer, in_thread
 
 log = logging.getLogger(__name__)
+# Every module of JSON-RPC methods the daemon serves.
+REGISTRIES = (methods.registry, learning.registry, transfer.registry)
 
 # How long in-flight replies may take once a stop was asked for.
 STOP_GRACE_S = 2.0
@@ -101,8 +104,9 @@ class Daemon:
             now_ms,
             self.policy.reminders.lead_minutes,
         )
+        self.replay = Replay(store, self.events, offload, lambda: self.policy)
         self.capsules = Capsules()
-        self.dispatcher = Dispatcher(methods.registry, learning.registry, transfer.registry)
+        self.dispatcher = Dispatcher(*REGISTRIES)
         self.connections: set[Connection] = set()
         self.listening: Path | None = None
         # Processes (pid, start time) that lowered their own privileges.
@@ -184,6 +188,7 @@ class Daemon:
                 await nursery.start(self.writer.run)
                 nursery.start_soon(self.policies.watch, self._policy_changed)
                 nursery.start_soon(self.reminders.run)
+                nursery.start_soon(self.replay.run)
                 nursery.start_soon(self._close_idle_capsules)
                 accept_scope = trio.CancelScope()
                 connections = await nursery.start(self._accept, listener, accept_scope)

@@ -171,7 +171,8 @@ async def invalidate(ctx: Context, params: InvalidateParams) -> JSON:
 @registry.method("replay.consolidate", NoParams)
 async def consolidate(ctx: Context, params: NoParams) -> JSON:
     """Proposals of durable beliefs (REFERENCE.md "Consolidation"); never writes."""
-    proposals = await trio.to_thread.run_sync(ctx.daemon.store.proposals)
+    daemon = ctx.daemon
+    proposals = await trio.to_thread.run_sync(daemon.store.proposals, daemon.policy)
     return {"proposals": to_json(proposals)}
 
 

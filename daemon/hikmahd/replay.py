@@ -14,6 +14,7 @@ from collections.abc import Callable
 import msgspec
 import trio
 
+from hikmah.policy import KernelPolicy
 from hikmah.store import Store
 
 from .events import Events
@@ -29,18 +30,18 @@ class Replay:
         store: Store,
         events: Events,
         offload: Offload,
-        interval_minutes: Callable[[], int],
+        policy: Callable[[], KernelPolicy],
     ) -> None:
         self.store = store
         self.events = events
         self.offload = offload
-        self.interval_minutes = interval_minutes
+        self.policy = policy
         self.announced: set[str] = set()
 
     async def run(self) -> None:
         """Consolidate on schedule until cancelled."""
         while True:
-            minutes = self.interval_minutes()
+            minutes = self.policy().replay.interval_minutes
             if minutes <= 0:
                 await trio.sleep(IDLE_CHECK_S)
                 continue
@@ -49,7 +50,8 @@ class Replay:
 
     async def announce(self) -> list[str]:
         """Publish the eligible proposals not announced yet; their ids."""
-        proposals = await self.offload(self.store.proposals)
+        policy = self.policy()
+        proposals = await self.offload(lambda: self.store.proposals(policy))
         eligible = [p for p in proposals if p.eligible]
         new = [p for p in eligible if p.id not in self.announced]
         # Forget ids that are gone (promoted, or their evidence changed).

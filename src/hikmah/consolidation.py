@@ -8,8 +8,8 @@ enough independent sources agree on (REFERENCE.md, "Consolidation"):
 - independent sources: distinct trimmed, lowercased source names, where empty,
   ``unknown`` and ``user`` all count as one unattributed source;
 - confidence: ``0.7 · mean confidence + 0.3 · share verified``;
-- eligible: support ≥ 2, independent sources ≥ 2, confidence ≥ 0.6, and no
-  other active value for the key;
+- eligible: support ≥ 2, independent sources ≥ 2, confidence ≥ 0.6 (the
+  policy's ``consolidation_min_*`` keys), and no other active value for the key;
 - order: eligible first, then by confidence.
 
 A group that already holds a belief promoted from evidence restates an active
@@ -32,11 +32,9 @@ from typing import Literal
 import msgspec
 
 from hikmah.ingest import Candidate
+from hikmah.policy import KernelPolicy
 from hikmah.trace import Draft, Trace, is_model_source, normalize_claim_key, normalize_claim_value
 
-MIN_SUPPORT = 2
-MIN_SOURCES = 2
-MIN_CONFIDENCE = 0.6
 # A rule the person typed in a session: above the eligibility bar, below verified.
 TRANSCRIPT_CONFIDENCE = 0.7
 UNATTRIBUTED = frozenset({"", "unknown", "user"})
@@ -74,11 +72,12 @@ def source_name(source: str) -> str:
     return "" if name in UNATTRIBUTED else name
 
 
-def claim_proposals(traces: Iterable[Trace]) -> list[Proposal]:
+def claim_proposals(traces: Iterable[Trace], policy: KernelPolicy) -> list[Proposal]:
     """Proposals from active claims, eligible first, then by confidence.
 
     Args:
         traces: the active traces with a claim (others are ignored).
+        policy: its ``consolidation_min_*`` thresholds decide eligibility.
     """
     groups: dict[str, dict[str, list[Trace]]] = {}
     for trace in traces:
@@ -94,11 +93,14 @@ def claim_proposals(traces: Iterable[Trace]) -> list[Proposal]:
         for value, members in values.items():
             if any(t.kind == "belief" and t.provenance.evidence for t in members):
                 continue  # already consolidated: it restates an active trace
-            proposals.append(_proposal(key, value, members, sorted(set(values) - {value})))
+            others = sorted(set(values) - {value})
+            proposals.append(_proposal(key, value, members, others, policy))
     return sorted(proposals, key=lambda p: (not p.eligible, -p.confidence, p.key, p.value))
 
 
-def _proposal(key: str, value: str, members: list[Trace], others: list[str]) -> Proposal:
+def _proposal(
+    key: str, value: str, members: list[Trace], others: list[str], policy: KernelPolicy
+) -> Proposal:
     support = len(members)
     sources = len({source_name(t.provenance.source) for t in members})
     mean_confidence = sum(t.confidence for t in members) / support
@@ -113,9 +115,9 @@ def _proposal(key: str, value: str, members: list[Trace], others: list[str]) -> 
         independent_sources=sources,
         confidence=confidence,
         eligible=(
-            support >= MIN_SUPPORT
-            and sources >= MIN_SOURCES
-            and confidence >= MIN_CONFIDENCE
+            support >= policy.consolidation_min_support
+            and sources >= policy.consolidation_min_independent_sources
+            and confidence >= policy.consolidation_min_confidence
             and not others
         ),
         conflicting_values=others,

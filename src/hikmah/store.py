@@ -460,7 +460,7 @@ class Store:
         if isinstance(operation, Remember):
             return self._validate_remember(txn, operation, now_ms, policy)
         if isinstance(operation, Promote):
-            found = {p.id: p for p in self._proposals(txn)}.get(operation.proposal)
+            found = {p.id: p for p in self._proposals(txn, policy)}.get(operation.proposal)
             if found is None:
                 raise ConflictError(
                     f"no current proposal has id {operation.proposal}: its evidence changed"
@@ -658,17 +658,17 @@ class Store:
                     pairs.append((prediction, outcome))
         return pairs
 
-    def proposals(self) -> list[Proposal]:
+    def proposals(self, policy: KernelPolicy) -> list[Proposal]:
         """Consolidation proposals of the current state (nothing is written)."""
         with self.read() as txn:
-            return self._proposals(txn)
+            return self._proposals(txn, policy)
 
-    def _proposals(self, txn: Any) -> list[Proposal]:
+    def _proposals(self, txn: Any, policy: KernelPolicy) -> list[Proposal]:
         claimed = (
             index.trace_at(txn, self.dbs, docno)
             for _key, docno, _value in index.claim_entries(txn, self.dbs)
         )
-        return claim_proposals(claimed) + self._transcript_proposals(txn)
+        return claim_proposals(claimed, policy) + self._transcript_proposals(txn)
 
     def _transcript_proposals(self, txn: Any) -> list[Proposal]:
         """Candidates from the person's words in ingested sessions, not yet in memory."""

@@ -8,10 +8,15 @@ from typing import Any
 import trio
 import trio.testing
 
+from hikmah.policy import KernelPolicy, ReplayPolicy
 from hikmah.store import Remember
 from hikmah.trace import Draft
 from hikmahd.replay import Replay
 from tests.daemon.test_reminders import HOUR, running
+
+
+def every(minutes: int) -> KernelPolicy:
+    return KernelPolicy(replay=ReplayPolicy(interval_minutes=minutes))
 
 
 async def inline(call: Any) -> Any:
@@ -34,7 +39,7 @@ async def test_new_eligible_proposals_are_announced_once(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
     async with running(tmp_path) as h:
-        replay = Replay(h.daemon.store, h.daemon.events, inline, lambda: 60)
+        replay = Replay(h.daemon.store, h.daemon.events, inline, lambda: every(60))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(replay.run)
             await h.write(claim("human:ana"))
@@ -50,7 +55,7 @@ async def test_new_eligible_proposals_are_announced_once(
                 while True:
                     again = await h.events.receive()
                     assert again["method"] != "replay.proposals", "announced twice"
-            assert h.daemon.store.proposals()[0].id == proposal["id"]  # still only proposed
+            assert h.daemon.store.proposals(every(60))[0].id == proposal["id"]  # only proposed
             nursery.cancel_scope.cancel()
 
 
@@ -58,7 +63,7 @@ async def test_interval_zero_means_only_on_request(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
     async with running(tmp_path) as h:
-        replay = Replay(h.daemon.store, h.daemon.events, inline, lambda: 0)
+        replay = Replay(h.daemon.store, h.daemon.events, inline, lambda: every(0))
         await h.write(claim("human:ana"))
         await h.write(claim("human:bo"))
         with trio.move_on_after(10 * HOUR / 1000):

@@ -17,6 +17,7 @@ from hikmah.trace import Provenance, Trace
 
 from .conftest import NOW, remember, write
 
+POLICY = KernelPolicy()
 AGENT = AgentSession(host="codex", session_id="s1", variables=("CODEX_THREAD_ID",))
 
 
@@ -30,7 +31,7 @@ def test_a_group_needs_support_sources_confidence_and_no_rival(store: Store) -> 
     a = claim(store, "postgres", "human:ana", confidence=0.8, verified=True)
     b = claim(store, "postgres", "agent:codex", confidence=0.6)
     claim(store, "redis", "human:bo", key="cache.engine", confidence=0.9)
-    (pg, cache) = store.proposals()
+    (pg, cache) = store.proposals(POLICY)
     assert (pg.key, pg.value, pg.support, pg.independent_sources) == ("db.engine", "postgres", 2, 2)
     # 0.7 · mean confidence + 0.3 · share verified
     assert pg.confidence == pytest.approx(0.7 * 0.7 + 0.3 * 0.5)
@@ -38,7 +39,7 @@ def test_a_group_needs_support_sources_confidence_and_no_rival(store: Store) -> 
     assert not cache.eligible and cache.support == 1  # eligible first
 
     claim(store, "mysql", "human:cy", confidence=0.9)
-    rivals = {p.value: p for p in store.proposals() if p.key == "db.engine"}
+    rivals = {p.value: p for p in store.proposals(POLICY) if p.key == "db.engine"}
     assert not rivals["postgres"].eligible and rivals["postgres"].conflicting_values == ["mysql"]
 
 
@@ -47,7 +48,7 @@ def test_unattributed_sources_count_once_and_models_and_predictions_not_at_all(
 ) -> None:
     for source in ("", "unknown", " User ", "model:gpt"):
         claim(store, "postgres", source, confidence=1.0)
-    (proposal,) = store.proposals()
+    (proposal,) = store.proposals(POLICY)
     assert (proposal.support, proposal.independent_sources) == (3, 1)
     assert not proposal.eligible
     assert source_name("  Human:Ana ") == "human:ana"
@@ -56,31 +57,31 @@ def test_unattributed_sources_count_once_and_models_and_predictions_not_at_all(
 def test_promotion_writes_a_belief_with_its_evidence_once(store: Store) -> None:
     claim(store, "postgres", "human:ana", confidence=0.9)
     claim(store, "postgres", "human:bo", confidence=0.9)
-    (proposal,) = store.proposals()
+    (proposal,) = store.proposals(POLICY)
     (written,) = write(store, Promote(proposal=proposal.id, source="human:ana", verified=True))
     belief = written.trace
     assert belief is not None and belief.kind == "belief"
     assert (belief.claim_key, belief.claim_value) == ("db.engine", "postgres")
     assert belief.provenance.evidence == tuple(proposal.evidence)
     assert belief.provenance.verified
-    assert store.proposals() == []  # it restates an active trace now
+    assert store.proposals(POLICY) == []  # it restates an active trace now
 
 
 def test_a_proposal_whose_evidence_changed_is_refused(store: Store) -> None:
     claim(store, "postgres", "human:ana", confidence=0.9)
     claim(store, "postgres", "human:bo", confidence=0.9)
-    (shown,) = store.proposals()
+    (shown,) = store.proposals(POLICY)
     claim(store, "postgres", "human:cy", confidence=0.9)  # more evidence since it was shown
     (refused,) = store.apply([Promote(proposal=shown.id)], now_ms=NOW, policy=KernelPolicy())
     assert isinstance(refused, ConflictError) and "evidence changed" in str(refused)
-    (current,) = store.proposals()
+    (current,) = store.proposals(POLICY)
     assert current.id != shown.id and current.support == 3
 
 
 def test_only_a_person_promotes_as_verified(store: Store) -> None:
     claim(store, "postgres", "human:ana", confidence=0.9)
     claim(store, "postgres", "human:bo", confidence=0.9)
-    (proposal,) = store.proposals()
+    (proposal,) = store.proposals(POLICY)
     verified = Promote(proposal=proposal.id, verified=True, session=AGENT)
     (refused,) = store.apply([verified], now_ms=NOW, policy=KernelPolicy())
     assert isinstance(refused, AgentRestricted)
@@ -118,7 +119,7 @@ def test_proposals_match_a_direct_reading_of_the_rules(
         )
         for i, (value, source, confidence, verified) in enumerate(rows)
     ]
-    proposals = {p.value: p for p in claim_proposals(traces)}
+    proposals = {p.value: p for p in claim_proposals(traces, POLICY)}
     values = {value for value, *_ in rows}
     assert set(proposals) == values
     for value, proposal in proposals.items():
@@ -137,6 +138,14 @@ def test_proposals_match_a_direct_reading_of_the_rules(
             and proposal.confidence >= 0.6
             and len(values) == 1
         )
-    ordered = claim_proposals(traces)
+    ordered = claim_proposals(traces, POLICY)
     keys = [(not p.eligible, -p.confidence) for p in ordered]
     assert keys == sorted(keys)
+
+
+def test_the_thresholds_are_the_policys(store: Store) -> None:
+    claim(store, "postgres", "human:ana", confidence=0.9)
+    claim(store, "postgres", "human:bo", confidence=0.9)
+    strict = KernelPolicy(consolidation_min_support=3)
+    assert store.proposals(POLICY)[0].eligible
+    assert not store.proposals(strict)[0].eligible
