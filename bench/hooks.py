@@ -67,14 +67,19 @@ def event(prompt: str) -> str:
     )
 
 
+def run_ms(argv: list[str], stdin: str) -> tuple[float, str]:
+    """Wall time of one whole-process run (ms), and its stdout."""
+    began = time.perf_counter()
+    done = subprocess.run(argv, input=stdin, capture_output=True, text=True, check=True)
+    return (time.perf_counter() - began) * 1000, done.stdout
+
+
 def wall_ms(argv: list[str], stdin: str, runs: int) -> tuple[float, str]:
     """Median wall time of ``runs`` whole-process runs, and the last run's stdout."""
     times, out = [], ""
     for _ in range(runs + 1):  # the first run warms the page cache and is not counted
-        began = time.perf_counter()
-        done = subprocess.run(argv, input=stdin, capture_output=True, text=True, check=True)
-        times.append((time.perf_counter() - began) * 1000)
-        out = done.stdout
+        took, out = run_ms(argv, stdin)
+        times.append(took)
     return statistics.median(times[1:]), out
 
 

@@ -564,17 +564,26 @@ def lateness_run(
     )
 
 
-def lateness_rows(root: Path, opts: Options, stack: contextlib.ExitStack) -> list[LatenessRow]:
-    """The idle run, then the loaded one, on one daemon with one subscriber."""
+def lateness_rows(
+    root: Path, opts: Options, stack: contextlib.ExitStack, data: Path | None = None
+) -> list[LatenessRow]:
+    """The idle run, then the loaded one, on one daemon with one subscriber.
+
+    The daemon starts on a copy of the store ``data`` when given (its notes are what
+    the clients recall over), else on a fresh store that gets ``opts.notes`` notes.
+    """
     directory = root / "l"
     directory.mkdir(mode=0o700)
     (directory / "policy.toml").write_text("[reminders]\nlead_minutes = 0\n")
+    if data is not None:
+        shutil.copytree(data, directory / "data", ignore=shutil.ignore_patterns("hikmahd.lock"))
     daemon = hikmahd_daemon(root, directory)
     stack.callback(daemon.stop)
     daemon.start()
-    began = time.monotonic()
-    prefill_notes(daemon.socket, opts.notes)
-    print(f"pre-filled {opts.notes} notes in {time.monotonic() - began:.1f} s", file=sys.stderr)
+    if data is None:
+        began = time.monotonic()
+        prefill_notes(daemon.socket, opts.notes)
+        print(f"pre-filled {opts.notes} notes in {time.monotonic() - began:.1f} s", file=sys.stderr)
     pool = RecallPool(daemon.socket, opts.clients)  # forked before the subscriber's thread
     stack.callback(pool.close)
     subscriber = Subscriber(daemon.socket)

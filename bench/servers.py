@@ -17,8 +17,11 @@ START_TIMEOUT_S = 60.0
 OK_PREFIX = b'{"jsonrpc":"2.0","result"'  # how hikmahd's msgspec encoder starts a success
 
 
-def wait_for_socket(path: Path, process: subprocess.Popen[bytes], log: Path) -> None:
-    """Until ``path`` accepts a connection (the tests' readiness probe)."""
+def wait_for_socket(
+    path: Path, process: subprocess.Popen[bytes], log: Path, poll_s: float = 0.02
+) -> None:
+    """Until ``path`` accepts a connection (the tests' readiness probe), tried every
+    ``poll_s`` seconds."""
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -28,8 +31,20 @@ def wait_for_socket(path: Path, process: subprocess.Popen[bytes], log: Path) -> 
                 probe.connect(str(path))
             return
         except OSError:
-            time.sleep(0.02)
+            time.sleep(poll_s)
     raise RuntimeError(f"server did not listen within {START_TIMEOUT_S} s:\n{log.read_text()}")
+
+
+def memory_kib(pid: int) -> dict[str, int]:
+    """``VmRSS``, ``RssAnon`` (heap), ``RssFile`` (mapped files: the LMDB pages touched)
+    and ``VmHWM`` (peak RSS) of a process, in KiB, from ``/proc/<pid>/status``."""
+    fields = ("VmRSS", "RssAnon", "RssFile", "VmHWM")
+    found = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in fields:
+            found[name] = int(value.split()[0])
+    return found
 
 
 def cpu_seconds(pid: int) -> float:

@@ -1,0 +1,476 @@
+"""The benchmark suite: every figure of issue 9 beside its baseline, measured in one run.
+
+    bench/run [--quick] [--1m] [--queries N] [--seed 7] [--keep]
+
+One table (figure | Hikmah | baseline | ratio | target | met?) on stdout, the details
+in ``bench/results.json`` and the recall curve in ``bench/recall-scaling.png`` (when
+matplotlib is installed: ``pip install -e '.[bench]'``). Ratios are Hikmah over the
+baseline measured in the same run; the machines are shared and noisy, so compare
+ratios, not absolute times across runs.
+
+Tiers: 10k and 100k traces, about 4 minutes (``--1m`` adds 1M: about 13 minutes,
+half of it writing the million notes), plus recall-only points at 30k (and 300k) for
+the plot. ``--quick`` is the CI smoke mode: a 2k store and a few repetitions of
+everything, well under a minute, targets not judged, results to
+``bench/results-quick.json``.
+
+How each figure is made (details in the docstrings of the scripts it reuses):
+
+- The corpus: realistic developer notes from ``workload.iter_notes`` (seeded), ages
+  and deadlines relative to the wall clock at the start of the run. One store grows
+  from tier to tier: each tier's notes are written in-process (``Store(durable=False)``,
+  batches of 1,000) and into an FTS5 table (``optimize``-d after each tier), then
+  ``hikmahd`` is started on that data dir.
+- Recall: 1-, 3- and 8-term queries (``recall.make_query_sets``: "1 common",
+  "3 = 1 common + 2 mid", "8 = 2 common + 6 mid") through the daemon's socket, one
+  client, one request in flight, ``limit`` 10 (the policy's ``recall_limit`` raised to
+  10), timed from the send to the whole reply read; against FTS5 ``bm25()`` top 10
+  in-process (no socket, rowids only: in the baseline's favour), interleaved query
+  by query.
+- Start: ``Popen`` to the socket accepting a connection (polled every 2 ms), median
+  of several starts, and to the "promise queue loaded" log line; the baseline is the
+  same daemon on an empty store. Memory: the daemon's ``VmRSS`` once the queue is
+  loaded and after warming recall up, and its heap alone (``RssAnon``; the rest is
+  ``RssFile``, the LMDB pages it has mapped), over the empty store's.
+- Remember: ``rpc.write_phase`` (durable and ``--unsafe-no-sync`` daemons alternately,
+  raw LMDB durable commits of the same bytes).
+- CLI: ``hikmah recall`` (the venv's entry point) against the tier's daemon, median
+  wall time, over ``python -c pass`` with the venv's interpreter (the fair baseline:
+  the same interpreter and site-packages, judged) and over ``python3 -c pass`` as
+  found on PATH (reported).
+- Reminder lateness: ``reminders.lateness_rows`` on a copy of the 100k store, 16
+  clients recalling, over the idle run.
+- Bulk import: ``memory.import`` if the daemon serves it (batches of 500 lines, one
+  request at a time, into an empty durable daemon), over the in-process build rate
+  of the same notes; "not available" otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import shutil
+import signal
+import sqlite3
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import lmdb
+import reminders
+import rpc
+from report import Figure, Target, label, plot, table
+from scale import (
+    QUERY_SETS,
+    Corpus,
+    Empty,
+    ImportResult,
+    Repeats,
+    TierResult,
+    measure_empty,
+    measure_import,
+    measure_tier,
+)
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results.json"
+QUICK_RESULTS = HERE / "results-quick.json"
+PLOT = HERE / "recall-scaling.png"
+KIB, MIB = 1024, 1 << 20
+RATIO_TIER, RATIO_TARGET = 100_000, 0.5  # recall p50/p95 at most 0.5x FTS5 at 100k
+BIG_TIER, BIG_P50_MS, BIG_P95_MS = 1_000_000, 25.0, 100.0
+READY_TARGET_S = 1.0
+WRITE_TARGET = 0.8  # 16 durable clients at least 0.8x the no-sync daemon
+CLI_TARGET = 2.5
+LATENESS_TARGET_MS = 50.0
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one run measures, and how many times."""
+
+    quick: bool
+    tiers: list[int]  # in the table
+    plot_tiers: list[int]  # recall only, for the plot
+    load_tier: int  # reminder lateness and bulk import run on this one
+    queries: int  # per query set, up to 100k
+    big_queries: int  # per query set, past 100k
+    warmup: int
+    starts: int
+    cli_runs: int
+    write_seconds: float
+    write_rounds: int
+    lateness_clients: int
+    lateness_seconds: float
+    lateness_reminders: int
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> Plan:
+        if args.quick:
+            return cls(True, [2_000], [], 2_000, args.queries or 20, args.queries or 20, 3, 1, 3,
+                       0.4, 1, 4, 1.0, 20)  # fmt: skip
+        tiers = [10_000, 100_000] + ([BIG_TIER] if args.one_million else [])
+        plot = [30_000] + ([300_000] if args.one_million else [])
+        return cls(False, tiers, plot, 100_000, args.queries or 200, args.queries or 100, 20, 3,
+                   20, 2.0, 2, 16, 5.0, 100)  # fmt: skip
+
+    def repeats(self, size: int) -> Repeats:
+        """At a table tier everything; at a plot-only tier, recall."""
+        full = size in self.tiers
+        return Repeats(
+            queries=self.queries if size <= 100_000 else self.big_queries,
+            warmup=self.warmup,
+            starts=self.starts if full else 1,
+            cli_runs=self.cli_runs if full else 0,
+        )
+
+
+# --- the measurements the plan sizes ---------------------------------------------------
+
+
+def measure_writes(root: Path, plan: Plan, stack: contextlib.ExitStack) -> list[rpc.Measured]:
+    opts = rpc.Options(plan.write_seconds, [1, 16], 1, plan.write_rounds, keep=False)
+    directory = root / "writes"
+    directory.mkdir(mode=0o700)
+    return rpc.write_phase(directory, opts, stack)
+
+
+def measure_lateness(
+    root: Path, plan: Plan, data: Path, stack: contextlib.ExitStack
+) -> list[reminders.LatenessRow]:
+    opts = reminders.Options(
+        commitments=0,
+        clients=plan.lateness_clients,
+        seconds=plan.lateness_seconds,
+        reminders=plan.lateness_reminders,
+        notes=0,
+        rounds=1,
+        keep=False,
+    )
+    directory = root / "lateness"
+    directory.mkdir(mode=0o700)
+    return reminders.lateness_rows(directory, opts, stack, data=data)
+
+
+# --- figures ----------------------------------------------------------------------------
+
+
+def recall_figures(tier: TierResult, plan: Plan) -> list[Figure]:
+    figures = []
+    for t in tier.recall:
+        for q, value, base in (
+            ("p50", t.hikmah_p50_ms, t.fts5_p50_ms),
+            ("p95", t.hikmah_p95_ms, t.fts5_p95_ms),
+        ):
+            target = None
+            if tier.size == RATIO_TIER:
+                target = Target("ratio", "<=", RATIO_TARGET)
+            elif tier.size == BIG_TIER:
+                target = Target("value", "<", BIG_P50_MS if q == "p50" else BIG_P95_MS, "ms")
+            name = f"{label(tier.size)} recall {t.query_set} {q}, socket vs FTS5 bm25 top 10"
+            figures.append(Figure(name, value, "ms", base, target, judged=not plan.quick))
+    return figures
+
+
+def tier_figures(tier: TierResult, empty: Empty, plan: Plan) -> list[Figure]:
+    n, name = tier.kept, label(tier.size)
+    ready = sorted(tier.ready_s)[len(tier.ready_s) // 2]
+    loaded = sorted(tier.loaded_s)[len(tier.loaded_s) // 2]
+    figures = recall_figures(tier, plan)
+    figures += [
+        Figure(
+            f"{name} start to READY (socket accepts) vs empty store",
+            ready,
+            "s",
+            empty.ready_s,
+            Target("value", "<", READY_TARGET_S, "s"),
+            judged=not plan.quick,
+        ),
+        Figure(f"{name} start to promise queue loaded vs empty store", loaded, "s", empty.loaded_s),
+    ]
+    # VmRSS counts the LMDB pages the daemon has mapped (RssFile: page cache, shared and
+    # reclaimable; the kernel maps 64 KiB around each fault); RssAnon is its own heap.
+    for field_name, what, when, mine, base in (
+        ("VmRSS", "VmRSS", "after start", tier.memory_loaded_kib, empty.memory_loaded_kib),
+        ("VmRSS", "VmRSS", "after warm recall", tier.memory_warm_kib, empty.memory_warm_kib),
+        ("RssAnon", "heap (RssAnon)", "after warm recall", tier.memory_warm_kib,
+         empty.memory_warm_kib),
+    ):  # fmt: skip
+        per_trace = (mine[field_name] - base[field_name]) * KIB / n
+        figures.append(
+            Figure(
+                f"{name} daemon {what} {when} vs empty store",
+                mine[field_name] * KIB / MIB,
+                "MiB",
+                base[field_name] * KIB / MIB,
+                note=f"{per_trace:,.0f} B/trace",
+            )
+        )
+    cli = tier.cli
+    if cli:
+        figures.append(
+            Figure(
+                f"{name} CLI `hikmah recall` wall median vs venv python -c pass",
+                cli["hikmah_recall_ms"],
+                "ms",
+                cli["venv_python_ms"],
+                Target("ratio", "<=", CLI_TARGET),
+                judged=not plan.quick,
+            )
+        )
+        if "path_python3_ms" in cli:
+            figures.append(
+                Figure(
+                    f"{name} CLI `hikmah recall` wall median vs python3 on PATH -c pass",
+                    cli["hikmah_recall_ms"],
+                    "ms",
+                    cli["path_python3_ms"],
+                )
+            )
+    return figures
+
+
+def write_figures(rows: list[rpc.Measured], plan: Plan) -> list[Figure]:
+    def per_s(target: str, workload: str, clients: int) -> float:
+        return rpc.find(rows, target, workload, clients).per_s
+
+    raw1 = per_s("raw LMDB, commit per write", "durable put+commit", 1)
+    raw16 = per_s("raw LMDB, commit per 16 writes", "durable put+commit", 16)
+    figures = []
+    for n in (1, 16):
+        durable = per_s("hikmahd durable", "memory.remember", n)
+        nosync = per_s("hikmahd no-sync", "memory.remember", n)
+        clients = "1 client" if n == 1 else f"{n} clients"
+        target = Target("ratio", ">=", WRITE_TARGET) if n == 16 else None
+        figures += [
+            Figure(
+                f"remember durable, {clients}, writes/s vs daemon no-sync",
+                durable,
+                "/s",
+                nosync,
+                target,
+                judged=not plan.quick,
+            ),
+            Figure(
+                f"remember durable, {clients}, writes/s vs raw LMDB commit per write",
+                durable,
+                "/s",
+                raw1,
+            ),
+        ]
+        if n == 16:
+            figures.append(
+                Figure(
+                    f"remember durable, {clients}, writes/s vs raw LMDB commit per 16 writes",
+                    durable,
+                    "/s",
+                    raw16,
+                )
+            )
+    return figures
+
+
+def lateness_figures(rows: list[reminders.LatenessRow], size: int, plan: Plan) -> list[Figure]:
+    idle, loaded = rows
+    return [
+        Figure(
+            f"reminder lateness p99, {loaded.clients} clients recalling ({label(size)} store)"
+            " vs idle",
+            loaded.p99_ms,
+            "ms",
+            idle.p99_ms,
+            Target("value", "<", LATENESS_TARGET_MS, "ms"),
+            judged=not plan.quick,
+        )
+    ]
+
+
+def import_figures(found: ImportResult, corpus_rate: float, size: int) -> list[Figure]:
+    name = f"bulk import {label(size)} traces, traces/s vs in-process Store.apply (no sync)"
+    if not found.available:
+        return [Figure(name, None, "/s", corpus_rate, note="not available (no memory.import)")]
+    if found.error is not None:
+        return [Figure(name, None, "/s", corpus_rate, note=f"refused: {found.error[:60]}")]
+    return [Figure(name, found.per_s, "/s", corpus_rate)]
+
+
+# --- the run ----------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    plan: Plan
+    seed: int
+    now_ms: int
+    figures: list[Figure] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    @contextlib.contextmanager
+    def section(self, name: str) -> Iterator[None]:
+        """A part of the run; its failure is reported and the rest goes on."""
+        began = time.monotonic()
+        print(f"== {name}", file=sys.stderr, flush=True)
+        try:
+            yield
+        except Exception as exc:
+            traceback.print_exc()
+            self.problems.append(f"{name}: {type(exc).__name__}: {exc}"[:500])
+        self.details.setdefault("section_seconds", {})[name] = round(time.monotonic() - began, 1)
+
+
+def execute(run: Run, root: Path) -> None:
+    plan = run.plan
+    empty: Empty | None = None
+    with contextlib.ExitStack() as stack:
+        with run.section("empty store (baselines of start and memory)"):
+            empty = measure_empty(root, plan.starts, stack)
+            run.details["empty"] = asdict(empty)
+        with run.section("remember throughput"):
+            writes = measure_writes(root, plan, stack)
+            run.details["writes"] = [asdict(w) for w in writes]
+            run.problems += [
+                f"remember: {w.errors} errors ({w.first_error})" for w in writes if w.errors
+            ]
+            run.figures += write_figures(writes, plan)
+        corpus = Corpus(root / "corpus", run.seed, run.now_ms)
+        tiers: list[TierResult] = []
+        for size in sorted(plan.tiers + plan.plot_tiers):
+            full = size in plan.tiers
+            with run.section(f"{label(size)} tier" + ("" if full else " (plot only)")):
+                tier = measure_tier(corpus, size, plan.repeats(size), root, run.seed, stack)
+                tiers.append(tier)
+                if full and empty is not None:
+                    run.figures += tier_figures(tier, empty, plan)
+            if size == plan.load_tier:
+                load_figures(run, root, corpus, size, stack)
+        run.details["tiers"] = [asdict(t) for t in tiers]
+        run.details["corpus"] = {
+            "seed": run.seed,
+            "now_ms": run.now_ms,
+            "refused": dict(corpus.refused),
+        }
+        corpus.db.close()
+    timings = [t for tier in tiers for t in tier.recall]
+    with run.section("plot"):
+        # Quick mode exercises the plotting code without touching the committed PNG.
+        target = root / "recall-scaling.png" if plan.quick else PLOT
+        when = datetime.fromtimestamp(run.now_ms / 1000, UTC).strftime("%Y-%m-%d")
+        title = (
+            f"Recall top 10 vs store size: Hikmah through its socket, FTS5 in-process"
+            f" ({when}, {os.cpu_count()} CPUs)"
+        )
+        run.details["plot"] = plot(timings, target, title, QUERY_SETS)
+        print(run.details["plot"], file=sys.stderr)
+
+
+def load_figures(
+    run: Run, root: Path, corpus: Corpus, size: int, stack: contextlib.ExitStack
+) -> None:
+    """Reminder lateness and bulk import, on the load tier."""
+    with run.section(f"reminder lateness ({label(size)} store)"):
+        rows = measure_lateness(root, run.plan, corpus.data_dir, stack)
+        run.details["lateness"] = [asdict(r) for r in rows]
+        for r in rows:
+            if r.received < r.expected or r.recall_errors:
+                run.problems.append(
+                    f"lateness {r.load}: {r.received}/{r.expected} reminders,"
+                    f" {r.recall_errors} recall errors ({r.first_error})"
+                )
+        run.figures += lateness_figures(rows, size, run.plan)
+    with run.section(f"bulk import ({label(size)})"):
+        found = measure_import(root, size, run.seed, run.now_ms, stack)
+        run.details["import"] = asdict(found) | {"per_s": found.per_s}
+        if found.error is not None:
+            run.problems.append(f"bulk import: {found.error}")
+        rate = corpus.kept / corpus.hikmah_s
+        run.figures += import_figures(found, rate, size)
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "python_path": sys.executable,
+        "sqlite": sqlite3.sqlite_version,
+        "lmdb": ".".join(map(str, lmdb.version())),
+        "platform": platform.platform(),
+    }
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="bench/run", description=__doc__.split("\n\n")[0] if __doc__ else None
+    )
+    p.add_argument("--quick", action="store_true", help="CI smoke mode: tiny sizes, < 1 min")
+    p.add_argument("--1m", dest="one_million", action="store_true", help="add the 1M tier")
+    p.add_argument("--queries", type=int, help="queries per query set (200; 100 past 100k)")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--out", type=Path, help="the JSON (bench/results.json)")
+    p.add_argument("--keep", action="store_true", help="keep the temp dir (stores, logs)")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    # The processes started here cache their bytecode, as an installed hikmah does: with
+    # PYTHONDONTWRITEBYTECODE set (as on these machines), every CLI run and daemon start
+    # would compile again each module edited since its cache was last written.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    # A stopped run still stops its daemons (they run in sessions of their own).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    plan = Plan.of(args)
+    out = args.out or (QUICK_RESULTS if plan.quick else RESULTS)
+    run = Run(plan, args.seed, time.time_ns() // 1_000_000)
+    root = Path(tempfile.mkdtemp(prefix="hkbench", dir="/tmp"))  # short: socket paths
+    began = time.monotonic()
+    try:
+        execute(run, root)
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    elapsed = time.monotonic() - began
+    command = " ".join(["bench/run", *(sys.argv[1:] if argv is None else argv)])
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    info = machine()
+    print(
+        f"\n{command}  ({stamp}; {info['cpus']} CPUs, Python {info['python']},"
+        f" SQLite {info['sqlite']}, LMDB {info['lmdb']}; {elapsed:.0f} s)"
+    )
+    print(table(run.figures))
+    if plan.quick:
+        print("quick mode: tiny sizes and few repetitions; targets are not judged")
+    print(f"plot: {run.details.get('plot', 'not made')}")
+    if args.keep:
+        print(f"kept {root}")
+    missed = [f.name for f in run.figures if f.met is False]
+    if missed:
+        print(f"{len(missed)} targets missed: " + "; ".join(missed))
+    for problem in run.problems:
+        print(f"PROBLEM: {problem}")
+    report = {
+        "command": command,
+        "date": stamp,
+        "seconds": round(elapsed, 1),
+        "machine": info,
+        "plan": asdict(plan),
+        "figures": [f.to_json() for f in run.figures],
+        "problems": run.problems,
+        **run.details,
+    }
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {out}")
+    return 1 if run.problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
