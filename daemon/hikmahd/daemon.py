@@ -16,6 +16,7 @@ import trio
 
 from hikmah.policy import KernelPolicy
 from hikmah.principal import AgentSession, declared_session
+from hikmah.recall import RecallQuery, RecallResult, recall
 from hikmah.store import DEFAULT_MAP_SIZE, MAX_MAP_SIZE, Outcome, Store, Written
 from hikmah.trace import Status
 
@@ -94,6 +95,10 @@ class Daemon:
         self.now_ms = now_ms
         self.started = time.monotonic()
         self.policies = PolicyHolder(config.policy_path)
+        self.offload = offload
+        # Recall runs off the event loop, one at a time: timers (reminders) and
+        # small requests are not held up behind a burst of recalls.
+        self.recall_turn = trio.CapacityLimiter(1)
         self.writer = Writer(store, lambda: self.policies.policy, self._on_commit, now_ms, offload)
         self.events = Events()
         self.reminders = Reminders(
@@ -111,6 +116,15 @@ class Daemon:
         self.listening: Path | None = None
         # Processes (pid, start time) that lowered their own privileges.
         self.restricted: dict[tuple[int, int | None], AgentSession] = {}
+
+    async def recall(self, query: RecallQuery) -> list[RecallResult]:
+        """Resonance Recall over the store, in a worker thread, one recall at a time."""
+        now, policy = self.now_ms(), self.policy
+        async with self.recall_turn:
+            results: list[RecallResult] = await self.offload(
+                lambda: recall(self.store, query, now_ms=now, policy=policy)
+            )
+        return results
 
     def restrict(self, context: Context, host: str, session_id: str | None) -> AgentSession:
         """Lower a connection, and every later one of its process, to agent privileges.

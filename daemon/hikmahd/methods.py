@@ -16,7 +16,7 @@ from hikmah.focus import FocusCapsule, check_note
 from hikmah.ledger import Head
 from hikmah.policy import KernelPolicy, render_policy
 from hikmah.principal import refuse_in_agent_session
-from hikmah.recall import RecallQuery, recall
+from hikmah.recall import RecallQuery
 from hikmah.secrets import check_fields
 from hikmah.store import (
     Fulfill,
@@ -97,7 +97,7 @@ class RecallParams(RecallQuery, frozen=True, kw_only=True, forbid_unknown_fields
 @registry.method("memory.recall", RecallParams)
 async def recall_(ctx: Context, params: RecallParams) -> JSON:
     daemon = ctx.daemon
-    results = recall(daemon.store, params, now_ms=daemon.now_ms(), policy=daemon.policy)
+    results = await daemon.recall(params)
     reply: dict[str, JSON] = {"results": to_json(results)}
     if params.focus is not None:
         capsule = daemon.capsules.open(
@@ -375,7 +375,7 @@ async def focus_read(ctx: Context, params: FocusName) -> JSON:
 async def focus_absorb(ctx: Context, params: FocusAbsorb) -> JSON:
     daemon = ctx.daemon
     capsule = daemon.capsules.open(params.name, daemon.policy.working_set_limit, daemon.now_ms())
-    results = recall(daemon.store, params, now_ms=daemon.now_ms(), policy=daemon.policy)
+    results = await daemon.recall(params)
     evicted = capsule.absorb((r.trace.id, r.score) for r in results)
     return {
         **capsule_view(daemon, capsule),
