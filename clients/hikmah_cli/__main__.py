@@ -67,7 +67,58 @@ def _global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Unbuilt:
+    """Takes the arguments of a subcommand that was not invoked, and builds nothing.
+
+    Building every subcommand's parser would cost about 10 ms on each shell
+    command and agent prompt; only the invoked one is built.
+    """
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def add_argument_group(self, *args: Any, **kwargs: Any) -> _Unbuilt:
+        return self
+
+    def add_mutually_exclusive_group(self, *args: Any, **kwargs: Any) -> _Unbuilt:
+        return self
+
+    def set_defaults(self, **kwargs: Any) -> None:
+        pass
+
+
+class _Subcommands:
+    """The subcommands, all of them, or only the invoked one (``only``) and its name list."""
+
+    def __init__(self, action: Any, only: str | None) -> None:
+        self.action = action
+        self.only = only
+        self.names: list[str] = []
+
+    def add_parser(self, name: str, **kwargs: Any) -> Any:
+        self.names.append(name)
+        if self.only is not None and name != self.only:
+            return _Unbuilt()
+        return self.action.add_parser(name, **kwargs)
+
+
+def _invoked(argv: list[str]) -> str | None:
+    """The subcommand named in ``argv`` (the first word that is not a global option)."""
+    words = iter(argv)
+    for word in words:
+        if word in ("--socket", "--data-dir", "--policy"):
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The CLI's parser; with ``only``, that subcommand's arguments alone are built.
+
+    Raises:
+        KeyError: ``only`` names no subcommand.
+    """
     parser = argparse.ArgumentParser(
         prog="hikmah",
         description="Durable, auditable memory for people and coding agents (client of hikmahd).",
@@ -75,9 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
         " 1 internal error, 2 usage, 3 refused, 4 not found, 5 daemon unavailable.",
     )
     _global_options(parser, suppress=False)
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    commands = _Subcommands(
+        parser.add_subparsers(dest="command", metavar="COMMAND", required=True), only
+    )
 
-    def command(name: str, help_text: str, handler: Handler) -> argparse.ArgumentParser:
+    def command(name: str, help_text: str, handler: Handler) -> Any:
         sub = commands.add_parser(name, help=help_text, description=help_text)
         _global_options(sub, suppress=True)
         sub.set_defaults(handler=handler)
@@ -342,6 +395,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", nargs="?", metavar="NAME", help="the capsule (e.g. task:fix-login)")
     p.add_argument("item", nargs="?", metavar="ID|TEXT", help="a trace id (pin, unpin) or a note")
     p.add_argument("--importance", type=float, default=0.5, help="a note's importance, 0..1")
+    if only is not None and only not in commands.names:
+        raise KeyError(only)
     return parser
 
 
@@ -928,8 +983,12 @@ class _Session:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    try:
+        parser = build_parser(only=_invoked(words))
+    except KeyError:
+        parser = build_parser()  # not a command: the full parser says so, with the list
+    args = parser.parse_args(words)
     try:
         if "run" in args:
             code: int = args.run(args)

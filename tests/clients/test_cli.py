@@ -259,3 +259,21 @@ def test_predict_then_outcome_resolves_once(daemon: Running) -> None:
         "outcome", "--prediction", forecast_id, "--observed", "yes", "--source", "model:x"
     )
     assert graded.returncode == 3 and "never grades itself" in graded.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["recall", "deploy friday", "--limit", "3", "--json"],
+        ["--socket", "/tmp/x.sock", "--json", "remember", "note", "--kind", "belief"],
+        ["hook", "prompt", "--budget", "100"],
+        ["focus", "note", "task:x", "text", "--importance", "0.9"],
+        ["--no-autostart", "verify-ledger", "--accept-tail"],
+    ],
+)
+def test_building_only_the_invoked_command_parses_alike(argv: list[str]) -> None:
+    from hikmah_cli.__main__ import _invoked, build_parser
+
+    only = build_parser(only=_invoked(argv)).parse_args(argv)
+    full = build_parser().parse_args(argv)
+    assert vars(only) == vars(full)
