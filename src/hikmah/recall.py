@@ -266,13 +266,29 @@ class _Scorer:
         return lexical if self.q_terms else tag_coverage
 
     def _score(self, docs: DocArray, matched: Floats, tagged: Floats) -> Rows:
-        """Every term of the score of the candidates the query may see and recall."""
+        """The scores of the candidates the query may see and recall.
+
+        Only what folding needs is kept (document, score, time, and the counts
+        to explain it later): the breakdown of a score is recomputed for the
+        few results (:meth:`_breakdown`), not carried for every candidate.
+        """
         rows = self.features.take(_FILTER_FIELDS, docs)
         wanted = self._wanted(rows)
         if not wanted.all():
             docs, matched, tagged = docs[wanted], matched[wanted], tagged[wanted]
-            rows = {name: column[wanted] for name, column in rows.items()}
-        rows.update(self.features.take(_SCORE_FIELDS, docs))
+        terms = self._breakdown(docs, matched, tagged)
+        keep = terms["keep"]
+        return {
+            "doc": docs[keep],
+            "score": terms["score"][keep],
+            "created": terms["created"][keep],
+            "matched": matched[keep],
+            "tagged": tagged[keep],
+        }
+
+    def _breakdown(self, docs: DocArray, matched: Floats, tagged: Floats) -> Rows:
+        """Every term of the score of these candidates, and which of them may be recalled."""
+        rows = self.features.take((*_SCORE_FIELDS, "status", "kind"), docs)
         p = self.policy.recall
 
         n_q = max(len(self.q_terms), 1)
@@ -302,9 +318,9 @@ class _Scorer:
             score = cue * (p.relevance_base + p.metadata_share * meta)
             score = np.where(overdue, np.maximum(score, p.overdue_floor), score)
             keep = (cue >= self.policy.minimum_recall_score) | overdue
-        scored = {
-            "doc": docs,
+        return {
             "score": score,
+            "keep": keep,
             "cue": cue,
             "meta": meta,
             "coverage": coverage,
@@ -322,7 +338,6 @@ class _Scorer:
             "created": rows["created"],
             "status": rows["status"],
         }
-        return {name: column[keep] for name, column in scored.items()}
 
     def _wanted(self, rows: Rows) -> npt.NDArray[np.bool_]:
         """Which candidates the query may see at all (status, kind, privacy, scope)."""
@@ -405,10 +420,14 @@ class _Scorer:
         if len(selected) < limit and unscored > -np.inf:
             return None
         selected.sort(key=lambda s: (-s.score, -s.trace.created_at))
-        return [self._result(s, scored, redundancy[s.position]) for s in selected]
+        chosen = np.array([s.position for s in selected], dtype=np.intp)
+        terms = self._breakdown(
+            scored["doc"][chosen], scored["matched"][chosen], scored["tagged"][chosen]
+        )
+        return [self._result(s, terms, j, redundancy[s.position]) for j, s in enumerate(selected)]
 
-    def _result(self, chosen: _Selected, scored: Rows, redundancy: float) -> RecallResult:
-        i = chosen.position
+    def _result(self, chosen: _Selected, scored: Rows, i: int, redundancy: float) -> RecallResult:
+        """A chosen candidate as a result; ``scored`` holds its breakdown at row ``i``."""
         trace = chosen.trace
         status: Status = STATUSES[int(scored["status"][i])]  # type: ignore[assignment]
         return RecallResult(
