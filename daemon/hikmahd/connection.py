@@ -29,6 +29,8 @@ class Connection:
         self.dispatcher = dispatcher
         self._send_lock = trio.Lock()
         self._limiter = trio.CapacityLimiter(MAX_IN_FLIGHT)
+        # One recall of this connection at a time (see methods.recall_in_turn).
+        self.recall_turn = trio.Lock()
         self._nursery: trio.Nursery | None = None
         self._events_scope: trio.CancelScope | None = None
         self.closed = False
@@ -93,7 +95,7 @@ class Connection:
         try:
             try:
                 message = msgspec.json.decode(frame)
-            except msgspec.DecodeError as exc:
+            except (msgspec.DecodeError, RecursionError) as exc:  # nested too deep
                 await self.send(response(None, error=RpcError(PARSE_ERROR, f"parse error: {exc}")))
                 return
             reply = await self.dispatcher.frame(message, self.context)

@@ -16,7 +16,7 @@ from hikmah.focus import FocusCapsule, check_note
 from hikmah.ledger import Head
 from hikmah.policy import KernelPolicy, render_policy
 from hikmah.principal import refuse_in_agent_session
-from hikmah.recall import RecallQuery
+from hikmah.recall import RecallQuery, RecallResult
 from hikmah.secrets import check_fields
 from hikmah.store import (
     Fulfill,
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 registry = Registry()
 HOUR_MS = 3_600_000
+MAX_HOURS = 24 * 366 * 100  # a century: any further is "everything"
 
 
 def to_json(value: Any) -> JSON:
@@ -97,7 +98,7 @@ class RecallParams(RecallQuery, frozen=True, kw_only=True, forbid_unknown_fields
 @registry.method("memory.recall", RecallParams)
 async def recall_(ctx: Context, params: RecallParams) -> JSON:
     daemon = ctx.daemon
-    results = await daemon.recall(params)
+    results = await recall_in_turn(ctx, params)
     reply: dict[str, JSON] = {"results": to_json(results)}
     if params.focus is not None:
         capsule = daemon.capsules.open(
@@ -105,6 +106,15 @@ async def recall_(ctx: Context, params: RecallParams) -> JSON:
         )
         reply["evicted"] = capsule.absorb((r.trace.id, r.score) for r in results)
     return reply
+
+
+async def recall_in_turn(ctx: Context, query: RecallQuery) -> list[RecallResult]:
+    """A recall, waiting first for this connection's previous one: a client that
+    queues many recalls takes one turn at a time, not every turn before others."""
+    if ctx.connection is None:
+        return await ctx.daemon.recall(query)
+    async with ctx.connection.recall_turn:
+        return await ctx.daemon.recall(query)
 
 
 class IdParams(Params, frozen=True):
@@ -154,7 +164,7 @@ async def purge(ctx: Context, params: PurgeParams) -> JSON:
 
 
 class PromisesParams(Params, frozen=True):
-    within_hours: Annotated[float, msgspec.Meta(ge=0)] | None = None
+    within_hours: Annotated[float, msgspec.Meta(ge=0, le=MAX_HOURS)] | None = None
     overdue: bool = False
 
 
@@ -191,7 +201,7 @@ class ContextParams(Params, frozen=True):
     scope: str | None = None  # e.g. project:/path; global traces are always included
     kinds: tuple[Kind, ...] = STANDING_KINDS
     verified_only: bool = False
-    within_hours: Annotated[float, msgspec.Meta(ge=0)] = 24.0
+    within_hours: Annotated[float, msgspec.Meta(ge=0, le=MAX_HOURS)] = 24.0
     limit: Annotated[int, msgspec.Meta(ge=1, le=500)] = 20
 
 
@@ -375,7 +385,7 @@ async def focus_read(ctx: Context, params: FocusName) -> JSON:
 async def focus_absorb(ctx: Context, params: FocusAbsorb) -> JSON:
     daemon = ctx.daemon
     capsule = daemon.capsules.open(params.name, daemon.policy.working_set_limit, daemon.now_ms())
-    results = await daemon.recall(params)
+    results = await recall_in_turn(ctx, params)
     evicted = capsule.absorb((r.trace.id, r.score) for r in results)
     return {
         **capsule_view(daemon, capsule),

@@ -12,12 +12,23 @@ _UNIT_MS = {"m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
 _ABSOLUTE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?Z?")
 
 
+LATEST_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
+
+
 def parse_deadline(value: int | str, now_ms: int) -> int:
-    """Turn a deadline as written by a person or script into epoch milliseconds.
+    """Turn a deadline as written by a person or script into epoch milliseconds,
+    from 1970 to the end of year 9999.
 
     Raises:
-        InvalidInput: when the value is none of the accepted forms.
+        InvalidInput: when the value is none of the accepted forms, or out of range.
     """
+    deadline = _parse(value, now_ms)
+    if not 0 <= deadline <= LATEST_MS:
+        raise InvalidInput("deadline must be between 1970 and the end of year 9999")
+    return deadline
+
+
+def _parse(value: int | str, now_ms: int) -> int:
     if isinstance(value, bool):
         raise InvalidInput("deadline must be epoch milliseconds or a date, not a boolean")
     if isinstance(value, int):

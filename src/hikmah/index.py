@@ -46,6 +46,7 @@ from hikmah.trace import (
 )
 
 CHUNK = 256
+MAX_KEY = 511  # LMDB's key size limit, in bytes
 WINDOW = 4096
 TAG_PREFIX = "\x01"
 NO_DEADLINE = -1
@@ -218,7 +219,10 @@ def decode_trace(data: bytes) -> Trace:
 
 
 def docno_of(txn: Any, dbs: Databases, trace_id: str) -> int | None:
-    raw = txn.get(trace_id.encode(), db=dbs.ids)
+    key = trace_id.encode()
+    if not 0 < len(key) <= MAX_KEY:
+        return None  # no id can be empty or that long
+    raw = txn.get(key, db=dbs.ids)
     return None if raw is None else int(_U32.unpack(raw)[0])
 
 
@@ -250,6 +254,8 @@ def successor(txn: Any, dbs: Databases, docno: int) -> str | None:
 def postings(txn: Any, dbs: Databases, term: str) -> DocArray:
     """Every document number holding ``term``, ascending."""
     prefix = term.encode() + b"\x00"
+    if len(prefix) + 4 > MAX_KEY:
+        return np.zeros(0, dtype=np.uint32)  # never indexed (see doc_terms)
     cursor = txn.cursor(db=dbs.postings)
     parts: list[DocArray] = []
     if cursor.set_range(prefix):
@@ -263,13 +269,20 @@ def postings(txn: Any, dbs: Databases, term: str) -> DocArray:
 
 
 def doc_terms(trace: Trace) -> list[str]:
-    """The index terms of a trace: its content terms and its tags."""
-    return [*terms(trace.content), *(TAG_PREFIX + tag for tag in trace.tags)]
+    """The index terms of a trace: its content terms and its tags.
+
+    A term too long for an LMDB key (a 500-letter "word" is pasted data, not a
+    word) is left out of the index; the text keeps it.
+    """
+    found = [*terms(trace.content), *(TAG_PREFIX + tag for tag in trace.tags)]
+    return [term for term in found if len(term.encode()) + 5 <= MAX_KEY]
 
 
 def scope_id(txn: Any, dbs: Databases, scope: str, *, create: bool) -> int | None:
     if scope == "global":
         return GLOBAL_SCOPE_ID
+    if not 0 < len(scope.encode()) <= MAX_KEY:
+        return None  # the write rules never let such a scope in
     raw = txn.get(scope.encode(), db=dbs.scopes)
     if raw is not None:
         return int(_U32.unpack(raw)[0])

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 import msgspec
 
 from hikmah.errors import AgentRestricted
+from hikmah.secrets import find_secret
 
 __all__ = [
     "AGENT_LOCATOR_PREFIX",
@@ -131,9 +132,15 @@ def _session_id(host: _Host, environ: Mapping[str, str]) -> str:
     """
     for variable in host.id_variables:
         candidate = environ.get(variable, "").strip()
-        if _SESSION_ID.fullmatch(candidate):
+        if _acceptable_id(candidate):
             return candidate
     return UNKNOWN_SESSION
+
+
+def _acceptable_id(candidate: str) -> bool:
+    """An id that can go into every locator: the right shape, and not a credential (it
+    is written to disk with each write, where no secret may go)."""
+    return bool(_SESSION_ID.fullmatch(candidate)) and find_secret(candidate) is None
 
 
 def detect_agent_session(environ: Mapping[str, str]) -> AgentSession | None:
@@ -205,7 +212,7 @@ def declared_session(host: str, session_id: str | None) -> AgentSession:
     sid = (session_id or "").strip()
     return AgentSession(
         host=host if _HOST_NAME.fullmatch(host) else "agent",
-        session_id=sid if _SESSION_ID.fullmatch(sid) else UNKNOWN_SESSION,
+        session_id=sid if _acceptable_id(sid) else UNKNOWN_SESSION,
         variables=(DECLARED,),
     )
 

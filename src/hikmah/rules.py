@@ -39,7 +39,11 @@ from hikmah.trace import (
     normalize_tag,
 )
 
-_SCOPE = re.compile(r"global|[a-z][a-z0-9_-]{0,31}:\S.{0,1023}", re.S)
+_SCOPE = re.compile(r"global|[a-z][a-z0-9_-]{0,31}:\S.*", re.S)
+# In UTF-8 bytes: each becomes part of an index key, and LMDB keys hold 511.
+MAX_TAG = 200
+MAX_CLAIM_KEY = 400
+MAX_SCOPE = 400
 
 
 def build_trace(
@@ -92,11 +96,17 @@ def build_trace(
     if draft.claim_key is not None and not draft.claim_key.strip():
         raise InvalidInput("claim_key is empty")
     scope = (draft.scope or GLOBAL_SCOPE).strip()
+    if len(scope.encode()) > MAX_SCOPE:
+        raise InvalidInput(f"scope is at most {MAX_SCOPE} bytes")
     if not _SCOPE.fullmatch(scope):
         raise InvalidInput(
             "scope must be 'global' or 'kind:value', e.g. project:/path or person:ana"
         )
     tags = tuple(dict.fromkeys(t for t in map(normalize_tag, draft.tags) if t))
+    if any(len(tag.encode()) > MAX_TAG for tag in tags):
+        raise InvalidInput(f"a tag is at most {MAX_TAG} bytes")
+    if draft.claim_key is not None and len(draft.claim_key.encode()) > MAX_CLAIM_KEY:
+        raise InvalidInput(f"claim_key is at most {MAX_CLAIM_KEY} bytes")
     if any(not tag.isprintable() for tag in tags):
         raise InvalidInput("tags must be printable text without control characters")
     if draft.claim_key is not None and not draft.claim_key.isprintable():

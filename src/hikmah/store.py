@@ -433,6 +433,12 @@ class Store:
                 except HikmahError as exc:
                     outcomes.append(exc)
                     continue
+                except (lmdb.BadValsizeError, OverflowError, ValueError) as exc:
+                    # Validation writes nothing, so one operation's bad input (a key
+                    # LMDB cannot hold, a number out of range) is refused on its own
+                    # instead of failing every write of the batch.
+                    outcomes.append(InvalidInput(f"the request cannot be stored: {exc}"))
+                    continue
                 for payload in payloads:
                     record = encode_record(seq + 1, prev, PAYLOAD_ENCODER.encode(payload))
                     txn.put(_SEQ.pack(record.seq), record.line, db=self.dbs.ledger, append=True)
