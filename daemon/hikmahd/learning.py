@@ -208,6 +208,7 @@ async def calibration(ctx: Context, params: CalibrationParams) -> JSON:
 
 # A message longer than this is pasted material (logs, files); its start is kept.
 MAX_MESSAGE_CHARS = 16_000
+MAX_TRANSCRIPT_BYTES = 256 << 20
 
 
 class IngestParams(Params, frozen=True):
@@ -221,6 +222,13 @@ async def ingest(ctx: Context, params: IngestParams) -> JSON:
     path = Path(params.path)
     if not path.is_absolute():
         raise InvalidInput("give the transcript's absolute path")
+    # A FIFO or a device would block a worker thread or never end.
+    if not path.is_file():
+        raise InvalidInput(f"{path} is not a regular file (a transcript is a .jsonl file)")
+    if path.stat().st_size > MAX_TRANSCRIPT_BYTES:
+        raise InvalidInput(
+            f"{path} is over {MAX_TRANSCRIPT_BYTES >> 20} MiB: not a session transcript"
+        )
     try:
         transcript = await trio.to_thread.run_sync(read_transcript, path)
     except OSError as exc:

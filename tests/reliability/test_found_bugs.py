@@ -163,12 +163,6 @@ def test_clients_that_never_read_cannot_hold_up_another_clients_recall(
 # -- replay.ingest reads whatever path it is given ------------------------------------
 
 
-@xfail(
-    strict=True,
-    reason="replay.ingest (daemon/hikmahd/learning.py:273 read_transcript) iterates the"
-    " file's lines with no limit on a line or on the file: /dev/zero (or any huge file)"
-    " grows the daemon's memory by hundreds of MiB a second until it is killed",
-)
 def test_ingesting_an_endless_file_is_bounded(short_tmp: Path) -> None:
     limit = ["prlimit", "--as=4000000000", "--"] if shutil.which("prlimit") else []
     daemon = Launched(short_tmp, limit).start()
@@ -190,14 +184,6 @@ def test_ingesting_an_endless_file_is_bounded(short_tmp: Path) -> None:
         daemon.kill(signal.SIGKILL)
 
 
-@xfail(
-    strict=True,
-    reason="replay.ingest opens the path in trio's default thread pool (40 threads,"
-    " daemon/hikmahd/learning.py:225), the same pool the writer commits in"
-    " (daemon/hikmahd/writer.py:31) and recall runs in (daemon.py Daemon.recall): 40"
-    " ingests of a FIFO nobody writes block all 40 threads for good, and every write"
-    " and every recall then waits forever",
-)
 def test_ingesting_fifos_cannot_stall_the_writer(short_tmp: Path) -> None:
     fifo = short_tmp / "fifo"
     os.mkfifo(fifo)
@@ -235,13 +221,6 @@ def _written(daemon: Running, count: int) -> None:
         daemon.call("memory.remember", content=f"fact {n} about the deploy window")
 
 
-@xfail(
-    strict=True,
-    reason="Store._load_head (src/hikmah/store.py:349) decodes the record the head file's"
-    " pending head points at without catching LedgerError: one changed byte that leaves"
-    " the last record unparseable makes hikmahd exit at start ('malformed ledger record')"
-    " so verify-ledger, which needs the daemon, cannot report it",
-)
 def test_a_corrupt_last_record_is_reported_by_verify_ledger(daemon: Running) -> None:
     _written(daemon, 3)
     daemon.stop()
