@@ -97,6 +97,7 @@ TRANSCRIPT_TAG = "transcript"  # the tag of every trace ingested from a session 
 # Kinds whose active traces a transcript candidate must not restate.
 STANDING_KINDS = ("constraint", "preference", "procedure", "belief", "correction")
 _RESTATE_READS = 2000  # traces compared per candidate, those sharing its words
+_NEARLY_FULL = 8 << 20  # free bytes under which an I/O error means a full disk
 
 
 class Remember(msgspec.Struct, frozen=True, kw_only=True):
@@ -393,16 +394,33 @@ class Store:
             except lmdb.MapFullError:
                 self._grow()
             except lmdb.Error as exc:
-                if getattr(exc, "errno", None) == errno.ENOSPC or "No space" in str(exc):
-                    raise StoreFull(
-                        "the disk is full: nothing was written; free space and retry"
-                    ) from None
-                raise
+                raise self._write_failure(exc) from None
+
+    def _write_failure(self, exc: lmdb.Error) -> Exception:
+        """What a failed LMDB commit means for the person (nothing was written)."""
+        code, text = getattr(exc, "errno", None), str(exc)
+        full = code == errno.ENOSPC or "No space" in text
+        io_error = code == errno.EIO or "Input/output error" in text
+        if full or (io_error and shutil.disk_usage(self.data_dir).free < _NEARLY_FULL):
+            # A short write of a multi-page commit on a full disk comes back as EIO.
+            return StoreFull("the disk is full: nothing was written; free space and retry")
+        denied = code in (errno.EACCES, errno.EPERM, errno.EROFS) or any(
+            words in text for words in ("ermission", "not permitted", "Read-only")
+        )
+        if io_error or denied:
+            return LedgerError(
+                f"the store's file cannot be written ({text}): nothing was written;"
+                f" check {self.data_dir} (permissions, read-only mount, disk health)"
+            )
+        return exc
 
     def sync(self) -> None:
         """Make every commit so far durable (a no-op for a store that is not durable)."""
         if self.durable:
-            self.env.sync(True)
+            try:
+                self.env.sync(True)
+            except lmdb.Error as exc:
+                raise self._write_failure(exc) from None
 
     def _grow(self) -> None:
         current = int(self.env.info()["map_size"])

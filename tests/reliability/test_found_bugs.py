@@ -315,14 +315,6 @@ def test_a_failed_head_write_leaves_the_newest_state_safe(
 # -- resources ------------------------------------------------------------------------
 
 
-@xfail(
-    strict=True,
-    reason="Store.apply (src/hikmah/store.py:392) recognises a full disk only by ENOSPC;"
-    " LMDB reports a short write of a multi-page commit as EIO ('mdb_txn_commit:"
-    " Input/output error'), so concurrent writes on a full disk get -32603 internal"
-    " error instead of store_full with its advice (nothing is lost)",
-)
-@pytest.mark.skipif(os.getuid() != 0, reason="mounting a tmpfs needs root")
 def test_a_full_disk_is_store_full_for_batched_writes(short_tmp: Path) -> None:
     with tmpfs(short_tmp / "data", "3m") as data:
         (data / "ballast").write_bytes(os.urandom(512 << 10))
@@ -344,13 +336,6 @@ def test_a_full_disk_is_store_full_for_batched_writes(short_tmp: Path) -> None:
     assert reasons == {"store_full"}, reasons
 
 
-@xfail(
-    strict=True,
-    reason="an I/O error writing the LMDB file (EPERM/EIO on data.mdb while the head"
-    " file is writable) is re-raised by Store.apply (src/hikmah/store.py:397) and"
-    " answered -32603 'internal error (see the daemon log)' instead of an error that"
-    " says the store cannot be written (nothing is lost; writes resume when it can)",
-)
 def test_an_unwritable_store_file_is_a_clear_error(daemon: Running) -> None:
     with daemon.connect() as conn, immutable([daemon.data / "lmdb" / "data.mdb"]):
         reply = conn.request("memory.remember", content="while data.mdb is read-only")
