@@ -463,7 +463,14 @@ class Store:
                     continue
                 for payload in payloads:
                     record = encode_record(seq + 1, prev, PAYLOAD_ENCODER.encode(payload))
-                    txn.put(_SEQ.pack(record.seq), record.line, db=self.dbs.ledger, append=True)
+                    key = _SEQ.pack(record.seq)
+                    if not txn.put(key, record.line, db=self.dbs.ledger, append=True):
+                        # The ledger's keys are out of order (records moved behind
+                        # the store's back): refuse rather than lose this record.
+                        raise LedgerError(
+                            f"record {record.seq} cannot be appended: the ledger's records"
+                            " are out of order; run hikmah verify-ledger"
+                        )
                     index.apply_payload(txn, self.dbs, payload, dirty)
                     self._forget_reminders(txn, payload)
                     seq, prev = record.seq, record.hash

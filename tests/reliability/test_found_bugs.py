@@ -249,13 +249,6 @@ def test_the_last_record_deleted_after_a_clean_stop_is_caught(daemon: Running) -
     assert not daemon.call("ledger.verify")["ok"]
 
 
-@xfail(
-    strict=True,
-    reason="Store._apply_once (src/hikmah/store.py:438) ignores the result of"
-    " txn.put(..., append=True); after the last two records are swapped the store takes"
-    " the record under the last key for seq N-1, appends at a key that exists, the put"
-    " does nothing, and the write is acknowledged and indexed with no ledger record",
-)
 def test_a_write_after_swapped_last_records_is_refused_or_in_the_ledger(tmp_path: Path) -> None:
     for n in range(4):
         with in_process(tmp_path) as daemon:
