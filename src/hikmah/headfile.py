@@ -78,10 +78,12 @@ class HeadFile:
             LedgerError: the file cannot be written.
         """
         head = acknowledged or Head(seq=0, hash=GENESIS)
-        self._generation += 1
+        # The generation advances only once the slot is durable: after a failed
+        # write the next one retries the same (older) slot, never the newest good one.
+        generation = self._generation + 1
         body = _BODY.pack(
             MAGIC,
-            self._generation,
+            generation,
             head.seq,
             _pack_hash(head.hash),
             pending is not None,
@@ -91,11 +93,12 @@ class HeadFile:
         slot = body + blake3.blake3(body).digest()
         try:
             fd = self._open()
-            os.pwrite(fd, slot.ljust(SLOT, b"\0"), (self._generation % 2) * SLOT)
+            os.pwrite(fd, slot.ljust(SLOT, b"\0"), (generation % 2) * SLOT)
             if self.sync:
                 os.fdatasync(fd)
         except OSError as exc:
             raise LedgerError(f"cannot write the ledger head {self.path}: {exc.strerror}") from None
+        self._generation = generation
 
     def _open(self) -> int:
         if self._fd is not None:

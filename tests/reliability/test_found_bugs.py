@@ -266,13 +266,6 @@ def test_a_write_after_swapped_last_records_is_refused_or_in_the_ledger(tmp_path
         )
 
 
-@xfail(
-    strict=True,
-    reason="HeadFile.write (src/hikmah/headfile.py:81) advances the generation before the"
-    " write that may fail; after one failed write (EPERM, EIO, ENOSPC) the next write"
-    " goes to the slot holding the newest good state instead of the older one, so a"
-    " write torn there (a power cut) falls back two states, not one",
-)
 def test_a_failed_head_write_leaves_the_newest_state_safe(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
