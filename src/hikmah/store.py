@@ -327,6 +327,17 @@ class Store:
         self.sync()
 
     def close(self) -> None:
+        """Close the store, first acknowledging the last batch in the head file.
+
+        Until then the last batch is only pending there (acknowledged by the
+        next write); on a clean stop nothing follows it, and a record removed
+        from the end while the store is closed would go unnoticed.
+        """
+        if self.head is not None and self.head_error is None:
+            try:
+                self.head_file.write(self.head, None)
+            except LedgerError as exc:
+                log.warning("could not acknowledge the last writes at close: %s", exc)
         self.env.close()
         self.head_file.close()
 

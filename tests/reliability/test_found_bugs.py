@@ -231,15 +231,6 @@ def test_a_corrupt_last_record_is_reported_by_verify_ledger(daemon: Running) -> 
     assert result.returncode == 1 and "NOT OK" in result.stdout
 
 
-@xfail(
-    strict=True,
-    reason="the last batch's records are only *pending* in the head file until the next"
-    " batch (src/hikmah/store.py _apply_once, headfile.py); a clean stop does not"
-    " acknowledge them, so after deleting the last record verify says ok (one record"
-    " fewer), the indexes still hold the deleted trace (indexed_seq > last seq is not"
-    " checked at open) and the next write takes its seq: an acknowledged write vanishes"
-    " unnoticed",
-)
 def test_the_last_record_deleted_after_a_clean_stop_is_caught(daemon: Running) -> None:
     _written(daemon, 4)
     daemon.stop()
