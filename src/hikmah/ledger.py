@@ -374,9 +374,15 @@ class _Walk:
 
 
 def _link_problem(key: int, record: Record, expected: int, prev_hash: str) -> str | None:
+    if key != record.seq:
+        return f"the record stored under key {key} says it is seq {record.seq}: records were moved"
+    return link_problem(record, expected, prev_hash)
+
+
+def link_problem(record: Record, expected: int, prev_hash: str) -> str | None:
+    """Why ``record`` does not continue a chain at seq ``expected`` after ``prev_hash``
+    (a gap, an order, a link or its own hash), or None."""
     seq = record.seq
-    if key != seq:
-        return f"the record stored under key {key} says it is seq {seq}: records were moved"
     if seq > expected:
         return f"records removed: seq {expected} is missing, the next record is seq {seq}"
     if seq < expected:

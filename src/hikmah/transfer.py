@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from hikmah.errors import HikmahError, InvalidInput, LedgerError
-from hikmah.ledger import GENESIS, Head, Record, compute_hash, decode_record
+from hikmah.ledger import GENESIS, Head, Record, decode_record, link_problem
 from hikmah.principal import AgentSession
 from hikmah.secrets import check_fields, redact
 from hikmah.store import Fulfill, Operation, Purge, Remember, StoredTrace
@@ -325,17 +325,10 @@ def check_chain(
 
 
 def _link_problem(record: Record, expected: int, prev_hash: str, pinned: Head | None) -> str | None:
+    problem = link_problem(record, expected, prev_hash)
+    if problem is not None:
+        return problem
     seq = record.seq
-    if seq > expected:
-        return f"records removed: seq {expected} is missing, the next record is seq {seq}"
-    if seq < expected:
-        return f"records out of order: seq {seq} comes after seq {expected - 1}"
-    if record.prev_hash != prev_hash:
-        if seq == 1:
-            return "seq 1 does not start from GENESIS: the chain's start was rewritten"
-        return f"broken link at seq {seq}: its previous hash is not the hash of seq {seq - 1}"
-    if compute_hash(record) != record.hash:
-        return f"seq {seq} was altered: its stored hash does not match its contents"
     if pinned is not None and seq > pinned.seq:
         return (
             f"seq {seq} is past the pinned head (seq {pinned.seq}): records appended after"
