@@ -130,6 +130,16 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         parser.add_subparsers(dest="command", metavar="COMMAND", required=True), only
     )
 
+    def runner(
+        name: str, *, run: Callable[[argparse.Namespace], int], daemon: bool = True, **kwargs: Any
+    ) -> Any:
+        """A command that runs its own course (``run(args)`` gives the exit code)."""
+        sub = commands.add_parser(name, **kwargs)
+        if daemon:
+            _global_options(sub, suppress=True)
+        sub.set_defaults(run=run)
+        return sub
+
     def command(name: str, help_text: str, handler: Handler) -> Any:
         sub = commands.add_parser(name, help=help_text, description=help_text)
         _global_options(sub, suppress=True)
@@ -262,20 +272,21 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     command("status", "the daemon, the store, the policy, the reminders", _status)
 
-    p = commands.add_parser(
+    p = runner(
         "setup",
         help="wire Hikmah into Claude Code or Codex (MCP server and hooks)",
         description="Add the hikmah-agent MCP server and the session-start and prompt hooks"
         " to the agent's user configuration (~/.claude.json and ~/.claude/settings.json, or"
         " ~/.codex/config.toml and ~/.codex/hooks.json). Safe to rerun; everything else in"
         " those files is kept, and each changed file is backed up beside itself first.",
+        run=_setup,
+        daemon=False,
     )
     p.add_argument("host", choices=["claude", "codex"], help="the coding agent")
     p.add_argument("--remove", action="store_true", help="take exactly our entries out again")
     p.add_argument("--no-mcp", action="store_true", help="hooks only, no MCP server")
-    p.set_defaults(run=_setup)
 
-    p = commands.add_parser(
+    p = runner(
         "writeback",
         help="write verified rules into a managed block of CLAUDE.md/AGENTS.md",
         description="Render the verified preferences, constraints and procedures of a scope"
@@ -283,16 +294,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         " <!-- hikmah:end --> of an instruction file. The rest of the file is never touched;"
         " rerunning changes nothing unless memory changed; a block edited by hand is kept"
         " unless --force.",
+        run=_writeback,
     )
-    _global_options(p, suppress=True)
     p.add_argument("--to", required=True, metavar="FILE", help="e.g. CLAUDE.md or AGENTS.md")
     p.add_argument(
         "--scope", metavar="S", help="default: the project of FILE (its git root or directory)"
     )
     p.add_argument("--force", action="store_true", help="overwrite a block edited by hand")
-    p.set_defaults(run=_writeback)
 
-    p = commands.add_parser(
+    p = runner(
         "ingest",
         help="read Claude Code / Codex session transcripts into memory",
         description="Read session transcripts (JSON Lines from ~/.claude/projects/… or"
@@ -300,12 +310,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         " observation traces (the agent's), with the transcript as locator. Rerunning is"
         " safe: messages already ingested are skipped. Rules you stated become proposals in"
         " `hikmah consolidate`; nothing is promoted on its own.",
+        run=_ingest,
     )
-    _global_options(p, suppress=True)
     p.add_argument("files", nargs="+", metavar="FILE")
-    p.set_defaults(run=_ingest)
 
-    p = commands.add_parser(
+    p = runner(
         "export",
         help="write memory as JSON Lines of traces (stdout, or --output FILE)",
         description="Write every trace, in write order, as one JSON object per line: the"
@@ -313,17 +322,16 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         " exported; superseded ones only with --include-superseded (without it, a"
         " correction's link to the trace it superseded is left out). The text is plaintext;"
         " no key ever leaves the daemon. Progress goes to stderr when it is a terminal.",
+        run=_export,
     )
-    _global_options(p, suppress=True)
     p.add_argument(
         "--include-superseded", action="store_true", help="the history of corrections too"
     )
     p.add_argument(
         "--output", metavar="FILE", help="write FILE (mode 0600, atomically) instead of stdout"
     )
-    p.set_defaults(run=_export)
 
-    p = commands.add_parser(
+    p = runner(
         "import",
         help="read JSON Lines of traces, or a reference memory.jsonl ledger, into memory",
         description="Import FILE. JSON Lines of traces (as export writes them; missing fields"
@@ -335,8 +343,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         " number and reason while the rest is imported. Exit 0 when everything was"
         " imported, 3 when some lines were refused or the chain is broken, 2 when FILE"
         " cannot be read.",
+        run=_import,
     )
-    _global_options(p, suppress=True)
     p.add_argument("file", metavar="FILE")
     p.add_argument(
         "--force-broken-chain",
@@ -348,43 +356,39 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         metavar="SEQ:HASH",
         help="(ledger) the head you pinned: records past it, or a rewrite, break the chain",
     )
-    p.set_defaults(run=_import)
 
-    p = commands.add_parser(
+    p = runner(
         "backup",
         help="a consistent copy of the store into an empty directory, while the daemon serves",
         description="Copy the LMDB store (compacted) and its ledger head, as of one moment,"
         " into DIR (new or empty; made 0700), with a manifest. The daemon keeps serving"
         " meanwhile. Restore with `hikmahd --restore DIR` while no daemon runs.",
+        run=_backup,
     )
-    _global_options(p, suppress=True)
     p.add_argument("dir", metavar="DIR")
-    p.set_defaults(run=_backup)
 
-    p = commands.add_parser(
+    p = runner(
         "eval",
         help="retrieval evaluation: recall vs a BM25 baseline on a cases file",
         description="Build a throwaway store from the traces of CASES.toml (never your memory),"
         " run each case's query, and report pass/fail per case, recall@k, MRR and nDCG for"
         " Hikmah and for SQLite FTS5 bm25() side by side. Exit 1 when a case fails."
         " See docs/evaluation.md for the file format.",
+        run=_eval,
     )
-    _global_options(p, suppress=True)
     p.add_argument("cases", metavar="CASES.toml")
     p.add_argument("--k", type=int, default=5, help="results judged per query (default 5)")
-    p.set_defaults(run=_eval)
 
-    p = commands.add_parser(
+    p = runner(
         "hook",
         help="context for a coding agent's hook (reads the hook JSON on stdin)",
         description="Print the host's hook JSON with memory for this session start or prompt."
         " Never fails the agent's turn: without a daemon or on any error it prints nothing"
         " and exits 0. Installed by `hikmah setup claude|codex`.",
+        run=_hook,
     )
-    _global_options(p, suppress=True)
     p.add_argument("event", choices=["session-start", "prompt"], help="the hook event")
     p.add_argument("--budget", type=int, metavar="TOKENS", help="most tokens of context")
-    p.set_defaults(run=_hook)
 
     p = command("focus", "working memory: named, bounded focus capsules", _focus)
     p.add_argument(
