@@ -259,6 +259,18 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         _compact,
     )
 
+    p = command(
+        "vault",
+        "the encrypted vault: which keys it uses, or rotate its master key (a person only)",
+        _vault,
+    )
+    p.add_argument(
+        "action",
+        choices=["status", "rotate"],
+        help="status: key ids and keyring backend; rotate: re-wrap every data key under a new"
+        " master key (payloads are not rewritten; the old master is then deleted)",
+    )
+
     p = command("verify-ledger", "check the hash chain and the head", _verify)
     choice = p.add_mutually_exclusive_group()
     choice.add_argument("--expect-head", metavar="SEQ:HASH", help="a head pinned elsewhere")
@@ -544,6 +556,12 @@ def _purge(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any
 
 def _compact(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any], str]]:
     return "ledger.compact", {}, render.compacted
+
+
+def _vault(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any], str]]:
+    if args.action == "rotate":
+        return "vault.rotate", {}, render.rotated
+    return "vault.status", {}, render.vault_status
 
 
 def _verify(args: argparse.Namespace) -> tuple[str, dict[str, Any], Callable[[Any], str]]:

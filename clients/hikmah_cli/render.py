@@ -429,3 +429,27 @@ def compacted(result: dict[str, Any]) -> str:
             "  a head pinned elsewhere must be pinned again: hikmah verify-ledger --json",
         ]
     )
+
+
+def vault_status(result: dict[str, Any]) -> str:
+    if not result["enabled"]:
+        return "vault: off (set [vault] enabled = true in the policy and restart hikmahd)"
+    lines = [
+        "vault: on",
+        f"  keyring backend: {result['backend']}",
+        f"  vault id:        {result['vault_id']}",
+        f"  master key id:   {result['master_id']}",
+        f"  index key id:    {result['index_id']}",
+    ]
+    if result["retiring"]:
+        lines.append(f"  retiring:        {', '.join(result['retiring'])} (rotation unfinished)")
+    if result["missing"]:
+        lines.append(f"  missing:         {', '.join(result['missing'])} (gone from the keyring)")
+    return "\n".join(lines)
+
+
+def rotated(result: dict[str, Any]) -> str:
+    return (
+        f"rotated the vault's master key: {result['old_master_id']} -> {result['master_id']}\n"
+        f"  {result['rewrapped']} data key(s) re-wrapped; the old master was deleted"
+    )

@@ -14,6 +14,7 @@ from hikmah.store import MAX_MAP_SIZE
 from .backup import restore, summary
 from .daemon import Config, DaemonError, DataDirLock, run, wall_ms
 from .rebuild import rebuild_index
+from .vaulting import vault_for
 
 EPILOG = """\
 paths (flag, then environment, then XDG default):
@@ -81,13 +82,15 @@ def main(argv: list[str] | None = None) -> int:
         max_store_bytes=args.max_store_mib << 20,
     )
     try:
+        vault = vault_for(config.policy_path)
+        keys = None if vault is None else vault.load
         if args.rebuild_index:
             with DataDirLock(config.data_dir):
-                rebuild_index(config.data_dir)
+                rebuild_index(config.data_dir, vault=keys)
             return 0
         if args.restore:
             with DataDirLock(config.data_dir):
-                restored = restore(config.data_dir, Path(args.restore), wall_ms())
+                restored = restore(config.data_dir, Path(args.restore), wall_ms(), vault=keys)
             print(summary(restored))
             return 0
         run(config)

@@ -33,6 +33,7 @@ import logging
 import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -45,6 +46,7 @@ from hikmah import __version__
 from hikmah.errors import HikmahError, InvalidInput, LedgerError
 from hikmah.headfile import HeadFile
 from hikmah.ledger import Head, decode_record, verify
+from hikmah.sealing import Keys
 from hikmah.store import HEAD_FILE, LMDB_DIR, Store
 
 log = logging.getLogger(__name__)
@@ -267,7 +269,9 @@ class Restored:
     counts: dict[str, int]
 
 
-def restore(data_dir: Path, source: Path, now_ms: int) -> Restored:
+def restore(
+    data_dir: Path, source: Path, now_ms: int, *, vault: Callable[[str], Keys] | None = None
+) -> Restored:
     """Install the backup at ``source`` as the data directory, once it checks out.
 
     Run with the data directory's lock held (no daemon on it).
@@ -302,7 +306,7 @@ def restore(data_dir: Path, source: Path, now_ms: int) -> Restored:
         _fsync_dir(data_dir.parent)
     else:
         _install(source, data_dir)
-    with Store(data_dir) as store:
+    with Store(data_dir, vault=vault) as store:
         report = store.verify()
         counts = store.counts()
     if not report.ok:  # checked above; this would be a bug or a disk going bad

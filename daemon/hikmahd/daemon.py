@@ -20,7 +20,7 @@ from hikmah.recall import RecallQuery, RecallResult, recall
 from hikmah.store import DEFAULT_MAP_SIZE, MAX_MAP_SIZE, Outcome, Store, Written
 from hikmah.trace import Status
 
-from . import learning, methods, transfer
+from . import learning, methods, transfer, vaulting
 from .capsules import Capsules
 from .connection import Connection
 from .context import Context
@@ -39,11 +39,12 @@ from .policywatch import PolicyHolder
 from .reminders import Reminders
 from .replay import Replay
 from .rpc import APPLICATION_CODES, Dispatcher, RpcError, response
+from .vaulting import Vault, vault_for
 from .writer import Offload, Writer, in_thread
 
 log = logging.getLogger(__name__)
 # Every module of JSON-RPC methods the daemon serves.
-REGISTRIES = (methods.registry, learning.registry, transfer.registry)
+REGISTRIES = (methods.registry, learning.registry, transfer.registry, vaulting.registry)
 
 # How long in-flight replies may take once a stop was asked for.
 STOP_GRACE_S = 2.0
@@ -89,12 +90,14 @@ class Daemon:
         now_ms: Callable[[], int] = wall_ms,
         notifier: DesktopNotifier | None = None,
         offload: Offload = in_thread,
+        vault: Vault | None = None,
     ) -> None:
         self.config = config
         self.store = store
+        self.vault = vault
         self.now_ms = now_ms
         self.started = time.monotonic()
-        self.policies = PolicyHolder(config.policy_path)
+        self.policies = PolicyHolder(config.policy_path, vault_on=vault is not None)
         self.offload = offload
         # Recall runs off the event loop, one at a time: timers (reminders) and
         # small requests are not held up behind a burst of recalls.
@@ -308,7 +311,9 @@ class DataDirLock:
 
 
 def run(config: Config) -> None:
-    """Open the store and serve until stopped."""
+    """Open the store (with the vault's keys when the policy enables it) and serve
+    until stopped."""
+    vault = vault_for(config.policy_path)
     with (
         DataDirLock(config.data_dir),
         Store(
@@ -316,6 +321,9 @@ def run(config: Config) -> None:
             durable=config.durable,
             map_size=min(DEFAULT_MAP_SIZE, config.max_store_bytes),
             max_map_size=config.max_store_bytes,
+            vault=None if vault is None else vault.load,
         ) as store,
     ):
-        trio.run(Daemon(config, store).serve)
+        if vault is not None:
+            vault.settle(store)
+        trio.run(Daemon(config, store, vault=vault).serve)

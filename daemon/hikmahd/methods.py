@@ -25,6 +25,7 @@ from hikmah.store import (
     Purge,
     Remember,
     StoredTrace,
+    Written,
 )
 from hikmah.trace import Draft, Kind, Privacy
 
@@ -154,12 +155,17 @@ class PurgeParams(Params, frozen=True):
 @registry.method("memory.purge", PurgeParams)
 async def purge(ctx: Context, params: PurgeParams) -> JSON:
     operation = Purge(id=params.id, reason=params.reason, session=ctx.session)
-    outcome_or_raise(await ctx.daemon.writer.submit(operation))
+    written: Written = outcome_or_raise(await ctx.daemon.writer.submit(operation))
+    gone = "the trace is gone from recall, show, export and every index"
+    if written.key_destroyed:
+        note = f"{gone}; its data key was destroyed, so its encrypted text is unrecoverable"
+    else:
+        note = f"{gone}; its text remains in the ledger until you run hikmah compact"
     return {
         "id": params.id,
         "status": "purged",
-        "note": "the trace is gone from recall, show, export and every index; without the"
-        " vault its text remains in the ledger until you run hikmah compact",
+        "key_destroyed": written.key_destroyed,
+        "note": note,
     }
 
 

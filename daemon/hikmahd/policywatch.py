@@ -20,8 +20,10 @@ WATCH_TIMEOUT_MS = 250
 class PolicyHolder:
     """The policy in force, where it came from, and why the last load failed."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, vault_on: bool = False) -> None:
         self.path = path
+        # Whether the store runs with the vault's keys: fixed for the process.
+        self.vault_on = vault_on
         self.policy = KernelPolicy()
         self.error: str | None = None
         self.reload()
@@ -30,12 +32,13 @@ class PolicyHolder:
         """Load the file again; True when the policy in force changed."""
         try:
             loaded = load_policy(self.path)
-            if loaded.vault.enabled:
-                # Until the encrypted vault ships, "enabled" would store sensitive
-                # text in plain: refuse the file rather than pretend.
+            if loaded.vault.enabled != self.vault_on:
+                # The keys are fetched when the store opens: a running daemon cannot
+                # start or stop sealing, and must not claim to.
+                now = "on" if self.vault_on else "off"
                 raise PolicyError(
-                    f"{self.path}: [vault] enabled = true needs the encrypted vault, which"
-                    " this version of hikmahd does not have; sensitive traces stay refused"
+                    f"{self.path}: [vault] enabled = {str(loaded.vault.enabled).lower()} takes"
+                    f" effect when hikmahd restarts (the vault is {now} in this process)"
                 )
         except PolicyError as exc:
             self.error = str(exc)

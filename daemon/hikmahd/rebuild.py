@@ -5,17 +5,23 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+from hikmah.sealing import Keys
 from hikmah.store import Store
 
 log = logging.getLogger(__name__)
 
 
-def rebuild_index(data_dir: Path) -> int:
-    """Replay the ledger into fresh indexes, with progress on stderr; returns the records."""
+def rebuild_index(data_dir: Path, *, vault: Callable[[str], Keys] | None = None) -> int:
+    """Replay the ledger into fresh indexes, with progress on stderr; returns the records.
+
+    ``vault`` is the store's key loader when the vault is on (sealed traces are
+    opened to index their terms).
+    """
     started = time.monotonic()
-    with Store(data_dir) as store:
+    with Store(data_dir, vault=vault) as store:
         report = store.verify()
         if not report.ok:
             log.warning(

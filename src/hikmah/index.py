@@ -19,21 +19,29 @@ the one place a ledger payload changes them, used both by live writes and by
 - ``feedback``: docno → good and bad outcome counts (u32, u32), from
   ``feedback`` records; the ``feedback`` feature is computed from them.
 
-``reminders`` is the one database that is not derived: it records which
-reminder stages the daemon delivered, which the ledger does not know.
+``reminders`` and ``keys`` are not derived: ``reminders`` records which
+reminder stages the daemon delivered, which the ledger does not know, and
+``keys`` holds the vault's wrapped data keys (:mod:`hikmah.sealing`).
+
+**Under the vault** (``Databases.vault`` set) nothing here holds a writer's
+text: ``docs`` keeps the sealed trace (behind a 0x00 byte, which no msgpack
+map starts with), and every term, claim key and claim value is replaced by
+its blind form (an HMAC under the index key), so lookups blind the query's
+terms the same way. A trace whose data key is gone is indexed as a stub.
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from hikmah.sealing import Keys, Sealed, blind_claim, blind_claim_value, blind_term, open_trace
 from hikmah.tokenizer import terms
 from hikmah.trace import (
     KINDS,
@@ -44,6 +52,7 @@ from hikmah.trace import (
     normalize_claim_key,
     normalize_claim_value,
 )
+from hikmah.vault import KeyDestroyed, VaultLocked
 
 CHUNK = 256
 MAX_KEY = 511  # LMDB's key size limit, in bytes
@@ -89,6 +98,8 @@ _DEADLINE_KEY = struct.Struct(">QI")
 _COUNTS = struct.Struct(">II")
 _TRACE_ENCODER = msgspec.msgpack.Encoder()
 _TRACE_DECODER = msgspec.msgpack.Decoder(Trace)
+_SEALED_DOC = b"\x00"
+_SEALED_DECODER = msgspec.msgpack.Decoder(Sealed)
 
 
 class RemovePayload(msgspec.Struct, frozen=True, tag_field="type", tag="purge"):
@@ -147,6 +158,7 @@ class CompactedPayload(msgspec.Struct, frozen=True, tag_field="type", tag="compa
 
 Payload = (
     RememberPayload
+    | Sealed
     | RedactedPayload
     | CompactedPayload
     | SupersedePayload
@@ -176,6 +188,15 @@ class Databases:
     feedback: Any
     # Not derived: which reminder stages were delivered (trace id \0 stage -> ms).
     reminders: Any
+    # Not derived: the vault's wrapped data keys (trace id -> key id + wrapped key).
+    keys: Any
+    # The vault's keys when it is in use: terms are blinded, sealed docs opened.
+    vault: Keys | None = None
+
+    @staticmethod
+    def names() -> list[str]:
+        """The names of the LMDB databases (every field but ``vault``)."""
+        return [field.name for field in fields(Databases) if field.name != "vault"]
 
     def derived(self) -> Iterator[Any]:
         """Every database that a rebuild recreates from the ledger."""
@@ -227,7 +248,43 @@ def docno_of(txn: Any, dbs: Databases, trace_id: str) -> int | None:
 
 
 def trace_at(txn: Any, dbs: Databases, docno: int) -> Trace:
-    return decode_trace(bytes(txn.get(u32(docno), db=dbs.docs)))
+    return load_trace(txn, dbs, bytes(txn.get(u32(docno), db=dbs.docs)))
+
+
+def bare_trace_at(txn: Any, dbs: Databases, docno: int) -> Trace:
+    """The trace at ``docno`` without its writer's text when it is sealed: for ids,
+    kinds and times, which need no decryption."""
+    stored = bytes(txn.get(u32(docno), db=dbs.docs))
+    if stored[:1] == _SEALED_DOC:
+        return _SEALED_DECODER.decode(stored[1:]).trace
+    return decode_trace(stored)
+
+
+def load_trace(txn: Any, dbs: Databases, stored: bytes) -> Trace:
+    """The trace a ``docs`` value holds, opened when it is sealed."""
+    if stored[:1] == _SEALED_DOC:
+        return open_sealed(txn, dbs, _SEALED_DECODER.decode(stored[1:]))
+    return decode_trace(stored)
+
+
+def open_sealed(txn: Any, dbs: Databases, sealed: Sealed) -> Trace:
+    """The plaintext of a sealed trace.
+
+    Raises:
+        KeyDestroyed: its data key was destroyed (purged).
+        VaultLocked: the vault's keys were not given to the store.
+        DecryptionFailed: the stored key or text does not open.
+    """
+    trace_id = sealed.trace.id
+    entry = txn.get(trace_id.encode(), db=dbs.keys)
+    if entry is None:
+        raise KeyDestroyed(f"the data key of {trace_id} was destroyed; its text is gone")
+    if dbs.vault is None:
+        raise VaultLocked(
+            f"{trace_id} is encrypted and the vault is off: set [vault] enabled = true in the"
+            " policy and restart hikmahd with the keyring that holds its keys"
+        )
+    return open_trace(dbs.vault, sealed, bytes(entry))
 
 
 def read_chunk(txn: Any, dbs: Databases, chunk: int) -> FeatureArray:
@@ -251,9 +308,14 @@ def successor(txn: Any, dbs: Databases, docno: int) -> str | None:
     return None if link is None else bytes(link).decode()
 
 
+def term_key(dbs: Databases, term: str) -> bytes:
+    """How the postings database spells ``term`` (blind under the vault)."""
+    return (term if dbs.vault is None else blind_term(dbs.vault, term)).encode()
+
+
 def postings(txn: Any, dbs: Databases, term: str) -> DocArray:
     """Every document number holding ``term``, ascending."""
-    prefix = term.encode() + b"\x00"
+    prefix = term_key(dbs, term) + b"\x00"
     if len(prefix) + 4 > MAX_KEY:
         return np.zeros(0, dtype=np.uint32)  # never indexed (see doc_terms)
     cursor = txn.cursor(db=dbs.postings)
@@ -308,10 +370,13 @@ def apply_payload(txn: Any, dbs: Databases, payload: Payload, dirty: set[int]) -
         dirty: collects the feature chunks this changed (for caches).
     """
     if isinstance(payload, RememberPayload):
-        _add(txn, dbs, payload.trace, dirty)
+        _add(txn, dbs, payload.trace, encode_trace(payload.trace), dirty)
+        return
+    if isinstance(payload, Sealed):
+        _add_sealed(txn, dbs, payload, dirty)
         return
     if isinstance(payload, RedactedPayload):
-        _add(txn, dbs, stub(payload.id, payload.kind, payload.created_at), dirty)
+        _add_stub(txn, dbs, payload.id, payload.kind, payload.created_at, dirty)
         return
     if isinstance(payload, CompactedPayload):
         return
@@ -342,10 +407,32 @@ def apply_payload(txn: Any, dbs: Databases, payload: Payload, dirty: set[int]) -
     _leave_active_indexes(txn, dbs, trace, docno)
 
 
-def _add(txn: Any, dbs: Databases, trace: Trace, dirty: set[int]) -> None:
+def encode_sealed(sealed: Sealed) -> bytes:
+    return _SEALED_DOC + _TRACE_ENCODER.encode(sealed)
+
+
+def _add_sealed(txn: Any, dbs: Databases, sealed: Sealed, dirty: set[int]) -> None:
+    try:
+        trace = open_sealed(txn, dbs, sealed)
+    except KeyDestroyed:
+        # Replaying a trace purged since: its text is gone, its tombstone follows.
+        blank = sealed.trace
+        _add_stub(txn, dbs, blank.id, blank.kind, blank.created_at, dirty)
+        return
+    _add(txn, dbs, trace, encode_sealed(sealed), dirty)
+
+
+def _add_stub(
+    txn: Any, dbs: Databases, trace_id: str, kind: str, created_at: int, dirty: set[int]
+) -> None:
+    blank = stub(trace_id, kind, created_at)
+    _add(txn, dbs, blank, encode_trace(blank), dirty)
+
+
+def _add(txn: Any, dbs: Databases, trace: Trace, stored: bytes, dirty: set[int]) -> None:
     docno = next_docno(txn, dbs)
     txn.put(b"next_doc", u32(docno + 1), db=dbs.meta)
-    txn.put(u32(docno), encode_trace(trace), db=dbs.docs)
+    txn.put(u32(docno), stored, db=dbs.docs)
     txn.put(trace.id.encode(), u32(docno), db=dbs.ids)
 
     chunk = read_chunk(txn, dbs, docno // CHUNK)
@@ -368,14 +455,14 @@ def _add(txn: Any, dbs: Databases, trace: Trace, dirty: set[int]) -> None:
     window = u32(docno // WINDOW)
     mine = np.array([docno], dtype=">u4").tobytes()
     for term in doc_terms(trace):
-        key = term.encode() + b"\x00" + window
+        key = term_key(dbs, term) + b"\x00" + window
         old = txn.get(key, db=dbs.postings)
         txn.put(key, mine if old is None else bytes(old) + mine, db=dbs.postings)
 
     if trace.claim_key is not None and trace.claim_value is not None:
         txn.put(
-            _claim_key(trace.claim_key, docno),
-            normalize_claim_value(trace.claim_value).encode(),
+            _claim_key(dbs, trace.claim_key, docno),
+            claim_value_key(dbs, trace.claim_value),
             db=dbs.claims,
         )
     if trace.kind == "commitment" and trace.deadline is not None:
@@ -411,7 +498,7 @@ def _add_feedback(txn: Any, dbs: Databases, docno: int, outcome: str, dirty: set
 
 def _leave_active_indexes(txn: Any, dbs: Databases, trace: Trace, docno: int) -> None:
     if trace.claim_key is not None:
-        txn.delete(_claim_key(trace.claim_key, docno), db=dbs.claims)
+        txn.delete(_claim_key(dbs, trace.claim_key, docno), db=dbs.claims)
     if trace.deadline is not None:
         txn.delete(deadline_key(trace.deadline, docno), db=dbs.deadlines)
 
@@ -419,7 +506,7 @@ def _leave_active_indexes(txn: Any, dbs: Databases, trace: Trace, docno: int) ->
 def _remove_postings(txn: Any, dbs: Databases, trace: Trace, docno: int) -> None:
     window = u32(docno // WINDOW)
     for term in doc_terms(trace):
-        key = term.encode() + b"\x00" + window
+        key = term_key(dbs, term) + b"\x00" + window
         old = txn.get(key, db=dbs.postings)
         if old is None:
             continue
@@ -431,15 +518,28 @@ def _remove_postings(txn: Any, dbs: Databases, trace: Trace, docno: int) -> None
             txn.delete(key, db=dbs.postings)
 
 
-def _claim_key(key: str, docno: int) -> bytes:
-    return normalize_claim_key(key).encode() + b"\x00" + u32(docno)
+def _claim_name(dbs: Databases, key: str) -> bytes:
+    name = normalize_claim_key(key)
+    return (name if dbs.vault is None else blind_claim(dbs.vault, name)).encode()
+
+
+def _claim_key(dbs: Databases, key: str, docno: int) -> bytes:
+    return _claim_name(dbs, key) + b"\x00" + u32(docno)
+
+
+def claim_value_key(dbs: Databases, value: str) -> bytes:
+    """How the claims database spells a claim value (blind under the vault)."""
+    normal = normalize_claim_value(value)
+    return (normal if dbs.vault is None else blind_claim_value(dbs.vault, normal)).encode()
 
 
 def claim_entries(
     txn: Any, dbs: Databases, key: str | None = None
-) -> Iterable[tuple[str, int, str]]:
-    """(normalised key, docno, normalised value) of active claims, for one key or all."""
-    prefix = b"" if key is None else normalize_claim_key(key).encode() + b"\x00"
+) -> Iterable[tuple[bytes, int, bytes]]:
+    """(key, docno, value) of active claims, for one key or all, as the claims
+    database spells them (normalised, or blind under the vault): compare them,
+    and read the trace for the text."""
+    prefix = b"" if key is None else _claim_name(dbs, key) + b"\x00"
     cursor = txn.cursor(db=dbs.claims)
     if not cursor.set_range(prefix):
         return
@@ -447,4 +547,4 @@ def claim_entries(
         if not raw_key.startswith(prefix):
             break
         name, docno = raw_key[:-5], _U32.unpack(raw_key[-4:])[0]
-        yield bytes(name).decode(), int(docno), bytes(value).decode()
+        yield bytes(name), int(docno), bytes(value)

@@ -18,8 +18,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
+import functools
 import logging
 import os
+import secrets
 import shutil
 import struct
 import threading
@@ -46,6 +48,7 @@ from hikmah.errors import (
     InvalidInput,
     LedgerError,
     NotFound,
+    PolicyError,
     StoreFull,
 )
 from hikmah.headfile import HeadFile
@@ -78,10 +81,19 @@ from hikmah.policy import KernelPolicy
 from hikmah.principal import AgentSession, refuse_in_agent_session, stamp_locator
 from hikmah.promises import STAGES, Stage
 from hikmah.rules import build_trace, check_resolution
+from hikmah.sealing import Keys, Sealed, rewrapped, seal_trace
 from hikmah.secrets import check_fields
 from hikmah.tokenizer import terms
-from hikmah.trace import STATUSES, Draft, Status, Trace, normalize_claim_value
+from hikmah.trace import (
+    STATUSES,
+    Draft,
+    Status,
+    Trace,
+    normalize_claim_key,
+    normalize_claim_value,
+)
 from hikmah.transcripts import Message, Transcript
+from hikmah.vault import VaultLocked
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +105,10 @@ _SEQ = struct.Struct(">Q")
 _MAX_LOGGED_COMMITS = 4096
 _INDEXED = b"indexed_seq"  # meta: the last ledger record the indexes reflect
 _LAYOUT = b"layout"  # meta: index.LAYOUT of the derived indexes
+_VAULT_ID = b"vault_id"  # meta: names this data directory's keys in the keyring
+_BLIND_INDEX = b"blind_index"  # meta: key id of the index key the indexes are blind under
+_SEALED = b"sealed"  # meta: some trace was sealed, so the store cannot open without its keys
+_SCRUB = b"scrub"  # meta: a destroyed data key may remain in free pages until they are dropped
 TRANSCRIPT_TAG = "transcript"  # the tag of every trace ingested from a session transcript
 # Kinds whose active traces a transcript candidate must not restate.
 STANDING_KINDS = ("constraint", "preference", "procedure", "belief", "correction")
@@ -162,6 +178,8 @@ class Written(msgspec.Struct, frozen=True, kw_only=True):
     trace: Trace | None = None
     status: Status = "active"
     conflicts: list[str] = msgspec.field(default_factory=list)
+    # A purge under the vault: the trace's data key was destroyed with it.
+    key_destroyed: bool = False
 
 
 Outcome = Written | HikmahError
@@ -270,7 +288,16 @@ class Store:
         map_size: int = DEFAULT_MAP_SIZE,
         max_map_size: int = MAX_MAP_SIZE,
         durable: bool = True,
+        vault: Callable[[str], Keys] | None = None,
     ) -> None:
+        """Open (or create) the store.
+
+        Args:
+            vault: with the vault on, fetches the keys of the data directory
+                whose vault id it is given (created on first use and kept in
+                the store); new traces are then sealed. Without it a store that
+                holds sealed traces refuses to open (:class:`VaultLocked`).
+        """
         data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.data_dir = data_dir
         self.durable = durable
@@ -279,7 +306,14 @@ class Store:
         # py-lmdb would create the directory with the file mode (no x bit).
         (data_dir / LMDB_DIR).mkdir(mode=0o700, exist_ok=True)
         self._gate = _Gate()
+        self._keys: Keys | None = None
         self.env, self.dbs = self._open_env(map_size)
+        try:
+            self.vault_id = self._open_vault(vault)
+        except BaseException:
+            self.env.close()
+            self.head_file.close()
+            raise
         # The feature columns are a cache of one snapshot (``_columns_seq``, the
         # ledger's last seq when read). Commits log the chunks they changed, and
         # a reader with a newer snapshot patches just those; the lock is held for
@@ -296,6 +330,10 @@ class Store:
         self.head_error: str | None = None
         self.head: Head | None = self._load_head()
         self._check_layout()
+        with self.env.begin() as txn:
+            scrub = txn.get(_SCRUB, db=self.dbs.meta) is not None
+        if scrub:
+            self._scrub()
 
     def _open_env(self, map_size: int) -> tuple[Any, Databases]:
         env = lmdb.open(
@@ -309,21 +347,56 @@ class Store:
             readahead=False,
             mode=0o600,
         )
-        names = [field.name for field in dataclasses.fields(Databases)]
-        return env, Databases(**{name: env.open_db(name.encode()) for name in names})
+        dbs = {name: env.open_db(name.encode()) for name in Databases.names()}
+        return env, Databases(**dbs, vault=self._keys)
+
+    def _open_vault(self, load: Callable[[str], Keys] | None) -> str | None:
+        """Fetch the vault's keys (naming them by the store's vault id); the vault id."""
+        with self.env.begin(write=True) as txn:
+            sealed = txn.get(_SEALED, db=self.dbs.meta) is not None
+            vault_id = txn.get(_VAULT_ID, db=self.dbs.meta)
+            if load is not None and vault_id is None:
+                vault_id = secrets.token_hex(8).encode()
+                txn.put(_VAULT_ID, vault_id, db=self.dbs.meta)
+        if load is None:
+            if sealed:
+                raise VaultLocked(
+                    f"{self.data_dir} holds encrypted traces and the vault is off: set"
+                    " [vault] enabled = true in the policy and start hikmahd with the keyring"
+                    " that holds its keys"
+                )
+            return None if vault_id is None else bytes(vault_id).decode()
+        assert vault_id is not None
+        self.use_keys(load(bytes(vault_id).decode()))
+        return bytes(vault_id).decode()
+
+    def use_keys(self, keys: Keys) -> None:
+        """Seal and open with ``keys`` from now on (after a rotation began: the same
+        index key, a new current master)."""
+        self._keys = keys
+        self.dbs = dataclasses.replace(self.dbs, vault=keys)
 
     def _check_layout(self) -> None:
-        """Rebuild indexes built with another layout (an older version) from the ledger."""
+        """Rebuild the indexes from the ledger when they were built with another layout
+        (an older version), or blind under another index key (or none)."""
+        blind = b"" if self._keys is None else self._keys.index_id.encode()
         with self.env.begin() as txn:
             raw = txn.get(_LAYOUT, db=self.dbs.meta)
+            built_blind = bytes(txn.get(_BLIND_INDEX, b"", db=self.dbs.meta))
             empty = txn.stat(self.dbs.ledger)["entries"] == 0
-        if raw is not None and int(_SEQ.unpack(raw)[0]) == index.LAYOUT:
+        layout_ok = raw is not None and int(_SEQ.unpack(raw)[0]) == index.LAYOUT
+        if layout_ok and built_blind == blind:
             return
         if not empty:
-            log.warning("the indexes have an older layout: rebuilding them from the ledger")
+            why = "an older layout" if not layout_ok else "another index key (or none)"
+            log.warning("the indexes have %s: rebuilding them from the ledger", why)
             self.rebuild_index()
         with self.env.begin(write=True) as txn:
             txn.put(_LAYOUT, _SEQ.pack(index.LAYOUT), db=self.dbs.meta)
+            if blind:
+                txn.put(_BLIND_INDEX, blind, db=self.dbs.meta)
+            else:
+                txn.delete(_BLIND_INDEX, db=self.dbs.meta)
         self.sync()
 
     def close(self) -> None:
@@ -398,9 +471,12 @@ class Store:
         while True:
             try:
                 with self._gate.shared():
-                    outcomes = self._apply_once(operations, now_ms, policy)
-                if sync:
+                    outcomes, scrub = self._apply_once(operations, now_ms, policy)
+                if sync or scrub:
                     self.sync()
+                if scrub:
+                    # A destroyed data key must not stay readable in a free page.
+                    self._scrub()
                 return outcomes
             except lmdb.MapFullError:
                 self._grow()
@@ -445,9 +521,11 @@ class Store:
 
     def _apply_once(
         self, operations: Sequence[Operation], now_ms: int, policy: KernelPolicy
-    ) -> list[Outcome]:
+    ) -> tuple[list[Outcome], bool]:
+        """Commit a batch; its outcomes, and whether it destroyed a data key."""
         outcomes: list[Outcome] = []
         dirty: set[int] = set()
+        destroyed = False
         txn = self.env.begin(write=True)
         try:
             last = self._last_record(txn)
@@ -458,7 +536,7 @@ class Store:
                     " hikmah verify-ledger and accepts or resets the head"
                 )
                 txn.abort()
-                return [error for _ in operations]
+                return [error for _ in operations], False
             seq, prev = (0, GENESIS) if last is None else (last.seq, last.hash)
             for operation in operations:
                 try:
@@ -472,7 +550,7 @@ class Store:
                     # instead of failing every write of the batch.
                     outcomes.append(InvalidInput(f"the request cannot be stored: {exc}"))
                     continue
-                for payload in payloads:
+                for payload in map(functools.partial(self._at_rest, txn), payloads):
                     record = encode_record(seq + 1, prev, PAYLOAD_ENCODER.encode(payload))
                     key = _SEQ.pack(record.seq)
                     if not txn.put(key, record.line, db=self.dbs.ledger, append=True):
@@ -484,12 +562,16 @@ class Store:
                         )
                     index.apply_payload(txn, self.dbs, payload, dirty)
                     self._forget_reminders(txn, payload)
+                    shredded = isinstance(payload, RemovePayload) and self._shred(txn, payload.id)
+                    destroyed |= shredded
                     seq, prev = record.seq, record.hash
-                outcomes.append(self._written(txn, payloads[0], seq))
+                outcomes.append(self._written(txn, payloads[0], seq, key_destroyed=shredded))
             if (last is not None and seq == last.seq) or (last is None and seq == 0):
                 txn.abort()
-                return outcomes
+                return outcomes, False
             txn.put(_INDEXED, _SEQ.pack(seq), db=self.dbs.meta)
+            if destroyed:
+                txn.put(_SCRUB, b"", db=self.dbs.meta)
             new_head = Head(seq=seq, hash=prev)
             self.head_file.write(self.head, new_head)
             txn.commit()
@@ -498,7 +580,21 @@ class Store:
             raise
         self.head = new_head
         self._log_commit(seq, dirty)
-        return outcomes
+        return outcomes, destroyed
+
+    def _shred(self, txn: Any, trace_id: str) -> bool:
+        """Destroy a trace's data key: without it the sealed text is noise for good."""
+        return bool(txn.delete(trace_id.encode(), db=self.dbs.keys))
+
+    def _at_rest(self, txn: Any, payload: Payload) -> Payload:
+        """The payload as the ledger keeps it: a trace sealed under the vault, its
+        wrapped data key put in ``keys``."""
+        if self._keys is None or not isinstance(payload, RememberPayload):
+            return payload
+        sealed, entry = seal_trace(self._keys, payload.trace)
+        txn.put(payload.trace.id.encode(), entry, db=self.dbs.keys)
+        txn.put(_SEALED, b"", db=self.dbs.meta)
+        return sealed
 
     def _validate(
         self, txn: Any, operation: Operation, now_ms: int, policy: KernelPolicy
@@ -561,6 +657,11 @@ class Store:
         )
         if index.docno_of(txn, self.dbs, trace.id) is not None:
             raise ConflictError(f"a trace with id {trace.id} exists already")
+        if trace.privacy == "sensitive" and self._keys is None:
+            raise PolicyError(
+                "sensitive traces are kept only encrypted, and this store runs without the"
+                " vault's keys: nothing was written"
+            )
         payloads: list[Payload] = [RememberPayload(trace=trace)]
         if trace.supersedes is not None:
             payloads.append(SupersedePayload(old_id=trace.supersedes, new_id=trace.id))
@@ -588,7 +689,7 @@ class Store:
         docno = index.docno_of(txn, self.dbs, trace_id)
         if docno is None:
             raise NotFound(f"no trace has id {trace_id}")
-        target = index.trace_at(txn, self.dbs, docno)
+        target = index.bare_trace_at(txn, self.dbs, docno)
         status = index.status_of(txn, self.dbs, docno)
         if target.kind == "prediction" and outcome is not None:
             if status != "active":
@@ -602,17 +703,21 @@ class Store:
         if status != "active":
             raise ConflictError(f"{trace_id} is {status}, not an open commitment")
 
-    def _written(self, txn: Any, payload: Payload, seq: int) -> Written:
+    def _written(
+        self, txn: Any, payload: Payload, seq: int, *, key_destroyed: bool = False
+    ) -> Written:
         if isinstance(payload, RememberPayload):
             trace = payload.trace
             return Written(
                 id=trace.id, seq=seq, trace=trace, conflicts=self.conflicts_for(txn, trace)
             )
-        # Writes never make supersede (second of a pair) or compaction records first.
-        assert not isinstance(payload, SupersedePayload | CompactedPayload)
+        # Writes never make supersede (second of a pair) or compaction records first,
+        # and this is the payload before sealing.
+        assert not isinstance(payload, SupersedePayload | CompactedPayload | Sealed)
         docno = index.docno_of(txn, self.dbs, payload.id)
         assert docno is not None
-        return Written(id=payload.id, seq=seq, status=index.status_of(txn, self.dbs, docno))
+        status = index.status_of(txn, self.dbs, docno)
+        return Written(id=payload.id, seq=seq, status=status, key_destroyed=key_destroyed)
 
     # -- reads --------------------------------------------------------------
 
@@ -675,9 +780,9 @@ class Store:
         """Ids of active traces claiming a different value for the same key."""
         if trace.claim_key is None or trace.claim_value is None:
             return []
-        mine = normalize_claim_value(trace.claim_value)
+        mine = index.claim_value_key(self.dbs, trace.claim_value)
         return [
-            index.trace_at(txn, self.dbs, docno).id
+            index.bare_trace_at(txn, self.dbs, docno).id
             for _key, docno, value in index.claim_entries(txn, self.dbs, trace.claim_key)
             if value != mine
         ]
@@ -758,9 +863,12 @@ class Store:
         """Every open conflict, grouped by normalised key and value."""
         groups: dict[str, dict[str, list[str]]] = {}
         with self.read() as txn:
-            for key, docno, value in index.claim_entries(txn, self.dbs):
-                trace_id = index.trace_at(txn, self.dbs, docno).id
-                groups.setdefault(key, {}).setdefault(value, []).append(trace_id)
+            for _key, docno, _value in index.claim_entries(txn, self.dbs):
+                trace = index.trace_at(txn, self.dbs, docno)
+                assert trace.claim_key is not None and trace.claim_value is not None
+                key = normalize_claim_key(trace.claim_key)
+                value = normalize_claim_value(trace.claim_value)
+                groups.setdefault(key, {}).setdefault(value, []).append(trace.id)
         return [
             ConflictGroup(key, [ConflictValue(v, ids) for v, ids in sorted(values.items())])
             for key, values in sorted(groups.items())
@@ -825,7 +933,7 @@ class Store:
             cursor = txn.cursor(db=self.dbs.deadlines)
             for key in cursor.iternext(values=False):
                 deadline, docno = index.split_deadline_key(bytes(key))
-                trace = index.trace_at(txn, self.dbs, docno)
+                trace = index.bare_trace_at(txn, self.dbs, docno)
                 delivered = tuple(
                     stage
                     for stage in STAGES
@@ -838,7 +946,12 @@ class Store:
         """A commitment that leaves the queue needs no delivery records any more."""
         if isinstance(
             payload,
-            RememberPayload | FeedbackPayload | PinPayload | RedactedPayload | CompactedPayload,
+            RememberPayload
+            | Sealed
+            | FeedbackPayload
+            | PinPayload
+            | RedactedPayload
+            | CompactedPayload,
         ):
             return
         gone = payload.old_id if isinstance(payload, SupersedePayload) else payload.id
@@ -863,7 +976,7 @@ class Store:
                 if status == "purged" or (not include_inactive and status != "active"):
                     continue
                 yield StoredTrace(
-                    trace=index.decode_trace(bytes(value)),
+                    trace=index.load_trace(txn, self.dbs, bytes(value)),
                     status=status,  # type: ignore[arg-type]
                     superseded_by=index.successor(txn, self.dbs, docno),
                 )
@@ -905,7 +1018,11 @@ class Store:
             for looked, (key, value) in enumerate(cursor, 1):
                 docno = int(struct.unpack(">I", key)[0])
                 status = STATUSES[int(statuses[docno])]
-                trace = index.decode_trace(bytes(value))
+                trace = (
+                    index.load_trace(txn, self.dbs, bytes(value))
+                    if status in wanted
+                    else index.bare_trace_at(txn, self.dbs, docno)
+                )
                 if status in wanted:
                     out.append(
                         StoredTrace(
@@ -1075,7 +1192,7 @@ class Store:
             purged = {p.id for p in payloads if isinstance(p, RemovePayload)}
             bodies, redacted = [], []
             for record, payload in zip(records, payloads, strict=True):
-                if isinstance(payload, RememberPayload) and payload.trace.id in purged:
+                if isinstance(payload, RememberPayload | Sealed) and payload.trace.id in purged:
                     trace = payload.trace
                     stub = RedactedPayload(
                         id=trace.id, kind=trace.kind, created_at=trace.created_at
@@ -1106,6 +1223,32 @@ class Store:
         self._forget_columns()
         self._drop_free_pages()
         return Compacted(old_head=old_head, head=new_head, records=len(bodies), redacted=redacted)
+
+    def _scrub(self) -> None:
+        """Drop the free pages a purge left (they may hold its destroyed data key)."""
+        self._drop_free_pages()
+        with self._gate.shared(), self.env.begin(write=True) as txn:
+            txn.delete(_SCRUB, db=self.dbs.meta)
+        self.sync()
+
+    def rotate(self, keys: Keys) -> int:
+        """Re-wrap every data key not under ``keys.master`` under it, in one transaction.
+
+        The sealed payloads do not change. Returns how many keys were re-wrapped;
+        after it returns (durably), the retired masters open nothing and the
+        keyring may forget them.
+        """
+        self.use_keys(keys)
+        count = 0
+        with self._gate.shared(), self.env.begin(write=True) as txn:
+            cursor = txn.cursor(db=self.dbs.keys)
+            for key, entry in cursor:
+                new = rewrapped(keys, bytes(key).decode(), bytes(entry))
+                if new is not None:
+                    cursor.put(key, new)
+                    count += 1
+        self.sync()
+        return count
 
     def _drop_free_pages(self) -> None:
         """Replace the LMDB file by a copy without free pages (old versions of data).

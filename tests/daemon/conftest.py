@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from tests.daemon.secret_service import SecretServiceSession
+
 START_TIMEOUT_S = 20.0
 
 
@@ -191,3 +193,17 @@ def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(agent)}
     env.update(extra)
     return env
+
+
+@pytest.fixture
+def secret_service(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[SecretServiceSession]:
+    """GNOME Keyring's Secret Service on a private bus, named in this process's environment."""
+    session = SecretServiceSession(short_tmp / "keyring")
+    try:
+        session.start()
+        monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", session.address)
+        yield session
+    finally:
+        session.stop()

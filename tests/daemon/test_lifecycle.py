@@ -181,14 +181,36 @@ def test_socket_activation(short_tmp: Path) -> None:
         log.close()
 
 
-def test_the_vault_cannot_be_enabled_before_it_exists(short_tmp: Path) -> None:
-    running = Running(short_tmp)
-    running.policy.write_text("allow_sensitive_persistence = true\n[vault]\nenabled = true\n")
-    running.start()
+def test_the_vault_is_not_switched_on_by_a_reload(short_tmp: Path) -> None:
+    """The keys are fetched when the store opens: a running daemon says so and keeps
+    refusing sensitive traces, rather than claim a vault it does not have."""
+    running = Running(short_tmp).start()
     try:
-        assert "vault" in running.call("daemon.status")["policy"]["error"]
+        running.policy.write_text("allow_sensitive_persistence = true\n[vault]\nenabled = true\n")
+        assert running.process is not None
+        running.process.send_signal(signal.SIGHUP)
+        eventually(lambda: running.call("daemon.status")["policy"]["error"] is not None)
+        assert (
+            "takes effect when hikmahd restarts" in running.call("daemon.status")["policy"]["error"]
+        )
         with running.connect() as conn:
             reply = conn.request("memory.remember", content="diagnosis", privacy="sensitive")
         assert reply["error"]["data"]["reason"] == "policy"
     finally:
         running.stop()
+
+
+def test_the_vault_without_a_usable_keyring_stops_the_start_with_what_to_do(
+    short_tmp: Path,
+) -> None:
+    """No D-Bus session and no backend named: keyring has only its failing backend here."""
+    env = clean_env(XDG_CONFIG_HOME=str(short_tmp / "config"))
+    for name in ("DBUS_SESSION_BUS_ADDRESS", "PYTHON_KEYRING_BACKEND"):
+        env.pop(name, None)
+    running = Running(short_tmp, env=env)
+    running.policy.write_text("[vault]\nenabled = true\n")
+    with pytest.raises(RuntimeError) as failed:
+        running.start()
+    message = str(failed.value)
+    assert "hikmahd exited 1" in message
+    assert "keyring" in message and "gnome-keyring-daemon" in message

@@ -18,7 +18,7 @@ from hikmah.store import Feedback, Fulfill, Pin, Remember, Store
 from hikmah.tokenizer import terms
 from hikmah.trace import Draft
 
-from .conftest import DAY, NOW, remember, write
+from .conftest import DAY, NOW, HeldKeys, remember, write
 
 WORDS = ["deploy", "friday", "cache", "region", "ruff", "lint", "kafka", "queue", "token", "build"]
 _counter = itertools.count()
@@ -284,7 +284,7 @@ def write_prediction(store: Store) -> None:
 def test_sensitive_traces_are_hidden_unless_asked_for(tmp_path: Path) -> None:
 
     policy = parse_policy("allow_sensitive_persistence = true\n[vault]\nenabled = true")
-    with Store(tmp_path / "d") as store:
+    with Store(tmp_path / "d", vault=HeldKeys().loader()) as store:
         store.apply(
             [Remember(draft=Draft(content="diagnosis notes", privacy="sensitive"))],
             now_ms=NOW,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from hikmah.errors import (
@@ -20,7 +22,7 @@ from hikmah.rules import build_trace
 from hikmah.store import Fulfill, Purge, Remember, Store
 from hikmah.trace import Draft
 
-from .conftest import NOW, remember, write
+from .conftest import NOW, HeldKeys, remember, write
 
 AGENT = AgentSession(host="claude-code", session_id="s-1", variables=("CLAUDECODE",))
 
@@ -140,11 +142,15 @@ def test_agent_session_cannot_verify_or_purge(store: Store) -> None:
     assert isinstance(purge, AgentRestricted)
 
 
-def test_sensitive_is_accepted_only_with_the_vault(store: Store) -> None:
+def test_sensitive_is_accepted_only_with_the_vault(store: Store, tmp_path: Path) -> None:
     policy = parse_policy("allow_sensitive_persistence = true\n[vault]\nenabled = true")
-    (outcome,) = store.apply(
-        [Remember(draft=Draft(content="x", privacy="sensitive"))], now_ms=NOW, policy=policy
-    )
+    sensitive = [Remember(draft=Draft(content="x", privacy="sensitive"))]
+    # A policy that claims the vault is not enough: the store must hold its keys.
+    (outcome,) = store.apply(sensitive, now_ms=NOW, policy=policy)
+    assert isinstance(outcome, PolicyError)
+    assert "encrypted" in str(outcome)
+    with Store(tmp_path / "vaulted", vault=HeldKeys().loader()) as vaulted:
+        (outcome,) = vaulted.apply(sensitive, now_ms=NOW, policy=policy)
     assert not isinstance(outcome, HikmahError)
 
 

@@ -1,0 +1,144 @@
+"""The vault in the daemon: keys from the keyring when the store opens, rotation, and
+its two methods (``vault.status``, ``vault.rotate``).
+
+The store names its keys by a vault id it keeps in its own meta data (so a
+backup restored elsewhere finds the same keyring entries); :meth:`Vault.load`
+is the loader the store calls with it. Keyring calls block (D-Bus), so they
+run before the event loop starts or in the writer's thread.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import msgspec
+
+from hikmah.errors import PolicyError
+from hikmah.policy import load_policy
+from hikmah.principal import refuse_in_agent_session
+from hikmah.store import Store
+from hikmah.vault import VaultError
+
+from .context import Context
+from .keys import Keyring, VaultKeys
+from .rpc import JSON, NoParams, Registry
+
+log = logging.getLogger(__name__)
+registry = Registry()
+
+
+class Vault:
+    """The keyring and the keys of one data directory's vault."""
+
+    def __init__(self) -> None:
+        self._keyring: Keyring | None = None
+        self.keys: VaultKeys | None = None
+        self.backend = ""
+
+    def load(self, vault_id: str) -> VaultKeys:
+        """The keys of ``vault_id``, created on first use (the store's loader).
+
+        Raises:
+            VaultError: no usable keyring backend, or its entries were changed.
+            VaultLocked: the keyring is locked or unreachable.
+        """
+        self._keyring = Keyring(vault_id)
+        self.backend = self._keyring.check_backend()
+        self.keys = self._keyring.load_or_create()
+        return self.keys
+
+    def settle(self, store: Store) -> None:
+        """Finish a rotation a crash interrupted (at start, before serving)."""
+        if self.keys is None or not self.keys.retiring:
+            return
+        try:
+            self._rewrap(store)
+        except VaultError as exc:
+            # Keys under a master that left the keyring cannot be re-wrapped; the
+            # rest of the store still serves.
+            log.error("vault: the interrupted rotation could not finish: %s", exc)
+
+    def rotate(self, store: Store) -> int:
+        """Make a new master current and re-wrap every data key under it.
+
+        Returns:
+            How many data keys were re-wrapped.
+        """
+        keyring = self._opened()
+        self.keys = keyring.begin_rotation()
+        store.use_keys(self.keys)  # new traces are wrapped under the new master at once
+        return self._rewrap(store)
+
+    def _rewrap(self, store: Store) -> int:
+        keyring, keys = self._opened(), self.keys
+        assert keys is not None
+        count = store.rotate(keys)  # durable when it returns
+        for old in keys.retiring:
+            keyring.finish_rotation(old)
+        self.keys = keyring.load_or_create()
+        store.use_keys(self.keys)
+        log.info("vault: %d data keys re-wrapped under master %s", count, self.keys.master_id)
+        return count
+
+    def _opened(self) -> Keyring:
+        if self._keyring is None:
+            raise VaultError("the vault is off: set [vault] enabled = true and restart hikmahd")
+        return self._keyring
+
+
+def vault_for(policy_path: Path) -> Vault | None:
+    """A vault when the policy file enables it, else None.
+
+    An unreadable or invalid file counts as the defaults (vault off), as it
+    does for the rest of the policy; the daemon reports the file's error.
+    """
+    try:
+        policy = load_policy(policy_path)
+    except PolicyError:
+        return None
+    return Vault() if policy.vault.enabled else None
+
+
+class VaultStatus(msgspec.Struct, frozen=True, kw_only=True):
+    enabled: bool
+    backend: str | None = None
+    vault_id: str | None = None
+    master_id: str | None = None
+    index_id: str | None = None
+    retiring: list[str] = msgspec.field(default_factory=list)
+    missing: list[str] = msgspec.field(default_factory=list)
+
+
+@registry.method("vault.status", NoParams)
+async def status(ctx: Context, params: NoParams) -> JSON:
+    """Whether the vault is on, and which keys it uses (key ids only, never keys)."""
+    vault, store = ctx.daemon.vault, ctx.daemon.store
+    keys = None if vault is None else vault.keys
+    if vault is None or keys is None:
+        return msgspec.to_builtins(VaultStatus(enabled=False, vault_id=store.vault_id))
+    return msgspec.to_builtins(
+        VaultStatus(
+            enabled=True,
+            backend=vault.backend,
+            vault_id=store.vault_id,
+            master_id=keys.master_id,
+            index_id=keys.index_id,
+            retiring=sorted(keys.retiring),
+            missing=list(keys.missing),
+        )
+    )
+
+
+@registry.method("vault.rotate", NoParams)
+async def rotate(ctx: Context, params: NoParams) -> JSON:
+    """Re-wrap every data key under a new master key (a person only)."""
+    refuse_in_agent_session(ctx.session, "rotate the vault's keys")
+    daemon = ctx.daemon
+    vault = daemon.vault
+    if vault is None:
+        raise VaultError("the vault is off: set [vault] enabled = true and restart hikmahd")
+    old = None if vault.keys is None else vault.keys.master_id
+    count = await daemon.writer.exclusive(lambda: vault.rotate(daemon.store))
+    assert vault.keys is not None
+    return {"rewrapped": count, "old_master_id": old, "master_id": vault.keys.master_id}
