@@ -360,7 +360,9 @@ def next_docno(txn: Any, dbs: Databases) -> int:
     return 0 if raw is None else int(_U32.unpack(raw)[0])
 
 
-def apply_payload(txn: Any, dbs: Databases, payload: Payload, dirty: set[int]) -> None:
+def apply_payload(
+    txn: Any, dbs: Databases, payload: Payload, dirty: set[int], *, plain: Trace | None = None
+) -> None:
     """Make the derived indexes reflect one more ledger record.
 
     Args:
@@ -368,12 +370,17 @@ def apply_payload(txn: Any, dbs: Databases, payload: Payload, dirty: set[int]) -
         dbs: the databases.
         payload: the record's decoded payload.
         dirty: collects the feature chunks this changed (for caches).
+        plain: for a live write of a sealed trace, the trace it sealed (saves
+            opening it again).
     """
     if isinstance(payload, RememberPayload):
         _add(txn, dbs, payload.trace, encode_trace(payload.trace), dirty)
         return
     if isinstance(payload, Sealed):
-        _add_sealed(txn, dbs, payload, dirty)
+        if plain is None:
+            _add_sealed(txn, dbs, payload, dirty)
+        else:
+            _add(txn, dbs, plain, encode_sealed(payload), dirty)
         return
     if isinstance(payload, RedactedPayload):
         _add_stub(txn, dbs, payload.id, payload.kind, payload.created_at, dirty)

@@ -16,6 +16,9 @@ is one) and never sees the keyring.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Final, Protocol
 
 import msgspec
@@ -29,8 +32,12 @@ from hikmah.vault import (
     MasterKey,
     PlainFields,
     SealedFields,
+    VaultLocked,
     blind,
+    key_id,
     new_data_key,
+    new_index_key,
+    new_master_key,
     open_fields,
     rewrap,
     seal_fields,
@@ -131,16 +138,53 @@ def split_key_entry(trace_id: str, entry: bytes) -> tuple[str, bytes]:
     return entry[:KEY_ID_HEX].decode("ascii", "replace"), entry[KEY_ID_HEX:]
 
 
+# Terms are Zipfian: most blinds of a write or a query are of words seen before.
+# The cache is process memory, where the index key lives anyway.
+_blind = functools.lru_cache(maxsize=1 << 16)(blind)
+
+
 def blind_term(keys: Keys, term: str) -> str:
     """An index term as the vault's postings hold it."""
-    return blind(keys.index, term)
+    return _blind(keys.index, term)
 
 
 def blind_claim(keys: Keys, key: str) -> str:
     """A normalised claim key as the vault's claims index holds it."""
-    return blind(keys.index, key, domain="claim-key")
+    return _blind(keys.index, key, domain="claim-key")
 
 
 def blind_claim_value(keys: Keys, value: str) -> str:
     """A normalised claim value: equal values still compare equal, and nothing more."""
-    return blind(keys.index, value, domain="claim-value")
+    return _blind(keys.index, value, domain="claim-value")
+
+
+@dataclass(frozen=True)
+class HeldKeys:
+    """Keys held in memory, for tools and tests that bring their own (the daemon
+    takes its keys from the keyring: ``hikmahd.keys.VaultKeys``)."""
+
+    master: MasterKey = field(default_factory=new_master_key)
+    index: IndexKey = field(default_factory=new_index_key)
+    retiring: Mapping[str, MasterKey] = field(default_factory=dict)
+
+    @property
+    def master_id(self) -> str:
+        return key_id(self.master)
+
+    @property
+    def index_id(self) -> str:
+        return key_id(self.index)
+
+    def master_for(self, wrapped_by: str) -> MasterKey:
+        if wrapped_by == self.master_id:
+            return self.master
+        if wrapped_by in self.retiring:
+            return self.retiring[wrapped_by]
+        raise VaultLocked(f"no master key {wrapped_by}")
+
+    def rotated(self) -> HeldKeys:
+        """A new current master, this one retiring."""
+        return HeldKeys(index=self.index, retiring={self.master_id: self.master})
+
+    def loader(self) -> Callable[[str], HeldKeys]:
+        return lambda _vault_id: self

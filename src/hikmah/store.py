@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
-import functools
 import logging
 import os
 import secrets
@@ -550,7 +549,8 @@ class Store:
                     # instead of failing every write of the batch.
                     outcomes.append(InvalidInput(f"the request cannot be stored: {exc}"))
                     continue
-                for payload in map(functools.partial(self._at_rest, txn), payloads):
+                for plain in payloads:
+                    payload = self._at_rest(txn, plain)
                     record = encode_record(seq + 1, prev, PAYLOAD_ENCODER.encode(payload))
                     key = _SEQ.pack(record.seq)
                     if not txn.put(key, record.line, db=self.dbs.ledger, append=True):
@@ -560,7 +560,8 @@ class Store:
                             f"record {record.seq} cannot be appended: the ledger's records"
                             " are out of order; run hikmah verify-ledger"
                         )
-                    index.apply_payload(txn, self.dbs, payload, dirty)
+                    opened = plain.trace if isinstance(plain, RememberPayload) else None
+                    index.apply_payload(txn, self.dbs, payload, dirty, plain=opened)
                     self._forget_reminders(txn, payload)
                     shredded = isinstance(payload, RemovePayload) and self._shred(txn, payload.id)
                     destroyed |= shredded
