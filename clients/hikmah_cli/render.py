@@ -209,6 +209,8 @@ def status(result: dict[str, Any]) -> str:
     ]
     if policy.get("error"):
         lines.append(f"  POLICY NOT APPLIED: {policy['error']}")
+    if "vault" in result:
+        lines.append("  vault     " + ("on (text sealed at rest)" if result["vault"] else "off"))
     lines.append(f"  reminders {reminders['scheduled']} scheduled, {reminders['overdue']} overdue")
     lines.append(f"  events    {result.get('subscribers', 0)} subscribed connections")
     if reminders.get("next"):

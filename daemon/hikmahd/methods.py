@@ -300,6 +300,7 @@ async def status(ctx: Context, params: NoParams) -> JSON:
         "counts": store.counts(),
         "head": None if report_head is None else to_json(report_head),
         "policy": {"path": str(daemon.policy_path), "error": daemon.policy_error},
+        "vault": daemon.vault is not None,
         "reminders": {
             "scheduled": len(queue),
             "overdue": sum(1 for e in queue if (e.trace.deadline or 0) <= now),

@@ -73,6 +73,7 @@ def test_sealed_round_trip_through_the_daemon_and_no_plaintext_on_disk(vaulted: 
     assert found["results"][0]["trace"]["id"] == ids[7]
     assert vaulted.call("memory.show", id=secret)["trace"]["privacy"] == "sensitive"
 
+    assert "vault     on" in vaulted.cli("status", env=clean_env()).stdout
     status = vaulted.cli("vault", "status", env=clean_env())
     assert status.returncode == 0, status.stderr
     assert "vault: on" in status.stdout
