@@ -199,3 +199,21 @@ def test_kill_9_in_the_middle_leaves_a_consistent_store(vaulted: Running, work: 
         assert exported.returncode == 0, exported.stderr
         lines = [json.loads(line) for line in exported.stdout.splitlines()]
         assert {line["id"] for line in lines} == set(ids) - purged
+
+
+def test_a_backup_restores_with_the_same_keys(vaulted: Running, short_tmp: Path) -> None:
+    ids = [remember(vaulted, note(i)) for i in range(10)]
+    backup = vaulted.cli("backup", str(short_tmp / "backup"), env=clean_env())
+    assert backup.returncode == 0, backup.stderr
+    vaulted.stop()
+    restored = subprocess.run(
+        [sys.executable, "-m", "hikmahd", *vaulted.flags(), "--restore", str(short_tmp / "backup")],
+        capture_output=True,
+        text=True,
+        env=vaulted.env,
+        timeout=60,
+    )
+    assert restored.returncode == 0, restored.stderr
+    vaulted.start()
+    assert vaulted.call("memory.show", id=ids[6])["trace"]["content"] == note(6)
+    assert b"zz6" not in every_byte(short_tmp / "backup")
