@@ -58,6 +58,7 @@ PERSON_ONLY = [
     ("ledger.verify", "accept_tail"),
     ("ledger.verify", "reset_head"),
     ("ledger.compact", None),
+    ("vault.rotate", None),
 ]
 
 
