@@ -4,12 +4,20 @@ Requests queue on a channel. The writer takes everything that is waiting,
 commits it as one LMDB transaction in a worker thread (so the sync never
 stalls the event loop), then answers each caller. While one batch syncs,
 the next one gathers, which is what makes concurrent writers cheap.
+
+Under load a batch also waits a moment for the writes it can expect: when
+recent batches held several writes, their callers write again as soon as they
+are answered, so the batch waits for as many writes as the largest of them,
+until none came for ``GATHER_QUIET_S`` and at most ``GATHER_MAX_S``. Fewer,
+larger batches pay for fewer syncs (docs/performance.md, "Writes"). A lone
+writer never waits.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -23,6 +31,10 @@ from hikmah.store import Operation, Outcome, Store
 log = logging.getLogger(__name__)
 
 MAX_BATCH = 512
+GATHER_QUIET_S = 0.001  # a gathering batch stops waiting once no write came for this long
+GATHER_MAX_S = 0.002  # and never waits longer than this in all
+RECENT_S = 0.1  # the batches committed this recently tell how many writes to expect
+RECENT_BATCHES = 8
 T = TypeVar("T")
 
 
@@ -71,6 +83,8 @@ class Writer:
         self._answered = trio.Event()
         self._answered.set()
         self._send, self._receive = trio.open_memory_channel[_Pending](MAX_BATCH * 4)
+        # (trio time, size) of the latest batches: how many writes to gather.
+        self._recent: deque[tuple[float, int]] = deque(maxlen=RECENT_BATCHES)
 
     async def submit(self, operation: Operation) -> Outcome:
         """Queue one operation; its outcome once durable (or the error refusing it).
@@ -115,13 +129,10 @@ class Writer:
             async with trio.open_nursery() as syncing:
                 async for first in self._receive:
                     taken = [first]
-                    while len(taken) < MAX_BATCH and not callable(taken[-1].work):
-                        try:
-                            taken.append(self._receive.receive_nowait())
-                        except (trio.WouldBlock, trio.EndOfChannel):
-                            break
+                    await self._gather(taken)
                     batch = taken[:-1] if callable(taken[-1].work) else taken
                     if batch:
+                        self._recent.append((trio.current_time(), len(batch)))
                         await self._commit(batch, syncing)
                     if callable(taken[-1].work):
                         await self._answered.wait()
@@ -139,6 +150,48 @@ class Writer:
             for pending in left:
                 pending.error = ShuttingDown("the daemon is shutting down: nothing was written")
                 pending.done.set()
+
+    async def _gather(self, taken: list[_Pending]) -> None:
+        """Add to ``taken`` the work waiting behind it and, under load, what comes soon.
+
+        Gathering stops at a store maintenance call (it runs alone), at
+        ``MAX_BATCH``, and at the number of writes recent batches held; it waits
+        for the batch still syncing (its callers come back after their answers),
+        then for each next write for up to ``GATHER_QUIET_S``, ``GATHER_MAX_S`` in
+        all. ``taken`` grows in place: on cancellation the caller still holds all.
+        """
+        self._take_waiting(taken)
+        expected = self._expected()
+        if self._full(taken, expected):
+            return
+        with trio.move_on_after(GATHER_MAX_S):
+            await self._answered.wait()
+            self._take_waiting(taken)
+            while not self._full(taken, expected):
+                with trio.move_on_after(GATHER_QUIET_S) as quiet:
+                    try:
+                        taken.append(await self._receive.receive())
+                    except trio.EndOfChannel:
+                        return
+                if quiet.cancelled_caught:
+                    return
+                self._take_waiting(taken)
+
+    def _take_waiting(self, taken: list[_Pending]) -> None:
+        while not self._full(taken, MAX_BATCH):
+            try:
+                taken.append(self._receive.receive_nowait())
+            except (trio.WouldBlock, trio.EndOfChannel):
+                return
+
+    @staticmethod
+    def _full(taken: list[_Pending], expected: int) -> bool:
+        return len(taken) >= min(expected, MAX_BATCH) or callable(taken[-1].work)
+
+    def _expected(self) -> int:
+        """The size of the largest batch of the last ``RECENT_S`` (1 when idle)."""
+        now = trio.current_time()
+        return max((size for at, size in self._recent if now - at < RECENT_S), default=1)
 
     async def close(self) -> None:
         """Stop taking work; :meth:`run` returns once the queued work is done."""

@@ -322,6 +322,10 @@ class Store:
         self._columns_seq = 0
         self._changes: list[tuple[int, set[int]]] = []
         self._forgotten_upto = 0
+        # Batches committed, and how many of them are known durable (the writer
+        # syncs a batch while it applies the next: see apply).
+        self._commits = 0
+        self._synced_commits = 0
         # Active dated commitments as (deadlines, docnos) sorted by deadline, and
         # the column snapshot they were computed from.
         self._dated: tuple[npt.NDArray[np.int64], npt.NDArray[np.uint32]] | None = None
@@ -503,10 +507,13 @@ class Store:
     def sync(self) -> None:
         """Make every commit so far durable (a no-op for a store that is not durable)."""
         if self.durable:
+            committed = self._commits
             try:
                 self.env.sync(True)
             except lmdb.Error as exc:
                 raise self._write_failure(exc) from None
+            with self._lock:
+                self._synced_commits = max(self._synced_commits, committed)
 
     def _grow(self) -> None:
         current = int(self.env.info()["map_size"])
@@ -574,12 +581,18 @@ class Store:
             if destroyed:
                 txn.put(_SCRUB, b"", db=self.dbs.meta)
             new_head = Head(seq=seq, hash=prev)
+            if self._synced_commits < self._commits:
+                # The head file is about to call the previous batch acknowledged: its
+                # commit must be durable first, or a power cut could leave the head
+                # naming records the store lost (its sync may still be under way).
+                self.sync()
             self.head_file.write(self.head, new_head)
             txn.commit()
         except BaseException:
             txn.abort()
             raise
         self.head = new_head
+        self._commits += 1
         self._log_commit(seq, dirty)
         return outcomes, destroyed
 

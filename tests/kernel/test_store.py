@@ -397,3 +397,28 @@ def test_compaction_refuses_an_unacknowledged_tail(store: Store) -> None:
     with pytest.raises(ConflictError, match="acknowledged"):
         store.compact(NOW)
     assert store.head == head and ledger_rows(store)[-1][1] == forged.line
+
+
+def test_a_batch_makes_the_previous_one_durable_before_the_head_file_acknowledges_it(
+    tmp_path: Path,
+) -> None:
+    """The writer syncs batch N while it applies N+1; N+1's head-file write calls N
+    acknowledged, so N's commit must be on disk by then (a power cut in between
+    would otherwise leave a head naming records the store lost)."""
+    with Store(tmp_path / "d", map_size=1 << 24) as store:
+        durable_at_head_write: list[int] = []
+        write_head = store.head_file.write
+
+        def spy(acknowledged: Head | None, pending: Head | None) -> None:
+            durable_at_head_write.append(store._synced_commits)
+            write_head(acknowledged, pending)
+
+        store.head_file.write = spy  # type: ignore[method-assign]
+        for content in ("first batch", "second batch", "third batch"):
+            store.apply(
+                [Remember(draft=Draft(content=content))],
+                now_ms=NOW,
+                policy=KernelPolicy(),
+                sync=False,
+            )
+    assert durable_at_head_write[:3] == [0, 1, 2]
