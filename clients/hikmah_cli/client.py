@@ -12,6 +12,12 @@ from pathlib import Path
 from typing import Any
 
 AUTOSTART_TIMEOUT_S = 15.0
+# How long a connect refused with EAGAIN is retried. A Unix socket refuses at once
+# (never blocks) while the daemon's listen backlog is full, such as when a client
+# opens and closes connections in a loop; the daemon runs and soon accepts again.
+BUSY_RETRY_S = 1.0
+_FIRST_BACKOFF_S = 0.005
+_MAX_BACKOFF_S = 0.1
 _ids = itertools.count(1)
 
 
@@ -99,16 +105,41 @@ def connect(
         Unavailable: none answers and none could be started.
     """
     try:
-        return Client(socket_path)
+        return _client_when_free(socket_path)
     except (FileNotFoundError, ConnectionRefusedError) as exc:
         if not autostart:
             raise Unavailable(
                 f"no hikmahd answers at {socket_path} ({exc.strerror}); start it with"
                 " `hikmahd` or drop --no-autostart"
             ) from None
+    except BlockingIOError:
+        raise Unavailable(
+            f"hikmahd at {socket_path} is running but busy: its queue of new connections"
+            f" stayed full for {BUSY_RETRY_S:.0f} s; try again in a moment"
+        ) from None
     except OSError as exc:
         raise Unavailable(f"cannot connect to hikmahd at {socket_path}: {exc}") from None
     return _start_daemon(socket_path, daemon_args)
+
+
+def _client_when_free(socket_path: Path) -> Client:
+    """A client of ``socket_path``, retrying with backoff for :data:`BUSY_RETRY_S`
+    while the daemon's listen backlog is full.
+
+    Raises:
+        BlockingIOError: the backlog stayed full.
+        OSError: any other failure to connect, at once.
+    """
+    deadline = time.monotonic() + BUSY_RETRY_S
+    backoff = _FIRST_BACKOFF_S
+    while True:
+        try:
+            return Client(socket_path)
+        except BlockingIOError:
+            if time.monotonic() + backoff > deadline:
+                raise
+        time.sleep(backoff)
+        backoff = min(2 * backoff, _MAX_BACKOFF_S)
 
 
 def _start_daemon(socket_path: Path, daemon_args: list[str]) -> Client:

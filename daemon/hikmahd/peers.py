@@ -17,7 +17,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from hikmah.principal import AgentSession, detect_agent_session, merge_sessions
+from hikmah.principal import (
+    UNKNOWN_PRINCIPAL,
+    AgentSession,
+    detect_agent_session,
+    merge_sessions,
+)
 
 log = logging.getLogger(__name__)
 
@@ -26,8 +31,11 @@ _UCRED = struct.Struct("3i")
 _MAX_ENVIRON = 4 << 20
 _MAX_ANCESTORS = 64
 
-# A peer whose environment cannot be read is never taken for a person.
-UNKNOWN_PEER = AgentSession(host="unknown", session_id="unknown", variables=())
+_CONSEQUENCE = (
+    "it is treated as an unknown agent session: its writes are stamped"
+    " agent-session:unknown:unknown and person-only actions (verified writes, purge,"
+    " accepting a ledger tail, resetting the head) are refused"
+)
 
 
 @dataclass(frozen=True)
@@ -36,6 +44,10 @@ class Peer:
     uid: int
     gid: int
     session: AgentSession | None
+
+
+class _Hidden(Exception):
+    """A part of the peer's process tree that cannot be read; the message says which."""
 
 
 def credentials(sock: socket.socket) -> tuple[int, int, int]:
@@ -54,36 +66,43 @@ def identify(sock: socket.socket, proc: Path = Path("/proc")) -> Peer:
 def agent_session(pid: int, proc: Path = Path("/proc")) -> AgentSession | None:
     """The agent session of ``pid`` or of an ancestor up to its session leader.
 
-    Returns :data:`UNKNOWN_PEER` when the peer's own environment cannot be read.
+    Fails closed: a process whose environment or parent cannot be read may hide an
+    agent's variables (one unprivileged ``prctl`` makes a process non-dumpable), so
+    unless a nearer process was detected the peer is :data:`UNKNOWN_PRINCIPAL`,
+    never a person.
     """
     found: list[AgentSession | None] = []
-    for index, process in enumerate(_lineage(pid, proc)):
-        environ = _environ(proc / str(process))
-        if environ is None:
-            if index == 0:
-                log.warning(
-                    "cannot read the environment of peer pid %d; treating it as an unknown"
-                    " (restricted) principal",
-                    pid,
-                )
-                return UNKNOWN_PEER
-            break
-        found.append(detect_agent_session(environ))
+    try:
+        for environ in _environments(pid, proc):
+            found.append(detect_agent_session(environ))
+    except _Hidden as hidden:
+        detected = merge_sessions(found)
+        if detected is not None:
+            return detected
+        log.warning(
+            "cannot tell whether peer pid %d is a person: %s; %s", pid, hidden, _CONSEQUENCE
+        )
+        return UNKNOWN_PRINCIPAL
     return merge_sessions(found)
 
 
-def _lineage(pid: int, proc: Path) -> Iterator[int]:
-    """The pid, then its ancestors up to and including the session leader (never pid 1)."""
+def _environments(pid: int, proc: Path) -> Iterator[dict[str, str]]:
+    """The environment of the pid, then of each ancestor up to and including the session
+    leader (never pid 1).
+
+    Raises:
+        _Hidden: when an environment or a parent cannot be read, or the tree is deeper
+            than the walk goes.
+    """
     current = pid
     for _ in range(_MAX_ANCESTORS):
-        yield current
-        stat = _stat(proc / str(current))
-        if stat is None:
-            return
-        parent, session = stat
+        directory = proc / str(current)
+        yield _environ(directory, pid, proc)
+        parent, session = _stat(directory, pid, proc)
         if current == session or parent <= 1:
             return
         current = parent
+    raise _Hidden(f"its process tree is more than {_MAX_ANCESTORS} processes deep")
 
 
 def start_time(pid: int, proc: Path = Path("/proc")) -> int | None:
@@ -100,29 +119,44 @@ def start_time(pid: int, proc: Path = Path("/proc")) -> int | None:
         return None
 
 
-def _stat(directory: Path) -> tuple[int, int] | None:
+def _stat(directory: Path, peer: int, proc: Path) -> tuple[int, int]:
     """(ppid, session id) from /proc/<pid>/stat."""
     try:
         text = (directory / "stat").read_text()
-    except OSError:
-        return None
+    except OSError as exc:
+        raise _unreadable(directory / "stat", exc, peer, proc) from None
     # The command name (field 2) is in parentheses and may contain anything.
     fields = text[text.rfind(")") + 2 :].split()
     try:
         return int(fields[1]), int(fields[3])
     except (IndexError, ValueError):
-        return None
+        raise _Hidden(f"{directory / 'stat'} is not a process status") from None
 
 
-def _environ(directory: Path) -> dict[str, str] | None:
+def _environ(directory: Path, peer: int, proc: Path) -> dict[str, str]:
     try:
         with (directory / "environ").open("rb") as file:
             raw = file.read(_MAX_ENVIRON)
-    except OSError:
-        return None
+    except OSError as exc:
+        raise _unreadable(directory / "environ", exc, peer, proc) from None
     environ: dict[str, str] = {}
     for entry in raw.split(b"\0"):
         name, sep, value = entry.partition(b"=")
         if sep and name:
             environ[name.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
     return environ
+
+
+def _unreadable(path: Path, error: OSError, peer: int, proc: Path) -> _Hidden:
+    """Say plainly why a file of the peer's process tree could not be read."""
+    if not (proc / "self").exists():
+        return _Hidden(
+            f"{proc} is not available to hikmahd (no {proc / 'self'}: not mounted, or"
+            " hidden in its mount namespace), so no peer's environment can be read"
+        )
+    whose = "the peer itself" if path.parent.name == str(peer) else "an ancestor of the peer"
+    return _Hidden(
+        f"cannot read {path} ({error.strerror or error}), the process is {whose};"
+        " a non-dumpable process or another user's hides its environment, and it could"
+        " be an agent session's"
+    )

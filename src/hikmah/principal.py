@@ -9,7 +9,8 @@ purge) are refused with a message that tells a person what to do instead.
 
 Detection reads environment variables: it keeps an agent from verifying its
 own memory by default, but it is not authentication. A process that clears
-those variables is not detected.
+those variables is not detected. A peer whose process tree cannot be read is
+:data:`UNKNOWN_PRINCIPAL`, restricted like a detected session.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from hikmah.secrets import find_secret
 
 __all__ = [
     "AGENT_LOCATOR_PREFIX",
+    "UNKNOWN_PRINCIPAL",
     "USER_CONFIGURATION",
     "AgentSession",
     "declared_session",
@@ -101,6 +103,10 @@ _SESSION_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 _MAX_NAMED = 5
 
+_AGENT_ADVICE = (
+    "If you are an agent, do not work around this check: stop and ask a person to run the command."
+)
+
 _CHECK_COMMAND = "env | grep -E '^(CLAUDECODE|CLAUDE_CODE_|CODEX_|CURSOR_|GEMINI_CLI|AI_AGENT)'"
 
 
@@ -116,6 +122,11 @@ class AgentSession(msgspec.Struct, frozen=True, kw_only=True):
     host: str
     session_id: str
     variables: tuple[str, ...]
+
+
+# Whoever sent a request whose process tree could not be read (no /proc, a hidden
+# environment): it could be an agent, so it is restricted like one, never a person.
+UNKNOWN_PRINCIPAL = AgentSession(host=UNKNOWN_SESSION, session_id=UNKNOWN_SESSION, variables=())
 
 
 def _counts(name: str, value: str) -> bool:
@@ -249,6 +260,8 @@ def restriction_message(session: AgentSession, action: str) -> str:
     Names at most five detected variables (never their values, nor the session
     id, which is a value) and says what a person does instead.
     """
+    if session == UNKNOWN_PRINCIPAL:
+        return _unknown_message(action)
     shown = [_display(name) for name in session.variables[:_MAX_NAMED]]
     rest = len(session.variables) - len(shown)
     named = ", ".join(shown) or "none recorded"
@@ -261,9 +274,19 @@ def restriction_message(session: AgentSession, action: str) -> str:
         "variables is set, such as a plain system terminal; an editor's integrated "
         "terminal or your own shell profile can set them. Check with "
         f"{_CHECK_COMMAND}. If a variable you set yourself is a documented setting "
-        "of your agent tool, please open an issue so it stops counting. "
-        "If you are an agent, do not work around this check: stop and ask a person "
-        "to run the command."
+        "of your agent tool, please open an issue so it stops counting. " + _AGENT_ADVICE
+    )
+
+
+def _unknown_message(action: str) -> str:
+    return (
+        f"Refused: {action} needs a person, and hikmahd cannot tell who sent this "
+        "request: it could not read the environment of the requesting process or of "
+        "one of its parents (its log says which, and why), so the request counts as "
+        "an agent's. If you are a person, run the command from a plain terminal, not "
+        "under a program that hides its environment (su, sudo, a non-dumpable "
+        "process), and check that /proc is mounted and readable where hikmahd runs. "
+        + _AGENT_ADVICE
     )
 
 

@@ -68,6 +68,10 @@ from hikmah.errors import SecretDetected
 __all__ = ["check_fields", "find_secret", "redact"]
 
 _WITHHELD = "[withheld]"
+# The text around a withheld value can read as a new credential once the marker is in
+# (in s://PASSWORD=[withheld];:s@D the marker sits in a URL's user part), so redaction
+# runs again on its own output; a text still flagged after these passes goes whole.
+_REDACT_PASSES = 3
 
 _MIN_VALUE = 8
 
@@ -522,8 +526,20 @@ def redact(text: str) -> str:
     Returns:
         The text with each credential span replaced by ``[withheld]``. An
         assignment keeps its name (``password=[withheld]``) and a URL its
-        user and host.
+        user and host. The detector finds nothing in the result, so redacting
+        it again changes nothing.
     """
+    for _ in range(_REDACT_PASSES):
+        spans = _secret_spans(text)
+        if not spans:
+            return text
+        text = _withhold(text, spans)
+    return _WITHHELD if _secret_spans(text) else text
+
+
+def _secret_spans(text: str) -> list[tuple[int, int]]:
+    """The spans :func:`redact` withholds, sorted; empty when :func:`find_secret` finds
+    nothing."""
     spans = list(_pem_spans(text))
     for shape in _SHAPES:
         if shape is _PEM:
@@ -532,12 +548,15 @@ def redact(text: str) -> str:
             group = "secret" if "secret" in shape.pattern.groupindex else 0
             spans.append(match.span(group))
     spans.extend(span for _label, span in _assignments(text))
-    if not spans:
-        return text
-    spans.sort()
+    return sorted(spans)
+
+
+def _withhold(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each span (sorted) replaced by ``[withheld]``."""
     pieces: list[str] = []
     cursor = 0
-    for start, end in spans:
+    for first, last in spans:
+        start, end = _outside_marker(text, first, 0), _outside_marker(text, last, 1)
         if end <= cursor:
             continue
         if start >= cursor:
@@ -548,3 +567,14 @@ def redact(text: str) -> str:
         cursor = end
     pieces.append(text[cursor:])
     return "".join(pieces)
+
+
+def _outside_marker(text: str, position: int, side: int) -> int:
+    """``position``, moved to the start (``side`` 0) or the end (1) of a marker it falls
+    inside: a span found in a later pass takes the whole marker, never leaving ``[with``
+    or ``]`` behind."""
+    width = len(_WITHHELD)
+    start = text.find(_WITHHELD, max(0, position - width + 1), position + width - 1)
+    if start == -1 or start >= position:
+        return position
+    return start + side * width

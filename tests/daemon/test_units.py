@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from hikmah.principal import UNKNOWN_PRINCIPAL
 from hikmahd.framing import FrameReader, Oversized
-from hikmahd.peers import UNKNOWN_PEER, agent_session
+from hikmahd.peers import agent_session
 
 frames = st.lists(
     st.binary(min_size=1, max_size=60).map(lambda b: b.replace(b"\n", b"x")), max_size=20
@@ -63,4 +65,49 @@ def test_detection_stops_at_the_session_leader(tmp_path: Path) -> None:
 
 def test_an_unreadable_peer_is_never_a_person(tmp_path: Path) -> None:
     fake_process(tmp_path, 300, 200, 200, None)  # no environ file: unreadable
-    assert agent_session(300, tmp_path) == UNKNOWN_PEER
+    assert agent_session(300, tmp_path) == UNKNOWN_PRINCIPAL
+
+
+def test_an_unreadable_ancestor_makes_the_peer_unknown(tmp_path: Path) -> None:
+    # The agent's intermediate process made itself non-dumpable, then ran env -i hikmah.
+    fake_process(tmp_path, 300, 200, 100, {})
+    fake_process(tmp_path, 200, 100, 100, None)
+    fake_process(tmp_path, 100, 1, 100, {"HOME": "/home/ana"})
+    assert agent_session(300, tmp_path) == UNKNOWN_PRINCIPAL
+
+
+def test_a_detection_below_an_unreadable_ancestor_names_the_session(tmp_path: Path) -> None:
+    fake_process(tmp_path, 300, 200, 100, {"CLAUDECODE": "1"})
+    fake_process(tmp_path, 200, 100, 100, None)
+    session = agent_session(300, tmp_path)
+    assert session is not None and session.variables == ("CLAUDECODE",)
+
+
+def test_a_missing_parent_makes_the_peer_unknown(tmp_path: Path) -> None:
+    fake_process(tmp_path, 300, 200, 100, {})  # its parent has no /proc entry
+    assert agent_session(300, tmp_path) == UNKNOWN_PRINCIPAL
+
+
+def test_a_tree_deeper_than_the_walk_makes_the_peer_unknown(tmp_path: Path) -> None:
+    for pid in range(1000, 1070):
+        fake_process(tmp_path, pid, pid + 1, 2000, {})
+    assert agent_session(1000, tmp_path) == UNKNOWN_PRINCIPAL
+
+
+def test_the_log_says_plainly_that_proc_is_missing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert agent_session(300, tmp_path / "empty") == UNKNOWN_PRINCIPAL
+    assert "is not available to hikmahd" in caplog.text
+    assert "treated as an unknown agent session" in caplog.text
+
+
+def test_the_log_names_the_unreadable_file(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "self").mkdir()
+    fake_process(tmp_path, 300, 200, 100, {})
+    fake_process(tmp_path, 200, 100, 100, None)
+    agent_session(300, tmp_path)
+    assert f"cannot read {tmp_path}/200/environ" in caplog.text
+    assert "an ancestor of the peer" in caplog.text

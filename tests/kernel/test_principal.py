@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from hikmah.errors import AgentRestricted
 from hikmah.principal import (
+    UNKNOWN_PRINCIPAL,
     USER_CONFIGURATION,
     AgentSession,
     detect_agent_session,
@@ -320,6 +321,15 @@ def test_message_never_contains_values() -> None:
 def test_message_escapes_odd_variable_names() -> None:
     msg = restriction_message(session("codex", "x", "CODEX_\x1b[2J"), "purge")
     assert "\x1b" not in msg
+
+
+def test_an_unknown_principal_is_told_why_not_which_variables() -> None:
+    msg = restriction_message(UNKNOWN_PRINCIPAL, "purge")
+    assert msg.startswith("Refused: purge needs a person")
+    assert "could not read the environment" in msg and "/proc" in msg
+    assert "variables" not in msg and "env | grep" not in msg
+    assert "stop and ask a person" in msg
+    assert "\n" not in msg
 
 
 def test_refuse_in_agent_session() -> None:

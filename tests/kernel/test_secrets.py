@@ -395,6 +395,43 @@ def test_redact_is_idempotent_on_credentials() -> None:
         assert redact(once) == once
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Once the value is withheld, "PASSWORD=[withheld];" reads as a URL's user part.
+        ("s://PASSWORD=02/DBs:/;:s@D", "s://PASSWORD=[withheld];:[withheld]@D"),
+        # Once the URL's password is withheld, ":[withheld]@D" reads as a long value.
+        ("s://password=:s@D", "s://password=[withheld]@D"),
+    ],
+)
+def test_a_marker_that_completes_a_new_credential_is_redacted_again(
+    text: str, expected: str
+) -> None:
+    assert redact(text) == expected
+
+
+# Pieces of credentials, whole or in parts (URL heads and tails, assignment heads,
+# values that stop a URL's user part), the marker, and the punctuation that joins
+# them: the soup in which withholding one span can complete another.
+REDACTION_SOUP = st.lists(
+    st.sampled_from(
+        ["s://", "db://", "password=", "API_KEY: ", "secret=", "hunter22x", "pa55/word",
+         ":s@D", ":pw@db", "@host", "u", "[withheld]", "[", "]", "=", ":", "@", "/", ";",
+         "&", ",", "'", '"', " ", "\n", ".", "-", "gh" + "p_" + ALNUM[:36], "Bearer ",
+         "Authorization: Basic ", "eyJhbGciOi", "AKIA", "-----BEGIN RSA PRIVATE KEY-----"]
+    ),
+    max_size=24,
+).map("".join)  # fmt: skip
+
+
+@given(st.one_of(REDACTION_SOUP, st.text(max_size=200)))
+@settings(max_examples=1000)
+def test_redaction_leaves_nothing_to_find_and_is_idempotent(text: str) -> None:
+    once = redact(text)
+    assert find_secret(once) is None, once
+    assert redact(once) == once
+
+
 @given(st.text())
 @settings(max_examples=300)
 def test_find_secret_never_crashes(text: str) -> None:

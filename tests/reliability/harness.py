@@ -19,7 +19,6 @@ After ``kill -9`` the data directory is opened with the kernel's own
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import shutil
@@ -257,7 +256,9 @@ def read_ledger(store: Store) -> LedgerView:
 
 def derived_state(store: Store) -> dict[str, list[tuple[bytes, bytes]]]:
     """Every database a rebuild recreates (and ``meta``), as raw key/value pairs."""
-    names = [f.name for f in dataclasses.fields(Databases) if f.name not in ("ledger", "reminders")]
+    # The ledger is the source; delivered reminders and the vault's wrapped keys are
+    # kept, not derived.
+    names = [n for n in Databases.names() if n not in ("ledger", "reminders", "keys")]
     with store.read() as txn:
         return {
             name: [(bytes(k), bytes(v)) for k, v in txn.cursor(db=getattr(store.dbs, name))]

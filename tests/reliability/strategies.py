@@ -5,7 +5,6 @@ deep nesting and unknown members."""
 from __future__ import annotations
 
 import json
-import math
 import os
 import types
 import typing
@@ -171,16 +170,3 @@ def rooted(value: Any, root: str) -> Any:
     if isinstance(value, list):
         return [rooted(v, root) for v in value]
     return value
-
-
-def has_big_number(value: Any, limit: float = 2**53) -> bool:
-    """Whether a number beyond ``limit`` in magnitude (or not finite) is anywhere in ``value``."""
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, int | float):
-        return not math.isfinite(value) or abs(value) > limit
-    if isinstance(value, dict):
-        return any(has_big_number(v, limit) for v in value.values())
-    if isinstance(value, list | tuple):
-        return any(has_big_number(v, limit) for v in value)
-    return False

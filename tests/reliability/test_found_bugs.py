@@ -1,9 +1,8 @@
 """Bugs the reliability tests found in the daemon and the kernel, each pinned by a test
-of the behaviour the issue asks for, marked ``xfail(strict=True)``: when one is
-fixed its test passes, strict mode fails the run, and the mark comes off.
-
-Each reason names the place in the code and the cause; the test is the
-reproduction.
+of the behaviour the issue asks for. A test goes in marked ``xfail(strict=True)``,
+with a reason naming the place in the code and the cause; once the bug is fixed its
+test passes, strict mode fails the run, and the mark comes off. All of them are fixed
+now: the tests stay, as the reproductions.
 """
 
 from __future__ import annotations
@@ -41,8 +40,6 @@ from .harness import (
 )
 from .inprocess import in_process
 from .strategies import request_line
-
-xfail = pytest.mark.xfail
 
 
 @pytest.fixture(scope="module")
@@ -350,14 +347,6 @@ sys.exit(subprocess.run(cli, env={"PATH": "/usr/bin:/bin"}).returncode)
 """
 
 
-@xfail(
-    strict=True,
-    reason="daemon/hikmahd/peers.py:70 stops the lineage walk at an ancestor whose"
-    " environment cannot be read and lets what was found so far decide (documented in"
-    " protocol.md): an agent's process that makes itself non-dumpable (one prctl call,"
-    " no privilege) and runs `env -i hikmah remember --verified` is taken for a person,"
-    " without leaving its session",
-)
 def test_an_unreadable_ancestor_does_not_make_an_agent_a_person(short_tmp: Path) -> None:
     prefix = unprivileged_prefix()
     daemon = Launched(short_tmp, prefix).start()
@@ -375,13 +364,6 @@ def test_an_unreadable_ancestor_does_not_make_an_agent_a_person(short_tmp: Path)
 # -- the credential detector ---------------------------------------------------------
 
 
-@xfail(
-    strict=True,
-    reason="found by bench/stress/fuzz_atheris.py: redact (src/hikmah/secrets.py) withholds"
-    " the assignment's value, and the text it leaves matches the 'password in URL' shape"
-    " ('s://PASSWORD=[withheld];:s@D'), so a redacted preview still trips the detector and"
-    " redacting is not idempotent (the original value is withheld: not a leak)",
-)
 def test_a_redacted_text_holds_no_credential_the_detector_finds() -> None:
     from hikmah import secrets
 

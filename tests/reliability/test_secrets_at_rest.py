@@ -8,7 +8,7 @@ the fields of an import line and of a reference ledger record, a transcript with
 credential in what the person typed, and a transcript whose *path* holds one (it
 would go into each trace's locator) are added. Backup directories are left out:
 the daemon logs where it wrote a backup, and a path is the person's own choice.
-A credential as an agent's *session id* is stored: test_found_bugs.py.
+A credential as an agent's *session id*: test_found_bugs.py.
 """
 
 from __future__ import annotations

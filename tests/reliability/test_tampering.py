@@ -13,10 +13,9 @@ process (tests/reliability/inprocess.py), one copy of a populated store each.
 Writes are refused only while the ledger has an *unacknowledged tail* (the
 documented rule: docs/storage.md). A record changed in the middle does not stop
 writes; what is checked then is that the change stays reported after the write.
-Three cases are left to test_found_bugs.py, which pins them as bugs: a change that
-leaves the *last* record unparseable stops the daemon from starting at all; the
-last record deleted after a clean stop is not noticed; the last two records
-swapped make the next write acknowledged without a ledger record.
+Three cases about the *last* records are in test_found_bugs.py, where they were
+found: a last record left unparseable, the last record deleted after a clean stop,
+the last two records swapped.
 """
 
 from __future__ import annotations
