@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import fcntl
 import logging
+import struct
+import termios
 from typing import Any
 
 import msgspec
@@ -103,6 +106,20 @@ class Connection:
                 await self.send(reply)
         finally:
             self._limiter.release_on_behalf_of(token)
+
+    def unread(self) -> int:
+        """Bytes of replies sent to the peer that it has not read yet."""
+        if self._send_lock.locked():
+            return 1 << 30  # a reply is being pushed into a buffer with no room: plenty
+        sock = getattr(self.stream, "socket", None)
+        if sock is None:
+            return 0
+        try:
+            # SIOCOUTQ: for a Unix socket, what the peer has not consumed yet.
+            raw = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0" * 4)
+        except OSError:
+            return 0
+        return int(struct.unpack("i", raw)[0])
 
     async def send(self, message: Any) -> bool:
         """Send one JSON value as a line; False when the peer is gone."""

@@ -39,6 +39,7 @@ from .policywatch import PolicyHolder
 from .reminders import Reminders
 from .replay import Replay
 from .rpc import APPLICATION_CODES, Dispatcher, RpcError, response
+from .turns import Turns
 from .vaulting import Vault, vault_for
 from .writer import Offload, Writer, in_thread
 
@@ -99,9 +100,8 @@ class Daemon:
         self.started = time.monotonic()
         self.policies = PolicyHolder(config.policy_path, vault_on=vault is not None)
         self.offload = offload
-        # Recall runs off the event loop, one at a time: timers (reminders) and
-        # small requests are not held up behind a burst of recalls.
-        self.recall_turn = trio.CapacityLimiter(1)
+        # Recall runs off the event loop, one at a time, readers first (turns.py).
+        self.recall_turns = Turns()
         self.writer = Writer(store, lambda: self.policies.policy, self._on_commit, now_ms, offload)
         self.events = Events()
         self.reminders = Reminders(
@@ -120,10 +120,15 @@ class Daemon:
         # Processes (pid, start time) that lowered their own privileges.
         self.restricted: dict[tuple[int, int | None], AgentSession] = {}
 
-    async def recall(self, query: RecallQuery) -> list[RecallResult]:
-        """Resonance Recall over the store, in a worker thread, one recall at a time."""
-        now, policy = self.now_ms(), self.policy
-        async with self.recall_turn:
+    async def recall(
+        self, query: RecallQuery, unread: Callable[[], int] = lambda: 0
+    ) -> list[RecallResult]:
+        """Resonance Recall over the store, in a worker thread, one recall at a time.
+
+        ``unread`` is the asking connection's unread reply bytes (see turns.py).
+        """
+        async with self.recall_turns.turn(unread):
+            now, policy = self.now_ms(), self.policy
             results: list[RecallResult] = await self.offload(
                 lambda: recall(self.store, query, now_ms=now, policy=policy)
             )

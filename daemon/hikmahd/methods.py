@@ -115,7 +115,7 @@ async def recall_in_turn(ctx: Context, query: RecallQuery) -> list[RecallResult]
     if ctx.connection is None:
         return await ctx.daemon.recall(query)
     async with ctx.connection.recall_turn:
-        return await ctx.daemon.recall(query)
+        return await ctx.daemon.recall(query, ctx.connection.unread)
 
 
 class IdParams(Params, frozen=True):

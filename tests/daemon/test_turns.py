@@ -1,0 +1,63 @@
+"""Recall turns: one at a time, readers before connections whose replies pile up."""
+
+from __future__ import annotations
+
+import socket
+
+import trio
+import trio.testing
+
+from hikmahd.connection import Connection
+from hikmahd.context import Context
+from hikmahd.peers import Peer
+from hikmahd.rpc import Dispatcher
+from hikmahd.turns import Turns
+
+
+async def take(turns: Turns, name: str, unread: int, log: list[str]) -> None:
+    async with turns.turn(lambda: unread):
+        log.append(name)
+        await trio.sleep(1)
+
+
+async def test_a_reader_goes_before_a_connection_with_unread_replies(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    turns, log = Turns(), []
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(take, turns, "first", 0, log)
+        await trio.sleep(0.1)
+        for name, unread in (("silent-1", 9000), ("silent-2", 1), ("reader-1", 0)):
+            nursery.start_soon(take, turns, name, unread, log)
+            await trio.sleep(0.1)
+        nursery.start_soon(take, turns, "reader-2", 0, log)
+    assert log == ["first", "reader-1", "reader-2", "silent-1", "silent-2"]
+
+
+async def test_a_cancelled_waiter_neither_keeps_nor_loses_the_turn(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    turns, log = Turns(), []
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(take, turns, "first", 0, log)
+        await trio.sleep(0.1)
+        with trio.move_on_after(0.2):
+            await take(turns, "gave-up", 0, log)
+        nursery.start_soon(take, turns, "next", 0, log)
+    assert log == ["first", "next"]
+    async with turns.turn():  # free again: no wait
+        pass
+
+
+async def test_unread_counts_what_the_peer_has_not_read() -> None:
+    left, right = socket.socketpair()
+    stream = trio.SocketStream(trio.socket.from_stdlib_socket(left))
+    peer = Peer(pid=0, uid=0, gid=0, session=None)
+    connection = Connection(stream, Context(daemon=None, peer=peer), Dispatcher())  # type: ignore[arg-type]
+    assert connection.unread() == 0
+    await connection.send({"reply": "x" * 5000})
+    assert connection.unread() >= 5000
+    right.recv(1 << 16)
+    assert connection.unread() == 0
+    right.close()
+    await stream.aclose()
