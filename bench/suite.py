@@ -43,6 +43,9 @@ How each figure is made (details in the docstrings of the scripts it reuses):
 - Bulk import: ``memory.import`` if the daemon serves it (batches of 500 lines, one
   request at a time, into an empty durable daemon), over the in-process build rate
   of the same notes; "not available" otherwise.
+- The vault: ``vault.measure`` on the load tier's size, two in-process stores with
+  the same notes, one sealed: durable remember batches of 8 and recall p50/p95,
+  vault on over vault off (bench/vault.py has the details).
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ from typing import Any
 import lmdb
 import reminders
 import rpc
+import vault
 from report import Figure, Target, label, plot, table
 from scale import (
     QUERY_SETS,
@@ -394,6 +398,37 @@ def load_figures(
             run.problems.append(f"bulk import: {found.error}")
         rate = corpus.kept / corpus.hikmah_s
         run.figures += import_figures(found, rate, size)
+    with run.section(f"the vault ({label(size)})"):
+        sealed = vault.measure(
+            root / "vault", size, run.plan.queries, 20 if run.plan.quick else 300
+        )
+        run.details["vault"] = asdict(sealed)
+        run.figures += vault_figures(sealed)
+
+
+def vault_figures(found: vault.VaultResult) -> list[Figure]:
+    size = label(found.traces)
+    writes = found.writes_per_s
+    figures = [
+        Figure(
+            f"{size} vault on, remember durable (batches of 8), traces/s vs vault off",
+            writes["on"],
+            "/s",
+            writes["off"],
+        )
+    ]
+    for short, name in QUERY_SETS.items():
+        on, off = found.recall_ms[name]["on"], found.recall_ms[name]["off"]
+        for i, q in ((0, "p50"), (1, "p95")):
+            figures.append(
+                Figure(
+                    f"{size} vault on, recall {short} {q} in-process vs vault off",
+                    on[i],
+                    "ms",
+                    off[i],
+                )
+            )
+    return figures
 
 
 def machine() -> dict[str, Any]:

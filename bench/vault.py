@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from dataclasses import asdict, dataclass
 from itertools import islice
 from pathlib import Path
 
@@ -42,7 +43,15 @@ SEED = 7
 NOW_MS = 1_790_000_000_000
 BUILD_BATCH = 1000
 WRITE_BATCH = 8
-QUERY_SETS = ("1 common", "1 mid", "3 = 1 common + 2 mid", "3 mid", "8 mid")
+QUERY_SETS = ("1 common", "1 mid", "3 = 1 common + 2 mid", "3 mid", "8 = 2 common + 6 mid")
+
+
+@dataclass(frozen=True)
+class VaultResult:
+    traces: int
+    writes_per_s: dict[str, float]  # "on", "off"
+    recall_ms: dict[str, dict[str, tuple[float, float]]]  # query set -> on/off -> p50, p95
+    store_bytes: dict[str, int]
 
 
 def build(root: Path, size: int) -> tuple[Path, Path, Counter[str], int]:
@@ -109,21 +118,15 @@ def time_recalls(
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size", type=int, default=100_000, help="traces in each store")
-    parser.add_argument("--queries", type=int, default=200, help="queries per query set")
-    parser.add_argument("--batches", type=int, default=300, help="durable write batches")
-    parser.add_argument("--out", type=Path, default=Path(__file__).with_name("results-vault.json"))
-    args = parser.parse_args(argv)
-    root = Path(tempfile.mkdtemp(prefix="hkvault"))
+def measure(root: Path, size: int, queries: int, batches: int) -> VaultResult:
+    """Build both stores under ``root`` (removed after) and measure them."""
     try:
-        plain_dir, sealed_dir, notes_with, kept = build(root, args.size)
+        plain_dir, sealed_dir, notes_with, kept = build(root, size)
         keys_raw = (root / "keys").read_bytes()
         keys = HeldKeys(master=keys_raw[:32], index=keys_raw[32:])  # type: ignore[arg-type]
         sets = [
             qs
-            for qs in recall_bench.make_query_sets(notes_with, kept, args.queries, SEED)
+            for qs in recall_bench.make_query_sets(notes_with, kept, queries, SEED)
             if qs.name in QUERY_SETS
         ]
         with (
@@ -132,14 +135,30 @@ def main(argv: list[str] | None = None) -> int:
         ):
             stores = {"off": plain, "on": sealed}
             recalls = time_recalls(stores, sets)  # first: on the stores as built
-            writes = time_writes(stores, args.batches)
+            writes = time_writes(stores, batches)
         sizes = {
             name: sum(f.stat().st_size for f in d.rglob("*") if f.is_file())
             for name, d in (("off", plain_dir), ("on", sealed_dir))
         }
     finally:
         shutil.rmtree(root, ignore_errors=True)
+    return VaultResult(kept, writes, recalls, sizes)
 
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=int, default=100_000, help="traces in each store")
+    parser.add_argument("--queries", type=int, default=200, help="queries per query set")
+    parser.add_argument("--batches", type=int, default=300, help="durable write batches")
+    parser.add_argument("--out", type=Path, default=Path(__file__).with_name("results-vault.json"))
+    args = parser.parse_args(argv)
+    found = measure(Path(tempfile.mkdtemp(prefix="hkvault")), args.size, args.queries, args.batches)
+    writes, recalls, sizes, kept = (
+        found.writes_per_s,
+        found.recall_ms,
+        found.store_bytes,
+        found.traces,
+    )
     rows = [
         ("remember, durable batches of 8 (traces/s)", writes["on"], writes["off"]),
         *(
@@ -154,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, on, off in rows:
         print(f"{name:44} {on:10.2f} {off:10.2f} {on / off:6.2f}x")
     result = {
+        "run": asdict(found),
         "traces": kept,
         "figures": [
             {"name": n, "vault_on": on, "vault_off": off, "ratio": on / off} for n, on, off in rows
