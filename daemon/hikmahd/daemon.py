@@ -6,6 +6,7 @@ import fcntl
 import logging
 import os
 import signal
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -46,6 +47,13 @@ from .writer import Offload, Writer, in_thread
 log = logging.getLogger(__name__)
 # Every module of JSON-RPC methods the daemon serves.
 REGISTRIES = (methods.registry, learning.registry, transfer.registry, vaulting.registry)
+
+# A recall shorter than the interpreter's switch interval holds the GIL to its
+# end in a worker thread too, so the thread gives the event loop nothing and
+# costs a hop (about 0.3 ms here); recalls that take longer (large stores) run
+# in a thread, where the loop gets the GIL back every interval and timers
+# (reminders) stay on time. Decided by the recent average.
+INLINE_RECALL_S = sys.getswitchinterval() / 2
 
 # How long in-flight replies may take once a stop was asked for.
 STOP_GRACE_S = 2.0
@@ -100,8 +108,11 @@ class Daemon:
         self.started = time.monotonic()
         self.policies = PolicyHolder(config.policy_path, vault_on=vault is not None)
         self.offload = offload
-        # Recall runs off the event loop, one at a time, readers first (turns.py).
+        # Recall runs one at a time, readers first (turns.py); off the event loop
+        # while recalls take long (see INLINE_RECALL_S). Assumed long until measured:
+        # the first one loads the feature columns.
         self.recall_turns = Turns()
+        self._recall_s = INLINE_RECALL_S
         self.writer = Writer(store, lambda: self.policies.policy, self._on_commit, now_ms, offload)
         self.events = Events()
         self.reminders = Reminders(
@@ -129,9 +140,17 @@ class Daemon:
         """
         async with self.recall_turns.turn(unread):
             now, policy = self.now_ms(), self.policy
-            results: list[RecallResult] = await self.offload(
-                lambda: recall(self.store, query, now_ms=now, policy=policy)
-            )
+
+            def run() -> list[RecallResult]:
+                return recall(self.store, query, now_ms=now, policy=policy)
+
+            began = time.perf_counter()
+            if self._recall_s < INLINE_RECALL_S:
+                results = run()
+            else:
+                results = await self.offload(run)
+            took = time.perf_counter() - began
+            self._recall_s += (took - self._recall_s) / 5  # a moving average
         return results
 
     def restrict(self, context: Context, host: str, session_id: str | None) -> AgentSession:

@@ -37,7 +37,10 @@ class Columns:
 
     def take(self, names: Iterable[str], docs: npt.NDArray[Any]) -> dict[str, npt.NDArray[Any]]:
         """The named fields of the given documents, one gathered array each."""
-        return {name: self._arrays[name][docs] for name in names}
+        # Convert the index once: numpy converts a uint32 index to intp again for
+        # every gather, which made gathering several times slower.
+        at = np.asarray(docs, dtype=np.intp)
+        return {name: self._arrays[name].take(at) for name in names}
 
     def set_chunks(self, chunks: Iterable[tuple[int, FeatureArray]], size: int) -> None:
         """Copy whole chunks of rows in, growing the arrays to hold ``size`` rows."""

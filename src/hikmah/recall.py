@@ -212,9 +212,10 @@ class _Scorer:
             for count in dense:
                 if count is not None:
                     hit |= count > 0
-            docs = np.flatnonzero(hit).astype(np.uint32)
+            positions = np.flatnonzero(hit)  # intp: gathers with it are the fast kind
+            docs = positions.astype(np.uint32)
             matched, tagged = (
-                np.zeros(len(docs)) if count is None else count[docs].astype(np.float64)
+                np.zeros(len(docs)) if count is None else count.take(positions).astype(np.float64)
                 for count in dense
             )
             counts = matched, tagged
