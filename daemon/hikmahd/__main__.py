@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
                 restored = restore(config.data_dir, Path(args.restore), wall_ms(), vault=keys)
             print(summary(restored))
             return 0
-        run(config)
+        run(config, vault)
     except (DaemonError, HikmahError) as exc:
         print(f"hikmahd: {exc}", file=sys.stderr)
         return 1

@@ -41,7 +41,7 @@ from .reminders import Reminders
 from .replay import Replay
 from .rpc import APPLICATION_CODES, Dispatcher, RpcError, response
 from .turns import Turns
-from .vaulting import Vault, vault_for
+from .vaulting import Vault
 from .writer import Offload, Writer, in_thread
 
 log = logging.getLogger(__name__)
@@ -334,10 +334,9 @@ class DataDirLock:
             self._file.close()
 
 
-def run(config: Config) -> None:
-    """Open the store (with the vault's keys when the policy enables it) and serve
-    until stopped."""
-    vault = vault_for(config.policy_path)
+def run(config: Config, vault: Vault | None) -> None:
+    """Open the store (with the vault's keys when the policy enabled it: ``vault``) and
+    serve until stopped."""
     with (
         DataDirLock(config.data_dir),
         Store(

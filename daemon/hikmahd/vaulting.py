@@ -26,6 +26,7 @@ from .rpc import JSON, NoParams, Registry
 
 log = logging.getLogger(__name__)
 registry = Registry()
+VAULT_OFF = "the vault is off: set [vault] enabled = true and restart hikmahd"
 
 
 class Vault:
@@ -83,7 +84,7 @@ class Vault:
 
     def _opened(self) -> Keyring:
         if self._keyring is None:
-            raise VaultError("the vault is off: set [vault] enabled = true and restart hikmahd")
+            raise VaultError(VAULT_OFF)
         return self._keyring
 
 
@@ -137,7 +138,7 @@ async def rotate(ctx: Context, params: NoParams) -> JSON:
     daemon = ctx.daemon
     vault = daemon.vault
     if vault is None:
-        raise VaultError("the vault is off: set [vault] enabled = true and restart hikmahd")
+        raise VaultError(VAULT_OFF)
     old = None if vault.keys is None else vault.keys.master_id
     count = await daemon.writer.exclusive(lambda: vault.rotate(daemon.store))
     assert vault.keys is not None

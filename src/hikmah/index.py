@@ -254,16 +254,19 @@ def trace_at(txn: Any, dbs: Databases, docno: int) -> Trace:
 def bare_trace_at(txn: Any, dbs: Databases, docno: int) -> Trace:
     """The trace at ``docno`` without its writer's text when it is sealed: for ids,
     kinds and times, which need no decryption."""
-    stored = bytes(txn.get(u32(docno), db=dbs.docs))
-    if stored[:1] == _SEALED_DOC:
-        return _SEALED_DECODER.decode(stored[1:]).trace
-    return decode_trace(stored)
+    doc = _decode_doc(bytes(txn.get(u32(docno), db=dbs.docs)))
+    return doc.trace if isinstance(doc, Sealed) else doc
 
 
 def load_trace(txn: Any, dbs: Databases, stored: bytes) -> Trace:
     """The trace a ``docs`` value holds, opened when it is sealed."""
+    doc = _decode_doc(stored)
+    return open_sealed(txn, dbs, doc) if isinstance(doc, Sealed) else doc
+
+
+def _decode_doc(stored: bytes) -> Trace | Sealed:
     if stored[:1] == _SEALED_DOC:
-        return open_sealed(txn, dbs, _SEALED_DECODER.decode(stored[1:]))
+        return _SEALED_DECODER.decode(stored[1:])
     return decode_trace(stored)
 
 

@@ -305,8 +305,7 @@ class Store:
         # py-lmdb would create the directory with the file mode (no x bit).
         (data_dir / LMDB_DIR).mkdir(mode=0o700, exist_ok=True)
         self._gate = _Gate()
-        self._keys: Keys | None = None
-        self.env, self.dbs = self._open_env(map_size)
+        self.env, self.dbs = self._open_env(map_size, None)
         try:
             self.vault_id = self._open_vault(vault)
         except BaseException:
@@ -338,7 +337,7 @@ class Store:
         if scrub:
             self._scrub()
 
-    def _open_env(self, map_size: int) -> tuple[Any, Databases]:
+    def _open_env(self, map_size: int, vault: Keys | None) -> tuple[Any, Databases]:
         env = lmdb.open(
             str(self.data_dir / LMDB_DIR),
             map_size=map_size,
@@ -351,7 +350,7 @@ class Store:
             mode=0o600,
         )
         dbs = {name: env.open_db(name.encode()) for name in Databases.names()}
-        return env, Databases(**dbs, vault=self._keys)
+        return env, Databases(**dbs, vault=vault)
 
     def _open_vault(self, load: Callable[[str], Keys] | None) -> str | None:
         """Fetch the vault's keys (naming them by the store's vault id); the vault id."""
@@ -376,13 +375,13 @@ class Store:
     def use_keys(self, keys: Keys) -> None:
         """Seal and open with ``keys`` from now on (after a rotation began: the same
         index key, a new current master)."""
-        self._keys = keys
         self.dbs = dataclasses.replace(self.dbs, vault=keys)
 
     def _check_layout(self) -> None:
         """Rebuild the indexes from the ledger when they were built with another layout
         (an older version), or blind under another index key (or none)."""
-        blind = b"" if self._keys is None else self._keys.index_id.encode()
+        keys = self.dbs.vault
+        blind = b"" if keys is None else keys.index_id.encode()
         with self.env.begin() as txn:
             raw = txn.get(_LAYOUT, db=self.dbs.meta)
             built_blind = bytes(txn.get(_BLIND_INDEX, b"", db=self.dbs.meta))
@@ -603,9 +602,10 @@ class Store:
     def _at_rest(self, txn: Any, payload: Payload) -> Payload:
         """The payload as the ledger keeps it: a trace sealed under the vault, its
         wrapped data key put in ``keys``."""
-        if self._keys is None or not isinstance(payload, RememberPayload):
+        keys = self.dbs.vault
+        if keys is None or not isinstance(payload, RememberPayload):
             return payload
-        sealed, entry = seal_trace(self._keys, payload.trace)
+        sealed, entry = seal_trace(keys, payload.trace)
         txn.put(payload.trace.id.encode(), entry, db=self.dbs.keys)
         txn.put(_SEALED, b"", db=self.dbs.meta)
         return sealed
@@ -671,7 +671,7 @@ class Store:
         )
         if index.docno_of(txn, self.dbs, trace.id) is not None:
             raise ConflictError(f"a trace with id {trace.id} exists already")
-        if trace.privacy == "sensitive" and self._keys is None:
+        if trace.privacy == "sensitive" and self.dbs.vault is None:
             raise PolicyError(
                 "sensitive traces are kept only encrypted, and this store runs without the"
                 " vault's keys: nothing was written"
@@ -1032,21 +1032,17 @@ class Store:
             for looked, (key, value) in enumerate(cursor, 1):
                 docno = int(struct.unpack(">I", key)[0])
                 status = STATUSES[int(statuses[docno])]
-                trace = (
-                    index.load_trace(txn, self.dbs, bytes(value))
-                    if status in wanted
-                    else index.bare_trace_at(txn, self.dbs, docno)
-                )
                 if status in wanted:
                     out.append(
                         StoredTrace(
-                            trace=trace,
+                            trace=index.load_trace(txn, self.dbs, bytes(value)),
                             status=status,  # type: ignore[arg-type]
                             superseded_by=index.successor(txn, self.dbs, docno),
                         )
                     )
                 if len(out) >= limit or looked >= 8 * limit:
-                    return out, (trace.id if cursor.next() else None)
+                    last = index.bare_trace_at(txn, self.dbs, docno).id
+                    return out, (last if cursor.next() else None)
         return out, None
 
     def counts(self) -> dict[str, int]:
@@ -1282,7 +1278,7 @@ class Store:
             self.env.close()
             os.replace(copied, self.data_dir / LMDB_DIR / "data.mdb")
             _fsync_directory(self.data_dir / LMDB_DIR)
-            self.env, self.dbs = self._open_env(map_size)
+            self.env, self.dbs = self._open_env(map_size, self.dbs.vault)
         shutil.rmtree(copy_dir, ignore_errors=True)
         self._forget_columns()
 
