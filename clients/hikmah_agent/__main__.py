@@ -43,10 +43,9 @@ def main(argv: list[str] | None = None) -> None:
         data_dir=paths.data_dir(args.data_dir),
     )
     server = Server("hikmah", __version__, INSTRUCTIONS, Tools(link, Path.cwd()))
-    try:
-        server.serve(sys.stdin.buffer, sys.stdout.buffer)
-    finally:
-        link.close()
+    # The daemon connection closes with the process; a call still waiting on it after
+    # the drain is abandoned (its thread is a daemon thread).
+    server.serve(sys.stdin.buffer, sys.stdout.buffer)
 
 
 if __name__ == "__main__":

@@ -148,9 +148,3 @@ class Link:
                 " hikmah-agent the socket `hikmah status` shows with --socket"
             )
         return connect(self.socket_path, autostart=True, daemon_args=self.daemon_args)
-
-    def close(self) -> None:
-        with self._lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None

@@ -25,18 +25,21 @@ LOCK_NAME = "hikmahd.lock"  # the daemon's lock file in its data directory
 
 
 def agent_socket(
-    flag: str | None, environ: Mapping[str, str], runtime_root: Path = RUNTIME_ROOT
+    flag: str | None,
+    environ: Mapping[str, str],
+    runtime_root: Path = RUNTIME_ROOT,
+    fallback: Path | None = None,
 ) -> Path:
     """The daemon socket for hikmah-agent.
 
     ``--socket``, ``$HIKMAH_SOCKET`` and ``$XDG_RUNTIME_DIR`` decide as for the CLI.
-    Without them: a socket already listening at ``/run/user/<uid>/hikmah/`` or at
-    the ``/tmp`` fallback, in that order; else the first of those two places that
-    the CLI of a login session would use to start a daemon.
+    Without them: the login session's ``/run/user/<uid>/hikmah/hikmahd.sock``, unless
+    only the CLI's ``/tmp`` fallback (``fallback``) has a socket; the ``/tmp``
+    fallback when there is no login runtime directory.
     """
     if flag or environ.get("HIKMAH_SOCKET") or environ.get("XDG_RUNTIME_DIR"):
         return paths.socket_path(flag, environ)
-    fallback = paths.socket_path(None, environ)
+    fallback = fallback or paths.socket_path(None, environ)
     runtime = login_runtime_dir(os.getuid(), runtime_root)
     if runtime is None:
         return fallback

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import IO, Any, Protocol
@@ -25,6 +26,7 @@ from typing import IO, Any, Protocol
 log = logging.getLogger(__name__)
 
 # Newest first; a client asking for another gets the newest (the spec's negotiation).
+DRAIN_S = 5.0
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND = -32700, -32600, -32601
 INVALID_PARAMS, INTERNAL_ERROR = -32602, -32603
@@ -85,14 +87,16 @@ class Server:
         }
 
     def serve(self, stdin: IO[bytes], stdout: IO[bytes]) -> None:
-        """Answer what arrives on ``stdin`` until it closes, then wait for the calls
-        still running to answer too."""
+        """Answer what arrives on ``stdin`` until it closes, then give the calls still
+        running :data:`DRAIN_S` to answer too (a client that closed its end may still
+        read; one that went away for good would wait for nothing)."""
         self._out = stdout
         for line in stdin:
             if line.strip():
                 self._receive(line)
+        deadline = time.monotonic() + DRAIN_S
         for call in list(self._calls):
-            call.join()
+            call.join(max(0.0, deadline - time.monotonic()))
 
     def _receive(self, line: bytes) -> None:
         try:

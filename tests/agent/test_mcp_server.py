@@ -28,11 +28,17 @@ FORBIDDEN = ("verif", "purge", "accept", "reset", "head", "promote", "policy", "
 
 @asynccontextmanager
 async def agent(
-    daemon: Running, *, env: dict[str, str] | None = None, client_name: str = "Claude Code"
+    daemon: Running,
+    *,
+    env: dict[str, str] | None = None,
+    client_name: str = "Claude Code",
+    args: list[str] | None = None,
 ) -> AsyncIterator[Client]:
+    """hikmah-agent under the SDK's client; by default on the daemon's socket, never
+    starting another."""
     server = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "hikmah_agent", "--socket", str(daemon.socket), "--no-autostart"],
+        args=["-m", "hikmah_agent", *(args or ["--socket", str(daemon.socket), "--no-autostart"])],
         env=env if env is not None else clean_env(),
         cwd=str(daemon.root),
     )
