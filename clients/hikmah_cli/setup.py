@@ -159,7 +159,8 @@ def _plan_hooks(path: Path, shown: str, hikmah: str, remove: bool, *, codex: boo
     if new == data:
         return _Edit(path, shown, old, None, "")
     if remove:
-        return _Edit(path, shown, old, _dump_json(new), f"{removed} hook{'s' * (removed != 1)}")
+        what = f"{removed} hook{'s' * (removed != 1)}"
+        return _Edit(path, shown, old, _restored(path, new), what)
     # Codex runs a new or changed hook only once the person has trusted it.
     note = "Codex skips them until you review them with /hooks in Codex" if codex else ""
     return _Edit(path, shown, old, _dump_json(new), "hooks SessionStart, UserPromptSubmit", note)
@@ -266,7 +267,9 @@ def _plan_claude_mcp(path: Path, shown: str, agent: str, remove: bool) -> _Edit:
     else:
         servers[SERVER] = {"type": "stdio", "command": agent, "args": [], "env": {}}
         new["mcpServers"] = servers
-    return _Edit(path, shown, old, _dump_json(new) if new != data else None, what)
+    if new == data:
+        return _Edit(path, shown, old, None, what)
+    return _Edit(path, shown, old, _restored(path, new) if remove else _dump_json(new), what)
 
 
 def _is_our_server(entry: object, agent: str) -> bool:
@@ -461,6 +464,18 @@ def _load_json(raw: bytes | None, shown: str) -> JSONObject:
     if not isinstance(data, dict):
         raise _fail(shown, f"the top level is {_kind(data)}, expected an object")
     return data
+
+
+def _restored(path: Path, data: JSONObject) -> bytes:
+    """``data`` as the bytes the person had, when the backup setup made before adding its
+    entries holds exactly that (nothing else changed since); else as setup writes JSON."""
+    try:
+        backup = _backup(path).read_bytes()
+        if json.loads(backup) == data:
+            return backup
+    except (OSError, ValueError):
+        pass
+    return _dump_json(data)
 
 
 def _dump_json(data: JSONObject) -> bytes:

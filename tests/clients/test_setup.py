@@ -238,6 +238,23 @@ def test_duplicates_of_ours_collapse_to_one(tmp_path: Path) -> None:
     assert hooks["SessionStart"] == [{"hooks": [ours("session-start")]}]
 
 
+def test_remove_gives_back_the_persons_bytes_when_nothing_else_changed(
+    claude_home: Path,
+) -> None:
+    before = snapshot(claude_home)  # four-space indent, no final newline
+    run("claude", claude_home)
+    run("claude", claude_home, remove=True)
+    after = snapshot(claude_home)
+    assert {name: after[name] for name in before} == before
+    # The host rewrote its state file meanwhile: the rest of it is kept, in setup's layout.
+    run("claude", claude_home)
+    state = read_json(claude_home, CLAUDE_JSON)
+    write(claude_home, CLAUDE_JSON, {**state, "numStartups": 13})
+    run("claude", claude_home, remove=True)
+    assert read_json(claude_home, CLAUDE_JSON) == {**CLAUDE_STATE, "numStartups": 13}
+    assert (claude_home / CLAUDE_JSON).read_text().startswith('{\n  "numStartups"')
+
+
 def test_remove_restores_the_parsed_original(claude_home: Path) -> None:
     run("claude", claude_home)
 
