@@ -21,9 +21,9 @@ observations with their provenance, within a token budget.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from inspect import cleandoc
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -219,7 +219,7 @@ def _plain(prop: JSON) -> JSON:
 def _paragraphs(doc: str) -> str:
     """A docstring as prose: its paragraphs kept, the lines and indentation within each
     one joined."""
-    blocks = cleandoc(doc).split("\n\n")
+    blocks = re.split(r"\n\s*\n", doc.strip())
     return "\n\n".join(" ".join(block.split()) for block in blocks)
 
 

@@ -297,7 +297,11 @@ def _plan_codex_mcp(path: Path, shown: str, agent: str, remove: bool) -> _Edit:
     if block is None:
         at, outside = len(lines), lines
     else:
-        at, outside = block[0], lines[: block[0]] + lines[block[1] :]
+        start, end = block
+        # Codex writes tables of its own (the /hooks review's trust) at the end of the
+        # file, which puts them inside our block: they are kept, after it.
+        at = start
+        outside = lines[:start] + _foreign_tables(lines[start:end]) + lines[end:]
     servers = _load_toml("".join(outside), shown, "").get("mcp_servers", {})
     if not isinstance(servers, dict):
         raise _fail(shown, "mcp_servers is not a table")
@@ -340,6 +344,30 @@ def _find_block(lines: list[str], shown: str) -> tuple[int, int] | None:
     if start and lines[start - 1] in ("\n", "\r\n"):
         start -= 1
     return start, ends[0] + 1
+
+
+_HEADER = re.compile(r"\s*\[\[?\s*(?P<name>[^\]]+?)\s*\]\]?\s*(#.*)?\r?\n?")
+
+
+def _foreign_tables(block: list[str]) -> list[str]:
+    """The lines of ``block`` that are tables other than ``[mcp_servers.hikmah]`` and its
+    subtables, each with the blank line before it."""
+    foreign: list[str] = []
+    current: list[str] = []  # the section being read: ours (dropped) or foreign (kept)
+    for line in block:
+        header = _HEADER.fullmatch(line)
+        if header is not None:
+            name = re.sub(r"\s*\.\s*", ".", header["name"]).replace('"', "").replace("'", "")
+            ours = name == f"mcp_servers.{SERVER}" or name.startswith(f"mcp_servers.{SERVER}.")
+            blank = current[-1:] if current and not current[-1].strip() else []
+            del current[len(current) - len(blank) :]
+            current = [] if ours else foreign
+            current += blank
+        if line.startswith("# hikmah:begin") or line.rstrip("\r\n") == END:
+            current = []
+            continue
+        current.append(line)
+    return foreign
 
 
 def _codex_server(agent: str) -> dict[str, Any]:

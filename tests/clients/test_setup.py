@@ -503,6 +503,26 @@ def test_codex_remove_restores_the_original(codex_home: Path) -> None:
     )
 
 
+def test_codex_tables_written_into_our_block_are_kept(codex_home: Path) -> None:
+    """Codex appends the tables it writes (the /hooks review's trust, seen with 0.171) at
+    the end of the file: inside our block. They stay; our server's own subtables go."""
+    run("codex", codex_home)
+    trust = '\n[hooks.state."/h/.codex/hooks.json:session_start:0:0"]\ntrusted_hash = "sha256:ab"\n'
+    ours_too = '\n[mcp_servers.hikmah.tools.recall]\napproval_mode = "approve"\n'
+    text = (codex_home / CODEX_CONFIG).read_text()
+    inside = text.replace(f"{END}\n", f"{ours_too}{trust}{END}\n")
+    write(codex_home, CODEX_CONFIG, inside)
+
+    run("codex", codex_home)  # a rerun moves them out of the block
+    rerun = (codex_home / CODEX_CONFIG).read_text()
+    assert rerun.endswith(f"{END}\n{trust}") and "tools.recall" not in rerun
+    assert tomllib.loads(rerun)["mcp_servers"]["hikmah"] == codex_server()
+
+    write(codex_home, CODEX_CONFIG, inside)
+    run("codex", codex_home, remove=True)
+    assert (codex_home / CODEX_CONFIG).read_text() == CODEX_CONFIG_TEXT + trust
+
+
 @pytest.mark.parametrize("original", ["", "\n", 'model = "o3"\n\n', "# only a comment\n"])
 def test_codex_remove_gives_back_the_exact_text(tmp_path: Path, original: str) -> None:
     write(tmp_path, CODEX_CONFIG, original)
