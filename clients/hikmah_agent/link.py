@@ -89,7 +89,6 @@ class Link:
         self._writer: Writer | None = None
         self._client: Client | None = None
         self._lock = threading.Lock()
-        self.principal: dict[str, Any] | None = None
 
     def writer(self, caller: Caller) -> Writer:
         """The writer of this process, fixed by its first tool call."""
@@ -123,7 +122,7 @@ class Link:
             client = self._open()
             try:
                 declaration = {"host": writer.host, "session_id": writer.session_id}
-                self.principal = client.call("session.restrict", declaration)
+                client.call("session.restrict", declaration)
             except BaseException:
                 client.close()
                 raise

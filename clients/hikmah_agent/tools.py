@@ -305,9 +305,7 @@ class Commitments(Args):
 
 @tool(Commitments, READS, "Open commitments")
 def commitments(memory: Memory, args: Commitments) -> str:
-    params: dict[str, Any] = {"overdue": args.overdue}
-    if args.within_hours is not None:
-        params["within_hours"] = args.within_hours
+    params = {"overdue": args.overdue, **_given(within_hours=args.within_hours)}
     items = memory.call("promises.list", params)["commitments"]
     return "\n".join(map(framing.commitment, items)) or "No open commitments."
 
@@ -366,14 +364,13 @@ def remember(memory: Memory, args: Remember) -> str:
         "salience": args.salience,
         "source": memory.writer.source,
         "scope": memory.scope(args.scope),
+        **_given(
+            locator=args.locator,
+            claim_key=args.claim_key,
+            claim_value=args.claim_value,
+            deadline=args.deadline,
+        ),
     }
-    optional = {
-        "locator": args.locator,
-        "claim_key": args.claim_key,
-        "claim_value": args.claim_value,
-        "deadline": args.deadline,
-    }
-    params.update({k: v for k, v in optional.items() if v is not None})
     return _written(memory.call("memory.remember", params))
 
 
@@ -447,9 +444,8 @@ def predict(memory: Memory, args: Predict) -> str:
         "answer_space": args.answer_space or [],
         "source": memory.writer.source,
         "scope": memory.project,
+        **_given(value=args.value, deadline=args.deadline),
     }
-    optional = {"value": args.value, "deadline": args.deadline}
-    params.update({k: v for k, v in optional.items() if v is not None})
     trace = memory.call("memory.predict", params)["trace"]
     return (
         f"Recorded prediction {trace['id']} ({args.family}, p={args.p:.2f});"
@@ -469,13 +465,12 @@ class Outcome(Args):
 
 @tool(Outcome, ONCE, "Resolve a forecast")
 def outcome(memory: Memory, args: Outcome) -> str:
-    params: dict[str, Any] = {
+    params = {
         "prediction": args.prediction,
         "observed": args.observed,
         "source": memory.writer.source,
+        **_given(note=args.note),
     }
-    if args.note is not None:
-        params["note"] = args.note
     result = memory.call("memory.outcome", params)
     return f"Resolved {args.prediction} with outcome {result['trace']['id']} ({args.observed})."
 
@@ -503,11 +498,15 @@ def feedback(memory: Memory, args: Feedback) -> str:
 # --- working memory (focus capsules, kept in the daemon's memory only) ---
 
 
-class FocusOpen(Args):
-    """Open (or return to) a focus capsule: a small named working set for one task."""
+class CapsuleView(Args):
+    """A focus capsule to show."""
 
     name: CapsuleName
     budget: Budget = 1500
+
+
+class FocusOpen(CapsuleView):
+    """Open (or return to) a focus capsule: a small named working set for one task."""
 
 
 @tool(FocusOpen, ONCE, "Open a focus capsule")
@@ -531,11 +530,8 @@ def focus_absorb(memory: Memory, args: FocusAbsorb) -> str:
     return _capsule(memory.call("focus.absorb", params), args.budget)
 
 
-class FocusRead(Args):
+class FocusRead(CapsuleView):
     """What a focus capsule holds, most active first, with its notes."""
-
-    name: CapsuleName
-    budget: Budget = 1500
 
 
 @tool(FocusRead, READS, "Read a focus capsule")
@@ -557,6 +553,11 @@ def focus_note(memory: Memory, args: FocusNote) -> str:
     params = {"name": args.name, "text": args.text, "importance": args.importance}
     result = memory.call("focus.note", params)
     return f"Noted in {args.name} ({len(result['notes'])} notes)."
+
+
+def _given(**optional: Any) -> dict[str, Any]:
+    """The optional parameters an agent gave (the daemon has its own defaults)."""
+    return {name: value for name, value in optional.items() if value is not None}
 
 
 def _written(result: dict[str, Any]) -> str:

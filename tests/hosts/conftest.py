@@ -37,25 +37,17 @@ BIN = Path(sys.executable).parent
 
 @dataclass
 class Person:
+    """Their HOME, runtime directory, project (a git repository) and daemon socket."""
+
     root: Path
     env: dict[str, str]
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
-    @property
-    def home(self) -> Path:
-        return self.root / "home"
-
-    @property
-    def runtime(self) -> Path:
-        return self.root / "run"
-
-    @property
-    def project(self) -> Path:
-        return self.home / "app"
-
-    @property
-    def socket(self) -> Path:
-        return self.runtime / "hikmah" / "hikmahd.sock"
+    def __post_init__(self) -> None:
+        self.home = self.root / "home"
+        self.runtime = self.root / "run"
+        self.project = self.home / "app"
+        self.socket = self.runtime / "hikmah" / "hikmahd.sock"  # where hikmahd.socket listens
 
     def hikmah(self, *args: str, env: dict[str, str] | None = None) -> Any:
         """The person's own ``hikmah`` (the installed script, as setup writes it), with
