@@ -23,6 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 JSON = dict[str, Any]
+TOOL_SEARCH = "ToolSearch"  # Claude Code's loader of deferred tools
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,12 @@ class FakeModel:
         """The step after ``done`` tool results, and the offered tool name it calls."""
         if not tools:
             return Say("OK."), None
-        step = self.script[done] if done < len(self.script) else Say("Done.")
+        # A model loads deferred tools only from a host that defers them (Claude Code
+        # 2.1.332 does, 2.1.197 offers them outright).
+        script = self.script
+        if TOOL_SEARCH not in tools:
+            script = [s for s in script if not (isinstance(s, Call) and s.tool == TOOL_SEARCH)]
+        step = script[done] if done < len(script) else Say("Done.")
         if isinstance(step, Say):
             return step, None
         matches = [name for name in tools if name == step.tool or name.endswith(f"_{step.tool}")]
