@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from hikmah_agent.locate import lock_holder
 from tests.daemon.conftest import wait_for_socket
 
 from . import install
@@ -77,6 +79,7 @@ class Person:
         wait_for_socket(self.socket, process, log)
 
     def stop(self) -> None:
+        """Stop the daemon: the one started here, or one the CLI or the agent started."""
         for process in self.processes:
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
@@ -85,6 +88,15 @@ class Person:
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait(timeout=20)
+        autostarted = lock_holder(self.home / ".local" / "share" / "hikmah")
+        if autostarted is not None:
+            os.kill(autostarted, signal.SIGTERM)
+            deadline = time.monotonic() + 20
+            while (
+                lock_holder(self.home / ".local" / "share" / "hikmah")
+                and time.monotonic() < deadline
+            ):
+                time.sleep(0.05)
 
 
 @pytest.fixture

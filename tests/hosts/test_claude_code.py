@@ -116,9 +116,10 @@ def test_claude_code_with_what_setup_wrote(claude: Path, person: Person) -> None
     assert left == seen
 
 
-def test_claude_config_dir_is_honoured(claude: Path, person: Person) -> None:
-    person.start_daemon()
+def test_claude_config_dir_and_the_daemon_the_cli_started(claude: Path, person: Person) -> None:
+    """No daemon runs yet: the person's CLI starts one, and the agent finds it."""
     person.hikmah("remember", RULE, "--kind", "procedure", "--verified")
+    assert person.socket.is_socket()
     moved = person.home / "claude-config"
     env = {**person.env, "CLAUDE_CONFIG_DIR": str(moved)}
     person.hikmah("setup", "claude", env=env)

@@ -177,17 +177,19 @@ def test_codex_with_what_setup_wrote_on_the_systemd_socket(codex: Path, person: 
     assert "hikmah" in reviewed and not (person.home / ".codex" / "hooks.json").exists()
 
 
-def test_codex_home_is_honoured(codex: Path, person: Person) -> None:
-    person.start_daemon()
-    person.hikmah("remember", RULE, "--kind", "procedure", "--verified")
+def test_codex_home_and_a_daemon_the_agent_starts(codex: Path, person: Person) -> None:
+    """No daemon runs yet: the agent starts one, on the socket the person's CLI uses."""
     moved = person.home / "codex-home"
     moved.mkdir()
     env = {**person.env, "CODEX_HOME": str(moved)}
-    script = [Call("recall", {"query": "deploy staging switch"}), Say("Done.")]
+    script = [Call("remember", {"content": LEARNED}), Say("Done.")]
     with FakeModel(script) as model:
         (moved / "config.toml").write_text(persons_config(model))
         person.hikmah("setup", "codex", env=env)
         assert not (person.home / ".codex").exists()
-        answer, _session = ask(codex, person, env)
+        answer, session = ask(codex, person, env)
     assert answer == "Done." and not model.problems, model.problems
-    assert RULE in "\n".join(outputs(model.main_loop()[-1]))
+    assert "Remembered tr_" in "\n".join(outputs(model.main_loop()[-1]))
+    assert person.socket.is_socket()
+    (found,) = person.hikmah("--no-autostart", "recall", LEARNED, "--json")["results"]
+    assert found["trace"]["provenance"]["locator"] == f"agent-session:codex:{session}"
