@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from hikmah.principal import AgentSession
+from hikmah.principal import AgentSession, named_session
 
 from .peers import Peer
 
@@ -27,5 +27,6 @@ class Context:
     @property
     def session(self) -> AgentSession | None:
         """The agent session behind this connection: detected from the peer's process
-        tree, else declared by the client itself; None for a person."""
-        return self.peer.session or self.declared
+        tree (its id filled from the declaration when detection found none), else
+        declared by the client itself; None for a person."""
+        return named_session(self.peer.session, self.declared)
