@@ -16,27 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from hikmah import paths
+from hikmah.errors import REASONS
+from hikmah.vocabulary import KINDS, PREDICTION_TYPES, PRIVACIES, REMEMBERED_KINDS
 
 from . import render
 from .client import RemoteError, Unavailable, connect, environment_flags
 
 OK, INTERNAL, USAGE, REFUSED, NOT_FOUND, UNAVAILABLE = 0, 1, 2, 3, 4, 5
-EXIT_FOR_REASON = {
-    "invalid": USAGE,
-    "secret_detected": REFUSED,
-    "agent_restricted": REFUSED,
-    "policy": REFUSED,
-    "provenance": REFUSED,
-    "conflict": REFUSED,
-    "forbidden": REFUSED,
-    "too_large": USAGE,
-    "not_found": NOT_FOUND,
-    "unavailable": UNAVAILABLE,
-}
-KINDS = [
-    "observation", "episode", "belief", "procedure", "commitment",
-    "preference", "constraint", "outcome", "correction", "prediction",
-]  # fmt: skip
+# The exit code of each category of error reasons (hikmah.errors.REASONS); a failure
+# ("failed") exits INTERNAL.
+EXIT_FOR_CATEGORY = {"invalid": USAGE, "refused": REFUSED, "not_found": NOT_FOUND,
+                     "unavailable": UNAVAILABLE}  # fmt: skip
 
 REMEMBER_OPTIONS = (
     "salience", "confidence", "source", "locator", "authority", "claim_key",
@@ -149,7 +139,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p = command("remember", "write a trace", _remember)
     p.add_argument("content_arg", nargs="?", metavar="CONTENT", help="what to remember")
     p.add_argument("--content", help="what to remember (or give it positionally, or on stdin)")
-    p.add_argument("--kind", default="observation", choices=KINDS[:-1], help="default observation")
+    p.add_argument(
+        "--kind", default="observation", choices=REMEMBERED_KINDS, help="default observation"
+    )
     p.add_argument("--tag", action="append", default=[], metavar="T", help="a tag (repeatable)")
     p.add_argument("--salience", type=float, metavar="F", help="0..1, default 0.5")
     p.add_argument("--confidence", type=float, metavar="F", help="0..1, default 0.5")
@@ -163,7 +155,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument(
         "--deadline", metavar="D", help="epoch ms, YYYY-MM-DD[THH:MM[:SS]] UTC, +Nh, +Nd"
     )
-    p.add_argument("--privacy", choices=["public", "private", "sensitive"], help="default private")
+    p.add_argument("--privacy", choices=PRIVACIES, help="default private")
     p.add_argument("--scope", metavar="S", help="global (default), project:PATH, person:NAME")
     p.add_argument("--fulfills", metavar="ID", help="(an outcome) the commitment it reports done")
 
@@ -197,7 +189,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument(
         "--type",
         required=True,
-        choices=["noul", "choice", "score"],
+        choices=PREDICTION_TYPES,
         help="noul: will it happen (outcome yes/no); choice: which of --answer-space;"
         " score: a number in 0..1",
     )
@@ -999,8 +991,9 @@ class _Session:
             raise Exit(UNAVAILABLE) from None
         except RemoteError as exc:
             print(f"hikmah {self.args.command}: {exc}", file=sys.stderr)
-            if exc.reason in EXIT_FOR_REASON:
-                raise Exit(EXIT_FOR_REASON[exc.reason]) from None
+            category = REASONS.get(exc.reason or "")
+            if category in EXIT_FOR_CATEGORY:
+                raise Exit(EXIT_FOR_CATEGORY[category]) from None
             raise Exit(USAGE if exc.code in (-32600, -32602) else INTERNAL) from None
 
 

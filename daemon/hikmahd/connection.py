@@ -12,10 +12,12 @@ from typing import Any
 import msgspec
 import trio
 
+from hikmah.errors import TooLarge
+
 from .context import Context
 from .events import Events
 from .framing import FrameReader, Oversized
-from .rpc import APPLICATION_CODES, PARSE_ERROR, Dispatcher, RpcError, response
+from .rpc import PARSE_ERROR, Dispatcher, RpcError, error_for, response
 
 log = logging.getLogger(__name__)
 
@@ -52,10 +54,11 @@ class Connection:
                     break
                 for frame in reader.feed(data):
                     if isinstance(frame, Oversized):
-                        error = RpcError(
-                            APPLICATION_CODES["too_large"],
-                            f"frame of {frame.size} bytes is over the 1 MiB limit; it was skipped",
-                            {"reason": "too_large"},
+                        error = error_for(
+                            TooLarge(
+                                f"frame of {frame.size} bytes is over the 1 MiB limit;"
+                                " it was skipped"
+                            )
                         )
                         await self.send(response(None, error=error))
                         continue

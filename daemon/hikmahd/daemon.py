@@ -15,11 +15,12 @@ from typing import IO
 
 import trio
 
+from hikmah.errors import Forbidden
 from hikmah.policy import KernelPolicy
 from hikmah.principal import AgentSession, declared_session
 from hikmah.recall import RecallQuery, RecallResult, recall
 from hikmah.store import DEFAULT_MAP_SIZE, MAX_MAP_SIZE, Outcome, Store, Written
-from hikmah.trace import Status
+from hikmah.vocabulary import Status
 
 from . import learning, methods, transfer, vaulting
 from .capsules import Capsules
@@ -39,7 +40,7 @@ from .peers import identify, start_time
 from .policywatch import PolicyHolder
 from .reminders import Reminders
 from .replay import Replay
-from .rpc import APPLICATION_CODES, Dispatcher, RpcError, response
+from .rpc import Dispatcher, error_for, response
 from .turns import Turns
 from .vaulting import Vault
 from .writer import Offload, Writer, in_thread
@@ -283,11 +284,7 @@ class Daemon:
                 return
             if peer.uid != os.getuid():
                 log.warning("refused a connection from uid %d (pid %d)", peer.uid, peer.pid)
-                error = RpcError(
-                    APPLICATION_CODES["forbidden"],
-                    "hikmahd serves only its own user",
-                    {"reason": "forbidden"},
-                )
+                error = error_for(Forbidden("hikmahd serves only its own user"))
                 await Connection(stream, Context(self, peer), self.dispatcher).send(
                     response(None, error=error)
                 )

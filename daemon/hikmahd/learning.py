@@ -16,8 +16,9 @@ from hikmah.errors import ConflictError, HikmahError, InvalidInput
 from hikmah.invalidation import check_pattern, invalidation_draft, matching
 from hikmah.paths import project_scope
 from hikmah.store import TRANSCRIPT_TAG, Feedback, Pin, Promote, Remember
-from hikmah.trace import Draft, PredictionType, Trace
+from hikmah.trace import Draft, Trace
 from hikmah.transcripts import Transcript, parse_transcript
+from hikmah.vocabulary import PredictionType
 
 from .context import Context
 from .methods import IdParams, outcome_or_raise, submit_all, to_json

@@ -27,7 +27,8 @@ from hikmah.store import (
     StoredTrace,
     Written,
 )
-from hikmah.trace import Draft, Kind, Privacy
+from hikmah.trace import BaseDraft, Draft
+from hikmah.vocabulary import STANDING_KINDS, Kind
 
 from .context import Context
 from .rpc import JSON, NoParams, Params, Registry
@@ -64,30 +65,11 @@ async def submit_all(ctx: Context, operations: Sequence[Operation]) -> list[Outc
     return [outcome for outcome in outcomes if outcome is not None]
 
 
-class RememberParams(Params, frozen=True):
-    content: str
-    kind: Kind = "observation"
-    tags: tuple[str, ...] = ()
-    salience: float | None = None
-    confidence: float | None = None
-    source: str | None = None
-    locator: str | None = None
-    authority: float | None = None
-    verified: bool = False
-    claim_key: str | None = None
-    claim_value: str | None = None
-    supersedes: str | None = None
-    deadline: int | str | None = None
-    privacy: Privacy | None = None
-    scope: str | None = None
-    fulfills: str | None = None
-
-
-@registry.method("memory.remember", RememberParams)
-async def remember(ctx: Context, params: RememberParams) -> JSON:
-    fields = msgspec.structs.asdict(params)
+@registry.method("memory.remember", BaseDraft)
+async def remember(ctx: Context, params: BaseDraft) -> JSON:
+    draft = Draft(**msgspec.structs.asdict(params))
     written = outcome_or_raise(
-        await ctx.daemon.writer.submit(Remember(draft=Draft(**fields), session=ctx.session))
+        await ctx.daemon.writer.submit(Remember(draft=draft, session=ctx.session))
     )
     return {"trace": to_json(written.trace), "conflicts": written.conflicts}
 
@@ -198,9 +180,6 @@ def _commitments(ctx: Context, until: int | None, *, scope: str | None) -> list[
             {**_stored(entry), "overdue": deadline <= now, "due_in_ms": deadline - now}
         )
     return commitments
-
-
-STANDING_KINDS: tuple[Kind, ...] = ("constraint", "preference", "procedure")
 
 
 class ContextParams(Params, frozen=True):

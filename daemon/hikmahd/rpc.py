@@ -26,7 +26,8 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
-# Application errors, by the kernel's stable reason strings (-32000...-32099).
+# Application errors, by the stable reasons of hikmah.errors.REASONS (-32000...-32099);
+# invalid is -32602 (invalid params) and internal -32603.
 APPLICATION_CODES = {
     "secret_detected": -32001,
     "agent_restricted": -32002,

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 import trio
 
-from hikmah.errors import HikmahError
+from hikmah.errors import HikmahError, Unavailable
 from hikmah.policy import KernelPolicy
 from hikmah.store import Operation, Outcome, Store
 
@@ -36,6 +36,7 @@ GATHER_MAX_S = 0.002  # and never waits longer than this in all
 RECENT_S = 0.1  # the batches committed this recently tell how many writes to expect
 RECENT_BATCHES = 8
 T = TypeVar("T")
+SHUTTING_DOWN = "the daemon is shutting down: nothing was written"
 
 
 async def in_thread(call: Callable[[], T]) -> T:
@@ -46,12 +47,6 @@ async def in_thread(call: Callable[[], T]) -> T:
 # How blocking store work is run; tests on trio's MockClock run it inline, since a
 # virtual clock jumps ahead while the loop waits for a thread.
 Offload = Callable[[Callable[[], Any]], Awaitable[Any]]
-
-
-class ShuttingDown(HikmahError):
-    """The daemon stopped taking writes."""
-
-    reason = "unavailable"
 
 
 @dataclass
@@ -109,7 +104,7 @@ class Writer:
             try:
                 await self._send.send(pending)
             except (trio.ClosedResourceError, trio.BrokenResourceError):
-                raise ShuttingDown("the daemon is shutting down: nothing was written") from None
+                raise Unavailable(SHUTTING_DOWN) from None
             await pending.done.wait()
         if pending.error is not None:
             raise pending.error
@@ -148,7 +143,7 @@ class Writer:
                     break
             self._receive.close()
             for pending in left:
-                pending.error = ShuttingDown("the daemon is shutting down: nothing was written")
+                pending.error = Unavailable(SHUTTING_DOWN)
                 pending.done.set()
 
     async def _gather(self, taken: list[_Pending]) -> None:

@@ -71,7 +71,8 @@ from hikmah.policy import KernelPolicy, load_policy
 from hikmah.recall import RecallQuery, recall
 from hikmah.store import Remember, Store
 from hikmah.tokenizer import STOPWORDS
-from hikmah.trace import Draft, Kind, normalize_content
+from hikmah.trace import Draft, normalize_content
+from hikmah.vocabulary import Kind
 
 DAY_MS = 86_400_000
 DEFAULT_K = 5

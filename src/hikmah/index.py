@@ -43,16 +43,9 @@ import numpy.typing as npt
 
 from hikmah.sealing import Keys, Sealed, blind_claim, blind_claim_value, blind_term, open_trace
 from hikmah.tokenizer import terms
-from hikmah.trace import (
-    KINDS,
-    PRIVACIES,
-    STATUSES,
-    Status,
-    Trace,
-    normalize_claim_key,
-    normalize_claim_value,
-)
+from hikmah.trace import Trace, normalize_claim_key, normalize_claim_value
 from hikmah.vault import KeyDestroyed, VaultLocked
+from hikmah.vocabulary import KINDS, PRIVACIES, STATUSES, Status
 
 CHUNK = 256
 MAX_KEY = 511  # LMDB's key size limit, in bytes
@@ -89,9 +82,9 @@ FEEDBACK_PRIOR = 2
 FeatureArray = npt.NDArray[np.void]
 DocArray = npt.NDArray[np.uint32]
 
-KIND_CODE = {kind: code for code, kind in enumerate(KINDS)}
-STATUS_CODE = {status: code for code, status in enumerate(STATUSES)}
-PRIVACY_CODE = {privacy: code for code, privacy in enumerate(PRIVACIES)}
+KIND_CODE: dict[str, int] = {kind: code for code, kind in enumerate(KINDS)}
+STATUS_CODE: dict[str, int] = {status: code for code, status in enumerate(STATUSES)}
+PRIVACY_CODE: dict[str, int] = {privacy: code for code, privacy in enumerate(PRIVACIES)}
 
 _U32 = struct.Struct(">I")
 _DEADLINE_KEY = struct.Struct(">QI")
@@ -301,7 +294,7 @@ def read_chunk(txn: Any, dbs: Databases, chunk: int) -> FeatureArray:
 def status_of(txn: Any, dbs: Databases, docno: int) -> Status:
     raw = txn.get(u32(docno // CHUNK), db=dbs.features)
     row = np.frombuffer(raw, dtype=FEATURES, count=1, offset=(docno % CHUNK) * FEATURES.itemsize)
-    status: Status = STATUSES[int(row["status"][0])]  # type: ignore[assignment]
+    status: Status = STATUSES[int(row["status"][0])]
     return status
 
 

@@ -25,15 +25,13 @@ from hikmah.policy import KernelPolicy
 from hikmah.store import Store
 from hikmah.tokenizer import terms
 from hikmah.trace import (
-    STATUSES,
-    Kind,
-    Status,
     Trace,
     normalize_claim_key,
     normalize_claim_value,
     normalize_content,
     normalize_tag,
 )
+from hikmah.vocabulary import STATUSES, Kind, Status
 
 DAY_MS = 86_400_000
 Floats = npt.NDArray[np.float64]
@@ -430,7 +428,7 @@ class _Scorer:
     def _result(self, chosen: _Selected, scored: Rows, i: int, redundancy: float) -> RecallResult:
         """A chosen candidate as a result; ``scored`` holds its breakdown at row ``i``."""
         trace = chosen.trace
-        status: Status = STATUSES[int(scored["status"][i])]  # type: ignore[assignment]
+        status: Status = STATUSES[int(scored["status"][i])]
         return RecallResult(
             trace=trace,
             status=status,

@@ -32,12 +32,12 @@ from hikmah.trace import (
     GLOBAL_SCOPE,
     Draft,
     Provenance,
-    Status,
     Trace,
     is_model_source,
     new_trace_id,
     normalize_tag,
 )
+from hikmah.vocabulary import Status
 
 _SCOPE = re.compile(r"global|[a-z][a-z0-9_-]{0,31}:\S.*", re.S)
 # In UTF-8 bytes: each becomes part of an index key, and LMDB keys hold 511.

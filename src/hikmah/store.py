@@ -83,16 +83,10 @@ from hikmah.rules import build_trace, check_resolution
 from hikmah.sealing import Keys, Sealed, rewrapped, seal_trace
 from hikmah.secrets import check_fields
 from hikmah.tokenizer import terms
-from hikmah.trace import (
-    STATUSES,
-    Draft,
-    Status,
-    Trace,
-    normalize_claim_key,
-    normalize_claim_value,
-)
+from hikmah.trace import Draft, Trace, normalize_claim_key, normalize_claim_value
 from hikmah.transcripts import Message, Transcript
 from hikmah.vault import VaultLocked
+from hikmah.vocabulary import STATUSES, Status
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +104,7 @@ _SEALED = b"sealed"  # meta: some trace was sealed, so the store cannot open wit
 _SCRUB = b"scrub"  # meta: a destroyed data key may remain in free pages until they are dropped
 TRANSCRIPT_TAG = "transcript"  # the tag of every trace ingested from a session transcript
 # Kinds whose active traces a transcript candidate must not restate.
-STANDING_KINDS = ("constraint", "preference", "procedure", "belief", "correction")
+_RESTATED_KINDS = ("constraint", "preference", "procedure", "belief", "correction")
 _RESTATE_READS = 2000  # traces compared per candidate, those sharing its words
 _NEARLY_FULL = 8 << 20  # free bytes under which an I/O error means a full disk
 
@@ -868,7 +862,7 @@ class Store:
         columns = self.features(txn)
         docs = docs[
             (columns["status"][docs] == index.STATUS_CODE["active"])
-            & np.isin(columns["kind"][docs], [index.KIND_CODE[k] for k in STANDING_KINDS])
+            & np.isin(columns["kind"][docs], [index.KIND_CODE[k] for k in _RESTATED_KINDS])
         ]
         texts = (index.trace_at(txn, self.dbs, int(d)) for d in docs[:_RESTATE_READS])
         return restates(content, (t.content for t in texts if TRANSCRIPT_TAG not in t.tags))
@@ -991,7 +985,7 @@ class Store:
                     continue
                 yield StoredTrace(
                     trace=index.load_trace(txn, self.dbs, bytes(value)),
-                    status=status,  # type: ignore[arg-type]
+                    status=status,
                     superseded_by=index.successor(txn, self.dbs, docno),
                 )
 
@@ -1036,7 +1030,7 @@ class Store:
                     out.append(
                         StoredTrace(
                             trace=index.load_trace(txn, self.dbs, bytes(value)),
-                            status=status,  # type: ignore[arg-type]
+                            status=status,
                             superseded_by=index.successor(txn, self.dbs, docno),
                         )
                     )

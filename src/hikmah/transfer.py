@@ -42,12 +42,14 @@ from hikmah.ledger import GENESIS, Head, Record, decode_record, link_problem
 from hikmah.principal import AgentSession
 from hikmah.secrets import check_fields, redact
 from hikmah.store import Fulfill, Operation, Purge, Remember, StoredTrace
-from hikmah.trace import Draft, Kind, PredictionType, Privacy, Status
+from hikmah.trace import Draft, TraceFields
+from hikmah.vocabulary import Kind, PredictionType, Privacy, Status
 
 # Ids are echoed in reports and error messages, so they must look like ids
 # (the detector runs on them too: a credential pasted as an id is refused).
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
 _ENUM_VALUE = re.compile(r"Invalid enum value .*? - at")
+_DRAFT = frozenset(Draft.__struct_fields__)
 
 
 # --- JSON Lines of traces ----------------------------------------------------------------
@@ -64,30 +66,24 @@ class ImportedProvenance(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
     evidence: tuple[str, ...] = ()
 
 
-class ImportedTrace(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """One line of a JSON Lines import: a trace, missing fields taking the write defaults."""
+class ImportedTrace(TraceFields, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One line of a JSON Lines import: a trace as export writes it (provenance nested),
+    missing fields taking the write defaults."""
 
-    content: str
     id: str | None = None
-    kind: Kind = "observation"
-    tags: tuple[str, ...] = ()
     created_at: int | None = None
-    deadline: int | str | None = None
-    salience: float | None = None
-    confidence: float | None = None
-    privacy: Privacy | None = None
     provenance: ImportedProvenance = ImportedProvenance()
-    claim_key: str | None = None
-    claim_value: str | None = None
-    supersedes: str | None = None
-    scope: str | None = None
-    fulfills: str | None = None
     family: str | None = None
     value: str | None = None
     answer_space: tuple[str, ...] = ()
     prediction_type: PredictionType | None = None
     probability: float | None = None
     status: Status = "active"
+
+
+def _draft_fields(found: msgspec.Struct) -> dict[str, Any]:
+    """The fields of ``found`` that a :class:`~hikmah.trace.Draft` has too, by name."""
+    return {name: getattr(found, name) for name in found.__struct_fields__ if name in _DRAFT}
 
 
 class Planned(NamedTuple):
@@ -127,30 +123,7 @@ def trace_operation(line: Any, *, session: AgentSession | None = None) -> Planne
         ("fulfills", found.fulfills),
         *((f"provenance.evidence[{i}]", e) for i, e in enumerate(provenance.evidence)),
     )
-    draft = Draft(
-        content=found.content,
-        kind=found.kind,
-        tags=found.tags,
-        deadline=found.deadline,
-        salience=found.salience,
-        confidence=found.confidence,
-        privacy=found.privacy,
-        source=provenance.source,
-        locator=provenance.locator,
-        authority=provenance.authority,
-        verified=provenance.verified,
-        evidence=provenance.evidence,
-        claim_key=found.claim_key,
-        claim_value=found.claim_value,
-        supersedes=found.supersedes,
-        scope=found.scope,
-        fulfills=found.fulfills,
-        family=found.family,
-        value=found.value,
-        answer_space=found.answer_space,
-        prediction_type=found.prediction_type,
-        probability=found.probability,
-    )
+    draft = Draft(**_draft_fields(found), **_draft_fields(provenance))
     operation = Remember(
         draft=draft,
         session=session,
@@ -439,22 +412,7 @@ def reference_operation(
     trace = payload.trace
     _check_ids(("trace.id", trace.id), ("trace.supersedes", trace.supersedes))
     provenance = trace.provenance
-    draft = Draft(
-        content=trace.content,
-        kind=trace.kind,
-        tags=trace.tags,
-        deadline=trace.deadline_ms,
-        salience=trace.salience,
-        confidence=trace.confidence,
-        privacy=trace.privacy,
-        source=provenance.source,
-        locator=provenance.locator,
-        authority=provenance.authority,
-        verified=provenance.verified,
-        claim_key=trace.claim_key,
-        claim_value=trace.claim_value,
-        supersedes=trace.supersedes,
-    )
+    draft = Draft(**_draft_fields(trace), **_draft_fields(provenance), deadline=trace.deadline_ms)
     notes = []
     observed = provenance.observed_at_ms
     if observed is not None and observed != trace.created_at_ms:
