@@ -707,7 +707,7 @@ def _export(args: argparse.Namespace) -> int:
                 break
     progress.end()
     if args.output:
-        from .files import write_atomic  # noqa: PLC0415 -- only export --output writes files
+        from hikmah.durable import write_atomic  # noqa: PLC0415 -- only export --output writes
 
         try:
             write_atomic(Path(args.output), "".join(chunks).encode(), 0o600)

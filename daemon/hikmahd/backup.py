@@ -43,6 +43,7 @@ import lmdb
 import msgspec
 
 from hikmah import __version__
+from hikmah.durable import fsync_dir, fsync_file, write_atomic
 from hikmah.errors import HikmahError, InvalidInput, LedgerError
 from hikmah.headfile import HeadFile
 from hikmah.ledger import Head, decode_record, verify
@@ -184,7 +185,7 @@ def _write_backup(store: Store, snapshot: Snapshot, target: Path, now_ms: int) -
     snapshot.close()  # the copy is made: let LMDB reuse the pages it pinned
     data = target / LMDB_DIR / DATA_FILE
     data.chmod(0o600)
-    _fsync(data)
+    fsync_file(data)
     if head is not None:
         head_file = HeadFile(target / HEAD_FILE)
         head_file.write(head, None)
@@ -200,9 +201,11 @@ def _write_backup(store: Store, snapshot: Snapshot, target: Path, now_ms: int) -
         data_blake3=_digest(data),
     )
     # Written last: a directory without it is an unfinished backup, and restore says so.
-    _write_file(target / MANIFEST, msgspec.json.format(msgspec.json.encode(manifest)) + b"\n")
-    _fsync_dir(target / LMDB_DIR)
-    _fsync_dir(target)
+    write_atomic(
+        target / MANIFEST, msgspec.json.format(msgspec.json.encode(manifest)) + b"\n", 0o600
+    )
+    fsync_dir(target / LMDB_DIR)
+    fsync_dir(target)
     log.info("backed up %d ledger records to %s", manifest.records, target)
     return manifest
 
@@ -303,7 +306,7 @@ def restore(
             os.rename(aside, data_dir)
             shutil.rmtree(staging, ignore_errors=True)
             raise BackupError(f"cannot move the backup into place: {exc.strerror}") from None
-        _fsync_dir(data_dir.parent)
+        fsync_dir(data_dir.parent)
     else:
         _install(source, data_dir)
     with Store(data_dir, vault=vault) as store:
@@ -321,14 +324,14 @@ def _install(source: Path, target: Path) -> None:
     data = lmdb_dir / DATA_FILE
     shutil.copyfile(source / LMDB_DIR / DATA_FILE, data)
     data.chmod(0o600)
-    _fsync(data)
+    fsync_file(data)
     if (source / HEAD_FILE).exists():
         head = target / HEAD_FILE
         shutil.copyfile(source / HEAD_FILE, head)
         head.chmod(0o600)
-        _fsync(head)
-    _fsync_dir(lmdb_dir)
-    _fsync_dir(target)
+        fsync_file(head)
+    fsync_dir(lmdb_dir)
+    fsync_dir(target)
 
 
 def _verify_copy(directory: Path, head: Head | None) -> int:
@@ -373,33 +376,6 @@ def _digest(path: Path) -> str:
         while chunk := file.read(_CHUNK):
             hasher.update(chunk)
     return hasher.hexdigest()
-
-
-def _write_file(path: Path, data: bytes) -> None:
-    temp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(temp, path)
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _free(path: Path) -> Path:

@@ -41,6 +41,7 @@ from hikmah.consolidation import (
     promotion_draft,
     transcript_proposal,
 )
+from hikmah.durable import fsync_dir, fsync_file
 from hikmah.errors import (
     ConflictError,
     HikmahError,
@@ -238,14 +239,6 @@ class _Gate:
             with self._lock:
                 self._replacing = False
                 self._lock.notify_all()
-
-
-def _fsync_directory(path: Path) -> None:
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
 
 
 class Scheduled(NamedTuple):
@@ -1267,11 +1260,10 @@ class Store:
             map_size = int(self.env.info()["map_size"])
             self.env.copy(str(copy_dir), compact=True)
             copied = copy_dir / "data.mdb"
-            with copied.open("rb") as file:
-                os.fsync(file.fileno())
+            fsync_file(copied)
             self.env.close()
             os.replace(copied, self.data_dir / LMDB_DIR / "data.mdb")
-            _fsync_directory(self.data_dir / LMDB_DIR)
+            fsync_dir(self.data_dir / LMDB_DIR)
             self.env, self.dbs = self._open_env(map_size, self.dbs.vault)
         shutil.rmtree(copy_dir, ignore_errors=True)
         self._forget_columns()
