@@ -35,12 +35,22 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from hikmah.payloads import (
+    CompactedPayload,
+    FeedbackPayload,
+    FulfillPayload,
+    Payload,
+    PinPayload,
+    RedactedPayload,
+    RememberPayload,
+    SupersedePayload,
+)
 from hikmah.sealing import Keys, Sealed, blind_claim, blind_claim_value, blind_term, open_trace
 from hikmah.tokenizer import terms
 from hikmah.trace import Trace, normalize_claim_key, normalize_claim_value
@@ -93,75 +103,6 @@ _TRACE_ENCODER = msgspec.msgpack.Encoder()
 _TRACE_DECODER = msgspec.msgpack.Decoder(Trace)
 _SEALED_DOC = b"\x00"
 _SEALED_DECODER = msgspec.msgpack.Decoder(Sealed)
-
-
-class RemovePayload(msgspec.Struct, frozen=True, tag_field="type", tag="purge"):
-    """A purge tombstone: the trace leaves every index and recall."""
-
-    id: str
-    reason: str
-
-
-class RememberPayload(msgspec.Struct, frozen=True, tag_field="type", tag="remember"):
-    trace: Trace
-
-
-class SupersedePayload(msgspec.Struct, frozen=True, tag_field="type", tag="supersede"):
-    old_id: str
-    new_id: str
-
-
-class FulfillPayload(msgspec.Struct, frozen=True, tag_field="type", tag="fulfill"):
-    id: str
-    by: str | None = None
-
-
-class FeedbackPayload(msgspec.Struct, frozen=True, tag_field="type", tag="feedback"):
-    """A recalled trace the writer acted on led to a good or a bad outcome."""
-
-    id: str
-    outcome: Literal["good", "bad"]
-    by: str | None = None
-
-
-class PinPayload(msgspec.Struct, frozen=True, tag_field="type", tag="pin"):
-    """Keep a trace at full weight (no decay, no negative feedback), or stop."""
-
-    id: str
-    pinned: bool
-    by: str | None = None
-
-
-class RedactedPayload(msgspec.Struct, frozen=True, tag_field="type", tag="redacted"):
-    """What compaction leaves of a purged trace's remember record: no text at all."""
-
-    id: str
-    kind: str
-    created_at: int
-
-
-class CompactedPayload(msgspec.Struct, frozen=True, tag_field="type", tag="compacted"):
-    """The last record of a compacted ledger: the head of the chain it replaced."""
-
-    old_seq: int
-    old_hash: str
-    redacted: int
-    at: int
-
-
-Payload = (
-    RememberPayload
-    | Sealed
-    | RedactedPayload
-    | CompactedPayload
-    | SupersedePayload
-    | FulfillPayload
-    | RemovePayload
-    | FeedbackPayload
-    | PinPayload
-)
-PAYLOAD_DECODER = msgspec.json.Decoder(Payload)
-PAYLOAD_ENCODER = msgspec.json.Encoder()
 
 
 @dataclass(frozen=True)

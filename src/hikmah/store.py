@@ -52,30 +52,28 @@ from hikmah.errors import (
     StoreFull,
 )
 from hikmah.headfile import HeadFile
-from hikmah.index import (
-    FEATURES,
-    PAYLOAD_DECODER,
-    PAYLOAD_ENCODER,
-    CompactedPayload,
-    Databases,
-    FeedbackPayload,
-    FulfillPayload,
-    Payload,
-    PinPayload,
-    RedactedPayload,
-    RememberPayload,
-    RemovePayload,
-    SupersedePayload,
-)
+from hikmah.index import FEATURES, Databases
 from hikmah.ingest import extract_candidates, restates
 from hikmah.ledger import (
     GENESIS,
     Head,
-    Record,
     VerifyReport,
     decode_record,
     encode_record,
     verify,
+)
+from hikmah.payloads import (
+    PAYLOAD_ENCODER,
+    CompactedPayload,
+    FeedbackPayload,
+    FulfillPayload,
+    Payload,
+    PinPayload,
+    PurgePayload,
+    RedactedPayload,
+    RememberPayload,
+    SupersedePayload,
+    decode_payload,
 )
 from hikmah.policy import KernelPolicy
 from hikmah.principal import AgentSession, refuse_in_agent_session, stamp_locator
@@ -556,7 +554,7 @@ class Store:
                     opened = plain.trace if isinstance(plain, RememberPayload) else None
                     index.apply_payload(txn, self.dbs, payload, dirty, plain=opened)
                     self._forget_reminders(txn, payload)
-                    shredded = isinstance(payload, RemovePayload) and self._shred(txn, payload.id)
+                    shredded = isinstance(payload, PurgePayload) and self._shred(txn, payload.id)
                     destroyed |= shredded
                     seq, prev = record.seq, record.hash
                 outcomes.append(self._written(txn, payloads[0], seq, key_destroyed=shredded))
@@ -632,7 +630,7 @@ class Store:
         check_fields([("reason", operation.reason)])
         if status == "purged":
             raise ConflictError(f"{operation.id} is already purged")
-        return [RemovePayload(id=operation.id, reason=operation.reason.strip())]
+        return [PurgePayload(id=operation.id, reason=operation.reason.strip())]
 
     def _validate_remember(
         self, txn: Any, operation: Remember, now_ms: int, policy: KernelPolicy
@@ -1186,7 +1184,7 @@ class Store:
                 )
             records = [decode_record(bytes(line)) for _key, line in txn.cursor(db=self.dbs.ledger)]
             payloads = [decode_payload(record) for record in records]
-            purged = {p.id for p in payloads if isinstance(p, RemovePayload)}
+            purged = {p.id for p in payloads if isinstance(p, PurgePayload)}
             bodies, redacted = [], []
             for record, payload in zip(records, payloads, strict=True):
                 if isinstance(payload, RememberPayload | Sealed) and payload.trace.id in purged:
@@ -1314,13 +1312,3 @@ class Store:
 
 def _reminder_key(trace_id: str, stage: Stage) -> bytes:
     return f"{trace_id}\0{stage}".encode()
-
-
-def decode_payload(record: Record) -> Payload:
-    """The typed payload of one of our own ledger records."""
-    try:
-        return PAYLOAD_DECODER.decode(record.payload)
-    except msgspec.DecodeError as exc:
-        raise LedgerError(
-            f"record {record.seq} has a payload this version cannot read: {exc}"
-        ) from None

@@ -38,15 +38,16 @@ import lmdb
 import msgspec
 import pytest
 
-from hikmah.index import (
-    Databases,
+from hikmah.index import Databases
+from hikmah.ledger import decode_record
+from hikmah.payloads import (
     FulfillPayload,
+    PurgePayload,
     RedactedPayload,
     RememberPayload,
-    RemovePayload,
+    decode_payload,
 )
-from hikmah.ledger import decode_record
-from hikmah.store import Store, decode_payload
+from hikmah.store import Store
 from hikmah.trace import Trace
 from tests.daemon.conftest import Conn, Running, wait_for_socket
 
@@ -245,7 +246,7 @@ def read_ledger(store: Store) -> LedgerView:
             view.types[type(payload).__name__] += 1
             if isinstance(payload, RememberPayload):
                 view.traces[payload.trace.id] = payload.trace
-            elif isinstance(payload, RemovePayload):
+            elif isinstance(payload, PurgePayload):
                 view.purged.add(payload.id)
             elif isinstance(payload, FulfillPayload):
                 view.fulfilled.add(payload.id)
