@@ -42,7 +42,7 @@ import blake3
 import lmdb
 import msgspec
 
-from hikmah import __version__
+from hikmah import __version__, maintenance, queries
 from hikmah.durable import fsync_dir, fsync_file, write_atomic
 from hikmah.errors import HikmahError, InvalidInput, LedgerError
 from hikmah.headfile import HeadFile
@@ -310,8 +310,8 @@ def restore(
     else:
         _install(source, data_dir)
     with Store(data_dir, vault=vault) as store:
-        report = store.verify()
-        counts = store.counts()
+        report = maintenance.verify(store)
+        counts = store.read(queries.counts)
     if not report.ok:  # checked above; this would be a bug or a disk going bad
         raise BackupError("the restored ledger does not verify: " + "; ".join(report.errors))
     return Restored(source=source, data_dir=data_dir, aside=aside, manifest=manifest, counts=counts)

@@ -19,7 +19,8 @@ from hikmah.errors import Forbidden
 from hikmah.policy import KernelPolicy
 from hikmah.principal import AgentSession, declared_session
 from hikmah.recall import RecallQuery, RecallResult, recall
-from hikmah.store import DEFAULT_MAP_SIZE, MAX_MAP_SIZE, Outcome, Store, Written
+from hikmah.rules import Outcome, Written
+from hikmah.store import DEFAULT_MAP_SIZE, MAX_MAP_SIZE, Store
 from hikmah.vocabulary import Status
 
 from . import learning, methods, transfer, vaulting
@@ -143,7 +144,7 @@ class Daemon:
             now, policy = self.now_ms(), self.policy
 
             def run() -> list[RecallResult]:
-                return recall(self.store, query, now_ms=now, policy=policy)
+                return self.store.read(recall, query, now_ms=now, policy=policy)
 
             began = time.perf_counter()
             if self._recall_s < INLINE_RECALL_S:

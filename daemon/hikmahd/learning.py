@@ -11,13 +11,15 @@ from typing import Annotated, Literal
 import msgspec
 import trio
 
+from hikmah import queries
 from hikmah.calibration import calibrate, resolved_pair
+from hikmah.consolidation import proposals
 from hikmah.errors import ConflictError, HikmahError, InvalidInput
 from hikmah.invalidation import check_pattern, invalidation_draft, matching
 from hikmah.paths import project_scope
-from hikmah.store import TRANSCRIPT_TAG, Feedback, Pin, Promote, Remember
+from hikmah.rules import Feedback, Pin, Promote, Remember
 from hikmah.trace import Draft, Trace
-from hikmah.transcripts import Transcript, parse_transcript
+from hikmah.transcripts import TRANSCRIPT_TAG, Transcript, parse_transcript
 from hikmah.vocabulary import PredictionType
 
 from .context import Context
@@ -133,8 +135,9 @@ async def invalidate(ctx: Context, params: InvalidateParams) -> JSON:
     store, session = ctx.daemon.store, ctx.session
 
     def find() -> list[Trace]:
-        active = (entry.trace for entry in store.traces(include_inactive=False))
-        return matching(active, params.pattern, params.tags)
+        with store.snapshot() as snapshot:
+            active = (e.trace for e in queries.traces(snapshot, include_inactive=False))
+            return matching(active, params.pattern, params.tags)
 
     found = await trio.to_thread.run_sync(find)
     refused = [
@@ -173,8 +176,8 @@ async def invalidate(ctx: Context, params: InvalidateParams) -> JSON:
 async def consolidate(ctx: Context, params: NoParams) -> JSON:
     """Proposals of durable beliefs (REFERENCE.md "Consolidation"); never writes."""
     daemon = ctx.daemon
-    proposals = await trio.to_thread.run_sync(daemon.store.proposals, daemon.policy)
-    return {"proposals": to_json(proposals)}
+    found = await trio.to_thread.run_sync(daemon.store.read, proposals, daemon.policy)
+    return {"proposals": to_json(found)}
 
 
 class PromoteParams(Params, frozen=True):
@@ -201,7 +204,7 @@ class CalibrationParams(Params, frozen=True):
 @registry.method("memory.calibration", CalibrationParams)
 async def calibration(ctx: Context, params: CalibrationParams) -> JSON:
     """Brier, base-rate Brier, ECE and Spiegelhalter's Z per family of predictions."""
-    pairs = await trio.to_thread.run_sync(ctx.daemon.store.resolutions)
+    pairs = await trio.to_thread.run_sync(ctx.daemon.store.read, queries.resolutions)
     resolved = [resolved_pair(prediction, outcome) for prediction, outcome in pairs]
     reports = calibrate(resolved, family=params.family, family_prefix=params.family_prefix)
     return {"families": to_json(reports)}

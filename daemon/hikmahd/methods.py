@@ -10,23 +10,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 import msgspec
 import trio
 
-from hikmah import __version__
+from hikmah import __version__, maintenance, queries
 from hikmah.errors import HikmahError, InvalidInput, NotFound
 from hikmah.focus import FocusCapsule, check_note
 from hikmah.ledger import Head
 from hikmah.policy import KernelPolicy, render_policy
 from hikmah.principal import refuse_in_agent_session
+from hikmah.queries import StoredTrace
 from hikmah.recall import RecallQuery, RecallResult
+from hikmah.rules import Fulfill, Operation, Outcome, Purge, Remember, Written
 from hikmah.secrets import check_fields
-from hikmah.store import (
-    Fulfill,
-    Operation,
-    Outcome,
-    Purge,
-    Remember,
-    StoredTrace,
-    Written,
-)
 from hikmah.trace import BaseDraft, Draft
 from hikmah.vocabulary import STANDING_KINDS, Kind
 
@@ -111,16 +104,16 @@ def _stored(entry: StoredTrace) -> JSON:
 @registry.method("memory.show", IdParams)
 async def show(ctx: Context, params: IdParams) -> JSON:
     store = ctx.daemon.store
-    current = store.get(params.id)
+    current = store.read(queries.get, params.id)
     return {
         **_stored(current),
-        "history": [_stored(entry) for entry in store.history(params.id)],
+        "history": [_stored(entry) for entry in store.read(queries.history, params.id)],
     }
 
 
 @registry.method("memory.conflicts", NoParams)
 async def conflicts(ctx: Context, params: NoParams) -> JSON:
-    return {"conflicts": to_json(ctx.daemon.store.conflicts())}
+    return {"conflicts": to_json(ctx.daemon.store.read(queries.conflicts))}
 
 
 @registry.method("memory.fulfill", IdParams)
@@ -171,7 +164,7 @@ def _commitments(ctx: Context, until: int | None, *, scope: str | None) -> list[
     """Open commitments due by ``until``, soonest first (only those holding in ``scope``)."""
     now = ctx.daemon.now_ms()
     commitments: list[JSON] = []
-    for entry in ctx.daemon.store.commitments(until_ms=until):
+    for entry in ctx.daemon.store.read(queries.commitments, until_ms=until):
         if scope is not None and entry.trace.scope not in ("global", scope):
             continue
         deadline = entry.trace.deadline
@@ -194,7 +187,8 @@ class ContextParams(Params, frozen=True):
 async def context(ctx: Context, params: ContextParams) -> JSON:
     """What a session should start with: standing rules, commitments due soon, open conflicts."""
     store = ctx.daemon.store
-    standing = store.standing(
+    standing = store.read(
+        queries.standing,
         kinds=params.kinds,
         scope=params.scope,
         verified_only=params.verified_only,
@@ -205,7 +199,7 @@ async def context(ctx: Context, params: ContextParams) -> JSON:
         "scope": params.scope or "global",
         "standing": [_stored(entry) for entry in standing],
         "commitments": _commitments(ctx, until, scope=params.scope),
-        "conflicts": to_json(store.conflicts()),
+        "conflicts": to_json(store.read(queries.conflicts)),
     }
 
 
@@ -222,12 +216,16 @@ async def verify(ctx: Context, params: VerifyParams) -> JSON:
         raise InvalidInput("expect_head, accept_tail and reset_head exclude each other")
     store = ctx.daemon.store
     if params.accept_tail or params.reset_head:
-        move = store.accept_tail if params.accept_tail else store.reset_head
-        report = await ctx.daemon.writer.exclusive(lambda: move(session=ctx.session))
+        refuse_in_agent_session(
+            ctx.session,
+            "verify-ledger --accept-tail" if params.accept_tail else "verify-ledger --reset-head",
+        )
+        move = maintenance.accept_tail if params.accept_tail else maintenance.reset_head
+        report = await ctx.daemon.writer.exclusive(lambda: move(store))
         await ctx.daemon.reminders.reload()  # accepted records may hold commitments
     else:
         pinned = None if params.expect_head is None else parse_head(params.expect_head)
-        report = store.verify(expect_head=pinned)
+        report = maintenance.verify(store, expect_head=pinned)
     return to_json(report)
 
 
@@ -236,7 +234,7 @@ async def compact(ctx: Context, params: NoParams) -> JSON:
     """Rewrite the ledger without purged text, re-chained, the old head recorded (a person only)."""
     refuse_in_agent_session(ctx.session, "compact")
     daemon = ctx.daemon
-    done = await daemon.writer.exclusive(lambda: daemon.store.compact(daemon.now_ms()))
+    done = await daemon.writer.exclusive(lambda: maintenance.compact(daemon.store, daemon.now_ms()))
     await daemon.reminders.reload()
     return to_json(done)
 
@@ -269,14 +267,14 @@ async def status(ctx: Context, params: NoParams) -> JSON:
     store = daemon.store
     report_head = store.head
     now = daemon.now_ms()
-    queue = store.commitments()
+    queue = store.read(queries.commitments)
     return {
         "pid": os.getpid(),
         "version": __version__,
         "uptime_s": round(time.monotonic() - daemon.started, 3),
         "socket": str(daemon.socket_path),
         "data_dir": str(store.data_dir),
-        "counts": store.counts(),
+        "counts": store.read(queries.counts),
         "head": None if report_head is None else to_json(report_head),
         "policy": {"path": str(daemon.policy_path), "error": daemon.policy_error},
         "vault": daemon.vault is not None,
@@ -340,7 +338,7 @@ def capsule_view(daemon: Daemon, capsule: FocusCapsule) -> JSON:
     traces, gone = [], []
     for held in capsule.ordered():
         try:
-            stored = daemon.store.get(held.id)
+            stored = daemon.store.read(queries.get, held.id)
         except NotFound:
             capsule.held.pop(held.id, None)
             gone.append(held.id)
@@ -383,7 +381,7 @@ async def focus_absorb(ctx: Context, params: FocusAbsorb) -> JSON:
 @registry.method("focus.pin", FocusTrace)
 async def focus_pin(ctx: Context, params: FocusTrace) -> JSON:
     capsule = ctx.daemon.capsules.get(params.name, ctx.daemon.now_ms())
-    ctx.daemon.store.get(params.id)  # NotFound for an unknown or purged trace
+    ctx.daemon.store.read(queries.get, params.id)  # NotFound for an unknown or purged trace
     evicted = capsule.pin(params.id)
     return {**capsule_view(ctx.daemon, capsule), "evicted": evicted}
 

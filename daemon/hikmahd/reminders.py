@@ -15,10 +15,12 @@ from typing import Any
 import msgspec
 import trio
 
+from hikmah import queries
 from hikmah.deadlines import format_ms
 from hikmah.errors import HikmahError
 from hikmah.promises import PromiseQueue, Reminder, Stage
-from hikmah.store import Outcome, Store, Written
+from hikmah.rules import Outcome, Written
+from hikmah.store import Store
 
 from .events import Events
 from .notify import DesktopNotifier
@@ -105,7 +107,7 @@ class Reminders:
         settled = []
         for count, reminder in enumerate(due, 1):
             try:
-                stored = self.store.get(reminder.trace_id)
+                stored = self.store.read(queries.get, reminder.trace_id)
             except HikmahError:
                 continue  # purged meanwhile
             if stored.status != "active":
@@ -160,7 +162,7 @@ class Reminders:
         self._wake.set()
 
     async def _load(self) -> None:
-        scheduled = await self.writer.offload(self.store.scheduled)
+        scheduled = await self.writer.offload(lambda: self.store.read(queries.scheduled))
         for count, entry in enumerate(scheduled, 1):
             self.queue.schedule(entry.trace_id, entry.deadline, entry.created_at, entry.delivered)
             if count % 4096 == 0:

@@ -18,10 +18,10 @@ from typing import Annotated, Any, Literal
 import msgspec
 import trio
 
-from hikmah import transfer
+from hikmah import queries, transfer
 from hikmah.errors import HikmahError, InvalidInput
 from hikmah.ledger import Head, decode_record
-from hikmah.store import Operation, Outcome, Written
+from hikmah.rules import Operation, Outcome, Written
 
 from . import backup
 from .context import Context
@@ -49,14 +49,17 @@ async def export(ctx: Context, params: ExportParams) -> JSON:
     store = ctx.daemon.store
 
     def page() -> tuple[list[Any], str | None]:
-        entries, after = store.export_page(
-            params.after, params.limit, include_superseded=params.include_superseded
+        entries, after = store.read(
+            queries.export_page,
+            params.after,
+            params.limit,
+            include_superseded=params.include_superseded,
         )
         lines: list[Any] = []
         size = 0
         for entry in entries:
             target = entry.trace.supersedes
-            found = None if target is None else store.lookup(target)
+            found = None if target is None else store.read(queries.lookup, target)
             keep = found is not None and transfer.exported(
                 found.status, include_superseded=params.include_superseded
             )
@@ -109,7 +112,7 @@ async def import_(ctx: Context, params: ImportParams) -> JSON:
     settled = 0
     fulfils: list[tuple[int, Operation]] = []
     for due in params.settle:
-        found = ctx.daemon.store.lookup(due.id)
+        found = ctx.daemon.store.read(queries.lookup, due.id)
         action = transfer.settle(due.id, due.status, found, session=ctx.session)
         if action is None:
             settled += int(found is not None)
@@ -187,7 +190,7 @@ async def import_ledger(ctx: Context, params: ImportLedgerParams) -> JSON:
     linked = 0
     for line, link in checks:
         problem = transfer.supersede_problem(
-            link, store.lookup(link.old_id), store.lookup(link.new_id)
+            link, store.read(queries.lookup, link.old_id), store.read(queries.lookup, link.new_id)
         )
         if problem is None:
             linked += 1
@@ -218,7 +221,7 @@ async def _apply(ctx: Context, planned: Sequence[tuple[int, Operation]]) -> _App
     todo: list[tuple[int, Operation]] = []
     for line, operation in planned:
         own = transfer.target_id(operation)
-        if own is not None and transfer.already_done(operation, store.lookup(own)):
+        if own is not None and transfer.already_done(operation, store.read(queries.lookup, own)):
             done.already += 1
         else:
             todo.append((line, operation))

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import msgspec
 
+from hikmah import maintenance
 from hikmah.errors import PolicyError
 from hikmah.policy import load_policy
 from hikmah.principal import refuse_in_agent_session
@@ -74,7 +75,7 @@ class Vault:
     def _rewrap(self, store: Store) -> int:
         keyring, keys = self._opened(), self.keys
         assert keys is not None
-        count = store.rotate(keys)  # durable when it returns
+        count = maintenance.rotate(store, keys)  # durable when it returns
         for old in keys.retiring:
             keyring.finish_rotation(old)
         self.keys = keyring.load_or_create()

@@ -26,7 +26,8 @@ import trio
 
 from hikmah.errors import HikmahError, Unavailable
 from hikmah.policy import KernelPolicy
-from hikmah.store import Operation, Outcome, Store
+from hikmah.rules import Operation, Outcome
+from hikmah.store import Store
 
 log = logging.getLogger(__name__)
 

@@ -69,7 +69,8 @@ import msgspec
 from hikmah.errors import HikmahError, InvalidInput, PolicyError
 from hikmah.policy import KernelPolicy, load_policy
 from hikmah.recall import RecallQuery, recall
-from hikmah.store import Remember, Store
+from hikmah.rules import Remember
+from hikmah.store import Store
 from hikmah.tokenizer import STOPWORDS
 from hikmah.trace import Draft, normalize_content
 from hikmah.vocabulary import Kind
@@ -440,7 +441,7 @@ def _hikmah_ranker(
         query = RecallQuery(
             query=case.query, tags=case.tags, kinds=case.kinds, limit=k, scope=case.scope
         )
-        results = recall(store, query, now_ms=now_ms, policy=policy)
+        results = store.read(recall, query, now_ms=now_ms, policy=policy)
         return [key_of[r.trace.id] for r in results]
 
     return rank

@@ -40,8 +40,9 @@ import msgspec
 from hikmah.errors import HikmahError, InvalidInput, LedgerError
 from hikmah.ledger import GENESIS, Head, Record, decode_record, link_problem
 from hikmah.principal import AgentSession
+from hikmah.queries import StoredTrace
+from hikmah.rules import Fulfill, Operation, Purge, Remember
 from hikmah.secrets import check_fields, redact
-from hikmah.store import Fulfill, Operation, Purge, Remember, StoredTrace
 from hikmah.trace import Draft, TraceFields
 from hikmah.vocabulary import Kind, PredictionType, Privacy, Status
 

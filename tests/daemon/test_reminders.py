@@ -17,7 +17,9 @@ from typing import Any
 import trio
 import trio.testing
 
-from hikmah.store import Fulfill, Purge, Remember, Store, Written
+from hikmah import queries
+from hikmah.rules import Fulfill, Purge, Remember, Written
+from hikmah.store import Store
 from hikmah.trace import Draft
 from hikmahd.connection import Connection
 from hikmahd.context import Context
@@ -183,7 +185,9 @@ async def test_many_due_at_the_same_instant(
         assert ids <= seen
         assert virtual_now() - BASE == HOUR
         await h.recorded()
-        assert all(entry.delivered == ("overdue",) for entry in h.daemon.store.scheduled())
+        assert all(
+            entry.delivered == ("overdue",) for entry in h.daemon.store.read(queries.scheduled)
+        )
 
 
 async def test_deadlines_years_away_wait_quietly(
@@ -296,5 +300,5 @@ async def test_delivery_records_go_with_the_commitment(
         await h.next_reminder()
         await h.recorded()
         await h.write(Fulfill(id=trace_id))
-        with h.daemon.store.read() as txn:
-            assert list(txn.cursor(db=h.daemon.store.dbs.reminders)) == []
+        with h.daemon.store.snapshot() as snapshot:
+            assert list(snapshot.txn.cursor(db=h.daemon.store.dbs.reminders)) == []

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from hikmah import queries
 from hikmah.errors import InvalidInput, ProvenanceRefused
 from hikmah.invalidation import check_pattern, invalidation_draft, matching
-from hikmah.store import Remember, Store
+from hikmah.rules import Remember
+from hikmah.store import Store
 
 from .conftest import remember, write
 
@@ -30,7 +32,7 @@ def test_a_correction_per_trace_that_can_be_undone(store: Store) -> None:
     assert written.trace is not None
     assert written.trace.content == "Invalidated (migrated): db is mysql"
     assert written.trace.claim_key is None and "invalidated" in written.trace.tags
-    assert store.get(old.id).status == "superseded"
+    assert store.read(queries.get, old.id).status == "superseded"
     # Undo: supersede the correction with the original statement.
     (restored,) = write(
         store,
@@ -40,7 +42,10 @@ def test_a_correction_per_trace_that_can_be_undone(store: Store) -> None:
             )
         ),
     )
-    assert store.get(written.trace.id).status == "superseded" and restored.trace is not None
+    assert (
+        store.read(queries.get, written.trace.id).status == "superseded"
+        and restored.trace is not None
+    )
 
 
 def test_stale_keeps_the_claim_at_half_confidence(store: Store) -> None:
