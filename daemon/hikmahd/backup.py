@@ -7,7 +7,7 @@ A backup directory holds what a data directory holds, and a manifest::
     DIR/manifest.json   format, version, records, head, time, size and BLAKE3 of data.mdb
 
 **The head matches the copy.** The copy is taken from one read snapshot
-(``env.copy(compact=True, txn=…)``), and that snapshot is opened, with its last
+(``env.copy(compact=True, txn=…)``), and that transaction is opened, with its last
 record and the acknowledged head read, in the writer's turn between batches
 (:meth:`~hikmahd.writer.Writer.exclusive`, a few microseconds): then every
 committed record is acknowledged, so the snapshot's last record *is* the head
@@ -90,9 +90,10 @@ class Manifest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
 
 
 @dataclass
-class Snapshot:
-    """A read transaction of the live store with the head that goes with it."""
+class Pinned:
+    """A read transaction of the live store, pinned with the head that goes with it."""
 
+    env: Any
     txn: Any
     last: Head | None
     head: Head | None
@@ -128,8 +129,9 @@ def prepare_dir(target: Path) -> None:
         raise InvalidInput(f"cannot use {target} for a backup: {exc.strerror}") from None
 
 
-def open_snapshot(store: Store) -> Snapshot:
-    """Open the snapshot a backup copies. Call it in the writer's turn, between batches."""
+def pin(store: Store) -> Pinned:
+    """Open the read transaction a backup copies. Call it in the writer's turn, between
+    batches."""
     txn = store.env.begin()
     opened = False
     try:
@@ -139,7 +141,8 @@ def open_snapshot(store: Store) -> Snapshot:
     finally:
         if not opened:
             txn.abort()
-    return Snapshot(
+    return Pinned(
+        env=store.env,
         txn=txn,
         last=None if last is None else Head(seq=last.seq, hash=last.hash),
         head=store.head,
@@ -147,8 +150,8 @@ def open_snapshot(store: Store) -> Snapshot:
     )
 
 
-def write_backup(store: Store, snapshot: Snapshot, target: Path, now_ms: int) -> Manifest:
-    """Copy the snapshot into the empty directory ``target``; closes the snapshot.
+def write_backup(pinned: Pinned, target: Path, now_ms: int) -> Manifest:
+    """Copy the pinned transaction into the empty directory ``target``; closes it.
 
     Raises:
         BackupError: the store's head is unreadable, or the copy does not verify
@@ -156,33 +159,33 @@ def write_backup(store: Store, snapshot: Snapshot, target: Path, now_ms: int) ->
     """
     done = False
     try:
-        manifest = _write_backup(store, snapshot, target, now_ms)
+        manifest = _write_backup(pinned, target, now_ms)
         done = True
     finally:
-        snapshot.close()
+        pinned.close()
         if not done:
             _clear(target)
     return manifest
 
 
-def _write_backup(store: Store, snapshot: Snapshot, target: Path, now_ms: int) -> Manifest:
-    if snapshot.head_error is not None:
+def _write_backup(pinned: Pinned, target: Path, now_ms: int) -> Manifest:
+    if pinned.head_error is not None:
         raise BackupError(
-            f"the ledger head is unreadable ({snapshot.head_error}): a backup could not"
+            f"the ledger head is unreadable ({pinned.head_error}): a backup could not"
             " be checked; run hikmah verify-ledger first"
         )
-    head = snapshot.head
-    if snapshot.last is not None and (head is None or snapshot.last.seq > head.seq):
+    head = pinned.head
+    if pinned.last is not None and (head is None or pinned.last.seq > head.seq):
         raise BackupError(
             "the ledger has records past its acknowledged head: a backup would keep a"
             " tail nobody acknowledged; inspect it with hikmah verify-ledger first"
         )
     (target / LMDB_DIR).mkdir(mode=0o700)
     try:
-        store.env.copy(str(target / LMDB_DIR), compact=True, txn=snapshot.txn)
+        pinned.env.copy(str(target / LMDB_DIR), compact=True, txn=pinned.txn)
     except lmdb.Error as exc:
         raise BackupError(f"LMDB could not copy the store ({exc}); nothing was kept") from None
-    snapshot.close()  # the copy is made: let LMDB reuse the pages it pinned
+    pinned.close()  # the copy is made: let LMDB reuse the pages it pinned
     data = target / LMDB_DIR / DATA_FILE
     data.chmod(0o600)
     fsync_file(data)

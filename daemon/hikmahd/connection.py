@@ -30,12 +30,10 @@ class Connection:
     def __init__(self, stream: trio.abc.Stream, context: Context, dispatcher: Dispatcher) -> None:
         self.stream = stream
         self.context = context
-        context.connection = self
+        context.line = self
         self.dispatcher = dispatcher
         self._send_lock = trio.Lock()
         self._limiter = trio.CapacityLimiter(MAX_IN_FLIGHT)
-        # One recall of this connection at a time (see methods.recall_in_turn).
-        self.recall_turn = trio.Lock()
         self._nursery: trio.Nursery | None = None
         self._events_scope: trio.CancelScope | None = None
         self.closed = False

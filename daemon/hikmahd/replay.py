@@ -19,7 +19,7 @@ from hikmah.policy import KernelPolicy
 from hikmah.store import Store
 
 from .events import Events
-from .writer import Offload
+from .scheduling import Offload
 
 log = logging.getLogger(__name__)
 IDLE_CHECK_S = 60.0  # how often a disabled schedule looks whether it was enabled

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -26,8 +26,10 @@ import trio
 
 from hikmah.errors import HikmahError, Unavailable
 from hikmah.policy import KernelPolicy
-from hikmah.rules import Operation, Outcome
+from hikmah.rules import Operation, Outcome, Written
 from hikmah.store import Store
+
+from .scheduling import Offload, in_thread
 
 log = logging.getLogger(__name__)
 
@@ -40,20 +42,10 @@ T = TypeVar("T")
 SHUTTING_DOWN = "the daemon is shutting down: nothing was written"
 
 
-async def in_thread(call: Callable[[], T]) -> T:
-    """Run blocking store work (a sync, a long read) off the event loop."""
-    return await trio.to_thread.run_sync(call)
-
-
-# How blocking store work is run; tests on trio's MockClock run it inline, since a
-# virtual clock jumps ahead while the loop waits for a thread.
-Offload = Callable[[Callable[[], Any]], Awaitable[Any]]
-
-
 @dataclass
 class _Pending:
     # A write to batch, or a store maintenance call (a head move) to run alone.
-    work: Operation | Callable[[], Any]
+    work: Operation | Callable[[Store], Any]
     done: trio.Event = field(default_factory=trio.Event)
     result: Any = None
     error: BaseException | None = None
@@ -92,12 +84,48 @@ class Writer:
         result: Outcome = await self._queue(operation)
         return result
 
-    async def exclusive(self, call: Callable[[], T]) -> T:
-        """Run ``call`` in a worker thread in the writer's turn, between batches."""
+    async def write(self, operation: Operation) -> Written:
+        """Queue one operation; what it wrote once durable.
+
+        Raises:
+            HikmahError: the operation was refused, or the whole batch failed.
+        """
+        outcome = await self.submit(operation)
+        if isinstance(outcome, HikmahError):
+            raise outcome
+        return outcome
+
+    async def submit_all(
+        self, operations: Sequence[Operation], *, in_order: bool = False
+    ) -> list[Outcome]:
+        """Submit operations together, so that they share commits; their outcomes, in order.
+
+        With ``in_order`` they also take effect in their order (a correction after
+        the trace it supersedes). Each is submitted by a task of its own, and trio
+        runs tasks started together in any order; in order, each task is started
+        only after the one before it ran: a task's first step queues its operation
+        (the channel keeps order), and trio runs every task made runnable before a
+        checkpoint ahead of those made runnable after it. Batching is unchanged.
+        """
+        outcomes: list[Outcome | None] = [None] * len(operations)
+
+        async def one(position: int, operation: Operation) -> None:
+            outcomes[position] = await self.submit(operation)
+
+        async with trio.open_nursery() as nursery:
+            for position, operation in enumerate(operations):
+                nursery.start_soon(one, position, operation)
+                if in_order:
+                    await trio.lowlevel.checkpoint()
+        return [outcome for outcome in outcomes if outcome is not None]
+
+    async def exclusive(self, call: Callable[[Store], T]) -> T:
+        """Run ``call(store)`` off the event loop in the writer's turn, between batches:
+        store maintenance (a head move, compaction, a backup's snapshot)."""
         result: T = await self._queue(call)
         return result
 
-    async def _queue(self, work: Operation | Callable[[], Any]) -> Any:
+    async def _queue(self, work: Operation | Callable[[Store], Any]) -> Any:
         # Shielded: a caller whose client hung up cannot pull its write back out
         # of a batch that is already committing, nor leave the batch unanswered.
         pending = _Pending(work)
@@ -231,7 +259,7 @@ class Writer:
     async def _run(self, pending: _Pending) -> None:
         call = pending.work
         assert callable(call)
-        result = await self._run_in_thread([pending], call)
+        result = await self._run_in_thread([pending], lambda: call(self.store))
         if pending.error is None:
             pending.result = result
             pending.done.set()

@@ -207,7 +207,7 @@ async def test_events_reach_a_subscribed_connection_over_a_stream(
     async with running(tmp_path) as h:
         client, server = trio.testing.memory_stream_pair()
         peer = Peer(pid=1, uid=0, gid=0, session=None)
-        connection = Connection(server, Context(h.daemon, peer), h.daemon.dispatcher)
+        connection = Connection(server, Context(h.daemon.services, peer), h.daemon.dispatcher)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(connection.serve)
             lines = Lines(client)
@@ -280,7 +280,9 @@ async def test_a_client_subscribing_after_a_late_reminder_still_gets_it(
         await h.next_reminder()  # fired at start, before any client could subscribe
         client, server = trio.testing.memory_stream_pair()
         connection = Connection(
-            server, Context(h.daemon, Peer(pid=1, uid=0, gid=0, session=None)), h.daemon.dispatcher
+            server,
+            Context(h.daemon.services, Peer(pid=1, uid=0, gid=0, session=None)),
+            h.daemon.dispatcher,
         )
         async with trio.open_nursery() as nursery:
             nursery.start_soon(connection.serve)
