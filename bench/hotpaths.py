@@ -129,10 +129,11 @@ parser = m.build_parser()
 c2 = time.process_time()
 a = parser.parse_args(["--socket", {str(args.socket)!r}, "recall", "deploy cache worker"])
 c3 = time.process_time()
-method, params, show = a.handler(a)
+command = m.BY_NAME[a.command]
+method, params = command.request(a)
 result = m.call(a, method, params)
 c4 = time.process_time()
-show(result)
+command.show(result)
 c5 = time.process_time()
 print(*(round(1000 * x, 2) for x in (c1 - c0, c2 - c1, c3 - c2, c4 - c3, c5 - c4)))
 """

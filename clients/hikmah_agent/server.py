@@ -24,7 +24,7 @@ from pydantic import Field
 
 from hikmah import __version__
 from hikmah.paths import project_scope
-from hikmah_cli import framing
+from hikmah_cli import agent_text as framing
 from hikmah_cli.client import RemoteError, Unavailable
 
 from .link import Link, host_from_client_name
