@@ -72,7 +72,7 @@ from hikmah.recall import RecallQuery, recall
 from hikmah.rules import Remember
 from hikmah.store import Store
 from hikmah.tokenizer import STOPWORDS
-from hikmah.trace import Draft, normalize_content
+from hikmah.trace import Draft, draft_fields, normalize_content
 from hikmah.vocabulary import Kind
 
 DAY_MS = 86_400_000
@@ -411,21 +411,10 @@ def _fill_store(store: Store, cases: CaseFile, policy: KernelPolicy) -> dict[str
         created = now - round(spec.age_days * DAY_MS)
         ids[spec.key] = _trace_id(spec.key, created)
         deadline = None if spec.deadline_days is None else now + round(spec.deadline_days * DAY_MS)
-        draft = Draft(
-            content=spec.content,
-            kind=spec.kind,
-            tags=spec.tags,
-            deadline=deadline,
-            salience=spec.salience,
-            confidence=spec.confidence,
-            source=spec.source,
-            authority=spec.authority,
-            verified=spec.verified,
-            claim_key=spec.claim_key,
-            claim_value=spec.claim_value,
-            supersedes=None if spec.supersedes is None else ids[spec.supersedes],
-            scope=spec.scope,
-        )
+        # A case names the trace it supersedes by its key.
+        supersedes = None if spec.supersedes is None else ids[spec.supersedes]
+        fields = {**draft_fields(spec), "deadline": deadline, "supersedes": supersedes}
+        draft = Draft(**fields)
         operations.append(Remember(draft=draft, trace_id=ids[spec.key], created_at=created))
     outcomes = store.apply(operations, now_ms=now, policy=policy, sync=False)
     for spec, outcome in zip(cases.trace, outcomes, strict=True):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import unicodedata
+from typing import Any
 
 import msgspec
 
@@ -107,6 +108,12 @@ class Draft(BaseDraft, frozen=True, kw_only=True, forbid_unknown_fields=True):
     probability: float | None = None
 
 
+def draft_fields(found: msgspec.Struct) -> dict[str, Any]:
+    """The fields of ``found`` (an import line, a test case) that a :class:`Draft` has too,
+    by name: what a writing path copies over before it sets the rest."""
+    return {name: getattr(found, name) for name in found.__struct_fields__ if name in _DRAFT}
+
+
 def new_trace_id(now_ms: int) -> str:
     """A time-sortable, stable id: ``tr_`` + 12 hex digits of milliseconds + 10 random.
 
@@ -115,6 +122,9 @@ def new_trace_id(now_ms: int) -> str:
     refuses a duplicate id anyway.
     """
     return f"tr_{now_ms & 0xFFFF_FFFF_FFFF:012x}{os.urandom(5).hex()}"
+
+
+_DRAFT = frozenset(Draft.__struct_fields__)
 
 
 def _collapse(text: str) -> str:

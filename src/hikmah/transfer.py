@@ -39,18 +39,18 @@ import msgspec
 
 from hikmah.errors import HikmahError, InvalidInput, LedgerError
 from hikmah.ledger import GENESIS, Head, Record, decode_record, link_problem
+from hikmah.payloads import SupersedePayload
 from hikmah.principal import AgentSession
 from hikmah.queries import StoredTrace
 from hikmah.rules import Fulfill, Operation, Purge, Remember
 from hikmah.secrets import check_fields, redact
-from hikmah.trace import Draft, TraceFields
+from hikmah.trace import Draft, TraceFields, draft_fields
 from hikmah.vocabulary import Kind, PredictionType, Privacy, Status
 
 # Ids are echoed in reports and error messages, so they must look like ids
 # (the detector runs on them too: a credential pasted as an id is refused).
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
 _ENUM_VALUE = re.compile(r"Invalid enum value .*? - at")
-_DRAFT = frozenset(Draft.__struct_fields__)
 
 
 # --- JSON Lines of traces ----------------------------------------------------------------
@@ -80,11 +80,6 @@ class ImportedTrace(TraceFields, frozen=True, kw_only=True, forbid_unknown_field
     prediction_type: PredictionType | None = None
     probability: float | None = None
     status: Status = "active"
-
-
-def _draft_fields(found: msgspec.Struct) -> dict[str, Any]:
-    """The fields of ``found`` that a :class:`~hikmah.trace.Draft` has too, by name."""
-    return {name: getattr(found, name) for name in found.__struct_fields__ if name in _DRAFT}
 
 
 class Planned(NamedTuple):
@@ -124,7 +119,7 @@ def trace_operation(line: Any, *, session: AgentSession | None = None) -> Planne
         ("fulfills", found.fulfills),
         *((f"provenance.evidence[{i}]", e) for i, e in enumerate(provenance.evidence)),
     )
-    draft = Draft(**_draft_fields(found), **_draft_fields(provenance))
+    draft = Draft(**draft_fields(found), **draft_fields(provenance))
     operation = Remember(
         draft=draft,
         session=session,
@@ -344,11 +339,6 @@ class _RefRemember(msgspec.Struct, frozen=True, tag_field="type", tag="remember"
     trace: _RefTrace
 
 
-class _RefSupersede(msgspec.Struct, frozen=True, tag_field="type", tag="supersede"):
-    old_id: str
-    new_id: str
-
-
 class _RefFulfill(msgspec.Struct, frozen=True, tag_field="type", tag="fulfill"):
     id: str
 
@@ -358,7 +348,8 @@ class _RefPurge(msgspec.Struct, frozen=True, tag_field="type", tag="purge"):
     reason: str | None = None
 
 
-_REF_DECODER = msgspec.json.Decoder(_RefRemember | _RefSupersede | _RefFulfill | _RefPurge)
+# A supersede record is ours to the letter.
+_REF_DECODER = msgspec.json.Decoder(_RefRemember | SupersedePayload | _RefFulfill | _RefPurge)
 REFERENCE_TYPES = ("remember", "supersede", "fulfill", "purge")
 
 
@@ -400,7 +391,7 @@ def reference_operation(
                 " (it maps remember, supersede, fulfill and purge)"
             ) from None
         raise InvalidInput(f"malformed {kind or ''} payload: {_describe(exc)}") from None
-    if isinstance(payload, _RefSupersede):
+    if isinstance(payload, SupersedePayload):
         _check_ids(("old_id", payload.old_id), ("new_id", payload.new_id))
         return SupersedeCheck(payload.old_id, payload.new_id), None
     if isinstance(payload, _RefFulfill):
@@ -413,7 +404,7 @@ def reference_operation(
     trace = payload.trace
     _check_ids(("trace.id", trace.id), ("trace.supersedes", trace.supersedes))
     provenance = trace.provenance
-    draft = Draft(**_draft_fields(trace), **_draft_fields(provenance), deadline=trace.deadline_ms)
+    draft = Draft(**draft_fields(trace), **draft_fields(provenance), deadline=trace.deadline_ms)
     notes = []
     observed = provenance.observed_at_ms
     if observed is not None and observed != trace.created_at_ms:
