@@ -13,7 +13,7 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -22,9 +22,7 @@ import trio
 
 from hikmah.errors import Forbidden
 from hikmah.policy import KernelPolicy
-from hikmah.rules import Outcome, Written
 from hikmah.store import DEFAULT_MAP_SIZE, MAX_MAP_SIZE, Store
-from hikmah.vocabulary import Status
 
 from .capsules import Capsules
 from .connection import Connection
@@ -45,7 +43,7 @@ from .policywatch import PolicyHolder
 from .reminders import Reminders
 from .replay import Replay
 from .rpc import Dispatcher, error_for, response
-from .scheduling import Offload, Recalls, in_thread
+from .scheduling import Offload, Recalls, in_thread, wall_ms
 from .services import Services
 from .vaulting import Vault
 from .writer import Writer
@@ -60,23 +58,6 @@ REGISTRIES = tuple(
 # How long in-flight replies may take once a stop was asked for.
 STOP_GRACE_S = 2.0
 IDLE_SWEEP_S = 60.0
-
-
-def wall_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-def changes(written: Written) -> list[tuple[str, Status]]:
-    """(trace id, new status) of every trace one write changed."""
-    trace = written.trace
-    if trace is None:
-        return [(written.id, written.status)]  # a fulfil or a purge
-    found: list[tuple[str, Status]] = [(trace.id, "active")]
-    if trace.supersedes is not None:
-        found.append((trace.supersedes, "superseded"))
-    if trace.fulfills is not None:
-        found.append((trace.fulfills, "fulfilled"))
-    return found
 
 
 @dataclass(frozen=True)
@@ -107,8 +88,9 @@ class Daemon:
         self.store = store
         self.now_ms = now_ms
         self.policies = PolicyHolder(config.policy_path, vault_on=vault is not None)
-        self.writer = Writer(store, lambda: self.policy, self._on_commit, now_ms, offload)
         self.events = Events()
+        policy = self.policies.in_force
+        self.writer = Writer(store, policy, now_ms=now_ms, offload=offload)
         self.reminders = Reminders(
             store,
             self.writer,
@@ -118,12 +100,14 @@ class Daemon:
             self.policy.reminders.lead_minutes,
             offload,
         )
-        self.replay = Replay(store, self.events, offload, lambda: self.policy)
+        # Every durable batch updates the promise queue, then tells the subscribers.
+        self.writer.listeners = (self.reminders.on_commit, self.events.changed)
+        self.replay = Replay(store, self.events, offload, policy)
         self.capsules = Capsules()
         self.services = Services(
             store=store,
             writer=self.writer,
-            recalls=Recalls(store, lambda: self.policy, now_ms, offload),
+            recalls=Recalls(store, policy, now_ms, offload),
             reminders=self.reminders,
             events=self.events,
             capsules=self.capsules,
@@ -137,13 +121,6 @@ class Daemon:
         )
         self.dispatcher = Dispatcher(*REGISTRIES, offload=offload)
         self.connections: set[Connection] = set()
-
-    def _on_commit(self, outcomes: Sequence[Outcome]) -> None:
-        self.reminders.on_commit(outcomes)
-        for outcome in outcomes:
-            if isinstance(outcome, Written):
-                for trace_id, status in changes(outcome):
-                    self.events.publish("memory.changed", {"id": trace_id, "status": status})
 
     def _policy_changed(self) -> None:
         self.reminders.set_lead(self.policy.reminders.lead_minutes)

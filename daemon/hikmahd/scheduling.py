@@ -1,4 +1,5 @@
-"""What runs where: the one way work leaves the event loop, and whose recall runs next.
+"""What runs where and when: the one way work leaves the event loop, the clock, and whose
+recall runs next.
 
 Blocking work (an LMDB sync, a long read, a file) runs through one hook,
 :data:`Offload` (a worker thread; inline under trio's ``MockClock``, whose
@@ -46,6 +47,11 @@ UNREAD_LIMIT = 0
 # in a thread, where the loop gets the GIL back every interval and timers
 # (reminders) stay on time. Decided by the recent average.
 INLINE_RECALL_S = sys.getswitchinterval() / 2
+
+
+def wall_ms() -> int:
+    """The wall clock in epoch milliseconds: the daemon's ``now`` (tests pass their own)."""
+    return time.time_ns() // 1_000_000
 
 
 async def in_thread(call: Callable[[], T]) -> T:

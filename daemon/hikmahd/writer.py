@@ -16,7 +16,6 @@ writer never waits.
 from __future__ import annotations
 
 import logging
-import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from hikmah.policy import KernelPolicy
 from hikmah.rules import Operation, Outcome, Written
 from hikmah.store import Store
 
-from .scheduling import Offload, in_thread
+from .scheduling import Offload, in_thread, wall_ms
 
 log = logging.getLogger(__name__)
 
@@ -58,13 +57,19 @@ class Writer:
         self,
         store: Store,
         policy: Callable[[], KernelPolicy],
-        on_commit: Callable[[Sequence[Outcome]], None] | None = None,
-        now_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+        listeners: Sequence[Callable[[Sequence[Outcome]], None]] = (),
+        now_ms: Callable[[], int] = wall_ms,
         offload: Offload = in_thread,
     ) -> None:
+        """Make the writer of ``store``.
+
+        Args:
+            listeners: called with each batch's outcomes once it is durable, in
+                batch order (the promise queue, the event subscribers).
+        """
         self.store = store
         self.policy = policy
-        self.on_commit = on_commit
+        self.listeners = listeners
         self.now_ms = now_ms
         self.offload = offload
         # Set once every batch committed so far has been synced and answered.
@@ -248,8 +253,8 @@ class Writer:
             for pending, outcome in zip(batch, outcomes, strict=True):
                 pending.result = outcome
                 pending.done.set()
-            if self.on_commit is not None:
-                self.on_commit(outcomes)
+            for listener in self.listeners:
+                listener(outcomes)
         answered.set()
 
     def _sync(self) -> bool:

@@ -37,6 +37,7 @@ import lmdb
 from hikmah import index
 from hikmah.durable import fsync_dir, fsync_file
 from hikmah.errors import ConflictError, HikmahError, InvalidInput, LedgerError, StoreFull
+from hikmah.gate import Gate
 from hikmah.headfile import HeadFile
 from hikmah.layout import LAYOUT, SEQ, Databases, reminder_key
 from hikmah.ledger import GENESIS, Head, decode_record, encode_record
@@ -77,51 +78,6 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
-class _Gate:
-    """Many users of the LMDB environment at once, or the one that replaces its file.
-
-    Shared entry is re-entrant per thread, so a reader that reads again inside
-    its own transaction never waits for a replacement that waits for it.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Condition()
-        self._users = 0
-        self._replacing = False
-        self._mine = threading.local()
-
-    @contextlib.contextmanager
-    def shared(self) -> Iterator[None]:
-        depth = getattr(self._mine, "depth", 0)
-        with self._lock:
-            while self._replacing and depth == 0:
-                self._lock.wait()
-            self._users += 1
-        self._mine.depth = depth + 1
-        try:
-            yield
-        finally:
-            self._mine.depth = depth
-            with self._lock:
-                self._users -= 1
-                self._lock.notify_all()
-
-    @contextlib.contextmanager
-    def exclusive(self) -> Iterator[None]:
-        with self._lock:
-            while self._replacing:
-                self._lock.wait()
-            self._replacing = True
-            while self._users:
-                self._lock.wait()
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._replacing = False
-                self._lock.notify_all()
-
-
 class Store:
     """The ledger and its indexes in one LMDB environment under ``data_dir``.
 
@@ -153,7 +109,7 @@ class Store:
         self.max_map_size = max(map_size, max_map_size)
         # py-lmdb would create the directory with the file mode (no x bit).
         (data_dir / LMDB_DIR).mkdir(mode=0o700, exist_ok=True)
-        self._gate = _Gate()
+        self._gate = Gate()
         self.env, self.dbs = self._open_env(map_size, None)
         try:
             self.vault_id = self._open_vault(vault)
