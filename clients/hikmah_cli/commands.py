@@ -66,10 +66,28 @@ def _pick(args: argparse.Namespace, name: str) -> Any:
 
 
 SCOPE_HELP = "global (default), project:PATH, person:NAME"
-WRITE_OPTIONS = (
-    "salience", "confidence", "source", "locator", "authority", "claim_key",
-    "claim_value", "supersedes", "deadline", "privacy", "scope", "fulfills", "verified",
-)  # fmt: skip
+# The flags of remember that each fill the param of their own name (the others are
+# content, kind and tags).
+WRITE_FLAGS = (
+    arg("--salience", type=float, metavar="F", help="0..1, default 0.5"),
+    arg("--confidence", type=float, metavar="F", help="0..1, default 0.5"),
+    arg("--source", metavar="S", help="kind:name, e.g. human:ana, doc:runbook"),
+    arg("--locator", metavar="L", help="where in the source (file:line, URL)"),
+    arg("--authority", type=float, metavar="F", help="0..1, default 0.5"),
+    arg("--verified", action="store_true", help="a person checked it (never agents)"),
+    arg("--claim-key", metavar="K", help="structured claim key (with --claim-value)"),
+    arg("--claim-value", metavar="V", help="structured claim value"),
+    arg("--supersedes", metavar="ID", help="the trace this one corrects"),
+    arg("--deadline", metavar="D", help="epoch ms, YYYY-MM-DD[THH:MM[:SS]] UTC, +Nh, +Nd"),
+    arg("--privacy", choices=PRIVACIES, help="default private"),
+    arg("--scope", metavar="S", help=SCOPE_HELP),
+    arg("--fulfills", metavar="ID", help="(an outcome) the commitment it reports done"),
+)
+
+
+def dest(flag: Arg) -> str:
+    """The attribute (and param) a flag fills: ``--claim-key`` fills ``claim_key``."""
+    return flag.names[-1].lstrip("-").replace("-", "_")
 
 
 def _remember(args: argparse.Namespace) -> Request:
@@ -79,7 +97,7 @@ def _remember(args: argparse.Namespace) -> Request:
     if content is None:
         raise UsageError("say what to remember: hikmah remember 'TEXT' (or --content, or stdin)")
     params = {"content": content, "kind": args.kind, "tags": args.tag}
-    return "memory.remember", {**params, **_given(args, *WRITE_OPTIONS)}
+    return "memory.remember", {**params, **_given(args, *map(dest, WRITE_FLAGS))}
 
 
 def _recall(args: argparse.Namespace) -> Request:
@@ -168,19 +186,7 @@ COMMANDS: tuple[Command, ...] = (
                 help="default observation",
             ),
             arg("--tag", action="append", default=[], metavar="T", help="a tag (repeatable)"),
-            arg("--salience", type=float, metavar="F", help="0..1, default 0.5"),
-            arg("--confidence", type=float, metavar="F", help="0..1, default 0.5"),
-            arg("--source", metavar="S", help="kind:name, e.g. human:ana, doc:runbook"),
-            arg("--locator", metavar="L", help="where in the source (file:line, URL)"),
-            arg("--authority", type=float, metavar="F", help="0..1, default 0.5"),
-            arg("--verified", action="store_true", help="a person checked it (never agents)"),
-            arg("--claim-key", metavar="K", help="structured claim key (with --claim-value)"),
-            arg("--claim-value", metavar="V", help="structured claim value"),
-            arg("--supersedes", metavar="ID", help="the trace this one corrects"),
-            arg("--deadline", metavar="D", help="epoch ms, YYYY-MM-DD[THH:MM[:SS]] UTC, +Nh, +Nd"),
-            arg("--privacy", choices=PRIVACIES, help="default private"),
-            arg("--scope", metavar="S", help=SCOPE_HELP),
-            arg("--fulfills", metavar="ID", help="(an outcome) the commitment it reports done"),
+            *WRITE_FLAGS,
         ),
         _remember,
         render.remembered,
