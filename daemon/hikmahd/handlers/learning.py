@@ -12,7 +12,7 @@ from hikmah.calibration import calibrate, resolved_pair
 from hikmah.errors import HikmahError
 from hikmah.invalidation import check_pattern, invalidation_plan, matching
 from hikmah.rules import Feedback, Pin, Remember
-from hikmah.trace import Draft, Trace
+from hikmah.trace import Draft, Trace, draft_fields
 from hikmah.vocabulary import PredictionType
 
 from ..context import Context
@@ -38,19 +38,13 @@ class PredictParams(Params, frozen=True):
 
 @registry.method("memory.predict", PredictParams)
 async def predict(ctx: Context, params: PredictParams) -> JSON:
+    # The forecast's own wire names: question, type and p.
     draft = Draft(
+        **draft_fields(params),
         kind="prediction",
         content=params.question,
-        family=params.family,
         prediction_type=params.type,
         probability=params.p,
-        value=params.value,
-        answer_space=params.answer_space,
-        source=params.source,
-        locator=params.locator,
-        tags=params.tags,
-        scope=params.scope,
-        deadline=params.deadline,
     )
     operation = Remember(draft=draft, session=ctx.session, allow_prediction=True)
     written = await ctx.services.writer.write(operation)
