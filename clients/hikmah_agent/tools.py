@@ -15,7 +15,7 @@ annotations that say what it does, which hosts read to decide whether to ask
 the person first (Codex runs a tool without asking when it is read-only, or
 neither destructive nor open-world).
 
-Everything recalled comes back framed by :mod:`hikmah_cli.framing`: as dated
+Everything recalled comes back framed by :mod:`hikmah_cli.agent_text`: as dated
 observations with their provenance, within a token budget.
 """
 
@@ -31,7 +31,8 @@ import msgspec
 from msgspec import Meta
 
 from hikmah.paths import project_scope
-from hikmah_cli import framing
+from hikmah.vocabulary import Kind, RememberedKind
+from hikmah_cli import agent_text as framing
 from hikmah_cli.client import RemoteError, Unavailable
 
 from .link import Link, Writer
@@ -48,11 +49,6 @@ INSTRUCTIONS = (
 )
 
 JSON = dict[str, Any]
-WritableKind = Literal[
-    "observation", "episode", "belief", "procedure", "commitment",
-    "preference", "constraint", "outcome", "correction",
-]  # fmt: skip
-Kind = Literal[WritableKind, "prediction"]
 Budget = Annotated[
     int,
     Meta(
@@ -333,7 +329,7 @@ class Remember(Args):
 
     content: Annotated[str, Meta(description="What to remember, in one or two sentences.")]
     kind: Annotated[
-        WritableKind,
+        RememberedKind,
         Meta(description="observation (the default), belief, procedure, preference, ..."),
     ] = "observation"
     tags: Tags = None

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from .files import write_atomic
+from hikmah.durable import write_atomic
 
 BACKUP_SUFFIX = ".hikmah-backup"
 SERVER = "hikmah"
