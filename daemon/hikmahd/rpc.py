@@ -50,6 +50,8 @@ APPLICATION_CODES = {
     "ledger": -32009,
     "forbidden": -32010,
     "unavailable": -32011,
+    "presence_required": -32012,
+    "presence_denied": -32013,
 }
 
 JSON = Any

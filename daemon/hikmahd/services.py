@@ -17,6 +17,7 @@ from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
 from hikmah.ledger import Head
 from hikmah.policy import KernelPolicy
+from hikmah.presence import PresenceState
 from hikmah.snapshot import Snapshot
 
 from .capsules import Capsules
@@ -25,6 +26,7 @@ from .peers import Restrictions
 from .policywatch import PolicyHolder
 from .reminders import Reminders
 from .scheduling import Offload, Recalls
+from .tickets import Tickets
 from .vaulting import Vault
 from .writer import Writer
 
@@ -43,6 +45,9 @@ class Reads(Protocol):
 
     @property
     def vault_id(self) -> str | None: ...
+
+    @property
+    def presence(self) -> PresenceState: ...
 
     def snapshot(self) -> AbstractContextManager[Snapshot]: ...
 
@@ -63,6 +68,7 @@ class Services:
     capsules: Capsules
     policies: PolicyHolder
     restrictions: Restrictions
+    tickets: Tickets
     vault: Vault | None
     now_ms: Callable[[], int]
     offload: Offload

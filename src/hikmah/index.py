@@ -41,6 +41,7 @@ from hikmah.payloads import (
     FulfillPayload,
     Payload,
     PinPayload,
+    PresencePayload,
     RedactedPayload,
     RememberPayload,
     SupersedePayload,
@@ -129,8 +130,8 @@ def _apply_traces(
     if isinstance(payload, RedactedPayload):
         _add_stub(snapshot, payload.id, payload.kind, payload.created_at, dirty)
         return
-    if isinstance(payload, CompactedPayload):
-        return
+    if isinstance(payload, CompactedPayload | PresencePayload):
+        return  # no trace: presence is the store's own state (hikmah.presence)
     target = payload.old_id if isinstance(payload, SupersedePayload) else payload.id
     docno = snapshot.docno(target)
     if docno is None:

@@ -135,6 +135,20 @@ class VaultPolicy(_Section, frozen=True):
     ] = False
 
 
+class PresencePolicy(_Section, frozen=True):
+    """Person presence (on once a person sets a passphrase): how long a proof lasts."""
+
+    ticket_minutes: Annotated[
+        float,
+        msgspec.Meta(
+            gt=0.0,
+            le=60.0,
+            description="minutes a proof of presence holds for the terminal and shell that"
+            " typed the passphrase",
+        ),
+    ] = 5.0
+
+
 class KernelPolicy(_Section, frozen=True):
     """Everything the kernel decides by number. Defaults match the reference."""
 
@@ -161,6 +175,7 @@ class KernelPolicy(_Section, frozen=True):
     focus: FocusPolicy = FocusPolicy()
     replay: ReplayPolicy = ReplayPolicy()
     vault: VaultPolicy = VaultPolicy()
+    presence: PresencePolicy = PresencePolicy()
 
     def __post_init__(self) -> None:
         if self.allow_sensitive_persistence and not self.vault.enabled:

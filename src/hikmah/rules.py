@@ -36,6 +36,7 @@ from hikmah.payloads import (
     FulfillPayload,
     Payload,
     PinPayload,
+    PresencePayload,
     PurgePayload,
     RememberPayload,
     SupersedePayload,
@@ -118,7 +119,17 @@ class Purge(msgspec.Struct, frozen=True, kw_only=True):
     session: AgentSession | None = None
 
 
-Operation = Remember | Fulfill | Feedback | Pin | Promote | Purge
+class SetPresence(msgspec.Struct, frozen=True, kw_only=True):
+    """Turn person presence on (``set``), change its passphrase, or turn it off
+    (``remove``; ``reset`` is the way back from a forgotten passphrase, with the daemon
+    stopped). ``hash`` is the new passphrase's Argon2id hash (None to turn it off)."""
+
+    action: Literal["set", "change", "remove", "reset"]
+    hash: str | None = None
+    session: AgentSession | None = None
+
+
+Operation = Remember | Fulfill | Feedback | Pin | Promote | Purge | SetPresence
 
 
 class Written(msgspec.Struct, frozen=True, kw_only=True):
@@ -165,6 +176,8 @@ def payloads_for(
         if isinstance(operation, Feedback):
             return [FeedbackPayload(id=operation.id, outcome=operation.outcome, by=by)]
         return [PinPayload(id=operation.id, pinned=operation.pinned, by=by)]
+    if isinstance(operation, SetPresence):
+        return [_presence(operation, now_ms)]
     refuse_in_agent_session(operation.session, "purge")
     docno = snapshot.docno(operation.id)
     if docno is None:
@@ -176,6 +189,14 @@ def payloads_for(
     if status == "purged":
         raise ConflictError(f"{operation.id} is already purged")
     return [PurgePayload(id=operation.id, reason=operation.reason.strip())]
+
+
+def _presence(operation: SetPresence, now_ms: int) -> PresencePayload:
+    """Only a person changes presence, and turning it on takes a passphrase's hash."""
+    refuse_in_agent_session(operation.session, f"passphrase {operation.action}")
+    if (operation.hash is None) != (operation.action in ("remove", "reset")):
+        raise InvalidInput(f"passphrase {operation.action} takes a hash exactly when it sets one")
+    return PresencePayload(action=operation.action, hash=operation.hash, at=now_ms)
 
 
 def _remember(

@@ -47,6 +47,7 @@ from hikmah.payloads import (
     FeedbackPayload,
     Payload,
     PinPayload,
+    PresencePayload,
     PurgePayload,
     RedactedPayload,
     RememberPayload,
@@ -54,6 +55,7 @@ from hikmah.payloads import (
     decode_payload,
 )
 from hikmah.policy import KernelPolicy
+from hikmah.presence import PresenceState, after, read_state
 from hikmah.promises import STAGES, Stage
 from hikmah.queries import conflicts_for
 from hikmah.rules import Operation, Outcome, Written, payloads_for
@@ -125,6 +127,7 @@ class Store:
         self._synced_lock = threading.Lock()
         self.head_error: str | None = None
         self.head: Head | None = self._load_head()
+        self.presence: PresenceState = self.read_presence()
         self._check_layout()
         with self.env.begin() as txn:
             scrub = txn.get(_SCRUB, db=self.dbs.meta) is not None
@@ -251,6 +254,23 @@ class Store:
                 return pending
         return acknowledged
 
+    def read_presence(self) -> PresenceState:
+        """Person presence as the ledger says up to the acknowledged head (the store keeps
+        it from then on as its own writes change it: :meth:`apply`).
+
+        With the head unreadable no record is known to be acknowledged, so presence
+        that any record changed is damaged until a person resets it.
+        """
+        with self.snapshot() as snapshot:
+            if self.head_error is None:
+                return read_state(snapshot.records(), 0 if self.head is None else self.head.seq)
+            state = read_state(snapshot.records(), None)
+        if state.seq is None:
+            return state
+        return PresenceState(
+            seq=state.seq, damaged=f"the ledger head is unreadable ({self.head_error})"
+        )
+
     def set_head(self, head: Head | None, *, pending: Head | None = None) -> None:
         """Record ``head`` as acknowledged in the head file (and ``pending`` as the commit
         under way); without ``pending``, ``head`` is the store's head from now on.
@@ -276,6 +296,7 @@ class Store:
                 self.head_file.write(last, None)
         self.sync()
         self.head, self.head_error = last, None
+        self.presence = self.read_presence()
         self.columns.forget()
 
     # -- writing ----------------------------------------------------------------
@@ -368,6 +389,7 @@ class Store:
         outcomes: list[Outcome] = []
         dirty: set[int] = set()
         destroyed = False
+        presence = self.presence
         txn = self.env.begin(write=True)
         snapshot = Snapshot(txn, self.dbs)
         try:
@@ -410,6 +432,8 @@ class Store:
                     self._forget_reminders(txn, payload)
                     shredded = isinstance(payload, PurgePayload) and self._shred(txn, payload.id)
                     destroyed |= shredded
+                    if isinstance(payload, PresencePayload):
+                        presence = after(payload, record.seq)
                     seq, prev = record.seq, record.hash
                 outcomes.append(self._written(snapshot, payloads[0], seq, key_destroyed=shredded))
             if (last is not None and seq == last.seq) or (last is None and seq == 0):
@@ -430,6 +454,7 @@ class Store:
             txn.abort()
             raise
         self.head = new_head
+        self.presence = presence
         self._commits += 1
         self.columns.committed(seq, dirty)
         return outcomes, destroyed
@@ -457,6 +482,8 @@ class Store:
             return Written(
                 id=trace.id, seq=seq, trace=trace, conflicts=conflicts_for(snapshot, trace)
             )
+        if isinstance(payload, PresencePayload):
+            return Written(id="presence", seq=seq)
         # Writes never make supersede (second of a pair) or compaction records first,
         # and this is the payload before sealing.
         assert not isinstance(payload, SupersedePayload | CompactedPayload | Sealed)
@@ -473,6 +500,7 @@ class Store:
             | Sealed
             | FeedbackPayload
             | PinPayload
+            | PresencePayload
             | RedactedPayload
             | CompactedPayload,
         ):
