@@ -8,6 +8,7 @@ itself), and serves every handler module's registry (:data:`REGISTRIES`).
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
@@ -275,13 +276,12 @@ class Daemon:
     async def _refuse(self, stream: trio.SocketStream, error: Exception) -> None:
         """Send one error line (best effort: the peer may be gone) before closing."""
         assert isinstance(error, Forbidden | Unavailable)
-        with trio.move_on_after(1.0):
-            try:
-                await stream.send_all(
-                    _ENCODER.encode(response(None, error=error_for(error))) + b"\n"
-                )
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                pass
+        line = _ENCODER.encode(response(None, error=error_for(error))) + b"\n"
+        with (
+            trio.move_on_after(1.0),
+            contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError),
+        ):
+            await stream.send_all(line)
 
     async def _serve_peer(self, stream: trio.SocketStream, peer: Peer) -> None:
         # A process that restricted itself once stays restricted on every connection.
