@@ -45,6 +45,9 @@ def passphrase(args: argparse.Namespace) -> int:
             return _usage("a passphrase is set already: change it with hikmah passphrase change")
         if args.action != "set" and not state["on"]:
             return _usage("no passphrase is set: set one with hikmah passphrase set")
+        if not state["can_prove"]:  # never a prompt the person did not ask for
+            print(f"hikmah passphrase: {state['why_not']}", file=sys.stderr)
+            return REFUSED
         if args.action != "set":
             why = "Removing" if args.action == "remove" else "Changing"
             _prove(session, state, "Current passphrase: ", f"{why} the passphrase.")
