@@ -159,7 +159,7 @@ class _Walk:
     def __iter__(self) -> Iterator[tuple[dict[str, str], Process]]:
         current = self.pid
         for _ in range(_MAX_ANCESTORS):
-            directory = self.proc / str(current)
+            directory = f"{self.proc}/{current}"
             stat = self._stat(directory)
             self.stats[current] = stat
             if not self._privileged(directory):
@@ -195,53 +195,45 @@ class _Walk:
         if stat.session == self.stats[self.pid].session or stat.ppid <= 1:
             return False
         try:
-            return self._privileged(self.proc / str(stat.ppid))
+            return self._privileged(f"{self.proc}/{stat.ppid}")
         except _Hidden:
             return False
 
-    def _privileged(self, directory: Path) -> bool:
+    def _privileged(self, directory: str) -> bool:
         """Whether the process runs as another user, or with capabilities we lack."""
-        try:
-            text = (directory / "status").read_text()
-        except OSError as exc:
-            raise self._unreadable(directory / "status", exc) from None
+        text = self._read(f"{directory}/status").decode("utf-8", "replace")
         uids = _field(text, "Uid:")
         if not uids:
-            raise _Hidden(f"{directory / 'status'} is not a process status")
+            raise _Hidden(f"{directory}/status is not a process status")
         caps = _capabilities_of(text)
         return any(int(uid) != self.own_uid for uid in uids) or bool(caps & ~self.own_caps)
 
-    def _stat(self, directory: Path) -> _Stat:
+    def _stat(self, directory: str) -> _Stat:
         """ppid, session, controlling terminal and start time from /proc/<pid>/stat."""
-        try:
-            text = (directory / "stat").read_text()
-        except OSError as exc:
-            raise self._unreadable(directory / "stat", exc) from None
-        stat = _parse_stat(text)
+        stat = _parse_stat(self._read(f"{directory}/stat").decode("utf-8", "replace"))
         if stat is None:
-            raise _Hidden(f"{directory / 'stat'} is not a process status")
+            raise _Hidden(f"{directory}/stat is not a process status")
         return stat
 
-    def _process(self, directory: Path) -> Process:
+    def _process(self, directory: str) -> Process:
         try:
-            exe: str | None = os.readlink(directory / "exe")
+            exe: str | None = os.readlink(f"{directory}/exe")
         except OSError:
             exe = None  # a kernel thread, or hidden: its environment says which
-        try:
-            with (directory / "cmdline").open("rb") as file:
-                raw = file.read(_MAX_ENVIRON)
-            name = (directory / "comm").read_text().rstrip("\n")
-        except OSError as exc:
-            raise self._unreadable(directory / "cmdline", exc) from None
+        raw = self._read(f"{directory}/cmdline")
+        name = self._read(f"{directory}/comm").decode("utf-8", "replace").rstrip("\n")
         argv = tuple(part.decode("utf-8", "replace") for part in raw.split(b"\0")[:-1])
         return Process(exe=exe, argv=argv, name=name)
 
-    def _environ(self, directory: Path) -> dict[str, str]:
+    def _read(self, path: str) -> bytes:
         try:
-            with (directory / "environ").open("rb") as file:
-                raw = file.read(_MAX_ENVIRON)
+            with open(path, "rb", buffering=0) as file:
+                return file.read(_MAX_ENVIRON)
         except OSError as exc:
-            raise self._unreadable(directory / "environ", exc) from None
+            raise self._unreadable(Path(path), exc) from None
+
+    def _environ(self, directory: str) -> dict[str, str]:
+        raw = self._read(f"{directory}/environ")
         environ: dict[str, str] = {}
         for entry in raw.split(b"\0"):
             name, sep, value = entry.partition(b"=")

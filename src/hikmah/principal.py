@@ -149,6 +149,8 @@ _HOSTS: tuple[_Host, ...] = (
     ),
     _Host("ai-agent", ("AI_AGENT",), (), ()),
 )
+# What every counted variable starts with: most of an environment is skipped at once.
+_ANY_VARIABLE = tuple(start for host in _HOSTS for start in (*host.exact, *host.prefixes))
 # Programs that run a script named by their first argument that is not an option.
 _INTERPRETERS = frozenset({"node", "nodejs", "bun", "deno"})
 # Their options that take the next argument as a value; and those after which no
@@ -247,7 +249,7 @@ def detect_agent_session(environ: Mapping[str, str]) -> AgentSession | None:
     detected: list[str] = []
     rank = len(_HOSTS)
     for name, value in environ.items():
-        if not _counts(name, value):
+        if not name.startswith(_ANY_VARIABLE) or not _counts(name, value):
             continue
         for index, host in enumerate(_HOSTS):
             if host.owns(name):

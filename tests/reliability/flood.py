@@ -126,6 +126,8 @@ class Flood:
             process.stdin.close()
         for process in self.processes:
             process.wait(timeout=60)
+            assert process.stdout is not None
+            process.stdout.close()
 
     def total(self, what: str) -> int:
         return sum(report[what] for report in self.reports)
@@ -180,9 +182,11 @@ class Visits:
         }
 
 
-def plan_of(processes: int, per_process: int) -> list[tuple[str, int]]:
-    """``processes`` flooders, their kinds in turn, each holding ``per_process``."""
-    return [(KINDS[n % len(KINDS)], per_process) for n in range(processes)]
+def plan_of(
+    processes: int, per_process: int, kinds: tuple[str, ...] = KINDS
+) -> list[tuple[str, int]]:
+    """``processes`` flooders, of ``kinds`` in turn, each holding ``per_process``."""
+    return [(kinds[n % len(kinds)], per_process) for n in range(processes)]
 
 
 if __name__ == "__main__":
