@@ -113,7 +113,7 @@ class Flood:
                     stdout=subprocess.PIPE,
                     text=True,
                     cwd=ROOT,
-                )  # fmt: skip
+                )
             )
         for process in self.processes:
             assert process.stdout is not None
