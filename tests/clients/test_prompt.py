@@ -7,7 +7,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,15 +15,6 @@ from tests.daemon.conftest import Running, clean_env
 from tests.terminals import PtyShell
 
 PASSPHRASE = "correct horse battery"
-
-
-@pytest.fixture
-def daemon(short_tmp: Path) -> Iterator[Running]:
-    running = Running(short_tmp).start()
-    try:
-        yield running
-    finally:
-        running.stop()
 
 
 def test_in_a_desktop_session_pinentry_asks_over_assuan(daemon: Running) -> None:
