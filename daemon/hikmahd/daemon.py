@@ -26,6 +26,7 @@ import trio
 
 from hikmah.errors import Forbidden, Unavailable
 from hikmah.policy import KernelPolicy
+from hikmah.principal import UNKNOWN_PRINCIPAL, AgentSession
 from hikmah.store import DEFAULT_MAP_SIZE, MAX_MAP_SIZE, Store
 
 from .capsules import Capsules
@@ -236,8 +237,9 @@ class Daemon:
                         connections.start_soon(self._connection, stream)
 
     async def _connection(self, stream: trio.SocketStream) -> None:
-        """Serve one accepted connection. Its peer is identified here, in a task of its
-        own and a worker thread, so that the accept loop never waits for /proc."""
+        """Serve one accepted connection. Its peer is identified in this task of its own,
+        in a worker thread, when its first request comes: the accept loop never waits
+        for /proc, and a connection that never asks for anything costs no walk."""
         async with stream:
             sock = stream.socket
             try:
@@ -260,10 +262,7 @@ class Daemon:
                 return
             self.per_process[pid] += 1
             try:
-                session, terminal = await self._identify(lambda: examine(pid))
-                await self._serve_peer(
-                    stream, Peer(pid=pid, uid=uid, gid=gid, session=session, terminal=terminal)
-                )
+                await self._serve_peer(stream, pid, uid, gid)
             finally:
                 self._release(pid)
 
@@ -283,15 +282,25 @@ class Daemon:
         ):
             await stream.send_all(line)
 
-    async def _serve_peer(self, stream: trio.SocketStream, peer: Peer) -> None:
-        # A process that restricted itself once stays restricted on every connection.
-        context = Context(self.services, peer, declared=self.services.restrictions.of(peer))
-        connection = Connection(stream, context, self.dispatcher)
+    async def _serve_peer(self, stream: trio.SocketStream, pid: int, uid: int, gid: int) -> None:
+        # Unknown (so restricted) until identified, which happens before its first request.
+        context = Context(self.services, Peer(pid=pid, uid=uid, gid=gid, session=UNKNOWN_PRINCIPAL))
+
+        async def identify() -> None:
+            def walk() -> tuple[Peer, AgentSession | None]:
+                session, terminal = examine(pid)
+                peer = Peer(pid=pid, uid=uid, gid=gid, session=session, terminal=terminal)
+                return peer, self.services.restrictions.of(peer)
+
+            # A process that restricted itself once stays restricted on every connection.
+            context.peer, context.declared = await self._identify(walk)
+
+        connection = Connection(stream, context, self.dispatcher, identify)
         self.connections.add(connection)
         try:
             await connection.serve()
         except Exception:
-            log.exception("connection from pid %d failed", peer.pid)
+            log.exception("connection from pid %d failed", pid)
         finally:
             self.connections.discard(connection)
 
