@@ -402,6 +402,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("event", choices=["session-start", "prompt"], help="the hook event")
     p.add_argument("--budget", type=int, metavar="TOKENS", help="most tokens of context")
 
+    p = runner(
+        "browse",
+        help="a full-screen terminal inspector of memory (needs: pip install 'hikmah[browse]')",
+        description="Search, read, audit and correct memory in the terminal (Textual).",
+        run=_browse,
+    )
+    p.add_argument("query", nargs="?", metavar="QUERY", help="start with this search")
+
     p = command("focus", "working memory: named, bounded focus capsules", _focus)
     p.add_argument(
         "action",
@@ -941,6 +949,12 @@ def _eval(args: argparse.Namespace) -> int:
     if args.policy:
         argv += ["--policy", args.policy]
     os.execv(sys.executable, argv)
+
+
+def _browse(args: argparse.Namespace) -> int:
+    from hikmah_browse import launch  # noqa: PLC0415 -- only browse loads the browser
+
+    return launch.run(args)
 
 
 def _hook(args: argparse.Namespace) -> int:

@@ -17,9 +17,9 @@ def when(ms: int | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.gmtime(ms / 1000)) + "Z"
 
 
-def relative(ms: int) -> str:
-    """``in 3h``, ``2d ago``: how far a moment is from now."""
-    delta = ms - time.time() * 1000
+def relative(ms: int, now_ms: float | None = None) -> str:
+    """``in 3h``, ``2d ago``: how far a moment is from now (``now_ms``, else the clock)."""
+    delta = ms - (time.time() * 1000 if now_ms is None else now_ms)
     ahead = delta >= 0
     seconds = abs(delta) / 1000
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):

@@ -1,0 +1,262 @@
+"""A trace's page: every field, its provenance, its correction chain, the open
+conflicts on its claim, and whether the ledger's chain verifies."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.markup import escape
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from hikmah.trace import normalize_claim_key
+from hikmah_cli.render import clip, when
+
+from . import format
+from .base import browser_of, selected_key
+from .masthead import Masthead
+from .rpc import RemoteError, Unavailable
+from .wire import Shown, Stored, Trace, Verified
+
+if TYPE_CHECKING:
+    from .app import BrowseApp
+
+
+class TracePage(Screen[None]):
+    """One trace. Enter on a row of its history or of a rival claim opens that trace."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,backspace", "app.pop_screen", "Back"),
+        Binding("c", "correct", "Correct"),
+        Binding("e", "edit", "Correct in $EDITOR"),
+        Binding("v", "confirm", "Confirm verified"),
+        Binding("d", "fulfil", "Fulfil"),
+        Binding("p", "purge", "Purge"),
+        Binding("r", "reload", "Reload"),
+        Binding("L", "verify", "Verify chain"),
+    ]
+
+    def __init__(self, trace_id: str) -> None:
+        super().__init__()
+        self.trace_id = trace_id
+        self.shown: Shown | None = None
+        self.related: set[str] = {trace_id}
+        self.rivals: dict[str, Stored] = {}
+
+    @property
+    def browser(self) -> BrowseApp:
+        return browser_of(self)
+
+    def compose(self) -> ComposeResult:
+        yield Masthead()
+        with VerticalScroll(id="page"):
+            yield Static(id="title", classes="title")
+            yield Static(id="content", classes="content")
+            yield Static(id="fields")
+            yield Static("[b]Provenance[/]", classes="section")
+            yield Static(id="provenance")
+            yield Static("[b]Corrections[/] (oldest first; → this trace)", classes="section")
+            history: DataTable[str] = DataTable(id="history", cursor_type="row")
+            yield history
+            yield Static("[b]Conflicts on its claim[/]", classes="section")
+            yield Static(id="conflict-note")
+            rivals: DataTable[str] = DataTable(id="rivals", cursor_type="row")
+            yield rivals
+            yield Static("[b]Ledger[/]", classes="section")
+            yield Static(id="ledger")
+        yield Static(classes="note line")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        for table_id in ("#history", "#rivals"):
+            table = self.query_one(table_id, DataTable)
+            table.add_column("", width=1, key="mark")
+            table.add_column("value" if table_id == "#rivals" else "status", width=12, key="a")
+            table.add_column("source", width=16, key="source")
+            table.add_column("when", width=17, key="when")
+            table.add_column("content", width=20, key="content")
+        self.action_reload()
+
+    def action_reload(self) -> None:
+        self.run_worker(self._load(), exclusive=True, group="trace")
+
+    def say(self, markup: str) -> None:
+        self.query_one(".note", Static).update(markup)
+
+    async def _load(self) -> None:
+        memory = self.browser.memory
+        try:
+            shown = await memory.show(self.trace_id)
+        except (RemoteError, Unavailable) as exc:
+            self.query_one("#title", Static).update(f"[b]{escape(self.trace_id)}[/]")
+            self.say(f"[b]{escape(str(exc))}[/]")
+            return
+        self.shown = shown
+        self.related = {self.trace_id, *(entry.trace.id for entry in shown.history)}
+        self._show_trace(shown)
+        await self._show_conflicts(shown.trace)
+        self._show_ledger(await self.browser.ledger_report())
+        self.say("")
+
+    def _show_trace(self, shown: Shown) -> None:
+        trace, now = shown.trace, self.browser.now()
+        verified = "verified ✓" if trace.provenance.verified else "unverified"
+        status = shown.status + (f" by {shown.superseded_by}" if shown.superseded_by else "")
+        self.query_one("#title", Static).update(
+            f"[b]{trace.id}[/] · {trace.kind} · {status} · {verified}"
+        )
+        self.query_one("#content", Static).update(escape(trace.content))
+        rows = [
+            ("scope", trace.scope),
+            ("tags", ", ".join(trace.tags) or "none"),
+            ("created", f"{when(trace.created_at)} ({format.ago(trace.created_at, now)})"),
+        ]
+        if trace.deadline is not None:
+            rows.append(("deadline", f"{when(trace.deadline)} ({format.ago(trace.deadline, now)})"))
+        if trace.claim_key is not None:
+            rows.append(("claim", f"{trace.claim_key} = {trace.claim_value}"))
+        if trace.supersedes:
+            rows.append(("supersedes", trace.supersedes))
+        if trace.fulfills:
+            rows.append(("fulfills", trace.fulfills))
+        if trace.kind == "prediction":
+            rows.append(
+                ("forecast", f"{trace.family}: p={trace.probability} ({trace.prediction_type})")
+            )
+        rows.append(
+            (
+                "weights",
+                f"salience {trace.salience:.2f} · confidence {trace.confidence:.2f}"
+                f" · privacy {trace.privacy}",
+            )
+        )
+        self.query_one("#fields", Static).update(_pairs(rows))
+        prov = trace.provenance
+        self.query_one("#provenance", Static).update(
+            _pairs(
+                [
+                    ("source", format.provenance(trace)),
+                    ("locator", prov.locator or "none"),
+                    ("authority", f"{prov.authority:.2f}"),
+                    ("observed", when(prov.observed_at)),
+                    ("evidence", ", ".join(prov.evidence) or "none (a direct write)"),
+                ]
+            )
+        )
+        table = self.query_one("#history", DataTable)
+        table.clear()
+        for entry in shown.history:
+            self._row(table, entry.trace, "→" if entry.trace.id == trace.id else " ", entry.status)
+
+    def _row(self, table: DataTable[str], trace: Trace, mark: str, first: str) -> None:
+        width = max(self.size.width - 1 - 12 - 16 - 17 - 2 * 5 - 4, 16)
+        table.add_row(
+            mark,
+            clip(first, 12),
+            clip(trace.provenance.source + (" ✓" if trace.provenance.verified else ""), 16),
+            when(trace.created_at),
+            clip(format.one_line(trace.content), width),
+            key=trace.id,
+        )
+
+    async def _show_conflicts(self, trace: Trace) -> None:
+        note = self.query_one("#conflict-note", Static)
+        table = self.query_one("#rivals", DataTable)
+        table.clear()
+        table.display = False
+        if trace.claim_key is None:
+            note.update("no claim: it cannot conflict")
+            return
+        key = normalize_claim_key(trace.claim_key)
+        group = next((g for g in await self.browser.memory.conflicts() if g.key == key), None)
+        if group is None:
+            note.update(f"none open on {escape(key)}")
+            return
+        note.update(
+            f"[b]![/] {escape(key)} has {len(group.values)} values among active traces;"
+            " Enter opens one, c on it corrects it"
+        )
+        ids = [trace_id for value in group.values for trace_id in value.ids]
+        shown = await asyncio.gather(
+            *(self.browser.memory.show(i) for i in ids), return_exceptions=True
+        )
+        others = {i: s for i, s in zip(ids, shown, strict=True) if isinstance(s, Shown)}
+        self.rivals = dict(others)
+        self.related |= set(others)
+        for value in group.values:
+            for trace_id in value.ids:
+                entry = others.get(trace_id)
+                if entry is not None:
+                    mark = "→" if trace_id == trace.id else " "
+                    self._row(table, entry.trace, mark, value.value)
+        table.display = True
+
+    def _show_ledger(self, report: Verified | None) -> None:
+        status = self.browser.status
+        head = status.head if status else None
+        lines = []
+        if report is None:
+            lines.append("chain not checked yet: L checks it")
+        else:
+            verdict = (
+                "verifies ✓" if report.ok else f"DOES NOT VERIFY ({len(report.errors)} errors)"
+            )
+            lines.append(f"chain {verdict}: {report.records:,} records")
+        if head is not None:
+            lines.append(f"acknowledged head {head.seq}:{head.hash[:16]}…")
+        lines.append(
+            "[dim]this trace's own record (sequence, hash) is not served by memory.show[/]"
+        )
+        self.query_one("#ledger", Static).update("\n".join(lines))
+
+    @on(DataTable.RowSelected)
+    def open_row(self, event: DataTable.RowSelected) -> None:
+        key = event.row_key.value
+        if key is not None and key != self.trace_id:
+            self.browser.open_trace(str(key))
+
+    def _target(self) -> Trace | None:
+        """The trace an action is for: a rival claim under the cursor, else this one."""
+        rivals = self.query_one("#rivals", DataTable)
+        if rivals.has_focus:
+            key = selected_key(rivals)
+            if key is not None and key in self.rivals:
+                return self.rivals[key].trace
+        return None if self.shown is None else self.shown.trace
+
+    def action_correct(self) -> None:
+        if (trace := self._target()) is not None:
+            self.browser.act_correct(trace)
+
+    def action_edit(self) -> None:
+        if (trace := self._target()) is not None:
+            self.browser.act_correct(trace, in_editor=True)
+
+    def action_confirm(self) -> None:
+        if (trace := self._target()) is not None:
+            self.browser.act_confirm(trace)
+
+    def action_fulfil(self) -> None:
+        if (trace := self._target()) is not None:
+            self.browser.act_fulfil(trace)
+
+    def action_purge(self) -> None:
+        if (trace := self._target()) is not None:
+            self.browser.act_purge(trace)
+
+    def action_verify(self) -> None:
+        async def verify() -> None:
+            self.say("checking the ledger's chain…")
+            self._show_ledger(await self.browser.ledger_report(fresh=True))
+            self.say("")
+
+        self.run_worker(verify(), exclusive=True, group="verify")
+
+
+def _pairs(rows: list[tuple[str, str]]) -> str:
+    return "\n".join(f"[b]{name:<10}[/] {escape(value)}" for name, value in rows)

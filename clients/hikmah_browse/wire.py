@@ -1,0 +1,259 @@
+"""The daemon's replies as the browser reads them (docs/protocol.md), decoded once.
+
+Traces are the kernel's own wire type, :class:`hikmah.trace.Trace`. The shapes
+around them are declared here, for the client: they take what they name and
+ignore members a newer daemon may add, so the browser keeps working across a
+daemon upgrade that adds fields.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import msgspec
+
+from hikmah.trace import Status, Trace
+
+__all__ = ["Trace", "decode"]
+
+T = TypeVar("T")
+
+
+class _Reply(msgspec.Struct, frozen=True, kw_only=True):
+    """Base of every reply shape."""
+
+
+class Why(_Reply, frozen=True):
+    """Every term of a recall score (``memory.recall``'s ``why``)."""
+
+    matched_terms: list[str]
+    coverage: float
+    jaccard: float
+    lexical: float
+    tag_coverage: float
+    recency: float
+    salience: float
+    confidence: float
+    provenance: float
+    urgency: float
+    feedback: float = 0.0
+    pinned: bool = False
+    overdue: bool = False
+    redundancy: float = 0.0
+
+
+class Hit(_Reply, frozen=True):
+    """One recall result."""
+
+    trace: Trace
+    status: Status
+    score: float
+    cue: float
+    meta: float
+    duplicates: int
+    conflicts: list[str]
+    supersedes: str | None
+    superseded_by: str | None
+    why: Why
+
+
+class Recalled(_Reply, frozen=True):
+    results: list[Hit]
+
+
+class Stored(_Reply, frozen=True):
+    """A trace with the state the ledger gave it (a StoredTrace)."""
+
+    trace: Trace
+    status: Status
+    superseded_by: str | None
+
+
+class Shown(Stored, frozen=True):
+    """``memory.show``: the trace and its whole correction chain, oldest first."""
+
+    history: list[Stored]
+
+
+class ConflictValue(_Reply, frozen=True):
+    value: str
+    ids: list[str]
+
+
+class Conflict(_Reply, frozen=True):
+    key: str
+    values: list[ConflictValue]
+
+
+class Conflicts(_Reply, frozen=True):
+    conflicts: list[Conflict]
+
+
+class Commitment(Stored, frozen=True):
+    overdue: bool
+    due_in_ms: int
+
+
+class Commitments(_Reply, frozen=True):
+    commitments: list[Commitment]
+
+
+class CapsuleSummary(_Reply, frozen=True):
+    name: str
+    size: int
+    limit: int
+    pinned: int
+    notes: int
+    idle_s: int
+
+
+class Capsules(_Reply, frozen=True):
+    capsules: list[CapsuleSummary]
+
+
+class Held(Stored, frozen=True):
+    activation: float
+    pinned: bool
+
+
+class Note(_Reply, frozen=True):
+    text: str
+    importance: float
+    at: int
+
+
+class Capsule(_Reply, frozen=True):
+    """``focus.read``: a capsule's traces, most activated first, and its notes."""
+
+    name: str
+    limit: int
+    traces: list[Held]
+    notes: list[Note]
+
+
+class Proposal(_Reply, frozen=True):
+    id: str
+    key: str | None
+    value: str | None
+    support: int
+    independent_sources: int
+    confidence: float
+    eligible: bool
+    conflicting_values: list[str]
+    evidence: list[str]
+    origin: str
+    kind: str | None = None
+    content: str | None = None
+    quote: str | None = None
+
+
+class Proposals(_Reply, frozen=True):
+    proposals: list[Proposal]
+
+
+class Head(_Reply, frozen=True):
+    seq: int
+    hash: str
+
+
+class TailRecord(_Reply, frozen=True):
+    """A ledger record past the acknowledged head (``ledger.verify``'s ``unacknowledged``)."""
+
+    seq: int
+    event: str
+    trace_id: str | None = None
+    kind: str | None = None
+    source: str | None = None
+    verified: bool | None = None
+    claim: str | None = None
+    preview: str | None = None
+
+
+class Verified(_Reply, frozen=True):
+    """``ledger.verify``'s report."""
+
+    ok: bool
+    records: int
+    head: Head | None
+    errors: list[str]
+    warnings: list[str]
+    unacknowledged: list[TailRecord]
+
+
+class Principal(_Reply, frozen=True):
+    """The agent session the daemon detected for this connection."""
+
+    host: str
+    session_id: str
+    variables: list[str] = []
+
+
+class Reminders(_Reply, frozen=True):
+    scheduled: int
+    overdue: int
+
+
+class DaemonStatus(_Reply, frozen=True):
+    pid: int
+    version: str
+    counts: dict[str, int]
+    head: Head | None
+    reminders: Reminders
+    principal: Principal | None
+    data_dir: str
+
+
+class Refusal(_Reply, frozen=True):
+    id: str
+    reason: str
+
+
+class Rewritten(_Reply, frozen=True):
+    id: str
+    correction: str
+
+
+class Invalidated(_Reply, frozen=True):
+    """``memory.invalidate``: what matched, what was refused, what was written."""
+
+    matched: list[Trace]
+    refused: list[Refusal]
+    written: list[Rewritten]
+    dry_run: bool
+
+
+class Written(_Reply, frozen=True):
+    """``memory.remember`` and ``replay.promote``: the new trace and its open conflicts."""
+
+    trace: Trace
+    conflicts: list[str]
+
+
+class Purged(_Reply, frozen=True):
+    id: str
+    note: str
+
+
+class Policy(_Reply, frozen=True):
+    toml: str
+    path: str
+    error: str | None
+
+
+class ReminderDue(_Reply, frozen=True):
+    """A ``reminder.due`` notification."""
+
+    trace: Trace
+    stage: str
+    due_at: int
+    late: bool = False
+    replayed: bool = False
+
+
+def decode(value: Any, shape: type[T]) -> T:
+    """A reply's JSON value as ``shape``.
+
+    Raises:
+        msgspec.ValidationError: the value does not have that shape.
+    """
+    return msgspec.convert(value, shape)
