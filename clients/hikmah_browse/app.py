@@ -70,6 +70,7 @@ class BrowseApp(App[int]):
         self._ledger: Verified | None = None
         self.ledger_checked_at: int | None = None
         self._changed: set[str] = set()
+        self._reminders: list[ReminderDue] = []
         self._flush_pending = False
 
     def compose(self) -> ComposeResult:
@@ -156,8 +157,8 @@ class BrowseApp(App[int]):
         if method == "memory.changed":
             self._changed.add(str(params.get("id")))
         elif method == "reminder.due":
-            self._remind(params)
-            self._changed.add("")
+            with contextlib.suppress(ValueError):
+                self._reminders.append(decode(params, ReminderDue))
         elif method == "replay.proposals":
             count = len(params.get("proposals", []))
             self.notify(f"{count} new consolidation proposal(s): see 5 Proposals")
@@ -168,18 +169,26 @@ class BrowseApp(App[int]):
             self._flush_pending = True
             self.set_timer(LIVE_DELAY_S, self._apply_events)
 
-    def _remind(self, params: dict[str, Any]) -> None:
-        try:
-            due = decode(params, ReminderDue)
-        except ValueError:
-            return
-        label = "OVERDUE" if due.stage == "overdue" else "due soon"
-        self.notify(escape(one_line(due.trace.content)), title=f"Reminder: {label}", timeout=10)
+    def _remind(self, reminders: list[ReminderDue]) -> None:
+        """One toast for one reminder, one for a burst (those replayed on subscribing)."""
+        if len(reminders) == 1:
+            due = reminders[0]
+            label = "OVERDUE" if due.stage == "overdue" else "due soon"
+            self.notify(escape(one_line(due.trace.content)), title=f"Reminder: {label}", timeout=10)
+        elif reminders:
+            overdue = sum(due.stage == "overdue" for due in reminders)
+            self.notify(
+                f"{len(reminders)} reminders ({overdue} overdue): see 3 Commitments",
+                title="Reminders",
+                timeout=10,
+            )
 
     def _apply_events(self) -> None:
         """Reload what the gathered events may have changed, each view once."""
         self._flush_pending = False
         changed, self._changed = self._changed, set()
+        reminders, self._reminders = self._reminders, []
+        self._remind(reminders)
         for view in self._views():
             view.stale = True
         self._current().reload()
@@ -424,5 +433,8 @@ class BrowseApp(App[int]):
 
 
 def run(dialer: Dialer, query: str = "") -> int:
-    """Run the browser full screen until the person quits; its exit code."""
-    return BrowseApp(dialer, query=query).run() or 0
+    """Run the browser full screen until the person quits; its exit code (1 if it
+    failed, with the traceback on stderr)."""
+    app = BrowseApp(dialer, query=query)
+    app.run()
+    return app.return_code or 0

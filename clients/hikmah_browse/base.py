@@ -58,6 +58,12 @@ class View(Part, Vertical):
         self.query_one(".note", Static).update(markup)
 
 
+def room(widget: Widget, *widths: int) -> int:
+    """The width left in ``widget`` for a table's last column, after columns of
+    ``widths`` (each cell has a space either side) and a scroll bar."""
+    return max(widget.size.width - sum(widths) - 2 * (len(widths) + 1) - 2, 12)
+
+
 def selected_key(table: DataTable[object]) -> str | None:
     """The key of the row under the table's cursor, if any."""
     if table.row_count == 0:

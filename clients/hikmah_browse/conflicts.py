@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Static
 from hikmah_cli.render import clip, when
 
 from . import format
-from .base import View, restore_cursor, selected_key
+from .base import View, restore_cursor, room, selected_key
 from .wire import Conflict, Shown
 
 
@@ -50,7 +50,7 @@ class ConflictsView(View):
         claims.add_column("value", width=14, key="value")
         claims.add_column("source", width=16, key="source")
         claims.add_column("written", width=17, key="when")
-        claims.add_column("content", width=22, key="content")
+        claims.add_column("content", key="content")
 
     async def load(self) -> None:
         groups = await self.browser.memory.conflicts()
@@ -103,7 +103,7 @@ class ConflictsView(View):
                 clip(value, 14),
                 clip(source, 16),
                 when(trace.created_at),
-                clip(format.one_line(trace.content), 22),
+                clip(format.one_line(trace.content), room(self, 14, 16, 17)),
                 key=trace_id,
             )
         restore_cursor(table, keep)

@@ -10,7 +10,7 @@ from textual.widgets import DataTable, Static
 from hikmah_cli.render import clip
 
 from . import format
-from .base import View, restore_cursor, selected_key
+from .base import View, restore_cursor, room, selected_key
 
 
 class FocusView(View):
@@ -42,8 +42,9 @@ class FocusView(View):
         ):
             capsules.add_column(label, width=width, key=label)
         held = self.query_one("#held", DataTable)
-        for label, width in (("activation", 10), ("pin", 3), ("kind", 11), ("content", 40)):
+        for label, width in (("activation", 10), ("pin", 3), ("kind", 11)):
             held.add_column(label, width=width, key=label)
+        held.add_column("content", key="content")
 
     async def load(self) -> None:
         capsules = await self.browser.memory.capsules()
@@ -78,7 +79,7 @@ class FocusView(View):
         )
         held = self.query_one("#held", DataTable)
         held.clear()
-        width = max(self.size.width - 10 - 3 - 11 - 2 * 4 - 2, 16)
+        width = room(self, 10, 3, 11)
         for entry in capsule.traces:
             held.add_row(
                 f"{entry.activation:.2f}",

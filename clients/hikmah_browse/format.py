@@ -59,16 +59,18 @@ def why_text(hit: Hit) -> str:
     """Every term of one result's score, for the why panel (Rich markup)."""
     why: Why = hit.why
     matched = ", ".join(why.matched_terms) or "none"
-    flags = [name for name, on in (("pinned", why.pinned), ("overdue", why.overdue)) if on]
-    lines = [
-        f"[b]why[/] {hit.trace.id}: score [b]{hit.score:.3f}[/] from cue {hit.cue:.3f}"
-        f" and meta {hit.meta:.3f}"
-        + (f"; {hit.duplicates} near-duplicate(s) folded in" if hit.duplicates else ""),
-        f"  cue:  matched {escape(matched)} · coverage {why.coverage:.2f}"
-        f" · jaccard {why.jaccard:.2f} · lexical {why.lexical:.2f} · tags {why.tag_coverage:.2f}",
-        f"  meta: recency {why.recency:.2f} · salience {why.salience:.2f}"
-        f" · confidence {why.confidence:.2f} · provenance {why.provenance:.2f}"
-        f" · urgency {why.urgency:.2f} · feedback {why.feedback:.2f}",
-        f"  redundancy {why.redundancy:.2f}" + (f" · {', '.join(flags)}" if flags else ""),
-    ]
-    return "\n".join(lines)
+    folded = f" · {hit.duplicates} near-duplicates folded in" if hit.duplicates else ""
+    return "\n".join(
+        [
+            f"[b]why[/] {hit.trace.id}: score [b]{hit.score:.3f}[/]"
+            f" · cue {hit.cue:.3f} · meta {hit.meta:.3f}{folded}",
+            f" cue   matched {escape(matched)} · coverage {why.coverage:.2f}"
+            f" · jaccard {why.jaccard:.2f}",
+            f"       lexical {why.lexical:.2f} · tags {why.tag_coverage:.2f}"
+            f" · redundancy {why.redundancy:.2f}",
+            f" meta  recency {why.recency:.2f} · salience {why.salience:.2f}"
+            f" · confidence {why.confidence:.2f} · provenance {why.provenance:.2f}",
+            f"       urgency {why.urgency:.2f} · feedback {why.feedback:.2f}"
+            f" · pinned {'yes' if why.pinned else 'no'} · overdue {'yes' if why.overdue else 'no'}",
+        ]
+    )

@@ -12,7 +12,7 @@ from textual.widgets import DataTable, Static
 
 from hikmah_cli.render import clip, when
 
-from .base import View
+from .base import View, room
 
 
 class LedgerView(View):
@@ -24,15 +24,16 @@ class LedgerView(View):
 
     def compose(self) -> ComposeResult:
         yield Static(id="report")
-        yield Static("[b]Unacknowledged records[/] (past the head)", classes="section")
+        yield Static(id="tail-title", classes="section")
         tail: DataTable[object] = DataTable(id="tail", cursor_type="row")
         yield tail
         yield Static(classes="note line")
 
     def on_mount(self) -> None:
         tail = self.query_one("#tail", DataTable)
-        for label, width in (("seq", 8), ("event", 9), ("trace", 25), ("what", 30)):
+        for label, width in (("seq", 8), ("event", 9), ("trace", 25)):
             tail.add_column(label, width=width, key=label)
+        tail.add_column("what", key="what")
 
     async def load(self) -> None:
         await self._show(fresh=False)
@@ -48,9 +49,14 @@ class LedgerView(View):
         verdict = "[b]verifies ✓[/]" if report.ok else "[b]DOES NOT VERIFY[/]"
         lines = [f"The chain {verdict}: {report.records:,} records read."]
         if report.head is not None:
-            lines.append(f"last verified record  {report.head.seq}:{report.head.hash}")
-        if status is not None and status.head is not None:
-            lines.append(f"acknowledged head     {status.head.seq}:{status.head.hash}")
+            lines += [f"last verified record {report.head.seq}, hash", f"  {report.head.hash}"]
+        acknowledged = status.head if status is not None else None
+        if acknowledged is None:
+            lines.append("acknowledged head: none (an empty ledger, or its head is unreadable)")
+        elif acknowledged == report.head:
+            lines.append(f"acknowledged head {acknowledged.seq}: the same record")
+        else:
+            lines += [f"acknowledged head {acknowledged.seq}, hash", f"  {acknowledged.hash}"]
         lines += [f"[b]error[/] {escape(error)}" for error in report.errors]
         lines += [f"warning {escape(warning)}" for warning in report.warnings]
         if report.unacknowledged:
@@ -61,6 +67,12 @@ class LedgerView(View):
         self.query_one("#report", Static).update("\n".join(lines))
         tail = self.query_one("#tail", DataTable)
         tail.clear()
+        tail.display = bool(report.unacknowledged)
+        self.query_one("#tail-title", Static).update(
+            "[b]Unacknowledged records[/] (past the head)"
+            if report.unacknowledged
+            else "No unacknowledged record: every record was written by this store."
+        )
         for record in report.unacknowledged:
             what = " ".join(
                 part for part in (record.kind, record.source, record.claim, record.preview) if part
@@ -69,7 +81,7 @@ class LedgerView(View):
                 record.seq,
                 record.event,
                 record.trace_id or "",
-                clip(what, 30),
+                clip(what, room(self, 8, 9, 25)),
                 key=str(record.seq),
             )
         checked = self.browser.ledger_checked_at

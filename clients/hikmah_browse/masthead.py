@@ -10,4 +10,7 @@ class Masthead(Static):
     """Shows the app's ``masthead`` text, kept current by the app."""
 
     def on_mount(self) -> None:
-        self.watch(self.app, "masthead", self.update)
+        self.watch(self.app, "masthead", self._show)
+
+    def _show(self, text: str) -> None:
+        self.update(text)

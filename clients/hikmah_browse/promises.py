@@ -12,7 +12,7 @@ from textual.widgets import DataTable, Static
 from hikmah_cli.render import clip, when
 
 from . import format
-from .base import View, restore_cursor, selected_key
+from .base import View, restore_cursor, room, selected_key
 from .wire import Commitment
 
 # What the view can show: (label, within_hours, overdue only).
@@ -52,7 +52,7 @@ class PromisesView(View):
         table = self.query_one("#queue", DataTable)
         table.add_column("due", width=17, key="due")
         table.add_column("", width=12, key="in")
-        table.add_column("commitment", width=40, key="content")
+        table.add_column("commitment", key="content")
 
     async def load(self) -> None:
         label, hours, overdue = WINDOWS[self.window]
@@ -65,14 +65,11 @@ class PromisesView(View):
         keep = selected_key(table)
         table.clear()
         now = self.browser.now()
-        width = max(self.size.width - 17 - 12 - 2 * 3 - 2, 16)
+        width = room(self, 17, 12)
         for item in items:
             deadline = item.trace.deadline or 0
-            lateness = (
-                "OVERDUE " + format.ago(deadline, now)
-                if item.overdue
-                else format.ago(deadline, now)
-            )
+            ago = format.ago(deadline, now)
+            lateness = f"OVERDUE {format.age(deadline, now)}" if item.overdue else ago
             table.add_row(
                 when(deadline),
                 clip(lateness, 12),

@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Static
 from hikmah_cli.render import clip
 
 from . import format
-from .base import View, restore_cursor, selected_key
+from .base import View, restore_cursor, room, selected_key
 from .wire import Proposal
 
 
@@ -41,13 +41,13 @@ class ProposalsView(View):
         table = self.query_one("#proposals", DataTable)
         for label, width in (
             ("", 1),
-            ("claim", 38),
             ("conf", 4),
             ("traces", 6),
             ("sources", 7),
             ("from", 10),
         ):
             table.add_column(label, width=width, key=label or "mark")
+        table.add_column("claim", key="claim")
 
     async def load(self) -> None:
         proposals = await self.browser.memory.proposals()
@@ -58,11 +58,11 @@ class ProposalsView(View):
         for proposal in proposals:
             table.add_row(
                 "✓" if proposal.eligible else " ",
-                clip(_claim(proposal), 38),
                 f"{proposal.confidence:.2f}",
                 proposal.support,
                 proposal.independent_sources,
                 proposal.origin,
+                clip(_claim(proposal), room(self, 1, 4, 6, 7, 10)),
                 key=proposal.id,
             )
         restore_cursor(table, keep)

@@ -22,11 +22,11 @@ VERIFIED = ("any", "verified", "unverified")
 # Most results one search asks for; the daemon gives at most its policy's recall_limit.
 SEARCH_LIMIT = 200
 _STATUS_DOES = {
-    "current": "active and fulfilled",
-    "active": "active only",
-    "fulfilled": "fulfilled only",
-    "superseded": "superseded only",
-    "all": "with history",
+    "current": "active+fulfilled",
+    "active": "active",
+    "fulfilled": "fulfilled",
+    "superseded": "superseded",
+    "all": "all, history too",
 }
 
 
@@ -103,10 +103,10 @@ class Search:
     def describe(self) -> str:
         """The filters in one short line."""
         parts = [
-            f"kind {self.kind or 'any'}",
-            f"scope {self.scope or 'any'}",
-            f"status {_STATUS_DOES[self.status]}",
-            f"source {self.source}",
-            f"{self.verified}" if self.verified != "any" else "verified or not",
+            self.kind or "any kind",
+            f"scope {self.scope}" if self.scope else "any scope",
+            _STATUS_DOES[self.status],
+            "any source" if self.source == "any" else f"by {self.source}",
+            "verified or not" if self.verified == "any" else self.verified,
         ]
-        return " · ".join(parts)
+        return "filters: " + " · ".join(parts)

@@ -18,19 +18,16 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.events import Key, Resize
 from textual.widgets import DataTable, Input, Static
-from textual.widgets.data_table import ColumnKey
 
 from hikmah_cli.render import clip
 
 from . import format
-from .base import View, restore_cursor, selected_key
+from .base import View, restore_cursor, room, selected_key
 from .dialogs import Filters
 from .query import Search
 from .wire import Hit
 
 DEBOUNCE_S = 0.04
-FIXED_WIDTH = 3 + 5 + 11 + 12 + 4  # markers, score, kind, source, age
-PADDING = 2 * 6 + 2  # each column's padding, and the scroll bar
 
 
 class SearchView(View):
@@ -68,21 +65,14 @@ class SearchView(View):
         table = self.query_one("#hits", DataTable)
         for label, width in (("", 3), ("score", 5), ("kind", 11)):
             table.add_column(label, width=width, key=label or "marks")
-        table.add_column("content", width=self._content_width(), key="content")
         table.add_column("source", width=12, key="source")
         table.add_column("age", width=4, key="age")
+        table.add_column("content", key="content")
         self.query_one("#why").display = False
         self.query_one("#filters", Static).update(self.search.describe())
 
-    def _content_width(self) -> int:
-        return max(self.size.width - FIXED_WIDTH - PADDING, 16)
-
     def on_resize(self, event: Resize) -> None:
-        table = self.query_one("#hits", DataTable)
-        column = table.columns.get(ColumnKey("content"))
-        if column is not None and column.width != self._content_width():
-            column.width = self._content_width()
-            self._show(list(self.hits.values()))
+        self._show(list(self.hits.values()))
 
     # --- searching -----------------------------------------------------------------
 
@@ -113,16 +103,16 @@ class SearchView(View):
         table.clear()
         self.hits = {hit.trace.id: hit for hit in hits}
         now = self.browser.now()
-        width = self._content_width()
+        width = room(self, 3, 5, 11, 12, 4)
         for hit in hits:
             trace = hit.trace
             table.add_row(
                 format.markers(trace, hit.status, bool(hit.conflicts)),
                 f"{hit.score:.2f}",
                 trace.kind,
-                clip(format.one_line(trace.content), width),
                 clip(trace.provenance.source, 12),
                 format.age(trace.created_at, now),
+                clip(format.one_line(trace.content), width),
                 key=trace.id,
             )
         restore_cursor(table, keep)

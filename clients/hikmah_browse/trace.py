@@ -18,7 +18,7 @@ from hikmah.trace import normalize_claim_key
 from hikmah_cli.render import clip, when
 
 from . import format
-from .base import browser_of, selected_key
+from .base import browser_of, room, selected_key
 from .masthead import Masthead
 from .rpc import RemoteError, Unavailable
 from .wire import Shown, Stored, Trace, Verified
@@ -79,7 +79,7 @@ class TracePage(Screen[None]):
             table.add_column("value" if table_id == "#rivals" else "status", width=12, key="a")
             table.add_column("source", width=16, key="source")
             table.add_column("when", width=17, key="when")
-            table.add_column("content", width=20, key="content")
+            table.add_column("content", key="content")
         self.action_reload()
 
     def action_reload(self) -> None:
@@ -154,7 +154,7 @@ class TracePage(Screen[None]):
             self._row(table, entry.trace, "→" if entry.trace.id == trace.id else " ", entry.status)
 
     def _row(self, table: DataTable[str], trace: Trace, mark: str, first: str) -> None:
-        width = max(self.size.width - 1 - 12 - 16 - 17 - 2 * 5 - 4, 16)
+        width = room(self, 1, 12, 16, 17) - 2  # the page's padding
         table.add_row(
             mark,
             clip(first, 12),
