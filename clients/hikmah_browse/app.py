@@ -115,6 +115,10 @@ class BrowseApp(App[int]):
         self._current().reload()
         self.query_one("#query").focus()
 
+    async def on_unmount(self) -> None:
+        if self.memory.connection is not None:
+            await self.memory.connection.aclose()
+
     def _lost(self) -> None:
         self.live = False
         self.masthead = "[b]offline[/]: the daemon closed the connection · reconnecting"

@@ -32,13 +32,13 @@ class ProposalsView(View):
         self.proposals: dict[str, Proposal] = {}
 
     def compose(self) -> ComposeResult:
-        table: DataTable[str] = DataTable(id="proposals", cursor_type="row")
+        table: DataTable[str] = DataTable(id="proposal-list", cursor_type="row")
         yield table
         yield Static(id="proposal", classes="detail")
         yield Static(classes="note line")
 
     def on_mount(self) -> None:
-        table = self.query_one("#proposals", DataTable)
+        table = self.query_one("#proposal-list", DataTable)
         for label, width in (
             ("", 1),
             ("conf", 4),
@@ -52,7 +52,7 @@ class ProposalsView(View):
     async def load(self) -> None:
         proposals = await self.browser.memory.proposals()
         self.proposals = {p.id: p for p in proposals}
-        table = self.query_one("#proposals", DataTable)
+        table = self.query_one("#proposal-list", DataTable)
         keep = selected_key(table)
         table.clear()
         for proposal in proposals:
@@ -74,10 +74,10 @@ class ProposalsView(View):
         self.reload()
 
     def _selected(self) -> Proposal | None:
-        key = selected_key(self.query_one("#proposals", DataTable))
+        key = selected_key(self.query_one("#proposal-list", DataTable))
         return None if key is None else self.proposals.get(key)
 
-    @on(DataTable.RowHighlighted, "#proposals")
+    @on(DataTable.RowHighlighted, "#proposal-list")
     def _detail(self) -> None:
         proposal = self._selected()
         if proposal is None:

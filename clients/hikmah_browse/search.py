@@ -9,7 +9,6 @@ typist costs one recall per pause, not one per letter.
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import ClassVar
 
 from rich.markup import escape
@@ -46,7 +45,6 @@ class SearchView(View):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.search = Search(text=query)
         self.hits: dict[str, Hit] = {}
-        self.took_ms: float | None = None
 
     def compose(self) -> ComposeResult:
         yield Input(
@@ -88,13 +86,11 @@ class SearchView(View):
     async def run_search(self, pause: bool = True) -> None:
         if pause:
             await asyncio.sleep(DEBOUNCE_S)
-        began = time.perf_counter()
         try:
             hits = await self.browser.memory.recall(self.search)
         except Exception as exc:
             self.say(f"[b]{escape(str(exc))}[/]")
             return
-        self.took_ms = (time.perf_counter() - began) * 1000
         self._show(hits)
 
     def _show(self, hits: list[Hit]) -> None:
@@ -121,8 +117,6 @@ class SearchView(View):
 
     def _note(self, shown: int) -> None:
         parts = [f"{shown} result{'' if shown == 1 else 's'}"]
-        if self.took_ms is not None:
-            parts.append(f"{self.took_ms:.1f} ms")
         limit = self.browser.recall_limit
         if limit is not None:
             parts.append(f"recall returns at most {limit} (policy recall_limit)")
