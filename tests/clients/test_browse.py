@@ -17,13 +17,13 @@ import pytest
 
 pytest.importorskip("textual", reason="hikmah browse needs the browse extra (textual)")
 
-from textual.widgets import Checkbox, DataTable, Input, Static, TextArea  # noqa: E402
+from textual.widgets import Checkbox, DataTable, Input, Static, TextArea
 
-from hikmah_browse.app import BrowseApp  # noqa: E402
-from hikmah_browse.dialogs import Message  # noqa: E402
-from hikmah_browse.trace import TracePage  # noqa: E402
-from tests.clients.browse_world import app_for, remember, seed, until  # noqa: E402
-from tests.daemon.conftest import Running, clean_env  # noqa: E402
+from hikmah_browse.app import BrowseApp
+from hikmah_browse.dialogs import Message
+from hikmah_browse.trace import TracePage
+from tests.clients.browse_world import app_for, remember, seed, until
+from tests.daemon.conftest import Running, clean_env
 
 SIZE = (80, 24)
 REPO = Path(__file__).resolve().parents[2]
