@@ -58,8 +58,6 @@ class TracePage(Screen[None]):
             yield Static(id="title", classes="title")
             yield Static(id="content", classes="content")
             yield Static(id="fields")
-            yield Static("[b]Provenance[/]", classes="section")
-            yield Static(id="provenance")
             yield Static("[b]Corrections[/] (oldest first; → this trace)", classes="section")
             history: DataTable[str] = DataTable(id="history", cursor_type="row")
             yield history
@@ -111,43 +109,37 @@ class TracePage(Screen[None]):
             f"[b]{trace.id}[/] · {trace.kind} · {status} · {verified}"
         )
         self.query_one("#content", Static).update(escape(trace.content))
+        prov = trace.provenance
         rows = [
-            ("scope", trace.scope),
-            ("tags", ", ".join(trace.tags) or "none"),
+            ("scope", f"{trace.scope} · tags {', '.join(trace.tags) or 'none'}"),
             ("created", f"{when(trace.created_at)} ({format.ago(trace.created_at, now)})"),
         ]
         if trace.deadline is not None:
             rows.append(("deadline", f"{when(trace.deadline)} ({format.ago(trace.deadline, now)})"))
         if trace.claim_key is not None:
             rows.append(("claim", f"{trace.claim_key} = {trace.claim_value}"))
-        if trace.supersedes:
-            rows.append(("supersedes", trace.supersedes))
-        if trace.fulfills:
-            rows.append(("fulfills", trace.fulfills))
+        links = [
+            f"{name} {target}"
+            for name, target in (("supersedes", trace.supersedes), ("fulfills", trace.fulfills))
+            if target
+        ]
+        if links:
+            rows.append(("links", " · ".join(links)))
         if trace.kind == "prediction":
-            rows.append(
-                ("forecast", f"{trace.family}: p={trace.probability} ({trace.prediction_type})")
-            )
-        rows.append(
+            forecast = f"{trace.family}: p={trace.probability} ({trace.prediction_type})"
+            rows.append(("forecast", forecast))
+        rows += [
             (
                 "weights",
                 f"salience {trace.salience:.2f} · confidence {trace.confidence:.2f}"
                 f" · privacy {trace.privacy}",
-            )
-        )
+            ),
+            ("source", f"{format.provenance(trace)} · authority {prov.authority:.2f}"),
+            ("locator", f"{prov.locator or 'none'} · observed {when(prov.observed_at)}"),
+        ]
+        if prov.evidence:
+            rows.append(("evidence", ", ".join(prov.evidence)))
         self.query_one("#fields", Static).update(_pairs(rows))
-        prov = trace.provenance
-        self.query_one("#provenance", Static).update(
-            _pairs(
-                [
-                    ("source", format.provenance(trace)),
-                    ("locator", prov.locator or "none"),
-                    ("authority", f"{prov.authority:.2f}"),
-                    ("observed", when(prov.observed_at)),
-                    ("evidence", ", ".join(prov.evidence) or "none (a direct write)"),
-                ]
-            )
-        )
         table = self.query_one("#history", DataTable)
         table.clear()
         for entry in shown.history:
@@ -177,10 +169,7 @@ class TracePage(Screen[None]):
         if group is None:
             note.update(f"none open on {escape(key)}")
             return
-        note.update(
-            f"[b]![/] {escape(key)} has {len(group.values)} values among active traces;"
-            " Enter opens one, c on it corrects it"
-        )
+        note.update(f"[b]![/] {escape(key)}: {len(group.values)} values among active traces")
         ids = [trace_id for value in group.values for trace_id in value.ids]
         shown = await asyncio.gather(
             *(self.browser.memory.show(i) for i in ids), return_exceptions=True
@@ -259,4 +248,4 @@ class TracePage(Screen[None]):
 
 
 def _pairs(rows: list[tuple[str, str]]) -> str:
-    return "\n".join(f"[b]{name:<10}[/] {escape(value)}" for name, value in rows)
+    return "\n".join(f"[b]{name:<9}[/] {escape(value)}" for name, value in rows)

@@ -94,7 +94,8 @@ def test_search_without_colour(
     snap(snap_compare, browser(frozen, "staging"), before)
 
 
-def test_trace_page(snap_compare: Compare, frozen: Any) -> None:
+@pytest.mark.parametrize("end", [False, True], ids=["top", "end"])
+def test_trace_page(snap_compare: Compare, frozen: Any, end: bool) -> None:
     _, lines = frozen
     corrected = lines[1]["id"]
 
@@ -109,8 +110,9 @@ def test_trace_page(snap_compare: Compare, frozen: Any) -> None:
             return isinstance(screen, TracePage) and screen.rivals != {}
 
         await settled(pilot, shown, "the trace page")
-        app.screen.query_one("#page").scroll_to(y=7, animate=False)
-        await pilot.pause()
+        if end:
+            app.screen.query_one("#page").scroll_end(animate=False)
+            await pilot.pause()
 
     snap(snap_compare, browser(frozen, "staging"), before)
 
