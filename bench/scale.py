@@ -20,11 +20,12 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
+import browse
 import hooks
 import recall
 import reminders
@@ -280,6 +281,7 @@ class TierResult:
     memory_warm_kib: dict[str, int] = field(default_factory=dict)
     recall: list[RecallTiming] = field(default_factory=list)
     cli: dict[str, Any] = field(default_factory=dict)
+    browse: dict[str, Any] = field(default_factory=dict)  # browse.KeystrokeTiming
     store_bytes: int = 0
 
 
@@ -329,6 +331,8 @@ def measure_tier(
     result.memory_warm_kib = memory_kib(daemon.pid)
     result.recall = time_recall(client, corpus, sets, size)
     client.close()
+    typed = [words for qs in sets.values() for words in qs.queries[: browse.QUERIES]]
+    result.browse = asdict(browse.measure(daemon.socket, typed))
     if repeats.cli_runs:
         result.cli = measure_cli(daemon, sets["3-term"].queries[0], repeats.cli_runs)
     daemon.stop()
