@@ -109,4 +109,4 @@ class Search:
             "any source" if self.source == "any" else f"by {self.source}",
             "verified or not" if self.verified == "any" else self.verified,
         ]
-        return "filters: " + " · ".join(parts)
+        return " · ".join(parts)
