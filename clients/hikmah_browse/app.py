@@ -135,16 +135,16 @@ class BrowseApp(App[int]):
         who = (
             f"[reverse b] READ-ONLY [/] agent session {escape(memory.principal.host)}"
             if memory.principal is not None
-            else f"person ({escape(memory.source)})"
+            else escape(memory.source)
         )
         counts = status.counts
         parts = [
             "[b]hikmah[/]",
+            "● live" if self.live else "○ not live",
             who,
             f"{counts.get('active', 0):,} active",
             f"{status.reminders.overdue} overdue",
             f"head {status.head.seq}" if status.head else "empty ledger",
-            "● live" if self.live else "○ not live",
         ]
         return " · ".join(parts)
 
