@@ -151,8 +151,8 @@ class Memory:
     async def proposals(self) -> list[wire.Proposal]:
         return (await self._read("replay.consolidate", {}, wire.Proposals)).proposals
 
-    async def verify(self) -> wire.Verified:
-        return await self._read("ledger.verify", {}, wire.Verified)
+    async def verify(self) -> wire.VerifyReport:
+        return await self._read("ledger.verify", {}, wire.VerifyReport)
 
     async def subscribe(self) -> None:
         await self._call("events.subscribe", {})

@@ -31,7 +31,7 @@ from .proposals import ProposalsView
 from .rpc import Dialer, RemoteError, Unavailable
 from .search import SearchView
 from .trace import TracePage
-from .wire import DaemonStatus, Proposal, ReminderDue, Verified, decode
+from .wire import DaemonStatus, Proposal, ReminderDue, VerifyReport, decode
 
 VIEWS = ("search", "conflicts", "commitments", "focus", "proposals", "ledger")
 LIVE_DELAY_S = 0.25  # events are gathered this long, then each view reloads once
@@ -67,7 +67,7 @@ class BrowseApp(App[int]):
         self.status: DaemonStatus | None = None
         self.recall_limit: int | None = None
         self.live = False
-        self._ledger: Verified | None = None
+        self._ledger: VerifyReport | None = None
         self.ledger_checked_at: int | None = None
         self._changed: set[str] = set()
         self._reminders: list[ReminderDue] = []
@@ -148,7 +148,7 @@ class BrowseApp(App[int]):
         ]
         return " · ".join(parts)
 
-    async def ledger_report(self, *, fresh: bool = False) -> Verified | None:
+    async def ledger_report(self, *, fresh: bool = False) -> VerifyReport | None:
         """The last ``ledger.verify`` report, checked now if ``fresh`` or never checked."""
         if fresh or self._ledger is None:
             self._ledger = await self.memory.verify()

@@ -21,7 +21,7 @@ from . import format
 from .base import browser_of, room, selected_key
 from .masthead import Masthead
 from .rpc import RemoteError, Unavailable
-from .wire import Shown, Stored, Trace, Verified
+from .wire import Shown, Stored, Trace, VerifyReport
 
 if TYPE_CHECKING:
     from .app import BrowseApp
@@ -185,7 +185,7 @@ class TracePage(Screen[None]):
                     self._row(table, entry.trace, mark, value.value)
         table.display = True
 
-    def _show_ledger(self, report: Verified | None) -> None:
+    def _show_ledger(self, report: VerifyReport | None) -> None:
         status = self.browser.status
         head = status.head if status else None
         lines = []

@@ -1,9 +1,10 @@
 """The daemon's replies as the browser reads them (docs/protocol.md), decoded once.
 
-Traces are the kernel's own wire type, :class:`hikmah.trace.Trace`. The shapes
-around them are declared here, for the client: they take what they name and
-ignore members a newer daemon may add, so the browser keeps working across a
-daemon upgrade that adds fields.
+Traces and the ledger's report are the kernel's own wire types
+(:class:`hikmah.trace.Trace`, :class:`hikmah.ledger.VerifyReport`: modules without
+the store). The other shapes are declared here, for the client, since the kernel
+declares them beside the store (recall's results) or in the daemon: they take what
+they name and ignore members a newer daemon may add.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from hikmah.ledger import Head, VerifyReport
 from hikmah.trace import Status, Trace
 
-__all__ = ["Trace", "decode"]
+__all__ = ["Head", "Trace", "VerifyReport", "decode"]
 
 T = TypeVar("T")
 
@@ -24,7 +26,8 @@ class _Reply(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Why(_Reply, frozen=True):
-    """Every term of a recall score (``memory.recall``'s ``why``)."""
+    """Every term of a recall score (``memory.recall``'s ``why``; the kernel's own is
+    in :mod:`hikmah.recall`, which loads the store)."""
 
     matched_terms: list[str]
     coverage: float
@@ -149,35 +152,6 @@ class Proposal(_Reply, frozen=True):
 
 class Proposals(_Reply, frozen=True):
     proposals: list[Proposal]
-
-
-class Head(_Reply, frozen=True):
-    seq: int
-    hash: str
-
-
-class TailRecord(_Reply, frozen=True):
-    """A ledger record past the acknowledged head (``ledger.verify``'s ``unacknowledged``)."""
-
-    seq: int
-    event: str
-    trace_id: str | None = None
-    kind: str | None = None
-    source: str | None = None
-    verified: bool | None = None
-    claim: str | None = None
-    preview: str | None = None
-
-
-class Verified(_Reply, frozen=True):
-    """``ledger.verify``'s report."""
-
-    ok: bool
-    records: int
-    head: Head | None
-    errors: list[str]
-    warnings: list[str]
-    unacknowledged: list[TailRecord]
 
 
 class Principal(_Reply, frozen=True):
