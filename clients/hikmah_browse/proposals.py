@@ -84,8 +84,7 @@ class ProposalsView(View):
             self.query_one("#proposal", Static).update("")
             return
         lines = [f"[b]{proposal.id}[/] {escape(_claim(proposal))}"]
-        if proposal.content:
-            lines.append(escape(format.one_line(proposal.content)))
+        lines.append(escape(format.one_line(proposal.content)))
         if proposal.quote:
             lines.append(f"said: {escape(proposal.quote)}")
         if proposal.conflicting_values:
@@ -99,6 +98,4 @@ class ProposalsView(View):
 
 
 def _claim(proposal: Proposal) -> str:
-    if proposal.key is not None:
-        return f"{proposal.key} = {proposal.value}"
-    return format.one_line(proposal.content or proposal.id)
+    return f"{proposal.key} = {proposal.value}"

@@ -1,10 +1,11 @@
 """The daemon's replies as the browser reads them (docs/protocol.md), decoded once.
 
-Traces and the ledger's report are the kernel's own wire types
-(:class:`hikmah.trace.Trace`, :class:`hikmah.ledger.VerifyReport`: modules without
-the store). The other shapes are declared here, for the client, since the kernel
-declares them beside the store (recall's results) or in the daemon: they take what
-they name and ignore members a newer daemon may add.
+Traces, proposals and the ledger's report are the kernel's own wire types
+(:class:`hikmah.trace.Trace`, :class:`hikmah.consolidation.Proposal`,
+:class:`hikmah.ledger.VerifyReport`: modules without the store). The other shapes
+are declared here, for the client, since the kernel declares them beside the store
+(recall's results) or in the daemon: they take what they name and ignore members a
+newer daemon may add.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from hikmah.consolidation import Proposal
 from hikmah.ledger import Head, VerifyReport
 from hikmah.trace import Status, Trace
 
-__all__ = ["Head", "Trace", "VerifyReport", "decode"]
+__all__ = ["Head", "Proposal", "Trace", "VerifyReport", "decode"]
 
 T = TypeVar("T")
 
@@ -132,22 +134,6 @@ class Capsule(_Reply, frozen=True):
     limit: int
     traces: list[Held]
     notes: list[Note]
-
-
-class Proposal(_Reply, frozen=True):
-    id: str
-    key: str | None
-    value: str | None
-    support: int
-    independent_sources: int
-    confidence: float
-    eligible: bool
-    conflicting_values: list[str]
-    evidence: list[str]
-    origin: str
-    kind: str | None = None
-    content: str | None = None
-    quote: str | None = None
 
 
 class Proposals(_Reply, frozen=True):
