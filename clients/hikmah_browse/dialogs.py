@@ -14,7 +14,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Checkbox, Input, Label, Select, Static, TextArea
 
-from hikmah.trace import KINDS, Trace
+from hikmah.trace import Trace
+from hikmah.vocabulary import KINDS
 
 from . import editor
 from .query import SOURCES, STATUSES, VERIFIED, Search

@@ -1,7 +1,7 @@
 """The daemon's replies as the browser reads them (docs/protocol.md), decoded once.
 
 Traces, proposals and the ledger's report are the kernel's own wire types
-(:class:`hikmah.trace.Trace`, :class:`hikmah.consolidation.Proposal`,
+(:class:`hikmah.trace.Trace`, :class:`hikmah.proposal.Proposal`,
 :class:`hikmah.ledger.VerifyReport`: modules without the store). The other shapes
 are declared here, for the client, since the kernel declares them beside the store
 (recall's results) or in the daemon: they take what they name and ignore members a
@@ -14,9 +14,10 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from hikmah.consolidation import Proposal
 from hikmah.ledger import Head, VerifyReport
-from hikmah.trace import Status, Trace
+from hikmah.proposal import Proposal
+from hikmah.trace import Trace
+from hikmah.vocabulary import Status
 
 __all__ = ["Head", "Proposal", "Trace", "VerifyReport", "decode"]
 

@@ -452,3 +452,15 @@ def test_other_commands_never_load_the_browser(daemon: Running) -> None:
         m for m in modules if m.split(".")[0] in ("textual", "rich", "hikmah_browse", "msgspec")
     }
     assert loaded == set()
+
+
+def test_the_browser_never_imports_the_kernels_store() -> None:
+    # A thin client: the kernel's wire types only (trace, ledger, proposal), never LMDB.
+    code = "import sys, hikmah_browse.app; print(' '.join(sorted(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO
+    )
+    assert done.returncode == 0, done.stderr
+    modules = set(done.stdout.split())
+    assert "hikmah_browse.app" in modules and "hikmah.trace" in modules
+    assert not modules & {"lmdb", "hikmah.store", "hikmah.snapshot", "hikmah.layout", "numpy"}
