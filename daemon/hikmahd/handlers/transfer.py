@@ -20,10 +20,12 @@ from hikmah import queries, transfer
 from hikmah.errors import HikmahError
 from hikmah.headtext import parse_head
 from hikmah.ledger import Head, decode_record
+from hikmah.past import AsOf, as_of
 from hikmah.rules import Operation, Written
 
 from ..context import Context
 from ..rpc import JSON, Params, Registry, to_json
+from .asof import past
 
 registry = Registry()
 
@@ -38,6 +40,7 @@ class ExportParams(Params, frozen=True):
     after: str | None = None  # the "next" of the previous page; None for the first
     limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 500
     include_superseded: bool = False
+    as_of: AsOf | None = None  # memory as it stood then (give every page the same record)
 
 
 @registry.blocking("memory.export", ExportParams)
@@ -45,7 +48,8 @@ def export(ctx: Context, params: ExportParams) -> JSON:
     """One page of traces in write order, as JSON Lines objects; purged ones never."""
     lines: list[Any] = []
     size = 0
-    with ctx.services.store.snapshot() as snapshot:
+    with ctx.services.store.snapshot() as present:
+        snapshot = as_of(present, params.as_of, ctx.services.now_ms())
         entries, after = queries.export_page(
             snapshot, params.after, params.limit, include_superseded=params.include_superseded
         )
@@ -58,9 +62,10 @@ def export(ctx: Context, params: ExportParams) -> JSON:
             line = transfer.export_line(entry, keep_supersedes=target is None or keep)
             size += len(_ENCODER.encode(line))
             if lines and size > EXPORT_PAGE_BYTES:
-                return {"traces": lines, "next": lines[-1]["id"]}
+                after = lines[-1]["id"]
+                break
             lines.append(line)
-    return {"traces": lines, "next": after}
+    return past({"traces": lines, "next": after}, snapshot)
 
 
 class ImportLine(Params, frozen=True):
