@@ -25,6 +25,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+import asof
 import browse
 import hooks
 import recall
@@ -282,6 +283,7 @@ class TierResult:
     recall: list[RecallTiming] = field(default_factory=list)
     cli: dict[str, Any] = field(default_factory=dict)
     browse: dict[str, Any] = field(default_factory=dict)  # browse.KeystrokeTiming
+    as_of: dict[str, Any] = field(default_factory=dict)  # asof.AsOfTiming
     store_bytes: int = 0
 
 
@@ -333,6 +335,8 @@ def measure_tier(
     client.close()
     typed = [words for qs in sets.values() for words in qs.queries[: browse.QUERIES]]
     result.browse = asdict(browse.measure(daemon.socket, typed))
+    recalled = [words for qs in sets.values() for words in qs.queries[: asof.QUERIES]]
+    result.as_of = asdict(asof.measure(daemon.socket, recalled))
     if repeats.cli_runs:
         result.cli = measure_cli(daemon, sets["3-term"].queries[0], repeats.cli_runs)
     daemon.stop()

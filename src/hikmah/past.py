@@ -31,6 +31,8 @@ from hikmah.columns import FeatureColumns
 from hikmah.deadlines import parse_moment
 from hikmah.errors import InvalidInput
 from hikmah.layout import (
+    KIND_CODE,
+    NO_DEADLINE,
     REVISION,
     SEQ,
     STATUS_CODE,
@@ -39,7 +41,7 @@ from hikmah.layout import (
     split_revision_key,
 )
 from hikmah.ledger import Head, decode_record
-from hikmah.snapshot import Moment, Snapshot, dated_commitments
+from hikmah.snapshot import Moment, Snapshot
 from hikmah.vocabulary import STATUSES, Status
 
 AsOf = int | str  # a ledger sequence number, or a time (hikmah.deadlines.parse_moment)
@@ -97,6 +99,7 @@ class Past(Snapshot):
         self.point: Moment = point
         self._present = present
         self._columns: PastColumns | None = None
+        self._dated_then: tuple[npt.NDArray[np.int64], npt.NDArray[np.uint32]] | None = None
 
     @property
     def features(self) -> PastColumns:
@@ -105,8 +108,24 @@ class Past(Snapshot):
         return self._columns
 
     def overdue(self, now_ms: int) -> npt.NDArray[np.uint32]:
-        deadlines, docs = dated_commitments(self.features)
+        deadlines, docs = self._dated()
         return np.sort(docs[: int(np.searchsorted(deadlines, now_ms, side="right"))])
+
+    def _dated(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint32]]:
+        """Commitments with a deadline active then, soonest first: a kind and a deadline
+        never change, so only the dated commitments written by then need their state."""
+        if self._dated_then is None:
+            present, size = self._present.features, self.features.size
+            dated = np.flatnonzero(
+                (present["kind"][:size] == KIND_CODE["commitment"])
+                & (present["deadline"][:size] != NO_DEADLINE)
+            )
+            state = self.features.take(("status",), dated)
+            docs = dated[state["status"] == _ACTIVE]
+            deadlines = present["deadline"][docs]
+            order = np.argsort(deadlines, kind="stable")
+            self._dated_then = deadlines[order], docs[order].astype(np.uint32)
+        return self._dated_then
 
     def docno(self, trace_id: str) -> int | None:
         found = super().docno(trace_id)
@@ -153,7 +172,7 @@ class Past(Snapshot):
         return [entry for entry, keep in zip(entries, open_then, strict=True) if keep]
 
     def deadlines(self) -> Iterator[tuple[int, int]]:
-        deadlines, docs = dated_commitments(self.features)
+        deadlines, docs = self._dated()
         yield from zip(deadlines.tolist(), docs.tolist(), strict=True)
 
     def records(self) -> Iterator[tuple[int, bytes]]:
