@@ -24,6 +24,7 @@ from hikmah.layout import (
     PRIVACY_CODE,
     REVISION,
     SEQ,
+    SOURCE_CODE,
     STATUS_CODE,
     TAG_PREFIX,
     WINDOW,
@@ -52,7 +53,7 @@ from hikmah.payloads import (
 from hikmah.sealing import Sealed
 from hikmah.snapshot import Snapshot
 from hikmah.tokenizer import terms
-from hikmah.trace import Trace
+from hikmah.trace import Trace, source_class
 from hikmah.vault import KeyDestroyed
 from hikmah.vocabulary import Status
 
@@ -204,6 +205,7 @@ def _add(snapshot: Snapshot, seq: int, trace: Trace, stored: bytes, dirty: set[i
     row["verified"] = trace.provenance.verified
     row["privacy"] = PRIVACY_CODE[trace.privacy]
     row["present"] = 1
+    row["source"] = SOURCE_CODE[source_class(trace)]
     txn.put(u32(docno // CHUNK), chunk.tobytes(), db=dbs.features)
     dirty.add(docno // CHUNK)
 

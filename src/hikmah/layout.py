@@ -58,7 +58,7 @@ import numpy.typing as npt
 
 from hikmah.sealing import Keys, Sealed, blind_claim, blind_claim_value, blind_term
 from hikmah.trace import Trace, normalize_claim_key, normalize_claim_value
-from hikmah.vocabulary import KINDS, PRIVACIES, STATUSES
+from hikmah.vocabulary import KINDS, PRIVACIES, SOURCE_CLASSES, STATUSES
 
 CHUNK = 256
 MAX_KEY = 511  # LMDB's key size limit, in bytes
@@ -88,7 +88,8 @@ FEATURES = np.dtype(
         ("privacy", "u1"),
         ("present", "u1"),
         ("pinned", "u1"),
-        ("_pad", "<u4"),
+        ("source", "u1"),  # SOURCE_CODE of hikmah.trace.source_class
+        ("_pad", "<u1", (3,)),
     ]
 )
 # Bumped whenever FEATURES or a derived database changes shape: a store whose
@@ -100,6 +101,7 @@ DocArray = npt.NDArray[np.uint32]
 KIND_CODE: dict[str, int] = {kind: code for code, kind in enumerate(KINDS)}
 STATUS_CODE: dict[str, int] = {status: code for code, status in enumerate(STATUSES)}
 PRIVACY_CODE: dict[str, int] = {privacy: code for code, privacy in enumerate(PRIVACIES)}
+SOURCE_CODE: dict[str, int] = {source: code for code, source in enumerate(SOURCE_CLASSES)}
 
 SEQ = struct.Struct(">Q")  # ledger keys, and the store's meta values
 _U32 = struct.Struct(">I")
