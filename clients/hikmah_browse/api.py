@@ -2,11 +2,12 @@
 
 Two doors, one each way, so that what must apply to every request is written once:
 
-- every read goes through :meth:`Memory._read` (where a moment to read the store
-  at, ``as_of``, is to be added to the params once the daemon serves it);
+- every read goes through :meth:`Memory._read`, which reads as of the moment the
+  person travelled to (``as_of``) when the read can be made in the past;
 - every write goes through :meth:`Memory._write`, which refuses locally while the
   daemon says this is an agent session (the daemon refuses too: this only spares a
-  round trip and says why up front), and is where a proof that a person is present
+  round trip and says why up front) or while the person looks at the past, and is
+  the one place where a proof that a person is present (a passphrase, issue 18)
   is to be asked for once the daemon asks for one.
 
 The rules themselves are the daemon's: a write it refuses raises
@@ -19,6 +20,7 @@ import getpass
 import tomllib
 from typing import Any, TypeVar
 
+from hikmah.deadlines import format_ms as iso_utc
 from hikmah.trace import Trace
 
 from . import wire
@@ -78,10 +80,17 @@ class Memory:
         self.connection = connection
         self.source = source or person_source()
         self.principal: wire.Principal | None = None
+        self.as_of: int | str | None = None  # what the person travelled to (None: now)
+        self.point: wire.Moment | None = None  # the record it names, as the daemon said
 
     @property
     def read_only(self) -> str | None:
-        """Why this session may only read (an agent session), or None."""
+        """Why this session may only read (an agent session, or the past), or None."""
+        if self.as_of is not None:
+            return (
+                f"read-only: you are looking at memory as of {self.as_of}; memory changes"
+                " only now (t, then an empty time, goes back to now)"
+            )
         if self.principal is None:
             return None
         found = ", ".join(self.principal.variables[:5]) or "declared by the client"
@@ -99,13 +108,40 @@ class Memory:
             raise Unavailable("not connected to hikmahd yet")
         return await self.connection.call(method, params)
 
-    async def _read(self, method: str, params: dict[str, Any], shape: type[T]) -> T:
+    async def _read(
+        self, method: str, params: dict[str, Any], shape: type[T], *, past: bool = False
+    ) -> T:
+        """A read; with ``past``, one the daemon can make as of the past (docs/protocol.md,
+        "Reading the past"), made as of where the person travelled to."""
+        if past and self.as_of is not None:
+            params = {**params, "as_of": self.as_of}
         return wire.decode(await self._call(method, params), shape)
 
     async def _write(self, method: str, params: dict[str, Any], shape: type[T]) -> T:
         if self.read_only is not None:
             raise ReadOnly(self.read_only)
+        # A proof that a person is present (issue 18) joins the params here.
         return wire.decode(await self._call(method, params), shape)
+
+    async def travel(self, when: str) -> wire.Moment | None:
+        """Read as of ``when`` from now on (a date, a time, ``-3d``, a ledger sequence
+        number; empty: now again); the record it names. A relative time is fixed
+        here, so that every view reads the same moment.
+
+        Raises:
+            RemoteError: the daemon does not take ``when`` (nothing changed).
+        """
+        text = when.strip()
+        if not text:
+            self.as_of = self.point = None
+            return None
+        as_of: int | str = int(text) if text.isdigit() else text
+        reply = await self._call("promises.list", {"overdue": True, "as_of": as_of})
+        point = wire.decode(reply, wire.Past).as_of
+        assert point is not None  # a read as of the past says which record
+        self.as_of = as_of if isinstance(as_of, int) else iso_utc(point.at)
+        self.point = point
+        return point
 
     # --- reads ---------------------------------------------------------------------
 
@@ -125,14 +161,21 @@ class Memory:
         return limit if isinstance(limit, int) else None
 
     async def recall(self, search: Search) -> list[wire.Hit]:
-        found = await self._read("memory.recall", search.params(), wire.Recalled)
-        return [hit for hit in found.results if search.keeps(hit)]
+        params = search.params()
+        return (await self._read("memory.recall", params, wire.Recalled, past=True)).results
 
     async def show(self, trace_id: str) -> wire.Shown:
-        return await self._read("memory.show", {"id": trace_id}, wire.Shown)
+        return await self._read("memory.show", {"id": trace_id}, wire.Shown, past=True)
 
-    async def conflicts(self) -> list[wire.Conflict]:
-        return (await self._read("memory.conflicts", {}, wire.Conflicts)).conflicts
+    async def conflicts(self, key: str | None = None) -> list[wire.Conflict]:
+        params = {} if key is None else {"key": key}
+        found = await self._read("memory.conflicts", params, wire.Conflicts, past=True)
+        return found.conflicts
+
+    async def history(self, key: str) -> list[wire.ClaimValue]:
+        """Every value ``key`` was given, oldest first."""
+        found = await self._read("memory.history", {"key": key}, wire.ClaimHistory, past=True)
+        return found.values
 
     async def commitments(
         self, *, within_hours: float | None = None, overdue: bool = False
@@ -140,7 +183,8 @@ class Memory:
         params: dict[str, Any] = {"overdue": overdue}
         if within_hours is not None:
             params["within_hours"] = within_hours
-        return (await self._read("promises.list", params, wire.Commitments)).commitments
+        found = await self._read("promises.list", params, wire.Commitments, past=True)
+        return found.commitments
 
     async def capsules(self) -> list[wire.CapsuleSummary]:
         return (await self._read("focus.list", {}, wire.Capsules)).capsules

@@ -16,6 +16,7 @@ from textual.reactive import reactive
 from textual.widgets import ContentSwitcher, Footer, Static
 
 from hikmah.trace import Trace
+from hikmah_cli.render import when
 
 from . import dialogs, editor
 from .api import Memory, ReadOnly
@@ -49,6 +50,7 @@ class BrowseApp(App[int]):
             Binding(str(n), f"show('{name}')", name.capitalize(), show=False)
             for n, name in enumerate(VIEWS, 1)
         ),
+        Binding("t", "travel", "As of…"),
         Binding("question_mark,f1", "help", "Help"),
         Binding("q", "quit", "Quit"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
@@ -61,7 +63,7 @@ class BrowseApp(App[int]):
     ) -> None:
         super().__init__()
         self.dialer = dialer
-        self.now = clock
+        self.clock = clock
         self.query_text = query
         self.memory = Memory(None, source)
         self.status: DaemonStatus | None = None
@@ -128,6 +130,11 @@ class BrowseApp(App[int]):
         self.status = await self.memory.status()
         self.masthead = self._masthead_text()
 
+    def now(self) -> int:
+        """The time the views are of: the moment travelled to, or the clock's."""
+        point = self.memory.point
+        return self.clock() if point is None else point.at
+
     def _masthead_text(self) -> str:
         status, memory = self.status, self.memory
         if status is None:
@@ -146,13 +153,16 @@ class BrowseApp(App[int]):
             f"{status.reminders.overdue} overdue",
             f"head {status.head.seq}" if status.head else "empty ledger",
         ]
+        point = memory.point
+        if point is not None:  # the past first: it changes what every view means
+            parts[1:3] = [f"[reverse b] AS OF record {point.seq} · {when(point.at)} [/]"]
         return " · ".join(parts)
 
     async def ledger_report(self, *, fresh: bool = False) -> VerifyReport | None:
         """The last ``ledger.verify`` report, checked now if ``fresh`` or never checked."""
         if fresh or self._ledger is None:
             self._ledger = await self.memory.verify()
-            self.ledger_checked_at = self.now()
+            self.ledger_checked_at = self.clock()
         return self._ledger
 
     # --- live events ---------------------------------------------------------------------
@@ -235,6 +245,28 @@ class BrowseApp(App[int]):
 
     def action_help(self) -> None:
         self.push_screen(Help())
+
+    def action_travel(self) -> None:
+        self._travel()
+
+    @work(group="travel", exclusive=True)
+    async def _travel(self) -> None:
+        """Look at memory as of a moment the person names, or now again."""
+        answer = await self.push_screen_wait(dialogs.Travel(self.memory.as_of))
+        if answer is None:
+            return
+        try:
+            point = await self.memory.travel(answer)
+        except (RemoteError, Unavailable) as exc:
+            await self.push_screen_wait(dialogs.Message("Not a moment", str(exc), error=True))
+            return
+        self.masthead = self._masthead_text()
+        self.notify("Now" if point is None else f"As of record {point.seq}, {when(point.at)}")
+        for view in self._views():
+            view.stale = True
+        self._current().reload()
+        if isinstance(self.screen, TracePage):
+            self.screen.action_reload()
 
     def open_trace(self, trace_id: str) -> None:
         self.push_screen(TracePage(trace_id))

@@ -181,6 +181,30 @@ class Purge(_Dialog[str]):
             self.dismiss(reason)
 
 
+class Travel(_Dialog[str]):
+    """Where to look: a moment of the past, or now (empty)."""
+
+    def __init__(self, current: int | str | None) -> None:
+        super().__init__()
+        self.current = "" if current is None else str(current)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label("[b]Look at memory as it stood at…[/]", classes="dialog-title")
+            yield Static(
+                "A date (2026-11-30), a time in UTC (2026-11-30T14:00, or 14:00 today),"
+                " -3d or -12h before now, or a ledger record's number. Empty: now.\n\n"
+                "Every view then shows that moment: traces written later are absent,"
+                " later corrections undone, and nothing can be written."
+            )
+            yield Input(value=self.current, placeholder="now", id="when", compact=True)
+            yield Label("[b]Enter[/] go · [b]Escape[/] cancel", classes="dialog-keys")
+
+    @on(Input.Submitted)
+    def submitted(self) -> None:
+        self.dismiss(self.query_one("#when", Input).value)
+
+
 @dataclass(frozen=True)
 class InvalidateRequest:
     pattern: str

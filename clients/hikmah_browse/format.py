@@ -11,10 +11,9 @@ from collections.abc import Callable
 
 from rich.markup import escape
 
-from hikmah.trace import Trace
+from hikmah.trace import Trace, source_class
 from hikmah_cli.render import relative
 
-from .query import source_class
 from .wire import Hit, Why
 
 Clock = Callable[[], int]  # epoch ms

@@ -14,6 +14,7 @@ KEYS = """\
 [b]Everywhere[/]
   1-6        Search · Conflicts · Commitments · Focus · Proposals · Ledger
   ? or F1    this help              q  quit (ctrl+c too)
+  t          as of…: look at memory as it stood then (a date, -3d, a record)
   Tab        next field or table    Enter  open what is under the cursor
   The mouse works too: click a tab, a row, a button. NO_COLOR is honoured.
 
@@ -37,7 +38,8 @@ KEYS = """\
 [b]Ledger[/] (6)  r verify the chain again
 
 Writes are a person's: in an agent session the browser only reads, and says so
-at the top. Whatever hikmahd refuses is shown in its own words.
+at the top; as of the past it only reads too. Whatever hikmahd refuses is shown
+in its own words.
 """
 
 

@@ -1,9 +1,7 @@
-"""What a search asks for: the query and its filters, as recall params and local filters.
+"""What a search asks for: the query and its filters, as ``memory.recall`` params.
 
-``memory.recall`` filters by kind and scope, and shows superseded traces with
-``include_superseded``. It has no filter for a single status, for the kind of
-source or for verified: those are applied here, to the results the daemon
-returned (at most its ``recall_limit``), and the search says so.
+Every filter is the daemon's (kind, scope, status, class of source, verified), so
+a filtered search ranks every trace that passes, not only the first results.
 """
 
 from __future__ import annotations
@@ -11,10 +9,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from typing import Any
-
-from hikmah.trace import Trace
-
-from .wire import Hit
 
 STATUSES = ("current", "active", "fulfilled", "superseded", "all")
 SOURCES = ("any", "person", "agent", "tool", "other")
@@ -28,23 +22,6 @@ _STATUS_DOES = {
     "superseded": "superseded",
     "all": "all, history too",
 }
-
-
-def source_class(trace: Trace) -> str:
-    """``person``, ``agent``, ``tool`` or ``other``: who wrote a trace, by its provenance.
-
-    A trace written from a detected agent session is an agent's whatever source it
-    names, since the daemon stamped its locator.
-    """
-    source = trace.provenance.source.strip().lower()
-    locator = trace.provenance.locator or ""
-    if source.startswith("agent:") or locator.startswith("agent-session:"):
-        return "agent"
-    if source.startswith("human:"):
-        return "person"
-    if source.startswith("tool:"):
-        return "tool"
-    return "other"
 
 
 @dataclass(frozen=True)
@@ -78,27 +55,15 @@ class Search:
             params["kinds"] = [self.kind]
         if self.scope:
             params["scope"] = self.scope
-        if self.status in ("superseded", "all"):
+        if self.status in ("active", "fulfilled", "superseded"):
+            params["statuses"] = [self.status]
+        elif self.status == "all":
             params["include_superseded"] = True
+        if self.source != "any":
+            params["sources"] = [self.source]
+        if self.verified != "any":
+            params["verified"] = self.verified == "verified"
         return params
-
-    def keeps(self, hit: Hit) -> bool:
-        """Whether a recalled result passes the filters the daemon does not apply."""
-        if self.status in ("active", "fulfilled", "superseded") and hit.status != self.status:
-            return False
-        if self.source != "any" and source_class(hit.trace) != self.source:
-            return False
-        verified = hit.trace.provenance.verified
-        return self.verified == "any" or verified == (self.verified == "verified")
-
-    @property
-    def filtered_here(self) -> bool:
-        """Whether some results may be held back by a filter applied here."""
-        return (
-            self.status in ("active", "fulfilled", "superseded")
-            or self.source != "any"
-            or self.verified != "any"
-        )
 
     def describe(self) -> str:
         """The filters in one short line."""

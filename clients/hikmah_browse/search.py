@@ -120,8 +120,6 @@ class SearchView(View):
         limit = self.browser.recall_limit
         if limit is not None:
             parts.append(f"recall returns at most {limit} (policy recall_limit)")
-        if self.search.filtered_here:
-            parts.append("status/source/verified filtered from those")
         self.say(" · ".join(parts))
 
     # --- keys ----------------------------------------------------------------------

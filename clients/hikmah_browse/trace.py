@@ -1,5 +1,6 @@
 """A trace's page: every field, its provenance, its correction chain, the open
-conflicts on its claim, and whether the ledger's chain verifies."""
+conflicts on its claim and every value the claim was given, its own ledger record,
+and whether the ledger's chain verifies."""
 
 from __future__ import annotations
 
@@ -65,6 +66,10 @@ class TracePage(Screen[None]):
             yield Static(id="conflict-note")
             rivals: DataTable[str] = DataTable(id="rivals", cursor_type="row")
             yield rivals
+            yield Static("[b]Its claim's values over time[/] (oldest first)", classes="section")
+            yield Static(id="claim-note")
+            values: DataTable[str] = DataTable(id="values", cursor_type="row")
+            yield values
             yield Static("[b]Ledger[/]", classes="section")
             yield Static(id="ledger")
         yield Static(classes="note line")
@@ -78,6 +83,9 @@ class TracePage(Screen[None]):
             table.add_column("source", width=16, key="source")
             table.add_column("when", width=17, key="when")
             table.add_column("content", key="content")
+        values = self.query_one("#values", DataTable)
+        for label, width in (("", 1), ("value", 12), ("set by", 16), ("from", 17), ("until", 17)):
+            values.add_column(label, width=width, key=label or "mark")
         self.action_reload()
 
     def action_reload(self) -> None:
@@ -98,6 +106,7 @@ class TracePage(Screen[None]):
         self.related = {self.trace_id, *(entry.trace.id for entry in shown.history)}
         self._show_trace(shown)
         await self._show_conflicts(shown.trace)
+        await self._show_values(shown.trace)
         self._show_ledger(await self.browser.ledger_report())
         self.say("")
 
@@ -108,7 +117,12 @@ class TracePage(Screen[None]):
         self.query_one("#title", Static).update(
             f"[b]{trace.id}[/] · {trace.kind} · {status} · {verified}"
         )
-        self.query_one("#content", Static).update(escape(trace.content))
+        purged = shown.purged
+        self.query_one("#content", Static).update(
+            escape(trace.content)
+            if purged is None
+            else f"[b]purged {when(purged.at)}[/] (record {purged.seq}): its text is gone"
+        )
         prov = trace.provenance
         rows = [
             ("scope", f"{trace.scope} · tags {', '.join(trace.tags) or 'none'}"),
@@ -143,7 +157,8 @@ class TracePage(Screen[None]):
         table = self.query_one("#history", DataTable)
         table.clear()
         for entry in shown.history:
-            self._row(table, entry.trace, "→" if entry.trace.id == trace.id else " ", entry.status)
+            status = "purged" if entry.purged is not None else entry.status
+            self._row(table, entry.trace, "→" if entry.trace.id == trace.id else " ", status)
 
     def _row(self, table: DataTable[str], trace: Trace, mark: str, first: str) -> None:
         width = room(self, 1, 12, 16, 17) - 2  # the page's padding
@@ -165,7 +180,7 @@ class TracePage(Screen[None]):
             note.update("no claim: it cannot conflict")
             return
         key = normalize_claim_key(trace.claim_key)
-        group = next((g for g in await self.browser.memory.conflicts() if g.key == key), None)
+        group = next(iter(await self.browser.memory.conflicts(trace.claim_key)), None)
         if group is None:
             note.update(f"none open on {escape(key)}")
             return
@@ -185,10 +200,36 @@ class TracePage(Screen[None]):
                     self._row(table, entry.trace, mark, value.value)
         table.display = True
 
+    async def _show_values(self, trace: Trace) -> None:
+        """Every value its claim key was given: who set each, from when, until when."""
+        note = self.query_one("#claim-note", Static)
+        table = self.query_one("#values", DataTable)
+        table.clear()
+        table.display = False
+        if trace.claim_key is None:
+            note.update("no claim")
+            return
+        values = await self.browser.memory.history(trace.claim_key)
+        note.update(f"{len(values)} value(s) of {escape(normalize_claim_key(trace.claim_key))}")
+        for value in values:
+            until = "now" if value.ended is None else when(value.ended.at)
+            by = value.source + (" ✓" if value.verified else "")
+            mark = "→" if value.id == trace.id else " "
+            self.related.add(value.id)
+            table.add_row(
+                mark, clip(value.value, 12), clip(by, 16), when(value.written.at), until,
+                key=value.id,
+            )  # fmt: skip
+        table.display = bool(values)
+
     def _show_ledger(self, report: VerifyReport | None) -> None:
         status = self.browser.status
         head = status.head if status else None
         lines = []
+        record = self.shown.record if self.shown is not None else None
+        if record is not None:
+            digest = "not in the ledger" if record.hash is None else f"{record.hash[:32]}…"
+            lines.append(f"written by record {record.seq} · {when(record.at)} · {digest}")
         if report is None:
             lines.append("chain not checked yet: L checks it")
         else:
@@ -198,9 +239,6 @@ class TracePage(Screen[None]):
             lines.append(f"chain {verdict}: {report.records:,} records")
         if head is not None:
             lines.append(f"acknowledged head {head.seq}:{head.hash[:16]}…")
-        lines.append(
-            "[dim]this trace's own record (sequence, hash) is not served by memory.show[/]"
-        )
         self.query_one("#ledger", Static).update("\n".join(lines))
 
     @on(DataTable.RowSelected)

@@ -67,18 +67,63 @@ class Recalled(_Reply, frozen=True):
     results: list[Hit]
 
 
+class Moment(_Reply, frozen=True):
+    """A ledger record and when it was written (``as_of``, ``purged``, ``written``)."""
+
+    seq: int
+    at: int
+
+
 class Stored(_Reply, frozen=True):
-    """A trace with the state the ledger gave it (a StoredTrace)."""
+    """A trace with the state the ledger gave it (a StoredTrace); read as of the past,
+    ``purged`` when it has been purged since (its text is gone)."""
 
     trace: Trace
     status: Status
     superseded_by: str | None
+    purged: Moment | None = None
+
+
+class OwnRecord(_Reply, frozen=True):
+    """The ledger record that wrote a trace."""
+
+    seq: int
+    hash: str | None
+    at: int
 
 
 class Shown(Stored, frozen=True):
-    """``memory.show``: the trace and its whole correction chain, oldest first."""
+    """``memory.show``: the trace, its whole correction chain, oldest first, and the
+    record that wrote it."""
 
-    history: list[Stored]
+    # Defaults only because a field with one (``purged``) comes before; the daemon
+    # always sends them.
+    history: list[Stored] = msgspec.field(default_factory=list)
+    record: OwnRecord | None = None
+
+
+class ClaimValue(_Reply, frozen=True):
+    """One value of a claim key's history (``memory.history``)."""
+
+    id: str
+    value: str
+    source: str
+    verified: bool
+    written: Moment
+    status: Status
+    ended: Moment | None
+    superseded_by: str | None
+
+
+class ClaimHistory(_Reply, frozen=True):
+    key: str
+    values: list[ClaimValue]
+
+
+class Past(_Reply, frozen=True):
+    """The ``as_of`` of a reply read as of the past."""
+
+    as_of: Moment | None = None
 
 
 class ConflictValue(_Reply, frozen=True):
@@ -96,8 +141,8 @@ class Conflicts(_Reply, frozen=True):
 
 
 class Commitment(Stored, frozen=True):
-    overdue: bool
-    due_in_ms: int
+    overdue: bool = False  # (defaults: see Shown)
+    due_in_ms: int = 0
 
 
 class Commitments(_Reply, frozen=True):
@@ -118,8 +163,8 @@ class Capsules(_Reply, frozen=True):
 
 
 class Held(Stored, frozen=True):
-    activation: float
-    pinned: bool
+    activation: float = 0.0  # (defaults: see Shown)
+    pinned: bool = False
 
 
 class Note(_Reply, frozen=True):

@@ -8,11 +8,10 @@ from typing import Any
 
 import pytest
 
-from hikmah.trace import Provenance, Trace
+from hikmah.trace import Provenance, Trace, source_class
 from hikmah_browse.api import correction_params
-from hikmah_browse.query import Search, source_class
+from hikmah_browse.query import Search
 from hikmah_browse.rpc import Connection, RemoteError, Unavailable
-from hikmah_browse.wire import Hit, Why
 from tests.daemon.conftest import Running
 
 
@@ -103,13 +102,6 @@ def trace(**fields: Any) -> Trace:
                  provenance=provenance, **fields)  # fmt: skip
 
 
-def hit(status: str = "active", **fields: Any) -> Hit:
-    why = Why(matched_terms=[], coverage=0, jaccard=0, lexical=0, tag_coverage=0, recency=0,
-              salience=0, confidence=0, provenance=0, urgency=0)  # fmt: skip
-    return Hit(trace=trace(**fields), status=status, score=0, cue=0, meta=0,  # type: ignore[arg-type]
-               duplicates=0, conflicts=[], supersedes=None, superseded_by=None, why=why)  # fmt: skip
-
-
 def test_search_params_and_tags() -> None:
     search = Search(text="deploy #ops cache", kind="belief", scope="project:/a", status="all")
     assert search.params() == {
@@ -117,18 +109,12 @@ def test_search_params_and_tags() -> None:
         "scope": "project:/a", "include_superseded": True,
     }  # fmt: skip
     assert Search().params() == {"query": "", "tags": [], "limit": 200}
-    assert not Search(status="all").filtered_here
-    assert Search(source="tool").filtered_here
-
-
-def test_local_filters() -> None:
-    assert Search(status="fulfilled").keeps(hit("fulfilled"))
-    assert not Search(status="active").keeps(hit("fulfilled"))
-    assert Search(status="current").keeps(hit("fulfilled"))
-    assert Search(verified="verified").keeps(hit(provenance={"verified": True}))
-    assert not Search(verified="unverified").keeps(hit(provenance={"verified": True}))
-    assert Search(source="tool").keeps(hit(provenance={"source": "tool:psql"}))
-    assert not Search(source="person").keeps(hit(provenance={"source": "tool:psql"}))
+    # Every filter is the daemon's, so a filtered search ranks every trace that passes.
+    assert Search(status="fulfilled", source="tool", verified="unverified").params() == {
+        "query": "", "tags": [], "limit": 200, "statuses": ["fulfilled"], "sources": ["tool"],
+        "verified": False,
+    }  # fmt: skip
+    assert "statuses" not in Search(status="current").params()
 
 
 def test_source_classes() -> None:
