@@ -154,8 +154,14 @@ class BrowseApp(App[int]):
             f"head {status.head.seq}" if status.head else "empty ledger",
         ]
         point = memory.point
-        if point is not None:  # the past first: it changes what every view means
-            parts[1:3] = [f"[reverse b] AS OF record {point.seq} · {when(point.at)} [/]"]
+        if point is not None:  # the past first; the counts are the present's, so not shown
+            now = f"now: head {status.head.seq}" if status.head else "now: empty"
+            parts = [
+                parts[0],
+                f"[reverse b] AS OF record {point.seq} · {when(point.at)} [/]",
+                who,
+                now,
+            ]
         return " · ".join(parts)
 
     async def ledger_report(self, *, fresh: bool = False) -> VerifyReport | None:
@@ -238,10 +244,15 @@ class BrowseApp(App[int]):
         view = self._current()
         if view.stale and self.memory.connected:
             view.reload()
-        view.focus()
+        # Focus inside the view in sight: focus left in a hidden view would take keys
+        # (a hidden conflicts table would take "k" typed into the search).
         tables = view.query("DataTable")
-        if name != "search" and tables:
+        if name == "search":
+            view.query_one("#query").focus()
+        elif tables:
             tables.first().focus()
+        else:
+            view.focus()
 
     def action_help(self) -> None:
         self.push_screen(Help())

@@ -66,7 +66,11 @@ class TracePage(Screen[None]):
             yield Static(id="conflict-note")
             rivals: DataTable[str] = DataTable(id="rivals", cursor_type="row")
             yield rivals
-            yield Static("[b]Its claim's values over time[/] (oldest first)", classes="section")
+            yield Static(
+                "[b]Its claim's values over time[/] (oldest first)",
+                classes="section",
+                id="claim-title",
+            )
             yield Static(id="claim-note")
             values: DataTable[str] = DataTable(id="values", cursor_type="row")
             yield values
@@ -206,13 +210,15 @@ class TracePage(Screen[None]):
         table = self.query_one("#values", DataTable)
         table.clear()
         table.display = False
+        for part in (note, self.query_one("#claim-title", Static)):
+            part.display = trace.claim_key is not None
         if trace.claim_key is None:
-            note.update("no claim")
             return
         values = await self.browser.memory.history(trace.claim_key)
         note.update(f"{len(values)} value(s) of {escape(normalize_claim_key(trace.claim_key))}")
         for value in values:
-            until = "now" if value.ended is None else when(value.ended.at)
+            still = "now" if self.browser.memory.point is None else "then still"
+            until = still if value.ended is None else when(value.ended.at)
             by = value.source + (" ✓" if value.verified else "")
             mark = "→" if value.id == trace.id else " "
             self.related.add(value.id)

@@ -117,6 +117,34 @@ def test_trace_page(snap_compare: Compare, frozen: Any, end: bool) -> None:
     snap(snap_compare, browser(frozen, "staging"), before)
 
 
+def test_as_of(snap_compare: Compare, frozen: Any) -> None:
+    """The first claim's page as of the record that wrote it (not corrected yet), at its
+    end: its claim's one value then, and its own ledger record."""
+    _, lines = frozen
+    first = lines[0]["id"]
+
+    async def before(pilot: Pilot[Any]) -> None:
+        app = pilot.app
+        assert isinstance(app, BrowseApp)
+        await settled(pilot, lambda: app.status is not None, "the status")
+        app.open_trace(first)
+        await settled(pilot, lambda: isinstance(app.screen, TracePage), "the trace page")
+        await pilot.press("t")
+        await until(pilot, lambda: app.screen.query("#when"), "the time-travel dialog")
+        await pilot.press("1", "enter")
+
+        def then() -> bool:
+            screen = app.screen
+            title = str(screen.query_one("#title", Static).render())
+            return isinstance(screen, TracePage) and "· active ·" in title
+
+        await settled(pilot, then, "the page as of record 1")
+        app.screen.query_one("#page").scroll_end(animate=False)
+        await pilot.pause()
+
+    snap(snap_compare, browser(frozen), before)
+
+
 def test_correct_dialog(snap_compare: Compare, frozen: Any) -> None:
     _, lines = frozen
 
