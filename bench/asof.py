@@ -17,11 +17,8 @@ Results: a table on stdout and ``bench/results-asof.json``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import shutil
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -34,6 +31,7 @@ from hikmah_cli.client import Client
 RESULTS = Path(__file__).with_name("results-asof.json")
 RATIO_TARGET = 3.0  # as-of p50 over present p50, at most
 QUERIES = 100  # recalled per query set in bench/run
+WARM = 20  # queries recalled before timing
 
 
 @dataclass
@@ -54,6 +52,8 @@ def measure(socket: Path, queries: list[list[str]]) -> AsOfTiming:
     """Recall ``queries`` at ``socket`` now and as of two earlier records."""
     client = Client(socket)
     try:
+        for words in queries[:WARM]:  # the first recalls load the feature columns
+            client.call("memory.recall", {"query": " ".join(words)})
         head = int(client.call("daemon.status", {})["head"]["seq"])
         points = {"present": None, "recent": head - 1, "middle": head // 2}
         times: dict[str, list[float]] = {name: [] for name in points}
@@ -82,32 +82,14 @@ def measure(socket: Path, queries: list[list[str]]) -> AsOfTiming:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from scale import Corpus, start  # noqa: PLC0415 -- the suite's corpus and daemon start
+    from scale import measure_alone  # noqa: PLC0415 -- scale imports this module
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--notes", type=int, default=100_000, help="traces in the store")
     parser.add_argument("--queries", type=int, default=200, help="queries per query set")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
-    root = Path(tempfile.mkdtemp(prefix="hkao", dir="/tmp"))
-    rows = {}
-    try:
-        corpus = Corpus(root / "corpus", args.seed, time.time_ns() // 1_000_000)
-        corpus.grow(args.notes)
-        sets = corpus.query_sets(args.queries, args.seed)
-        with contextlib.ExitStack() as stack:
-            daemon = start(corpus.directory, root, 1, stack).daemon
-            client = Client(daemon.socket)
-            for qs in sets.values():  # warm: the feature columns load on the first recall
-                for words in qs.queries[:20]:
-                    client.call("memory.recall", {"query": " ".join(words)})
-            client.close()
-            for name, qs in sets.items():
-                rows[name] = measure(daemon.socket, qs.queries)
-            daemon.stop()
-        corpus.db.close()
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    rows = measure_alone(args.notes, args.queries, args.seed, measure)
     print(f"recall as of an earlier record at {label(args.notes)} traces (ms)")
     columns = ("now p50", "p95", "recent", "p95", "middle", "p95")
     print(f"{'queries':10} " + " ".join(f"{c:>8}" for c in columns))

@@ -20,11 +20,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
-import shutil
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -119,27 +116,14 @@ def measure(socket: Path, queries: list[list[str]]) -> KeystrokeTiming:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from scale import Corpus, start  # noqa: PLC0415 -- the suite's corpus and daemon start
+    from scale import measure_alone  # noqa: PLC0415 -- scale imports this module
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--notes", type=int, default=100_000, help="traces in the store")
     parser.add_argument("--queries", type=int, default=40, help="queries typed per query set")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
-    root = Path(tempfile.mkdtemp(prefix="hkbr", dir="/tmp"))
-    rows = {}
-    try:
-        corpus = Corpus(root / "corpus", args.seed, time.time_ns() // 1_000_000)
-        corpus.grow(args.notes)
-        sets = corpus.query_sets(args.queries, args.seed)
-        with contextlib.ExitStack() as stack:
-            daemon = start(corpus.directory, root, 1, stack).daemon
-            for name, qs in sets.items():
-                rows[name] = measure(daemon.socket, qs.queries)
-            daemon.stop()
-        corpus.db.close()
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    rows = measure_alone(args.notes, args.queries, args.seed, measure)
     print(f"hikmah browse: each keystroke's recall at {label(args.notes)} traces (ms)")
     head = f"{'queries':10} {'keys':>6} {'p50':>7} {'p95':>7} {'max':>7}"
     print(f"{head}  {'stdlib p50':>10} {'p95':>7}")

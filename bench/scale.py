@@ -17,13 +17,14 @@ import shutil
 import socket
 import statistics
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import asof
 import browse
@@ -166,6 +167,32 @@ class Started:
     @property
     def loaded_median_s(self) -> float:
         return sorted(self.loaded_s)[len(self.loaded_s) // 2]
+
+
+T = TypeVar("T")
+
+
+def measure_alone(
+    notes: int, queries: int, seed: int, measure: Callable[[Path, list[list[str]]], T]
+) -> dict[str, T]:
+    """For a script run on its own: build the suite's corpus of ``notes`` in a temp dir,
+    start hikmahd on it, and ``measure(socket, queries)`` the queries of each query set
+    (``queries`` of each); the results by set."""
+    root = Path(tempfile.mkdtemp(prefix="hkms", dir="/tmp"))
+    rows = {}
+    try:
+        corpus = Corpus(root / "corpus", seed, time.time_ns() // 1_000_000)
+        corpus.grow(notes)
+        sets = corpus.query_sets(queries, seed)
+        with contextlib.ExitStack() as stack:
+            daemon = start(corpus.directory, root, 1, stack).daemon
+            for name, qs in sets.items():
+                rows[name] = measure(daemon.socket, qs.queries)
+            daemon.stop()
+        corpus.db.close()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return rows
 
 
 def start(directory: Path, env_root: Path, starts: int, stack: contextlib.ExitStack) -> Started:

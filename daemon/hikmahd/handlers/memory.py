@@ -13,7 +13,7 @@ import msgspec
 
 from hikmah import queries
 from hikmah.errors import InvalidInput
-from hikmah.past import AsOf, as_of, moment
+from hikmah.past import AsOf, moment
 from hikmah.recall import RecallQuery
 from hikmah.rules import Fulfill, Purge, Remember
 from hikmah.trace import BaseDraft, Draft
@@ -21,7 +21,7 @@ from hikmah.vocabulary import STANDING_KINDS, Kind
 
 from ..context import Context
 from ..rpc import JSON, Params, Registry, to_json
-from .asof import past
+from .asof import past, reading
 from .promises import HOUR_MS, MAX_HOURS, due
 
 registry = Registry()
@@ -70,8 +70,7 @@ class ShowParams(Params, frozen=True):
 
 @registry.method("memory.show", ShowParams)
 async def show(ctx: Context, params: ShowParams) -> JSON:
-    with ctx.services.store.snapshot() as present:
-        snapshot = as_of(present, params.as_of, ctx.services.now_ms())
+    with reading(ctx.services, params.as_of) as snapshot:
         current = queries.get(snapshot, params.id)
         history = queries.history(snapshot, params.id)
         record = queries.record_of(snapshot, params.id)
@@ -86,8 +85,7 @@ class ConflictsParams(Params, frozen=True):
 
 @registry.method("memory.conflicts", ConflictsParams)
 async def conflicts(ctx: Context, params: ConflictsParams) -> JSON:
-    with ctx.services.store.snapshot() as present:
-        snapshot = as_of(present, params.as_of, ctx.services.now_ms())
+    with reading(ctx.services, params.as_of) as snapshot:
         found = queries.conflicts(snapshot, params.key)
     return past({"conflicts": to_json(found)}, snapshot)
 
@@ -100,8 +98,7 @@ class HistoryParams(Params, frozen=True):
 @registry.method("memory.history", HistoryParams)
 async def history(ctx: Context, params: HistoryParams) -> JSON:
     """Every value a claim key was given, in write order, with who set it and when."""
-    with ctx.services.store.snapshot() as present:
-        snapshot = as_of(present, params.as_of, ctx.services.now_ms())
+    with reading(ctx.services, params.as_of) as snapshot:
         values = queries.claim_history(snapshot, params.key)
     return past({"key": params.key, "values": to_json(values)}, snapshot)
 

@@ -7,12 +7,12 @@ from typing import Annotated
 import msgspec
 
 from hikmah import queries
-from hikmah.past import AsOf, as_of, now_of
+from hikmah.past import AsOf, now_of
 from hikmah.snapshot import Snapshot
 
 from ..context import Context
 from ..rpc import JSON, Params, Registry, to_json
-from .asof import past
+from .asof import past, reading
 
 registry = Registry()
 HOUR_MS = 3_600_000
@@ -27,8 +27,7 @@ class PromisesParams(Params, frozen=True):
 
 @registry.method("promises.list", PromisesParams)
 async def promises(ctx: Context, params: PromisesParams) -> JSON:
-    with ctx.services.store.snapshot() as present:
-        snapshot = as_of(present, params.as_of, ctx.services.now_ms())
+    with reading(ctx.services, params.as_of) as snapshot:
         now = now_of(snapshot, ctx.services.now_ms())
         until = None
         if params.overdue:

@@ -20,12 +20,12 @@ from hikmah import queries, transfer
 from hikmah.errors import HikmahError
 from hikmah.headtext import parse_head
 from hikmah.ledger import Head, decode_record
-from hikmah.past import AsOf, as_of
+from hikmah.past import AsOf
 from hikmah.rules import Operation, Written
 
 from ..context import Context
 from ..rpc import JSON, Params, Registry, to_json
-from .asof import past
+from .asof import past, reading
 
 registry = Registry()
 
@@ -48,8 +48,7 @@ def export(ctx: Context, params: ExportParams) -> JSON:
     """One page of traces in write order, as JSON Lines objects; purged ones never."""
     lines: list[Any] = []
     size = 0
-    with ctx.services.store.snapshot() as present:
-        snapshot = as_of(present, params.as_of, ctx.services.now_ms())
+    with reading(ctx.services, params.as_of) as snapshot:
         entries, after = queries.export_page(
             snapshot, params.after, params.limit, include_superseded=params.include_superseded
         )
