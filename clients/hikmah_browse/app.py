@@ -247,10 +247,10 @@ class BrowseApp(App[int]):
         # Focus inside the view in sight: focus left in a hidden view would take keys
         # (a hidden conflicts table would take "k" typed into the search).
         tables = view.query("DataTable")
-        if name == "search":
-            view.query_one("#query").focus()
-        elif tables:
+        if tables and (name != "search" or tables.first().row_count):
             tables.first().focus()
+        elif name == "search":
+            view.query_one("#query").focus()  # nothing to act on yet: type a search
         else:
             view.focus()
 

@@ -512,3 +512,27 @@ def test_time_travel_shows_the_past_and_writes_nothing(daemon: Running) -> None:
 
     run(scenario())
     assert daemon.call("memory.show", id=old["id"])["status"] == "superseded"
+
+
+def test_keys_go_to_the_view_in_sight(daemon: Running) -> None:
+    """Back from a trace opened in the conflicts view, 1 shows the search: a key pressed
+    there reaches the search, not the hidden conflicts table (where k keeps a value)."""
+    seed(daemon)
+
+    async def scenario() -> None:
+        app = app_for(daemon)
+        async with app.run_test(size=SIZE) as pilot:
+            await connected(pilot, app)
+            await pilot.press("escape", "2")
+            claims = table(app, "#claims")
+            await until(pilot, lambda: claims.row_count == 2, "the claims")
+            claims.focus()
+            await pilot.press("enter")
+            await until(pilot, lambda: isinstance(app.screen, TracePage), "the trace page")
+            await pilot.press("escape", "1")
+            await until(pilot, lambda: table(app, "#hits").row_count > 0, "the listing")
+            await pilot.press("k")
+            await pilot.pause(0.3)
+            assert not app.screen.query(".dialog") and app.focused is table(app, "#hits")
+
+    run(scenario())
