@@ -16,7 +16,6 @@ Results: a table on stdout and ``bench/results-asof.json``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -84,13 +83,8 @@ def measure(socket: Path, queries: list[list[str]]) -> AsOfTiming:
 def main(argv: list[str] | None = None) -> int:
     from scale import measure_alone  # noqa: PLC0415 -- scale imports this module
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--notes", type=int, default=100_000, help="traces in the store")
-    parser.add_argument("--queries", type=int, default=200, help="queries per query set")
-    parser.add_argument("--seed", type=int, default=7)
-    args = parser.parse_args(argv)
-    rows = measure_alone(args.notes, args.queries, args.seed, measure)
-    print(f"recall as of an earlier record at {label(args.notes)} traces (ms)")
+    notes, rows = measure_alone(argv, __doc__, 200, measure)
+    print(f"recall as of an earlier record at {label(notes)} traces (ms)")
     columns = ("now p50", "p95", "recent", "p95", "middle", "p95")
     print(f"{'queries':10} " + " ".join(f"{c:>8}" for c in columns))
     for name, t in rows.items():
@@ -102,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     verdict = "met" if worst <= RATIO_TARGET else "MISSED"
     print(f"worst as-of p50 / present p50: {worst:.2f}x: {verdict} (≤ {RATIO_TARGET:g}x)")
     RESULTS.write_text(
-        json.dumps({"notes": args.notes, "rows": {k: asdict(v) for k, v in rows.items()}}, indent=2)
+        json.dumps({"notes": notes, "rows": {k: asdict(v) for k, v in rows.items()}}, indent=2)
         + "\n"
     )
     return 0 if worst <= RATIO_TARGET else 1

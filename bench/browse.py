@@ -18,7 +18,6 @@ Results: a table on stdout and ``bench/results-browse.json``.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import sys
@@ -118,13 +117,8 @@ def measure(socket: Path, queries: list[list[str]]) -> KeystrokeTiming:
 def main(argv: list[str] | None = None) -> int:
     from scale import measure_alone  # noqa: PLC0415 -- scale imports this module
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--notes", type=int, default=100_000, help="traces in the store")
-    parser.add_argument("--queries", type=int, default=40, help="queries typed per query set")
-    parser.add_argument("--seed", type=int, default=7)
-    args = parser.parse_args(argv)
-    rows = measure_alone(args.notes, args.queries, args.seed, measure)
-    print(f"hikmah browse: each keystroke's recall at {label(args.notes)} traces (ms)")
+    notes, rows = measure_alone(argv, __doc__, 40, measure)
+    print(f"hikmah browse: each keystroke's recall at {label(notes)} traces (ms)")
     head = f"{'queries':10} {'keys':>6} {'p50':>7} {'p95':>7} {'max':>7}"
     print(f"{head}  {'stdlib p50':>10} {'p95':>7}")
     for name, t in rows.items():
@@ -137,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         f"worst p95 {worst:.2f} ms: {'met' if worst < TARGET_MS else 'MISSED'} (< {TARGET_MS:g} ms)"
     )
     RESULTS.write_text(
-        json.dumps({"notes": args.notes, "rows": {k: asdict(v) for k, v in rows.items()}}, indent=2)
+        json.dumps({"notes": notes, "rows": {k: asdict(v) for k, v in rows.items()}}, indent=2)
         + "\n"
     )
     return 0 if worst < TARGET_MS else 1

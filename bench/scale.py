@@ -11,6 +11,7 @@ through its socket against FTS5 on the same notes.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import shutil
@@ -173,11 +174,21 @@ T = TypeVar("T")
 
 
 def measure_alone(
-    notes: int, queries: int, seed: int, measure: Callable[[Path, list[list[str]]], T]
-) -> dict[str, T]:
-    """For a script run on its own: build the suite's corpus of ``notes`` in a temp dir,
-    start hikmahd on it, and ``measure(socket, queries)`` the queries of each query set
-    (``queries`` of each); the results by set."""
+    argv: list[str] | None,
+    doc: str | None,
+    queries: int,
+    measure: Callable[[Path, list[list[str]]], T],
+) -> tuple[int, dict[str, T]]:
+    """A script run on its own: its flags (``--notes``, ``--queries``, default
+    ``queries``, ``--seed``), then the suite's corpus of that many notes built in a temp
+    dir, hikmahd started on it, and ``measure(socket, queries)`` for the queries of each
+    query set. Returns the notes and the results by set."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0] if doc else None)
+    parser.add_argument("--notes", type=int, default=100_000, help="traces in the store")
+    parser.add_argument("--queries", type=int, default=queries, help="queries per query set")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args(argv)
+    notes, queries, seed = args.notes, args.queries, args.seed
     root = Path(tempfile.mkdtemp(prefix="hkms", dir="/tmp"))
     rows = {}
     try:
@@ -192,7 +203,7 @@ def measure_alone(
         corpus.db.close()
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    return rows
+    return notes, rows
 
 
 def start(directory: Path, env_root: Path, starts: int, stack: contextlib.ExitStack) -> Started:
