@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hikmah.policy import KernelPolicy, RecallPolicy, parse_policy
+from hikmah.principal import AgentSession
 from hikmah.recall import RecallQuery, RecallResult, recall
 from hikmah.rules import Feedback, Fulfill, Pin, Remember
 from hikmah.snapshot import Snapshot
@@ -481,8 +482,6 @@ def test_a_pinned_trace_does_not_age_and_ignores_bad_outcomes(store: Store) -> N
 
 
 def test_recall_filters_by_status_source_and_verified_before_the_limit(store: Store) -> None:
-    from hikmah.principal import AgentSession  # noqa: PLC0415
-
     session = AgentSession(host="claude-code", session_id="s-1", variables=("CLAUDECODE",))
     old = remember(store, "the cache lives in redis", source="human:ana", verified=True)
     new = remember(
