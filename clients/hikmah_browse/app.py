@@ -13,7 +13,7 @@ from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.reactive import reactive
-from textual.widgets import ContentSwitcher, Footer, Static
+from textual.widgets import ContentSwitcher, DataTable, Footer, Static
 
 from hikmah.trace import Trace
 from hikmah_cli.render import when
@@ -246,7 +246,7 @@ class BrowseApp(App[int]):
             view.reload()
         # Focus inside the view in sight: focus left in a hidden view would take keys
         # (a hidden conflicts table would take "k" typed into the search).
-        tables = view.query("DataTable")
+        tables = view.query(DataTable)
         if tables and (name != "search" or tables.first().row_count):
             tables.first().focus()
         elif name == "search":
