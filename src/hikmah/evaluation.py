@@ -52,7 +52,6 @@ when one fails, 2 when the cases file or the policy cannot be used.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import math
 import re
 import sqlite3
@@ -71,7 +70,7 @@ from hikmah.policy import KernelPolicy, load_policy
 from hikmah.recall import RecallQuery, recall
 from hikmah.store import Remember, Store
 from hikmah.tokenizer import STOPWORDS
-from hikmah.trace import Draft, Kind, normalize_content
+from hikmah.trace import Draft, Kind, derived_trace_id, normalize_content
 
 DAY_MS = 86_400_000
 DEFAULT_K = 5
@@ -396,8 +395,7 @@ def evaluate(cases: CaseFile, *, k: int = DEFAULT_K, policy: KernelPolicy | None
 
 def _trace_id(key: str, created_ms: int) -> str:
     """A stable id in the shape of :func:`hikmah.trace.new_trace_id`, so runs repeat exactly."""
-    digest = hashlib.blake2b(key.encode(), digest_size=5).hexdigest()
-    return f"tr_{created_ms & 0xFFFF_FFFF_FFFF:012x}{digest}"
+    return derived_trace_id(created_ms, key)
 
 
 def _fill_store(store: Store, cases: CaseFile, policy: KernelPolicy) -> dict[str, str]:
