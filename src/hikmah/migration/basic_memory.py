@@ -62,6 +62,7 @@ def read(path: Path) -> Reading:
         ImportSourceError: the path is not a folder, it holds no Markdown note,
             or a note is not UTF-8 text.
     """
+    path = path.absolute()  # locators name the file wherever the import ran
     check_directory(path, WHAT)
     notes = sorted(_notes(path))
     if not notes:

@@ -64,6 +64,7 @@ def read(path: Path, *, home: Path | None = None) -> Reading:
         ImportSourceError: not a Markdown file, not UTF-8 text, or a Hikmah
             block that does not close (or closes before it opens).
     """
+    path = path.absolute()  # locators name the file wherever the import ran
     check_file(path, WHAT)
     if path.suffix.lower() != ".md":
         raise ImportSourceError(f"{path} is not a Markdown file: not {WHAT}")

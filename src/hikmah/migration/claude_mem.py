@@ -108,6 +108,7 @@ def read(
             one), not claude-mem's schema, locked past the timeout, or a row
             whose JSON columns are not lists (named by table and row id).
     """
+    path = path.absolute()  # locators name the file wherever the import ran
     check_file(path, WHAT)
     found = Collector()
     scopes = dict(projects or {})
@@ -150,11 +151,9 @@ def _observation(found: Collector, row: Row, path: Path, scopes: dict[str, str])
     where = f"{path}#observations/{row['id']}"
     head = [_text(row.get("title")), _text(row.get("subtitle"))]
     body = _text(row.get("narrative")) or _text(row.get("text"))
-    facts = [f"- {fact}" for fact in _list(row, "facts", where)]
+    facts = "\n".join(f"- {fact}" for fact in _list(row, "facts", where))
     files = _files(row, where, ("files_read", "Files read"), ("files_modified", "Files modified"))
-    content = "\n\n".join(part for part in ("\n".join(filter(None, head)), body, *facts) if part)
-    if files:
-        content = f"{content}\n\n{files}" if content else files
+    content = "\n\n".join(filter(None, ("\n".join(filter(None, head)), body, facts, files)))
     if not content.strip():
         found.skip(where, "an observation with no text")
         return

@@ -67,6 +67,7 @@ def read(path: Path) -> Reading:
             truncated file), an entity or relation is malformed, or no line is
             an entity or a relation (not a memory graph).
     """
+    path = path.absolute()  # locators name the file wherever the import ran
     found = Collector()
     lines = 0
     with open_file(path, "an MCP memory graph (memory.jsonl)") as file:
@@ -93,16 +94,16 @@ def read(path: Path) -> Reading:
 def _decode(raw: bytes, where: str) -> _Entity | _Relation | None:
     try:
         return _LINE.decode(raw)
+    except msgspec.ValidationError as exc:  # JSON, but not an entity or a relation
+        value = msgspec.json.decode(raw)
+        if isinstance(value, dict) and value.get("type") in ("entity", "relation"):
+            raise ImportSourceError(f"{where}: malformed record ({field_error(exc)})") from None
     except msgspec.DecodeError:
         raise ImportSourceError(
             f"{where} is not a JSON object: the file is cut short or damaged, or it is not"
             " JSON Lines"
         ) from None
-    except msgspec.ValidationError as exc:
-        value = msgspec.json.decode(raw)
-        if isinstance(value, dict) and value.get("type") in ("entity", "relation"):
-            raise ImportSourceError(f"{where}: malformed record ({field_error(exc)})") from None
-        return None
+    return None
 
 
 def _entity(found: Collector, entity: _Entity, where: str, created: int) -> None:

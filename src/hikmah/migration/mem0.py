@@ -71,6 +71,7 @@ def read(path: Path) -> Reading:
         ImportSourceError: the file is not complete JSON, not one of the shapes
             above, or a record is malformed (named by its position and id).
     """
+    path = path.absolute()  # locators name the file wherever the import ran
     with open_file(path, WHAT) as file:
         data = file.read()
         modified = mtime_ms(path)
