@@ -151,6 +151,8 @@ def test_a_malformed_row_is_named_by_table_and_id_without_its_text(tmp_path: Pat
     secret = "AKIAIOSFODNN7EXAMPLE"
     with sqlite3.connect(path) as connection:
         connection.execute("UPDATE observations SET facts = ? WHERE id = 2", (f"[{secret}",))
-    with pytest.raises(ImportSourceError, match=r"#observations/2: facts is not a JSON list") as caught:
+    with pytest.raises(
+        ImportSourceError, match=r"#observations/2: facts is not a JSON list"
+    ) as caught:
         read("claude-mem", path)
     assert secret not in str(caught.value)

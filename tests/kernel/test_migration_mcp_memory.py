@@ -42,7 +42,11 @@ def test_entities_observations_and_relations_become_typed_items(tmp_path: Path) 
         "project",
     )
     works = by_content["Ana works_at Acme Corp"]
-    assert (works.kind, works.claim_key, works.claim_value) == ("belief", "Ana works_at", "Acme Corp")
+    assert (works.kind, works.claim_key, works.claim_value) == (
+        "belief",
+        "Ana works_at",
+        "Acme Corp",
+    )
     assert works.tags == ("ana", "acme corp")
     assert works.locator == f"{path}:6"
     assert all(not i.draft().verified for i in reading.items)

@@ -25,9 +25,9 @@ What becomes what (``<title>`` is the note's title):
   is ``global`` (a knowledge base is the person's, not a code project's).
 
 A note is identified by its permalink (it survives a rename), an observation
-by its note, category and place among that category's observations (so an
-observation edited in place corrects its earlier import), a relation by its
-note, type, target and place.
+by its note, its category and its first two words (so an observation edited
+after them corrects its earlier import, and one added or removed beside it
+changes nothing else), a relation by its note, type and target.
 """
 
 from __future__ import annotations
@@ -37,7 +37,14 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from hikmah.migration.items import Collector, ImportSourceError, Reading, make_item, mtime_ms
+from hikmah.migration.items import (
+    Collector,
+    ImportSourceError,
+    Reading,
+    lead,
+    make_item,
+    mtime_ms,
+)
 from hikmah.migration.markdown import Block, blocks, front_matter
 from hikmah.migration.sources import check_directory, read_text
 
@@ -110,7 +117,7 @@ def _note(found: Collector, file: Path, root: Path) -> None:
         if block.kind == "item" and (observation := _observation(block.text)):
             category, content, context, hashtags = observation
             add(
-                f"observation\0{category}",
+                f"observation\0{category}\0{lead(content)}",
                 block.line,
                 kind="observation",
                 content=f"{title}: {content}" + (f" ({context})" if context else ""),

@@ -15,12 +15,15 @@ What becomes what (each tagged with its headings and the file's name):
   ``preference``;
 * a fenced block under such a heading: a ``procedure`` (the heading, then the
   commands); other fenced blocks are examples and are skipped;
-* a paragraph: an ``observation`` (what the file says about the project).
+* a paragraph: a ``constraint`` or ``procedure`` by the same words and headings,
+  otherwise an ``observation`` (what the file says about the project).
 
 Scope: ``global`` for the person's own files (``~/.claude/CLAUDE.md``,
 ``~/.codex/AGENTS.md``, given ``home``), else the project the file belongs to
 (``project:<git root>``). An item is identified by the file, its headings and
-its place under them, so a rule edited in place corrects its earlier import.
+its first two words, so a rule edited after them corrects its earlier import,
+while a rule added or removed beside it changes nothing else (a rule removed
+from the file stays in Hikmah until a person retires it).
 The file keeps no times: items are dated by its modification time.
 """
 
@@ -31,7 +34,14 @@ from collections import Counter
 from pathlib import Path
 
 from hikmah.managed_block import is_begin, is_end
-from hikmah.migration.items import Collector, ImportSourceError, Reading, make_item, mtime_ms
+from hikmah.migration.items import (
+    Collector,
+    ImportSourceError,
+    Reading,
+    lead,
+    make_item,
+    mtime_ms,
+)
 from hikmah.migration.markdown import Block, blocks
 from hikmah.migration.sources import check_file, read_text
 from hikmah.paths import project_scope
@@ -79,14 +89,15 @@ def read(path: Path, *, home: Path | None = None) -> Reading:
         kind = _kind(block)
         if kind is None:
             continue
-        places[block.headings] += 1
+        place = (*block.headings, lead(block.text))
+        places[place] += 1
         content = block.text
         if block.kind == "fence":
             content = f"{block.headings[-1]}:\n{block.text}"
         found.add(
             make_item(
                 source=SOURCE,
-                identity="\0".join([str(resolved), *block.headings, str(places[block.headings])]),
+                identity="\0".join([str(resolved), *place, str(places[place])]),
                 locator=f"{path}:{block.line}",
                 kind=kind,
                 content=content,
@@ -109,7 +120,9 @@ def _kind(block: Block) -> Kind | None:
     if block.kind == "fence":
         return "procedure" if steps and block.text.strip() else None
     if block.kind == "paragraph" and not block.text.lstrip().startswith("@"):
-        return "observation"
+        if _MUST.search(block.text):
+            return "constraint"
+        return "procedure" if steps else "observation"
     return None
 
 

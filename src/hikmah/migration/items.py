@@ -16,6 +16,7 @@ trace it became.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -177,6 +178,13 @@ def field_error(exc: msgspec.ValidationError) -> str:
     it expected (the structs readers decode into have no enums, so it never
     quotes a value)."""
     return str(exc).replace("`$.", "`")
+
+
+def lead(text: str, words: int = 2) -> str:
+    """A text's first words, lowercased: part of the identity of a record the peer gives
+    no id (a rule, an observation in a note), so that an edit further on corrects the
+    earlier import while a record added or removed beside it leaves the others alone."""
+    return " ".join(re.findall(r"\w+", text.lower())[:words])
 
 
 def digest_of(text: str) -> str:

@@ -125,6 +125,8 @@ def _starts_block(line: str) -> bool:
         or _ITEM.fullmatch(line)
         or _FENCE.match(line)
         or _RULE.fullmatch(line)
+        or _QUOTE.match(line)
+        or _TABLE.match(line)
         or line.lstrip().startswith("<!--")
     )
 
