@@ -4,10 +4,11 @@ a correction, and an import never overrides a person's correction or a purge."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
-from hikmah.migration import ImportSourceError, Skip, Write, plan
+from hikmah.migration import SOURCES, ImportSourceError, Skip, Write, plan, read
 from hikmah.migration.items import Collector, content_version, item_trace_id, make_item
 from hikmah.policy import KernelPolicy
 from hikmah.store import Purge, Remember, Store
@@ -145,3 +146,11 @@ def test_a_write_is_an_ordinary_remember_judged_by_the_detector(store: Store) ->
     assert getattr(outcome, "reason", None) == "secret_detected"
     assert "hunter2" not in str(outcome)
     assert store.lookup(planned.trace_id) is None
+
+
+def test_an_unknown_source_is_refused_naming_the_known_ones(tmp_path: Path) -> None:
+    with pytest.raises(
+        ImportSourceError, match="unknown source 'memos': use one of mcp-memory, claude-mem"
+    ):
+        read("memos", tmp_path)
+    assert set(SOURCES) == {"mcp-memory", "claude-mem", "mem0", "basic-memory", "claude-md"}

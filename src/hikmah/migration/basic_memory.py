@@ -47,6 +47,7 @@ from hikmah.migration.items import (
 )
 from hikmah.migration.markdown import Block, blocks, front_matter
 from hikmah.migration.sources import check_directory, read_text
+from hikmah.trace import Kind
 
 SOURCE = "tool:basic-memory"
 WHAT = "a basic-memory project"
@@ -101,15 +102,26 @@ def _note(found: Collector, file: Path, root: Path) -> None:
     prose: list[str] = []
     seen: Counter[str] = Counter()
 
-    def add(identity: str, line: int, **fields: object) -> None:
+    def add(
+        identity: str,
+        line: int,
+        kind: Kind,
+        content: str,
+        tags: list[str],
+        claim: tuple[str, str] | None = None,
+    ) -> None:
         seen[identity] += 1
         found.add(
             make_item(
                 source=SOURCE,
                 identity=f"note\0{permalink}\0{identity}\0{seen[identity]}",
                 locator=f"{file}:{line} {name}",
+                kind=kind,
+                content=content,
+                tags=tags,
+                claim_key=None if claim is None else claim[0],
+                claim_value=None if claim is None else claim[1],
                 created_at=created,
-                **fields,  # type: ignore[arg-type]
             )
         )
 
@@ -130,9 +142,8 @@ def _note(found: Collector, file: Path, root: Path) -> None:
                 block.line,
                 kind="belief",
                 content=f"{title} {verb} {target}" + (f" ({context})" if context else ""),
-                claim_key=f"{title} {verb}",
-                claim_value=target,
                 tags=[*tags, target],
+                claim=(f"{title} {verb}", target),
             )
         elif not _is_own_heading(block, title):
             prose.append(f"- {block.text}" if block.kind == "item" else block.text)
