@@ -32,10 +32,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from hikmah.durable import write_atomic
 from hikmah.managed_block import BEGIN, END, is_begin, is_end
 from hikmah.managed_block import BEGIN_LINE as _BEGIN_LINE
-
-from .files import write_atomic
 
 __all__ = ["BEGIN", "END", "HandEdited", "MalformedBlock", "render_block", "writeback"]
 

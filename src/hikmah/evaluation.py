@@ -68,9 +68,11 @@ import msgspec
 from hikmah.errors import HikmahError, InvalidInput, PolicyError
 from hikmah.policy import KernelPolicy, load_policy
 from hikmah.recall import RecallQuery, recall
-from hikmah.store import Remember, Store
+from hikmah.rules import Remember
+from hikmah.store import Store
 from hikmah.tokenizer import STOPWORDS
-from hikmah.trace import Draft, Kind, derived_trace_id, normalize_content
+from hikmah.trace import Draft, derived_trace_id, draft_fields, normalize_content
+from hikmah.vocabulary import Kind
 
 DAY_MS = 86_400_000
 DEFAULT_K = 5
@@ -393,11 +395,6 @@ def evaluate(cases: CaseFile, *, k: int = DEFAULT_K, policy: KernelPolicy | None
     )
 
 
-def _trace_id(key: str, created_ms: int) -> str:
-    """A stable id in the shape of :func:`hikmah.trace.new_trace_id`, so runs repeat exactly."""
-    return derived_trace_id(created_ms, key)
-
-
 def _fill_store(store: Store, cases: CaseFile, policy: KernelPolicy) -> dict[str, str]:
     """Write every trace of the file in one batch; the map from trace id to key."""
     now = cases.now_ms
@@ -405,23 +402,12 @@ def _fill_store(store: Store, cases: CaseFile, policy: KernelPolicy) -> dict[str
     operations: list[Remember] = []
     for spec in cases.trace:
         created = now - round(spec.age_days * DAY_MS)
-        ids[spec.key] = _trace_id(spec.key, created)
+        ids[spec.key] = derived_trace_id(created, spec.key)
         deadline = None if spec.deadline_days is None else now + round(spec.deadline_days * DAY_MS)
-        draft = Draft(
-            content=spec.content,
-            kind=spec.kind,
-            tags=spec.tags,
-            deadline=deadline,
-            salience=spec.salience,
-            confidence=spec.confidence,
-            source=spec.source,
-            authority=spec.authority,
-            verified=spec.verified,
-            claim_key=spec.claim_key,
-            claim_value=spec.claim_value,
-            supersedes=None if spec.supersedes is None else ids[spec.supersedes],
-            scope=spec.scope,
-        )
+        # A case names the trace it supersedes by its key.
+        supersedes = None if spec.supersedes is None else ids[spec.supersedes]
+        fields = {**draft_fields(spec), "deadline": deadline, "supersedes": supersedes}
+        draft = Draft(**fields)
         operations.append(Remember(draft=draft, trace_id=ids[spec.key], created_at=created))
     outcomes = store.apply(operations, now_ms=now, policy=policy, sync=False)
     for spec, outcome in zip(cases.trace, outcomes, strict=True):
@@ -437,7 +423,7 @@ def _hikmah_ranker(
         query = RecallQuery(
             query=case.query, tags=case.tags, kinds=case.kinds, limit=k, scope=case.scope
         )
-        results = recall(store, query, now_ms=now_ms, policy=policy)
+        results = store.read(recall, query, now_ms=now_ms, policy=policy)
         return [key_of[r.trace.id] for r in results]
 
     return rank

@@ -11,10 +11,13 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 
+from hikmah import queries
 from hikmah.migration import Item, Skip, Write, plan
-from hikmah.store import Remember, Store
+from hikmah.rules import Remember
+from hikmah.store import Store
 from tests.kernel.conftest import DAY, NOW, write
 
 PEERS = Path(__file__).resolve().parents[1] / "fixtures" / "peers"
@@ -48,7 +51,7 @@ def kinds(items: Iterable[Item]) -> dict[str, int]:
 
 def import_items(store: Store, items: list[Item], now: int = NOW) -> tuple[list[Write], list[Skip]]:
     """Import as the daemon will: plan every item against the store, then write the plan."""
-    planned = [plan(item, store.lookup) for item in items]
+    planned = [plan(item, partial(store.read, queries.lookup)) for item in items]
     writes = [p for p in planned if isinstance(p, Write)]
     skips = [p for p in planned if isinstance(p, Skip)]
     operations = [

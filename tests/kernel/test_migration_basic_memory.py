@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from hikmah import queries
 from hikmah.migration import ImportSourceError, read
 from hikmah.store import Store
 from tests.kernel.peers import V1_TIME, V2_TIME, copy, import_items, kinds
@@ -61,7 +62,7 @@ def test_the_edited_project_corrects_edits_and_adds_new_notes(tmp_path: Path, st
         "Tea: Green tea after lunch #tea",
     ]
     corrected = {
-        store.get(w.draft.supersedes or "").trace.content: w.item.content
+        store.read(queries.get, w.draft.supersedes or "").trace.content: w.item.content
         for w in writes
         if w.correction
     }

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from hikmah import queries
 from hikmah.migration import ImportSourceError, read
 from hikmah.store import Store
 from tests.kernel.peers import PEERS, V1_TIME, V2_TIME, copy, import_items, kinds
@@ -99,13 +100,14 @@ def test_an_edited_rule_corrects_its_import_and_removals_change_nothing_else(
     (edited,) = [w for w in writes if w.correction]
     assert edited.item.content == "Keep components under 150 lines"
     assert (
-        store.get(edited.draft.supersedes or "").trace.content == "Keep components under 200 lines"
+        store.read(queries.get, edited.draft.supersedes or "").trace.content
+        == "Keep components under 200 lines"
     )
     assert len(skips) == 10 and {s.reason for s in skips} == {"already"}
     # The removed rule stays, as every write does, until a person retires it.
     assert any(
         t.trace.content == "Do not edit generated files in src/gen/" and t.status == "active"
-        for t in store.traces()
+        for t in store.read(lambda s: list(queries.traces(s)))
     )
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from hikmah import queries
 from hikmah.migration import ImportSourceError, claude_mem, read
 from hikmah.store import Store
 from tests.kernel.peers import copy, import_items, kinds
@@ -87,7 +88,7 @@ def test_v2_adds_the_new_session_and_the_adopted_worktree_rows_move_project(
     assert sorted(moved) == ["observations/3", "session_summaries/2"]
     for write in moved.values():
         assert write.item.scope == "project:webapp"
-        old = store.get(write.draft.supersedes or "")
+        old = store.read(queries.get, write.draft.supersedes or "")
         assert old.trace.scope == "project:webapp/feat-login" and old.status == "superseded"
     assert len(skips) == 5 and {s.reason for s in skips} == {"already"}
     # The v1 database again, after v2: its rows are not newer, so nothing flips back.

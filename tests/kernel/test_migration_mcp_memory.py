@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from hikmah import queries
 from hikmah.migration import ImportSourceError, read
 from hikmah.store import Store
 from tests.kernel.peers import V2_TIME, copy, import_items, kinds
@@ -91,13 +92,16 @@ def test_the_changed_export_adds_what_is_new_and_corrects_the_retyped_entity(
         "Hikmah: Stores traces in LMDB",
     ]
     retyped = corrected["Hikmah is a software"]
-    old = store.get(retyped.draft.supersedes or "")
+    old = store.read(queries.get, retyped.draft.supersedes or "")
     assert old.trace.content == "Hikmah is a project" and old.status == "superseded"
-    assert store.get(retyped.trace_id).trace.claim_value == "software"
+    assert store.read(queries.get, retyped.trace_id).trace.claim_value == "software"
     assert corrected["Hikmah: Stores traces in LMDB"].item.tags == ("hikmah", "software")
     assert {s.reason for s in skips} == {"already"} and len(skips) == 9
     # What the server deleted stays: an export cannot say what went.
-    assert any(t.trace.content == "Old Laptop is a device" for t in store.traces())
+    assert any(
+        t.trace.content == "Old Laptop is a device"
+        for t in store.read(lambda s: list(queries.traces(s)))
+    )
     assert import_items(store, v2)[0] == []
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from hikmah import queries
 from hikmah.migration import ImportSourceError, read
 from hikmah.migration.items import iso_ms
 from hikmah.store import Store
@@ -54,10 +55,10 @@ def test_an_update_in_mem0_corrects_the_earlier_import(tmp_path: Path, store: St
     ]
     (moved,) = [w for w in writes if w.correction]
     assert moved.item.content == "Lives in Lisbon"
-    old = store.get(moved.draft.supersedes or "")
+    old = store.read(queries.get, moved.draft.supersedes or "")
     assert (old.trace.content, old.status) == ("Lives in Porto", "superseded")
     # Dated by the update; its id keeps the memory's creation time.
-    assert store.get(moved.trace_id).trace.created_at > old.trace.created_at
+    assert store.read(queries.get, moved.trace_id).trace.created_at > old.trace.created_at
     assert moved.trace_id[3:15] == old.trace.id[3:15]
     assert {s.reason for s in skips} == {"already"} and len(skips) == 3
     # The earlier export after the later one: the update stays.

@@ -4,14 +4,17 @@ a correction, and an import never overrides a person's correction or a purge."""
 from __future__ import annotations
 
 import re
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+from hikmah import queries
 from hikmah.migration import SOURCES, ImportSourceError, Skip, Write, plan, read
 from hikmah.migration.items import Collector, content_version, item_trace_id, make_item
 from hikmah.policy import KernelPolicy
-from hikmah.store import Purge, Remember, Store
+from hikmah.rules import Purge, Remember
+from hikmah.store import Store
 from hikmah.trace import Draft
 from tests.kernel.conftest import DAY, NOW, write
 from tests.kernel.peers import import_items
@@ -35,7 +38,7 @@ def test_a_new_record_is_written_once_never_verified_with_its_provenance(store: 
     first = item()
     writes, skips = import_items(store, [first])
     assert skips == [] and len(writes) == 1
-    stored = store.get(writes[0].trace_id)
+    stored = store.read(queries.get, writes[0].trace_id)
     assert stored.status == "active"
     trace = stored.trace
     assert trace.id == item_trace_id(first, 1)
@@ -59,15 +62,15 @@ def test_a_changed_record_corrects_its_earlier_import(store: Store) -> None:
     assert skips == [] and v2.correction
     assert v2.draft.supersedes == v1.trace_id
     assert v2.trace_id == item_trace_id(changed, 2)
-    assert store.get(v1.trace_id).status == "superseded"
-    assert store.get(v1.trace_id).superseded_by == v2.trace_id
-    assert store.get(v2.trace_id).trace.content == "Ana prefers Helix"
+    assert store.read(queries.get, v1.trace_id).status == "superseded"
+    assert store.read(queries.get, v1.trace_id).superseded_by == v2.trace_id
+    assert store.read(queries.get, v2.trace_id).trace.content == "Ana prefers Helix"
 
     # The later export again: nothing; the earlier export again: nothing either.
     assert import_items(store, [changed])[1][0].reason == "already"
     writes, skips = import_items(store, [item()])
     assert writes == [] and [s.reason for s in skips] == ["older"]
-    assert store.get(v2.trace_id).status == "active"
+    assert store.read(queries.get, v2.trace_id).status == "active"
 
 
 def test_a_record_changed_back_later_is_written_but_an_undated_repeat_is_not(
@@ -81,7 +84,7 @@ def test_a_record_changed_back_later_is_written_but_an_undated_repeat_is_not(
     # Back to it with a later time: the peer changed it back.
     (v3,), _ = import_items(store, [item(at=NOW)])
     assert v3.trace_id == item_trace_id(item(), 3)
-    assert store.get(v3.trace_id).trace.content == "Ana prefers Neovim"
+    assert store.read(queries.get, v3.trace_id).trace.content == "Ana prefers Neovim"
 
 
 def test_a_person_s_correction_is_never_overridden(store: Store) -> None:
@@ -101,7 +104,9 @@ def test_a_purged_import_is_never_brought_back(store: Store) -> None:
     (v1,), _ = import_items(store, [item()])
     write(store, Purge(id=v1.trace_id, reason="not wanted"))
     for again in (item(), item("Ana prefers Helix", at=NOW)):
-        assert plan(again, store.lookup) == Skip(again, "purged", v1.trace_id)
+        assert plan(again, partial(store.read, queries.lookup)) == Skip(
+            again, "purged", v1.trace_id
+        )
 
 
 def test_trace_ids_are_stable_time_sortable_and_wide() -> None:
@@ -137,7 +142,9 @@ def test_a_record_read_twice_is_kept_once_or_refused_if_it_differs() -> None:
 
 def test_a_write_is_an_ordinary_remember_judged_by_the_detector(store: Store) -> None:
     leaked = item("the staging password = hunter2-staging-99")
-    (planned,) = [p for p in [plan(leaked, store.lookup)] if isinstance(p, Write)]
+    (planned,) = [
+        p for p in [plan(leaked, partial(store.read, queries.lookup))] if isinstance(p, Write)
+    ]
     (outcome,) = store.apply(
         [Remember(draft=planned.draft, trace_id=planned.trace_id, created_at=planned.created_at)],
         now_ms=NOW,
@@ -145,7 +152,7 @@ def test_a_write_is_an_ordinary_remember_judged_by_the_detector(store: Store) ->
     )
     assert getattr(outcome, "reason", None) == "secret_detected"
     assert "hunter2" not in str(outcome)
-    assert store.lookup(planned.trace_id) is None
+    assert store.read(queries.lookup, planned.trace_id) is None
 
 
 def test_an_unknown_source_is_refused_naming_the_known_ones(tmp_path: Path) -> None:

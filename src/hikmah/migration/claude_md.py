@@ -45,7 +45,7 @@ from hikmah.migration.items import (
 from hikmah.migration.markdown import Block, blocks
 from hikmah.migration.sources import check_file, read_text
 from hikmah.paths import project_scope
-from hikmah.trace import Kind
+from hikmah.vocabulary import Kind
 
 SOURCE = "tool:claude-md"
 WHAT = "an agent instruction file (CLAUDE.md, AGENTS.md)"

@@ -26,7 +26,8 @@ import msgspec
 
 from hikmah.errors import InvalidInput
 from hikmah.rules import MAX_TAG
-from hikmah.trace import GLOBAL_SCOPE, Draft, Kind, derived_trace_id, normalize_tag
+from hikmah.trace import GLOBAL_SCOPE, Draft, derived_trace_id, normalize_tag
+from hikmah.vocabulary import Kind
 
 
 class ImportSourceError(InvalidInput):

@@ -27,7 +27,8 @@ from collections.abc import Callable
 from typing import Literal, NamedTuple, Protocol
 
 from hikmah.migration.items import Item, content_version, item_trace_id
-from hikmah.trace import Draft, Status, Trace
+from hikmah.trace import Draft, Trace
+from hikmah.vocabulary import Status
 
 
 class Found(Protocol):
