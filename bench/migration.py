@@ -27,14 +27,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from hikmah import queries  # noqa: E402
-from hikmah.migration import Write, plan, read  # noqa: E402
+from hikmah.migration import Write, plan, plan_page, read  # noqa: E402
 from hikmah.policy import KernelPolicy  # noqa: E402
 from hikmah.rules import Remember  # noqa: E402
 from hikmah.store import Store  # noqa: E402
@@ -195,7 +193,7 @@ def measure(name: str, folder: Path, items: int, runs: int) -> dict[str, object]
     read_ms = median_ms(lambda: read(name, path), runs)
     parse_ms = median_ms(baseline, runs)
     with Store(folder / "data", durable=False) as store:
-        planned = [plan(item, partial(store.read, queries.lookup)) for item in reading.items]
+        planned = [store.read(plan, item) for item in reading.items]
         operations = [
             Remember(draft=w.draft, trace_id=w.trace_id, created_at=w.created_at)
             for w in planned
@@ -203,9 +201,7 @@ def measure(name: str, folder: Path, items: int, runs: int) -> dict[str, object]
         ]
         for start in range(0, len(operations), 1000):
             store.apply(operations[start : start + 1000], now_ms=NOW, policy=KernelPolicy())
-        plan_ms = median_ms(
-            lambda: [plan(i, partial(store.read, queries.lookup)) for i in reading.items], runs
-        )
+        plan_ms = median_ms(lambda: store.read(plan_page, reading.items), runs)
     count = len(reading.items)
     return {
         "source": name,

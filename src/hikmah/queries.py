@@ -24,7 +24,8 @@ from hikmah.layout import (
 )
 from hikmah.promises import STAGES, Stage
 from hikmah.snapshot import Snapshot
-from hikmah.trace import Trace, normalize_claim_key, normalize_claim_value
+from hikmah.tokenizer import terms
+from hikmah.trace import Trace, normalize_claim_key, normalize_claim_value, normalize_content
 from hikmah.vocabulary import STATUSES, Status
 
 
@@ -119,6 +120,32 @@ def conflicts_for(snapshot: Snapshot, trace: Trace) -> list[str]:
         for _key, docno, value in snapshot.claim_entries(trace.claim_key)
         if value != mine
     ]
+
+
+def same_content(snapshot: Snapshot, content: str) -> list[str]:
+    """Ids of the active traces that say ``content`` again: the same text once normalised
+    (:func:`~hikmah.trace.normalize_content`), as recall folds near-duplicates.
+
+    Candidates hold every term of ``content`` and as many terms (the postings
+    and the feature columns); only those are read. A text without terms (only
+    stopwords) has no candidates.
+    """
+    words = sorted(terms(content))
+    if not words:
+        return []
+    docs = snapshot.postings(words[0])
+    for word in words[1:]:
+        if not len(docs):
+            return []
+        docs = np.intersect1d(docs, snapshot.postings(word), assume_unique=True)
+    columns = snapshot.features
+    docs = docs[
+        (columns["status"][docs] == STATUS_CODE["active"])
+        & (columns["nterms"][docs] == min(len(words), 0xFFFF))
+    ]
+    wanted = normalize_content(content)
+    found = (snapshot.trace_at(int(docno)) for docno in docs)
+    return [trace.id for trace in found if normalize_content(trace.content) == wanted]
 
 
 def conflicts(snapshot: Snapshot) -> list[ConflictGroup]:

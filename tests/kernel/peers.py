@@ -11,12 +11,9 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterable
-from functools import partial
 from pathlib import Path
 
-from hikmah import queries
-from hikmah.migration import Item, Skip, Write, plan
-from hikmah.rules import Remember
+from hikmah.migration import Item, Skip, Write, plan_page
 from hikmah.store import Store
 from tests.kernel.conftest import DAY, NOW, write
 
@@ -51,12 +48,7 @@ def kinds(items: Iterable[Item]) -> dict[str, int]:
 
 def import_items(store: Store, items: list[Item], now: int = NOW) -> tuple[list[Write], list[Skip]]:
     """Import as the daemon will: plan every item against the store, then write the plan."""
-    planned = [plan(item, partial(store.read, queries.lookup)) for item in items]
-    writes = [p for p in planned if isinstance(p, Write)]
-    skips = [p for p in planned if isinstance(p, Skip)]
-    operations = [
-        Remember(draft=w.draft, trace_id=w.trace_id, created_at=w.created_at) for w in writes
-    ]
-    if operations:
-        write(store, *operations, now=now)
+    writes, skips = store.read(plan_page, items)
+    if writes:
+        write(store, *(w.operation(None) for w in writes), now=now)
     return writes, skips

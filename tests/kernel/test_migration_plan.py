@@ -4,7 +4,6 @@ a correction, and an import never overrides a person's correction or a purge."""
 from __future__ import annotations
 
 import re
-from functools import partial
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,8 @@ from hikmah.policy import KernelPolicy
 from hikmah.rules import Purge, Remember
 from hikmah.store import Store
 from hikmah.trace import Draft
-from tests.kernel.conftest import DAY, NOW, write
+from hikmah.vocabulary import IMPORT_SOURCES
+from tests.kernel.conftest import DAY, NOW, remember, write
 from tests.kernel.peers import import_items
 
 
@@ -97,16 +97,14 @@ def test_a_person_s_correction_is_never_overridden(store: Store) -> None:
     )
     writes, skips = import_items(store, [item("Ana prefers Helix", at=NOW)])
     assert writes == []
-    assert [(s.reason, s.trace_id) for s in skips] == [("corrected", mine.id)]
+    assert [(s.reason, s.trace_id) for s in skips] == [("kept_correction", mine.id)]
 
 
 def test_a_purged_import_is_never_brought_back(store: Store) -> None:
     (v1,), _ = import_items(store, [item()])
     write(store, Purge(id=v1.trace_id, reason="not wanted"))
     for again in (item(), item("Ana prefers Helix", at=NOW)):
-        assert plan(again, partial(store.read, queries.lookup)) == Skip(
-            again, "purged", v1.trace_id
-        )
+        assert store.read(plan, again) == Skip(again, "purged", v1.trace_id)
 
 
 def test_trace_ids_are_stable_time_sortable_and_wide() -> None:
@@ -142,17 +140,46 @@ def test_a_record_read_twice_is_kept_once_or_refused_if_it_differs() -> None:
 
 def test_a_write_is_an_ordinary_remember_judged_by_the_detector(store: Store) -> None:
     leaked = item("the staging password = hunter2-staging-99")
-    (planned,) = [
-        p for p in [plan(leaked, partial(store.read, queries.lookup))] if isinstance(p, Write)
-    ]
-    (outcome,) = store.apply(
-        [Remember(draft=planned.draft, trace_id=planned.trace_id, created_at=planned.created_at)],
-        now_ms=NOW,
-        policy=KernelPolicy(),
-    )
+    planned = store.read(plan, leaked)
+    assert isinstance(planned, Write)
+    (outcome,) = store.apply([planned.operation(None)], now_ms=NOW, policy=KernelPolicy())
     assert getattr(outcome, "reason", None) == "secret_detected"
     assert "hunter2" not in str(outcome)
     assert store.read(queries.lookup, planned.trace_id) is None
+
+
+def test_a_write_that_restates_an_active_trace_names_it_and_is_still_written(
+    store: Store,
+) -> None:
+    mine = remember(store, "Ana  prefers NEOVIM", kind="preference")
+    retired = remember(store, "Ana uses Vim")
+    write(store, Purge(id=retired.id, reason="wrong"))
+    restating = item("ana prefers neovim", identity="a")
+    again_in_page = item("Ana uses Emacs", identity="b")
+    writes, _ = import_items(
+        store,
+        [
+            restating,
+            again_in_page,
+            item("ana uses emacs", identity="c"),
+            item("Ana uses Vim", identity="d"),  # purged: nothing active says it
+            item("Ana prefers Neovim daily", identity="e"),  # more words: not the same
+        ],
+    )
+    assert [w.duplicate_of for w in writes] == [mine.id, None, writes[1].trace_id, None, None]
+    assert store.read(queries.get, writes[0].trace_id).status == "active"
+    assert sorted(store.read(queries.same_content, "ANA prefers neovim")) == sorted(
+        [mine.id, writes[0].trace_id]
+    )
+    # A later page finds the earlier pages' writes in the store, and a correction is not
+    # a restatement of the version it corrects.
+    later, _ = import_items(
+        store,
+        [item("Ana uses Emacs", identity="f"), item("Ana prefers Neovim", identity="a", tags=())],
+    )
+    assert later[0].duplicate_of in {writes[1].trace_id, writes[2].trace_id}
+    assert later[1].correction and later[1].duplicate_of == mine.id
+    assert store.read(queries.same_content, "the of and") == []
 
 
 def test_an_unknown_source_is_refused_naming_the_known_ones(tmp_path: Path) -> None:
@@ -160,4 +187,5 @@ def test_an_unknown_source_is_refused_naming_the_known_ones(tmp_path: Path) -> N
         ImportSourceError, match="unknown source 'memos': use one of mcp-memory, claude-mem"
     ):
         read("memos", tmp_path)
-    assert set(SOURCES) == {"mcp-memory", "claude-mem", "mem0", "basic-memory", "claude-md"}
+    # A reader for each source the CLI offers (its --from choices).
+    assert tuple(SOURCES) == IMPORT_SOURCES

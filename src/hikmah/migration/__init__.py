@@ -3,7 +3,9 @@
 ``hikmah import --from SOURCE PATH`` reads a peer's data with one reader per
 source (a module each), every one turning its input into neutral
 :class:`~hikmah.migration.items.Item` s; :func:`~hikmah.migration.plan.plan`
-then decides against the store what each item writes. docs/migrating.md says
+then decides against a snapshot of the store what each item writes, and
+:func:`~hikmah.migration.plan.plan_page` does so for one page of an import
+(with the near-duplicates of what the store holds). docs/migrating.md says
 where people find each source and what maps to what.
 
 ==================  ===========================  =====================================
@@ -32,13 +34,24 @@ from pathlib import Path
 
 from hikmah.migration import basic_memory, claude_md, claude_mem, mcp_memory, mem0
 from hikmah.migration.items import ImportSourceError, Item, Reading
-from hikmah.migration.plan import Skip, Write, plan
+from hikmah.migration.plan import Page, Skip, Write, plan, plan_page
 
-__all__ = ["SOURCES", "ImportSourceError", "Item", "Reading", "Skip", "Write", "plan", "read"]
+__all__ = [
+    "SOURCES",
+    "ImportSourceError",
+    "Item",
+    "Page",
+    "Reading",
+    "Skip",
+    "Write",
+    "plan",
+    "plan_page",
+    "read",
+]
 
 Reader = Callable[[Path], Reading]
 
-SOURCES: dict[str, Reader] = {
+SOURCES: dict[str, Reader] = {  # by hikmah.vocabulary.ImportSource
     "mcp-memory": mcp_memory.read,
     "claude-mem": claude_mem.read,
     "mem0": mem0.read,
@@ -57,7 +70,7 @@ def read(
     """Read ``path`` as an export of ``source``.
 
     Args:
-        source: one of :data:`SOURCES`.
+        source: one of :data:`SOURCES` (:data:`hikmah.vocabulary.IMPORT_SOURCES`).
         path: the file or folder the person named.
         home: the person's home folder (``claude-md``: their own files are global).
         projects: ``claude-mem`` project names mapped to scopes.
