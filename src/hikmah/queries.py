@@ -122,21 +122,22 @@ def conflicts_for(snapshot: Snapshot, trace: Trace) -> list[str]:
     ]
 
 
-def same_content(snapshot: Snapshot, content: str) -> list[str]:
+def same_content(snapshot: Snapshot, content: str) -> Iterator[str]:
     """Ids of the active traces that say ``content`` again: the same text once normalised
-    (:func:`~hikmah.trace.normalize_content`), as recall folds near-duplicates.
+    (:func:`~hikmah.trace.normalize_content`), as recall folds near-duplicates; read
+    while ``snapshot`` is open, oldest first.
 
     Candidates hold every term of ``content`` and as many terms (the postings
-    and the feature columns); only those are read. A text without terms (only
-    stopwords) has no candidates.
+    and the feature columns); only those are read, one by one as the caller
+    asks. A text without terms (only stopwords) has no candidates.
     """
     words = sorted(terms(content))
     if not words:
-        return []
+        return
     docs = snapshot.postings(words[0])
     for word in words[1:]:
         if not len(docs):
-            return []
+            return
         docs = np.intersect1d(docs, snapshot.postings(word), assume_unique=True)
     columns = snapshot.features
     docs = docs[
@@ -144,8 +145,10 @@ def same_content(snapshot: Snapshot, content: str) -> list[str]:
         & (columns["nterms"][docs] == min(len(words), 0xFFFF))
     ]
     wanted = normalize_content(content)
-    found = (snapshot.trace_at(int(docno)) for docno in docs)
-    return [trace.id for trace in found if normalize_content(trace.content) == wanted]
+    for docno in docs:
+        trace = snapshot.trace_at(int(docno))
+        if normalize_content(trace.content) == wanted:
+            yield trace.id
 
 
 def conflicts(snapshot: Snapshot) -> list[ConflictGroup]:

@@ -17,7 +17,6 @@ from hikmah.recall import RecallQuery
 from hikmah.rules import Fulfill, Purge, Remember
 from hikmah.secrets import preview
 from hikmah.trace import BaseDraft, Draft, Trace
-from hikmah.transfer import is_taken_id
 from hikmah.vocabulary import STANDING_KINDS, Kind
 
 from ..context import Context
@@ -152,12 +151,19 @@ async def verify(ctx: Context, params: VerifyParams) -> JSON:
         )
     operations = [verification.verification(t, ctx.session) for t in chosen]
     outcomes = await ctx.services.writer.submit_all(operations)
-    failed = [(t, o) for t, o in zip(chosen, outcomes, strict=True) if isinstance(o, HikmahError)]
-    taken = [t for t, error in failed if is_taken_id(error)]  # verified by a call meanwhile
+    failed = [
+        (trace, operation, outcome)
+        for trace, operation, outcome in zip(chosen, operations, outcomes, strict=True)
+        if isinstance(outcome, HikmahError)
+    ]
+    with store.snapshot() as snapshot:  # a copy of its own: verified by a call meanwhile
+        refused = [
+            {"id": trace.id, "reason": str(error)}
+            for trace, operation, error in failed
+            if queries.lookup(snapshot, operation.trace_id or "") is None
+        ]
     reply.update(
-        verified=len(chosen) - len(failed),
-        already=len(taken),
-        refused=[{"id": t.id, "reason": str(e)} for t, e in failed if not is_taken_id(e)],
+        verified=len(chosen) - len(failed), already=len(failed) - len(refused), refused=refused
     )
     return reply
 

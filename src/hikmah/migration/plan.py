@@ -126,12 +126,8 @@ def plan_page(snapshot: Snapshot, items: Sequence[Item]) -> Page:
             skips.append(planned)
             continue
         text = normalize_content(planned.draft.content)
-        same = [
-            i
-            for i in queries.same_content(snapshot, planned.draft.content)
-            if i != planned.draft.supersedes
-        ]
-        of = same[0] if same else said.get(text)
+        restated = queries.same_content(snapshot, planned.draft.content)
+        of = next((i for i in restated if i != planned.draft.supersedes), said.get(text))
         said.setdefault(text, planned.trace_id)
         writes.append(planned._replace(duplicate_of=of))
     return Page(writes, skips)
