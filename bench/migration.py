@@ -1,41 +1,51 @@
-"""How fast the import readers read a large export: 10k items per source by default.
+"""How fast ``hikmah import --from`` imports a large export: 10k items per source by default.
 
-    .venv/bin/python bench/migration.py [--items 10000] [--runs 5] [--json PATH]
+    .venv/bin/python bench/migration.py [--items 10000] [--runs 3] [--json PATH]
 
 For each source it generates an export of about ``--items`` items in the peer's
 own format, grown from the peer-made fixture in tests/fixtures/peers (the same
 records, renamed: claude-mem rows inserted into a copy of the database
 claude-mem's schema code made, notes shaped like basic-memory's, and so on),
-then times, median of ``--runs``:
+then measures (medians of ``--runs``; the end-to-end figures once per run, each
+into a fresh durable daemon):
 
-* read: ``hikmah.migration.read`` of the whole export;
-* baseline: only parsing the same bytes (json per line, json of the file,
-  ``SELECT *`` of the two tables, reading and splitting the Markdown files),
-  so the ratio says what the mapping into items costs over the parse alone;
-* plan: :func:`hikmah.migration.plan` of every item against a store that
-  already holds them (a re-import: every item walks its chain and is skipped).
+* import: the real CLI, ``hikmah import --from SOURCE PATH``, from its start to
+  its exit, against a running ``hikmahd`` with an empty store (the daemon reads
+  the export, plans each page, checks near-duplicates, writes durably);
+* baseline: ``hikmah import FILE`` of the very traces that import wrote (its
+  export, as JSON Lines) into another fresh daemon: the same writes through the
+  JSON Lines path, so the ratio is what reading the peer's format and planning
+  against the store cost over importing Hikmah's own format;
+* re-import: the same ``import --from`` again (every item found, nothing written);
+* read and parse-only, in-process: ``hikmah.migration.read`` of the whole
+  export against only parsing the same bytes (json per line, json of the file,
+  ``SELECT *`` of the two tables, reading and splitting the Markdown files).
+
+bench/run runs it (``suite.py``, 10k items per source; 1k with ``--quick``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from hikmah.migration import Write, plan, plan_page, read  # noqa: E402
-from hikmah.policy import KernelPolicy  # noqa: E402
-from hikmah.rules import Remember  # noqa: E402
-from hikmah.store import Store  # noqa: E402
+from servers import Server, hikmahd_argv  # noqa: E402
+
+from hikmah.migration import read  # noqa: E402
 
 PEERS = ROOT / "tests" / "fixtures" / "peers"
 NOW = 1_790_000_000_000
@@ -175,62 +185,124 @@ def median_ms(function: Callable[[], object], runs: int) -> float:
     return statistics.median(times)
 
 
+@dataclass(frozen=True)
+class Row:
+    """One source's figures (times in ms, medians)."""
+
+    source: str
+    items: int
+    import_ms: float
+    baseline_ms: float
+    reimport_ms: float
+    read_ms: float
+    parse_only_ms: float
+
+    @property
+    def ratio(self) -> float:
+        return self.import_ms / self.baseline_ms
+
+    @property
+    def items_per_s(self) -> float:
+        return self.items / self.import_ms * 1000
+
+
 COLUMNS = (
     ("source", "source", 14),
     ("items", "items", 7),
-    ("read_ms", "read ms", 10),
-    ("parse_only_ms", "parse-only ms", 15),
-    ("ratio", "ratio", 8),
-    ("items_per_s", "items/s", 10),
-    ("plan_reimport_ms", "plan (re-import) ms", 21),
+    ("import_ms", "import ms", 11),
+    ("baseline_ms", "JSONL ms", 10),
+    ("ratio", "ratio", 7),
+    ("items_per_s", "items/s", 9),
+    ("reimport_ms", "re-import ms", 14),
+    ("read_ms", "read ms", 9),
+    ("parse_only_ms", "parse ms", 10),
 )
 
 
-def measure(name: str, folder: Path, items: int, runs: int) -> dict[str, object]:
-    """One source's row: read, parse only and plan times (median ms)."""
+def cli(server: Server, *args: str) -> tuple[float, dict[str, object]]:
+    """Wall time (ms) of one ``hikmah`` run against ``server``, and its JSON report."""
+    argv = [sys.executable, "-m", "hikmah_cli", "--socket", str(server.socket), "--no-autostart",
+            *args, "--json"]  # fmt: skip
+    began = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    took = (time.perf_counter() - began) * 1000
+    if done.returncode != 0:
+        raise RuntimeError(f"hikmah {' '.join(args[:3])} exited {done.returncode}: {done.stderr}")
+    report: dict[str, object] = json.loads(done.stdout)
+    return took, report
+
+
+def end_to_end(name: str, path: Path, folder: Path, count: int) -> tuple[float, float, float]:
+    """One run: import, re-import and the JSON Lines baseline (ms), each daemon fresh."""
+    with contextlib.ExitStack() as stack:
+        daemon = Server("import", folder / "import", hikmahd_argv(folder / "import"))
+        stack.callback(shutil.rmtree, daemon.directory, True)
+        stack.callback(daemon.stop)
+        daemon.start()
+        import_ms, report = cli(daemon, "import", "--from", name, str(path))
+        if report["written"] != count or report["refused"]:
+            raise RuntimeError(f"{name}: wrote {report['written']} of {count}")
+        reimport_ms, again = cli(daemon, "import", "--from", name, str(path))
+        if again["already"] != count:
+            raise RuntimeError(f"{name}: a re-import found {again['already']} of {count}")
+        lines = folder / "traces.jsonl"
+        argv = [sys.executable, "-m", "hikmah_cli", "--socket", str(daemon.socket),
+                "--no-autostart", "export", "--output", str(lines)]  # fmt: skip
+        subprocess.run(argv, check=True, capture_output=True)
+        plain = Server("jsonl", folder / "jsonl", hikmahd_argv(folder / "jsonl"))
+        stack.callback(shutil.rmtree, plain.directory, True)
+        stack.callback(plain.stop)
+        plain.start()
+        baseline_ms, copied = cli(plain, "import", str(lines))
+        if copied["written"] != count:
+            raise RuntimeError(f"{name}: the JSON Lines baseline wrote {copied['written']}")
+    return import_ms, reimport_ms, baseline_ms
+
+
+def measure(name: str, folder: Path, items: int, runs: int) -> Row:
+    """One source's row."""
     path, baseline = SOURCES[name](folder, items)
-    reading = read(name, path)
-    read_ms = median_ms(lambda: read(name, path), runs)
+    count = len(read(name, path, home=Path.home()).items)
+    read_ms = median_ms(lambda: read(name, path, home=Path.home()), runs)
     parse_ms = median_ms(baseline, runs)
-    with Store(folder / "data", durable=False) as store:
-        planned = [store.read(plan, item) for item in reading.items]
-        operations = [
-            Remember(draft=w.draft, trace_id=w.trace_id, created_at=w.created_at)
-            for w in planned
-            if isinstance(w, Write)
-        ]
-        for start in range(0, len(operations), 1000):
-            store.apply(operations[start : start + 1000], now_ms=NOW, policy=KernelPolicy())
-        plan_ms = median_ms(lambda: store.read(plan_page, reading.items), runs)
-    count = len(reading.items)
-    return {
-        "source": name,
-        "items": count,
-        "read_ms": round(read_ms, 1),
-        "parse_only_ms": round(parse_ms, 1),
-        "ratio": round(read_ms / parse_ms, 2),
-        "items_per_s": round(count / read_ms * 1000),
-        "plan_reimport_ms": round(plan_ms, 1),
-    }
+    done = [end_to_end(name, path, folder, count) for _ in range(runs)]
+    import_ms, reimport_ms, baseline_ms = (
+        statistics.median(column) for column in zip(*done, strict=True)
+    )
+    return Row(name, count, round(import_ms, 1), round(baseline_ms, 1), round(reimport_ms, 1),
+               round(read_ms, 1), round(parse_ms, 1))  # fmt: skip
+
+
+def measure_all(root: Path, items: int, runs: int) -> list[Row]:
+    """Every source's row, in a folder of its own under ``root``."""
+    rows = []
+    for name in SOURCES:
+        folder = root / name
+        folder.mkdir(mode=0o700)
+        rows.append(measure(name, folder, items, runs))
+    return rows
+
+
+def table(rows: list[Row]) -> str:
+    lines = ["".join(f"{title:>{width}}" for _, title, width in COLUMNS)]
+    for row in rows:
+        values = {**asdict(row), "ratio": f"{row.ratio:.2f}", "items_per_s": round(row.items_per_s)}
+        lines.append("".join(f"{values[key]!s:>{width}}" for key, _, width in COLUMNS))
+    return "\n".join(lines)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=10_000)
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    rows = []
-    with tempfile.TemporaryDirectory(prefix="hikmah-bench-") as tmp:
-        for name in SOURCES:
-            folder = Path(tmp) / name
-            folder.mkdir()
-            rows.append(measure(name, folder, args.items, args.runs))
-    print("".join(f"{title:>{width}}" for _, title, width in COLUMNS))
-    for row in rows:
-        print("".join(f"{row[key]!s:>{width}}" for key, _, width in COLUMNS))
+    with tempfile.TemporaryDirectory(prefix="hkm-") as tmp:
+        rows = measure_all(Path(tmp), args.items, args.runs)
+    print(table(rows))
     if args.json:
-        args.json.write_text(json.dumps(rows, indent=2) + "\n")
+        found = [asdict(r) | {"ratio": r.ratio, "items_per_s": r.items_per_s} for r in rows]
+        args.json.write_text(json.dumps(found, indent=2) + "\n")
     return 0
 
 

@@ -7,7 +7,7 @@ agree with each other.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 import msgspec
@@ -19,6 +19,7 @@ from hikmah.layout import (
     KIND_CODE,
     PRIVACY_CODE,
     STATUS_CODE,
+    DocArray,
     claim_value_key,
     reminder_key,
 )
@@ -122,23 +123,29 @@ def conflicts_for(snapshot: Snapshot, trace: Trace) -> list[str]:
     ]
 
 
-def same_content(snapshot: Snapshot, content: str) -> Iterator[str]:
+def same_content(
+    snapshot: Snapshot, content: str, *, postings: Callable[[str], DocArray] | None = None
+) -> Iterator[str]:
     """Ids of the active traces that say ``content`` again: the same text once normalised
     (:func:`~hikmah.trace.normalize_content`), as recall folds near-duplicates; read
     while ``snapshot`` is open, oldest first.
 
     Candidates hold every term of ``content`` and as many terms (the postings
     and the feature columns); only those are read, one by one as the caller
-    asks. A text without terms (only stopwords) has no candidates.
+    asks. A text without terms (only stopwords) has no candidates. ``postings``
+    reads a term's postings (default: the snapshot's), for a caller that asks
+    about many texts sharing terms and keeps them.
     """
     words = sorted(terms(content))
     if not words:
         return
-    docs = snapshot.postings(words[0])
-    for word in words[1:]:
+    lists = sorted(map(postings or snapshot.postings, words), key=len)
+    docs = lists[0]
+    for other in lists[1:]:  # each sorted: look the few candidates up in the longer lists
         if not len(docs):
             return
-        docs = np.intersect1d(docs, snapshot.postings(word), assume_unique=True)
+        at = np.searchsorted(other, docs)
+        docs = docs[other[np.minimum(at, len(other) - 1)] == docs]
     columns = snapshot.features
     docs = docs[
         (columns["status"][docs] == STATUS_CODE["active"])

@@ -28,6 +28,7 @@ that trace, so the import reports the near-duplicate.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
@@ -120,13 +121,14 @@ def plan_page(snapshot: Snapshot, items: Sequence[Item]) -> Page:
     writes: list[Write] = []
     skips: list[Skip] = []
     said: dict[str, str] = {}  # normalised content -> the page's first write saying it
+    postings = functools.cache(snapshot.postings)  # the items of a page share many terms
     for item in items:
         planned = plan(snapshot, item)
         if isinstance(planned, Skip):
             skips.append(planned)
             continue
         text = normalize_content(planned.draft.content)
-        restated = queries.same_content(snapshot, planned.draft.content)
+        restated = queries.same_content(snapshot, planned.draft.content, postings=postings)
         of = next((i for i in restated if i != planned.draft.supersedes), said.get(text))
         said.setdefault(text, planned.trace_id)
         writes.append(planned._replace(duplicate_of=of))
