@@ -85,6 +85,10 @@ WRITE_FLAGS = (
 )
 
 
+# Recall and verify: the kinds to keep.
+KIND_FILTER = arg("--kind", action="append", default=[], choices=KINDS, help="only these kinds")
+
+
 def dest(flag: Arg) -> str:
     """The attribute (and param) a flag fills: ``--claim-key`` fills ``claim_key``."""
     return flag.names[-1].lstrip("-").replace("-", "_")
@@ -212,7 +216,7 @@ COMMANDS: tuple[Command, ...] = (
             arg("query_arg", nargs="?", metavar="QUERY", help="words to recall by"),
             arg("--query", help="words to recall by (or give them positionally)"),
             arg("--tag", action="append", default=[], metavar="T", help="a tag cue (repeatable)"),
-            arg("--kind", action="append", default=[], choices=KINDS, help="only these kinds"),
+            KIND_FILTER,
             arg("--limit", type=int, metavar="N", help="most results (capped by the policy)"),
             arg("--scope", metavar="S", help="this scope and global only"),
             arg("--include-superseded", action="store_true", help="history too"),
@@ -367,7 +371,7 @@ COMMANDS: tuple[Command, ...] = (
         (
             arg("--source", required=True, metavar="S", help="their source, e.g. tool:mem0"),
             arg("--scope", metavar="S", help="only in this scope"),
-            arg("--kind", action="append", default=[], choices=KINDS, help="only these kinds"),
+            KIND_FILTER,
         ),
         _verify_traces,
         render.vouched,

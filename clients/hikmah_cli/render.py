@@ -416,11 +416,10 @@ def imported_source(report: dict[str, Any]) -> str:
         f"  {p['action']:<10} {p['kind']:<11} {p['locator']}\n    {p['preview']}"
         for p in report.get("planned", [])
     ]
-    wrote = "would write" if dry else "wrote"
     lines.append(
-        f"  {report['total']} records: {wrote} {report['written']} new and"
-        f" {report['corrected']} corrections of earlier imports; {report['already']} already"
-        f" imported, {len(report['refused'])} refused"
+        f"  {report['total']} records{', would be' if dry else ''}: {report['written']} new,"
+        f" {report['corrected']} corrected, {report['already']} already imported,"
+        f" {len(report['refused'])} refused"
     )
     left = [
         (report["older"], "older than what was imported"),
@@ -429,8 +428,7 @@ def imported_source(report: dict[str, Any]) -> str:
     ]
     lines += [f"  {count} left alone: {why}" for count, why in left if count]
     if report["duplicates"]:
-        lines.append(f"  {len(report['duplicates'])} say what memory already holds (kept;"
-                     " recall folds them):")  # fmt: skip
+        lines.append("  near-duplicates of what memory holds (kept; recall folds them):")
         lines += [f"    {d['locator']} restates {d['of']}" for d in report["duplicates"]]
     if report["skipped"]:
         lines.append(f"  {report['skipped']} records not imported:")
@@ -440,9 +438,9 @@ def imported_source(report: dict[str, Any]) -> str:
     if dry:
         lines.append("  nothing was written (--dry-run)")
     elif report["written"] or report["corrected"]:
+        lines.append("  imported traces are unverified: check them (hikmah recall, hikmah show),")
         lines.append(
-            "  imported traces are unverified: check them (hikmah recall, hikmah show), then"
-            f" hikmah verify --source tool:{report['source']}"
+            f"  then verify what you checked: hikmah verify --source tool:{report['source']}"
         )
     return "\n".join(lines)
 

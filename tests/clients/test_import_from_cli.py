@@ -13,13 +13,9 @@ confirmed step, and a long import pages with a progress bar."""
 from __future__ import annotations
 
 import json
-import os
-import pty
-import shutil
 import sqlite3
 import subprocess
 import sys
-import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,7 +26,7 @@ import pytest
 from hikmah import migration
 from hikmah.migration.items import item_trace_id
 from tests.clients.peer_exports import PEERS, PEERS_BY_SOURCE, place
-from tests.daemon.conftest import Running, clean_env
+from tests.daemon.conftest import Running, clean_env, own_daemon
 
 KEY = "AKIAIOSFODNN7EXAMPLE"  # AWS's documented example access key id
 SOURCES = list(PEERS_BY_SOURCE)
@@ -132,7 +128,7 @@ def test_the_dry_run_says_what_it_would_write_for_a_person(daemon: Running, tmp_
     assert result.returncode == 0, result.stderr
     assert f"dry run of mem0 {path}:" in result.stdout
     assert "new        observation" in result.stdout and "Lives in Porto" in result.stdout
-    assert "5 records: would write 5 new" in result.stdout
+    assert "5 records, would be: 5 new, 0 corrected, 0 already imported" in result.stdout
     assert "nothing was written (--dry-run)" in result.stdout
     assert daemon.call("daemon.status")["counts"]["active"] == 0
 
@@ -198,13 +194,8 @@ def test_a_credential_is_refused_by_record_and_a_restatement_is_reported(
 
 @pytest.fixture(scope="module")
 def quiet() -> Iterator[Running]:
-    root = Path(tempfile.mkdtemp(prefix="hk", dir="/tmp"))
-    running = Running(root).start()
-    try:
+    with own_daemon() as running:
         yield running
-    finally:
-        running.stop()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def truncated(root: Path, source: str) -> Path:
@@ -308,24 +299,6 @@ def test_flags_that_do_not_go_together_are_usage_errors(
 # --- who imports, and who verifies --------------------------------------------------------
 
 
-def answering(
-    daemon: Running, reply: str, *args: str, env: dict[str, str]
-) -> subprocess.CompletedProcess[str]:
-    """The CLI at a terminal (stdin a pty), where the person types ``reply``."""
-    leader, follower = pty.openpty()
-    command = [sys.executable, "-m", "hikmah_cli", "--socket", str(daemon.socket),
-               "--no-autostart", *args]  # fmt: skip
-    with subprocess.Popen(
-        command, stdin=follower, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-        text=True,
-    ) as process:  # fmt: skip
-        os.close(follower)
-        os.write(leader, reply.encode() + b"\n")
-        out, err = process.communicate(timeout=60)
-    os.close(leader)
-    return subprocess.CompletedProcess(command, process.returncode, out, err)
-
-
 def test_a_person_verifies_what_they_checked_in_one_confirmed_step(
     daemon: Running, tmp_path: Path
 ) -> None:
@@ -334,15 +307,13 @@ def test_a_person_verifies_what_they_checked_in_one_confirmed_step(
     verify = ("verify", "--source", "tool:mem0")
     piped = daemon.cli(*verify, env=clean_env())
     assert piped.returncode == 2 and "at a terminal to confirm" in piped.stderr
-    declined = answering(daemon, "n", *verify, env=clean_env())
-    assert declined.returncode == 0, declined.stderr
-    assert "5 unverified active traces of tool:mem0" in declined.stderr
-    assert "Lives in Porto" in declined.stderr
+    code, _, shown = daemon.cli_on_terminal(*verify, env=clean_env(), typed="n\n")
+    assert code == 0, shown
+    assert "5 unverified active traces of tool:mem0" in shown and "Lives in Porto" in shown
     assert not any(line["provenance"]["verified"] for line in exported(daemon))
 
-    done = answering(daemon, "y", *verify, env=clean_env())
-    assert done.returncode == 0, done.stderr
-    assert "verified 5 traces" in done.stdout
+    code, out, shown = daemon.cli_on_terminal(*verify, env=clean_env(), typed="y\n")
+    assert code == 0 and "verified 5 traces" in out, shown
     lines = exported(daemon)
     active = [line for line in lines if line["status"] == "active"]
     items = {item_trace_id(i, 1): i for i in reading("mem0", path).items}
@@ -356,7 +327,7 @@ def test_a_person_verifies_what_they_checked_in_one_confirmed_step(
         )
         assert line["provenance"]["locator"] == item.locator
         assert line["provenance"]["source"] == "tool:mem0"
-    assert "nothing to verify" in answering(daemon, "y", *verify, env=clean_env()).stdout
+    assert "nothing to verify" in daemon.cli_on_terminal(*verify, env=clean_env(), typed="y\n")[1]
 
     # The next export: the unchanged records are there already, the record mem0 changed
     # leaves the person's verified trace alone, and only the new one awaits verifying.
@@ -387,13 +358,17 @@ def test_an_import_in_an_agent_session_is_the_agent_s_and_never_verified(
     # The same records, whoever imports them again.
     assert import_from(daemon, "claude-md", path)["already"] == 12
 
-    refused = answering(daemon, "y", "verify", "--source", "tool:claude-md", env=agent)
-    assert refused.returncode == 3 and "needs a person" in refused.stderr
+    code, _, shown = daemon.cli_on_terminal(
+        "verify", "--source", "tool:claude-md", env=agent, typed="y\n"
+    )
+    assert code == 3 and "needs a person" in shown
     assert not any(line["provenance"]["verified"] for line in exported(daemon))
     # A person vouches for the record, not for the agent's stamp.
-    done = answering(daemon, "y", "verify", "--source", "tool:claude-md", "--kind",
-                     "constraint", env=clean_env())  # fmt: skip
-    assert done.returncode == 0 and "verified 5 traces" in done.stdout, done.stderr
+    code, out, shown = daemon.cli_on_terminal(
+        "verify", "--source", "tool:claude-md", "--kind", "constraint", env=clean_env(),
+        typed="y\n",
+    )  # fmt: skip
+    assert code == 0 and "verified 5 traces" in out, shown
     verified = [line for line in exported(daemon) if line["provenance"]["verified"]]
     assert len(verified) == 5 and {line["kind"] for line in verified} == {"constraint"}
     assert all(line["provenance"]["locator"].startswith(str(path)) for line in verified)
@@ -426,27 +401,11 @@ def mem0_export(path: Path, records: int, offset: int = 0) -> Path:
 
 def test_a_long_import_pages_with_a_progress_bar(daemon: Running, tmp_path: Path) -> None:
     path = mem0_export(tmp_path / "mem0.json", 1200)
-    leader, follower = pty.openpty()
-    command = [sys.executable, "-m", "hikmah_cli", "--socket", str(daemon.socket),
-               "--no-autostart", "import", "--from", "mem0", str(path)]  # fmt: skip
-    with subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=follower, env=clean_env()
-    ) as process:
-        os.close(follower)
-        out, _ = process.communicate(timeout=60)
-    drawn = b""
-    while True:
-        try:
-            chunk = os.read(leader, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        drawn += chunk
-    os.close(leader)
-    assert process.returncode == 0
-    assert b"imported 1200/1200 records" in drawn and b"100%" in drawn
-    assert b"1200 records: wrote 1200 new" in out and b"\r" not in out
+    code, out, shown = daemon.cli_on_terminal("import", "--from", "mem0", str(path),
+                                              env=clean_env())  # fmt: skip
+    assert code == 0, shown
+    assert "imported 1200/1200 records" in shown and "100%" in shown
+    assert "1200 records: 1200 new, 0 corrected" in out and "\r" not in out
     assert daemon.call("daemon.status")["counts"]["active"] == 1200
 
 

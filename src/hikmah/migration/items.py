@@ -26,7 +26,7 @@ import msgspec
 
 from hikmah.errors import InvalidInput
 from hikmah.rules import MAX_TAG
-from hikmah.trace import GLOBAL_SCOPE, Draft, derived_trace_id, normalize_tag
+from hikmah.trace import GLOBAL_SCOPE, Draft, derived_trace_id, draft_fields, normalize_tag
 from hikmah.vocabulary import Kind
 
 
@@ -76,18 +76,9 @@ class Item(msgspec.Struct, frozen=True, kw_only=True):
         return content_version(self)
 
     def draft(self, *, supersedes: str | None = None) -> Draft:
-        """The write this item asks for: never verified, the peer as its source."""
-        return Draft(
-            content=self.content,
-            kind=self.kind,
-            tags=self.tags,
-            source=self.source,
-            locator=self.locator,
-            claim_key=self.claim_key,
-            claim_value=self.claim_value,
-            scope=self.scope,
-            supersedes=supersedes,
-        )
+        """The write this item asks for (the fields it shares with a draft): never
+        verified, the peer as its source."""
+        return Draft(**draft_fields(self), supersedes=supersedes)
 
 
 def make_item(
