@@ -11,6 +11,7 @@ import pytest
 from hikmah import queries
 from hikmah.migration import SOURCES, ImportSourceError, Skip, Write, plan, read
 from hikmah.migration.items import Collector, content_version, item_trace_id, make_item
+from hikmah.migration.sources import MAX_TEXT_BYTES
 from hikmah.policy import KernelPolicy
 from hikmah.rules import Purge, Remember
 from hikmah.store import Store
@@ -188,3 +189,17 @@ def test_an_unknown_source_is_refused_naming_the_known_ones(tmp_path: Path) -> N
         read("memos", tmp_path)
     # A reader for each source the CLI offers (its --from choices).
     assert tuple(SOURCES) == IMPORT_SOURCES
+
+
+@pytest.mark.parametrize(
+    ("source", "name"),
+    [("mcp-memory", "memory.jsonl"), ("mem0", "export.json"), ("claude-md", "CLAUDE.md")],
+)
+def test_a_text_export_over_the_size_cap_is_refused_before_it_is_read(
+    tmp_path: Path, source: str, name: str
+) -> None:
+    path = tmp_path / name
+    with path.open("wb") as file:
+        file.truncate(MAX_TEXT_BYTES + 1)  # sparse: no disk is used
+    with pytest.raises(ImportSourceError, match="over 256 MiB"):
+        read(source, path)  # type: ignore[arg-type]

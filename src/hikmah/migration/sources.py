@@ -10,6 +10,10 @@ from typing import BinaryIO
 
 from hikmah.migration.items import ImportSourceError
 
+# Text sources are read whole (an export is one document); a larger file is not an
+# export of a personal memory tool, and reading it would hold the daemon's memory.
+MAX_TEXT_BYTES = 256 << 20
+
 
 def check_file(path: Path, what: str) -> None:
     """Refuse anything but a regular file (a directory, a FIFO that would block).
@@ -39,9 +43,12 @@ def open_file(path: Path, what: str) -> Iterator[BinaryIO]:
     """Open a regular file for reading in binary; OS errors become import errors.
 
     Raises:
-        ImportSourceError: not a regular file, or it cannot be read.
+        ImportSourceError: not a regular file, over :data:`MAX_TEXT_BYTES`, or it
+            cannot be read.
     """
     check_file(path, what)
+    if path.stat().st_size > MAX_TEXT_BYTES:
+        raise ImportSourceError(f"{path} is over {MAX_TEXT_BYTES >> 20} MiB: too large for {what}")
     try:
         file = path.open("rb")
     except OSError as exc:
