@@ -7,7 +7,7 @@ agree with each other.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 import msgspec
@@ -19,12 +19,14 @@ from hikmah.layout import (
     KIND_CODE,
     PRIVACY_CODE,
     STATUS_CODE,
+    DocArray,
     claim_value_key,
     reminder_key,
 )
 from hikmah.promises import STAGES, Stage
 from hikmah.snapshot import Moment, Snapshot
-from hikmah.trace import Trace, normalize_claim_key, normalize_claim_value
+from hikmah.tokenizer import terms
+from hikmah.trace import Trace, normalize_claim_key, normalize_claim_value, normalize_content
 from hikmah.vocabulary import STATUSES, Status
 
 
@@ -171,18 +173,53 @@ def conflicts_for(snapshot: Snapshot, trace: Trace) -> list[str]:
     ]
 
 
+def same_content(
+    snapshot: Snapshot, content: str, *, postings: Callable[[str], DocArray] | None = None
+) -> Iterator[str]:
+    """Ids of the active traces that say ``content`` again: the same text once normalised
+    (:func:`~hikmah.trace.normalize_content`), as recall folds near-duplicates; read
+    while ``snapshot`` is open, oldest first.
+
+    Candidates hold every term of ``content`` and as many terms (the postings
+    and the feature columns); only those are read, one by one as the caller
+    asks. A text without terms (only stopwords) has no candidates. ``postings``
+    reads a term's postings (default: the snapshot's), for a caller that asks
+    about many texts sharing terms and keeps them.
+    """
+    words = sorted(terms(content))
+    if not words:
+        return
+    lists = sorted(map(postings or snapshot.postings, words), key=len)
+    docs = lists[0]
+    for other in lists[1:]:  # each sorted: look the few candidates up in the longer lists
+        if not len(docs):
+            return
+        at = np.searchsorted(other, docs)
+        docs = docs[other[np.minimum(at, len(other) - 1)] == docs]
+    columns = snapshot.features
+    docs = docs[
+        (columns["status"][docs] == STATUS_CODE["active"])
+        & (columns["nterms"][docs] == min(len(words), 0xFFFF))
+    ]
+    wanted = normalize_content(content)
+    for docno in docs:
+        trace = snapshot.trace_at(int(docno))
+        if normalize_content(trace.content) == wanted:
+            yield trace.id
+
+
 def conflicts(snapshot: Snapshot, key: str | None = None) -> list[ConflictGroup]:
     """Every open conflict (or the one on ``key``), grouped by normalised key and value."""
     groups: dict[str, dict[str, list[str]]] = {}
     for _key, docno, _value in snapshot.claim_entries(key):
         trace = snapshot.trace_at(docno)
         assert trace.claim_key is not None and trace.claim_value is not None
-        key = normalize_claim_key(trace.claim_key)
+        name = normalize_claim_key(trace.claim_key)
         value = normalize_claim_value(trace.claim_value)
-        groups.setdefault(key, {}).setdefault(value, []).append(trace.id)
+        groups.setdefault(name, {}).setdefault(value, []).append(trace.id)
     return [
-        ConflictGroup(key, [ConflictValue(v, ids) for v, ids in sorted(values.items())])
-        for key, values in sorted(groups.items())
+        ConflictGroup(name, [ConflictValue(v, ids) for v, ids in sorted(values.items())])
+        for name, values in sorted(groups.items())
         if len(values) > 1
     ]
 
