@@ -90,7 +90,7 @@ def test_the_served_person_only_and_blocking_methods_are_declared() -> None:
     methods = Dispatcher(*REGISTRIES).registry.methods
     person = {name for name, m in methods.items() if m.person is not None}
     assert person == {
-        "ledger.compact", "ledger.verify", "vault.rotate",
+        "ledger.compact", "ledger.verify", "memory.verify", "vault.rotate",
         "presence.set", "presence.change", "presence.remove",
     }  # fmt: skip
     blocking = {name for name, m in methods.items() if m.blocking}
