@@ -76,7 +76,9 @@ class PairingCode(msgspec.Struct, frozen=True):
             raw = base64.b32decode(body + "=" * (-len(body) % 8))
         except (binascii.Error, ValueError):
             raw = b""
-        if len(raw) != SECRET_BYTES + _CHECK_BYTES:
+        # The last letter has a spare bit: only the canonical spelling is a code.
+        canonical = base64.b32encode(raw).decode("ascii").rstrip("=") == body
+        if len(raw) != SECRET_BYTES + _CHECK_BYTES or not canonical:
             raise InvalidInput("this is not a whole pairing code: check it and type it again")
         secret, check = raw[:SECRET_BYTES], raw[SECRET_BYTES:]
         if not hmac.compare_digest(check, _checksum(secret)):
