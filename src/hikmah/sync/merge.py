@@ -126,7 +126,12 @@ class Fate(msgspec.Struct, frozen=True, kw_only=True):
 def fate(facts: Iterable[Fact]) -> Fate:
     """Fold one trace's facts (duplicates and order do not matter)."""
     unique = set(facts)
-    remembers = sorted((f for f in unique if isinstance(f, Remembered)), key=lambda f: f.at)
+    # A record id names one record, so (at) alone orders honest input; the encoding
+    # breaks the ties of input that is not (a fold must not depend on order even then).
+    remembers = sorted(
+        (f for f in unique if isinstance(f, Remembered)),
+        key=lambda f: (f.at, msgspec.json.encode(f)),
+    )
     trace = remembers[0] if remembers else None
     rivals = tuple(f.at for f in remembers[1:] if f.digest != remembers[0].digest)
     ineffective: list[RecordId] = []
@@ -154,7 +159,8 @@ def fate(facts: Iterable[Fact]) -> Fate:
         status = "superseded"
     elif fulfilled_by:
         status = "fulfilled"
-    feedback = {f.at: f.good for f in unique if isinstance(f, Feedback)}
+    feedback = {(f.at, f.good) for f in unique if isinstance(f, Feedback)}
+    good = sum(1 for _at, is_good in feedback if is_good)
     return Fate(
         present=trace is not None,
         status=status,
@@ -162,8 +168,8 @@ def fate(facts: Iterable[Fact]) -> Fate:
         successors=tuple(sorted(successors)),
         fulfilled_by=tuple(by[0] if by else None for by in sorted(fulfilled_by)),
         pinned=_pinned([f for f in unique if isinstance(f, Pinned)]),
-        good=sum(feedback.values()),
-        bad=len(feedback) - sum(feedback.values()),
+        good=good,
+        bad=len(feedback) - good,
         rivals=rivals,
         ineffective=tuple(sorted(ineffective)),
     )

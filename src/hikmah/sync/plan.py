@@ -169,6 +169,39 @@ def _follow_device(
     return Finding(device, "fork" if "fork" in result.why else "refused", result.why)
 
 
+def audit(
+    me: str,
+    keys: Mapping[str, bytes],
+    dirs: Mapping[str, DeviceDir],
+    read: Callable[[str, str], bytes | None],
+    stored: Callable[[str, int], bytes | None],
+) -> tuple[Finding, ...]:
+    """Check every published chain in the folder whole, this device's own among them.
+
+    A routine look (:func:`plan_apply`) reads only what is new, so a segment
+    altered behind what was applied would go unseen until a new device read
+    it; ``verify-ledger`` and ``sync status --verify`` run this instead. A
+    finding about this device's own directory means it must publish
+    everything again (forget its :class:`Published`).
+
+    Args:
+        keys: the signing key of each device to check, this one's included.
+        stored: the line this device keeps at a seq of a device's chain (its
+            own ledger's for ``me``).
+    """
+    findings: list[Finding] = []
+    for device, key in sorted(keys.items()):
+        found = dirs.get(device)
+        if found is None or not found.manifest:
+            continue
+        peer = Peer(key=key)
+        result = _follow_device(device, peer, found, read, stored)
+        if isinstance(result, Finding) and result.problem != "waiting":
+            mine = " (this device: it publishes its chain again)" if device == me else ""
+            findings.append(msgspec.structs.replace(result, why=result.why + mine))
+    return tuple(findings)
+
+
 class Published(msgspec.Struct, frozen=True, kw_only=True):
     """What this device last published (kept durably *before* the files are written,
     so a generation is never reused; a crash is repaired by the next publish)."""

@@ -11,7 +11,7 @@ from hikmah.sync.device import DeviceKey, Untrusted
 from hikmah.sync.manifest import Manifest, Seen, accepted, decode_manifest, encode_manifest, judge
 from hikmah.sync.segment import cut, encode_segment
 
-from .conftest import chain, notes
+from .devices import chain, notes
 
 KEY = DeviceKey.generate()
 ME = KEY.device_id

@@ -18,7 +18,7 @@ from hikmah.sync.manifest import decode_manifest
 from hikmah.sync.plan import Announce, plan_publish
 from hikmah.trace import Draft
 
-from .conftest import NOW, Device, write_files
+from .devices import NOW, Device, write_files
 
 
 def devices(folder: Path, *names: str) -> list[Device]:

@@ -18,7 +18,7 @@ from hikmah.sync.segment import (
     segment_name,
 )
 
-from .conftest import notes
+from .devices import notes
 
 DEVICE = DeviceKey.generate()
 

@@ -19,7 +19,7 @@ from hikmah.sync.chain import START, Position
 from hikmah.sync.device import DeviceKey
 from hikmah.sync.folder import DEVICES, read_file, scan
 from hikmah.sync.manifest import decode_manifest
-from hikmah.sync.plan import Announce, Peer, Published, plan_apply, plan_publish
+from hikmah.sync.plan import Announce, Peer, Published, audit, plan_apply, plan_publish
 
 NOW = 1_790_000_000_000
 
@@ -134,6 +134,22 @@ class Device:
                 peer, applied=step.position, accepted=step.accepted
             )
         return [f"{f.device}: {f.problem}: {f.why}" for f in plan.findings]
+
+    def audit(self) -> list[str]:
+        """The whole folder checked: findings as 'device: problem: why'."""
+        keys = {device: peer.key for device, peer in self.peers.items()}
+        keys[self.id] = self.key.public.raw
+        own = {r.seq: r.line for r in self.records}
+        found = audit(
+            self.id,
+            keys,
+            scan(self.folder),
+            lambda device, name: read_file(self.folder, device, name),
+            lambda device, seq: (
+                own.get(seq) if device == self.id else self.stored.get(device, {}).get(seq)
+            ),
+        )
+        return [f"{f.device}: {f.problem}: {f.why}" for f in found]
 
     def applied(self, other: Device) -> Position:
         return self.peers[other.id].applied if other.id in self.peers else START
