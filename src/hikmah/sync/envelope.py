@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from hikmah.sync.device import DeviceKey, PublicKey, Untrusted
 from hikmah.sync.manifest import Prekey
-from hikmah.sync.signed import check_signed, signed_file, split_signed
+from hikmah.sync.signed import check_signed, decode_signed, signed_file
 from hikmah.vault import KEY_BYTES, DataKey, DecryptionFailed, open_sealed, seal
 
 FORMAT: Final = 1
@@ -118,12 +118,8 @@ def open_keys(
         KeyError: it is addressed to a prekey no longer held (the id is the key).
     """
     what = f"key envelope from {sender.device_id}"
-    body, signature = split_signed(data, what)
+    envelope, body, signature = decode_signed(data, _ENVELOPE, what)
     check_signed(sender, body, signature, what)
-    try:
-        envelope = _ENVELOPE.decode(body)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise Untrusted(f"{what} is malformed: {exc}") from None
     if envelope.sender != sender.device_id or envelope.recipient != recipient:
         raise Untrusted(f"{what} is addressed from or to another device")
     pair = prekeys[envelope.prekey]

@@ -18,7 +18,7 @@ import msgspec
 
 from hikmah.ledger import GENESIS, Head
 from hikmah.sync.device import DeviceKey, PublicKey, Untrusted, is_device_id
-from hikmah.sync.signed import check_signed, signed_file, split_signed
+from hikmah.sync.signed import check_signed, decode_signed, signed_file
 
 FORMAT: Final = 1
 MANIFEST: Final = "manifest"
@@ -102,11 +102,7 @@ def decode_manifest(data: bytes, device: str) -> Signed:
         Untrusted: any of that fails.
     """
     what = f"manifest of {device}"
-    body, signature = split_signed(data, what)
-    try:
-        manifest = _DECODER.decode(body)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise Untrusted(f"{what} is malformed: {exc}") from None
+    manifest, body, signature = decode_signed(data, _DECODER, what)
     public = PublicKey(manifest.key)
     if public.device_id != device or manifest.device != device:
         raise Untrusted(f"{what} is signed for another device ({manifest.device})")
@@ -119,7 +115,7 @@ def _check_body(manifest: Manifest, device: str) -> None:
     what = f"manifest of {device}"
     if manifest.hikmah_manifest != FORMAT:
         raise Untrusted(f"{what} has format {manifest.hikmah_manifest}; this Hikmah reads {FORMAT}")
-    if not manifest.name or len(manifest.name) > MAX_NAME or not manifest.name.isprintable():
+    if not valid_name(manifest.name):
         raise Untrusted(f"{what}: a device name is 1 to {MAX_NAME} printable characters")
     if manifest.epoch < 1 or manifest.generation < 1:
         raise Untrusted(f"{what}: epoch and generation start at 1")
@@ -138,6 +134,11 @@ def _check_body(manifest: Manifest, device: str) -> None:
         raise Untrusted(f"{what}: its acknowledgements name a device id that is not one")
     if any(not is_device_id(other) for other in manifest.envelopes):
         raise Untrusted(f"{what}: its envelopes name a device id that is not one")
+
+
+def valid_name(name: str) -> bool:
+    """Whether ``name`` can label a device: 1 to 64 printable characters."""
+    return 0 < len(name) <= MAX_NAME and name.isprintable()
 
 
 def judge(accepted: Accepted | None, signed: Signed) -> Verdict:

@@ -30,8 +30,8 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from hikmah.errors import ConflictError, InvalidInput
 from hikmah.sync.device import DeviceKey, PublicKey, Untrusted, is_device_id
-from hikmah.sync.manifest import MAX_NAME, Prekey
-from hikmah.sync.signed import check_signed, signed_file, split_signed
+from hikmah.sync.manifest import MAX_NAME, Prekey, valid_name
+from hikmah.sync.signed import check_signed, decode_signed, signed_file
 
 FORMAT: Final = 1
 PREFIX: Final = "HKS1"
@@ -164,11 +164,7 @@ def open_invitation(code: PairingCode, data: bytes, device: str) -> Invitation:
         Untrusted: it is not a valid invitation of ``device``, or not this code's.
     """
     what = f"invitation of {device}"
-    body, signature = split_signed(data, what)
-    try:
-        invitation = _INVITATION.decode(body)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise Untrusted(f"{what} is malformed: {exc}") from None
+    invitation, body, signature = decode_signed(data, _INVITATION, what)
     public = PublicKey(invitation.key)
     if invitation.inviter != device or public.device_id != device:
         raise Untrusted(f"{what} is signed for another device")
@@ -227,11 +223,7 @@ def accept_join(
         ConflictError: the invitation expired, or was used by another device.
     """
     what = f"join request of {device}"
-    body, signature = split_signed(data, what)
-    try:
-        request = _JOIN.decode(body)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise Untrusted(f"{what} is malformed: {exc}") from None
+    request, body, signature = decode_signed(data, _JOIN, what)
     public = PublicKey(request.key)
     if request.joiner != device or public.device_id != device:
         raise Untrusted(f"{what} is signed for another device")
@@ -255,7 +247,7 @@ def accept_join(
 
 
 def _check_name(name: str, error: type[Exception] = InvalidInput) -> None:
-    if not name or len(name) > MAX_NAME or not name.isprintable():
+    if not valid_name(name):
         raise error(f"a device name is 1 to {MAX_NAME} printable characters")
 
 

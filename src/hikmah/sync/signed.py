@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+from typing import TypeVar
+
+import msgspec
 
 from hikmah.sync.device import SIGNATURE_BYTES, DeviceKey, PublicKey, Untrusted
 
@@ -35,6 +38,26 @@ def split_signed(data: bytes, what: str) -> tuple[bytes, bytes]:
     if len(signature) != SIGNATURE_BYTES or base64.b64encode(signature) != lines[1]:
         raise Untrusted(f"{what}: the signature is not a canonical Ed25519 signature")
     return lines[0], signature
+
+
+T = TypeVar("T")
+
+
+def decode_signed(
+    data: bytes, decoder: msgspec.json.Decoder[T], what: str
+) -> tuple[T, bytes, bytes]:
+    """The typed body of a signed file, its bytes and its signature (not yet checked:
+    the body names the key, which the caller must first judge).
+
+    Raises:
+        Untrusted: it is not a signed file, or its body does not decode.
+    """
+    body, signature = split_signed(data, what)
+    try:
+        value = decoder.decode(body)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise Untrusted(f"{what} is malformed: {exc}") from None
+    return value, body, signature
 
 
 def check_signed(public: PublicKey, body: bytes, signature: bytes, what: str) -> None:

@@ -211,3 +211,23 @@ def test_a_real_stores_ledger_is_published_and_followed_byte_for_byte(tmp_path: 
     laptop.publish()
     desk.apply()
     assert desk.lines_of(laptop) == [r.line for r in laptop.records] and len(laptop.records) == 5
+
+
+def test_an_audit_finds_damage_behind_what_was_applied_and_the_owner_repairs_its_own(
+    tmp_path: Path,
+) -> None:
+    laptop, desk = devices(tmp_path, "laptop", "desk")
+    laptop.write(12)
+    laptop.publish()
+    desk.apply()
+    assert desk.audit() == [] and laptop.audit() == []
+    first = sorted((laptop.root / "e1").iterdir())[0]
+    first.write_bytes(first.read_bytes().replace(b"laptop-0", b"laptop-Z"))
+    assert desk.apply() == []  # a routine look reads only what is new
+    (finding,) = desk.audit()
+    assert finding.startswith(f"{laptop.id}: refused:")
+    (own,) = laptop.audit()
+    assert "publishes its chain again" in own
+    laptop.published = None
+    laptop.publish()
+    assert desk.audit() == [] and laptop.audit() == []
