@@ -11,7 +11,8 @@ import pytest
 from hikmah.errors import HikmahError
 from hikmah.ledger import decode_record
 from hikmah.policy import KernelPolicy
-from hikmah.store import Remember, Store
+from hikmah.rules import Remember
+from hikmah.store import Store
 from hikmah.sync.device import DeviceKey, Untrusted
 from hikmah.sync.folder import DEVICES, read_file, scan
 from hikmah.sync.manifest import decode_manifest
@@ -206,8 +207,8 @@ def test_a_real_stores_ledger_is_published_and_followed_byte_for_byte(tmp_path: 
             [Remember(draft=d) for d in drafts], now_ms=NOW, policy=KernelPolicy()
         )
         assert not any(isinstance(o, HikmahError) for o in outcomes)
-        with store.read() as txn:
-            laptop.records = [decode_record(line) for _key, line in store.records(txn)]
+        with store.snapshot() as snapshot:
+            laptop.records = [decode_record(line) for _seq, line in snapshot.records()]
     laptop.publish()
     desk.apply()
     assert desk.lines_of(laptop) == [r.line for r in laptop.records] and len(laptop.records) == 5
