@@ -1,8 +1,9 @@
-"""The derived indexes: how each ledger record changes them, registered in one place.
+"""The derived indexes: how each record changes them, registered in one place.
 
-Every derived database (:mod:`hikmah.layout`) is a function of the ledger:
+Every derived database (:mod:`hikmah.layout`) is a function of the records
+(this device's ledger and the chains of the devices it syncs with):
 :func:`apply_payload` is the one place a payload changes them, used by live
-writes and by rebuilding from the ledger alike, and :data:`INDEXES` lists
+writes, by other devices' records and by rebuilding alike, and :data:`INDEXES` lists
 every derived index with the databases it owns, so that a rebuild knows what
 to empty. A new derived index (say, vectors for a semantic channel) is one
 more entry there: its databases and its ``apply``.
@@ -16,6 +17,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from hikmah import fates
 from hikmah.layout import (
     CHUNK,
     KIND_CODE,
@@ -36,17 +38,14 @@ from hikmah.layout import (
     u32,
 )
 from hikmah.payloads import (
-    CompactedPayload,
-    FeedbackPayload,
-    FulfillPayload,
     Payload,
-    PinPayload,
     RedactedPayload,
     RememberPayload,
-    SupersedePayload,
+    TracePayload,
 )
 from hikmah.sealing import Sealed
 from hikmah.snapshot import Snapshot
+from hikmah.sync.merge import Feedback, RecordId
 from hikmah.tokenizer import terms
 from hikmah.trace import Trace
 from hikmah.vault import KeyDestroyed
@@ -60,31 +59,42 @@ _NEXT_DOC = b"next_doc"  # meta: the next document number
 
 
 class DerivedIndex(NamedTuple):
-    """Databases rebuilt from the ledger, and how one record changes them.
+    """Databases rebuilt from the records, and how one record changes them.
 
-    ``apply(snapshot, payload, plain, dirty)`` runs in the write transaction of
-    ``snapshot``; ``plain`` is the trace a live write sealed (None on replay),
-    and ``dirty`` collects the feature chunks it changed.
+    ``apply(snapshot, payload, plain, dirty, at)`` runs in the write transaction
+    of ``snapshot``; ``plain`` is the trace a live write sealed (None on
+    replay), ``dirty`` collects the feature chunks it changed, and ``at`` names
+    the record: this device's ledger (:data:`hikmah.fates.LOCAL`) or a paired
+    device's chain, and its seq there. Records arrive from several chains in
+    any order, so what an index derives must not depend on that order
+    (docs/sync.md, "Merge").
     """
 
     databases: tuple[str, ...]
-    apply: Callable[[Snapshot, Payload, Trace | None, set[int]], None]
+    apply: Callable[[Snapshot, Payload, Trace | None, set[int], RecordId], None]
 
 
 def apply_payload(
-    snapshot: Snapshot, payload: Payload, dirty: set[int], *, plain: Trace | None = None
+    snapshot: Snapshot,
+    payload: Payload,
+    dirty: set[int],
+    *,
+    at: RecordId,
+    plain: Trace | None = None,
 ) -> None:
-    """Make every derived index reflect one more ledger record.
+    """Make every derived index reflect one more record, of this device's ledger or of a
+    paired device's chain.
 
     Args:
         snapshot: a snapshot of an open write transaction.
         payload: the record's decoded payload.
         dirty: collects the feature chunks this changed (for the column cache).
+        at: where the record was written (the line is already stored there).
         plain: for a live write of a sealed trace, the trace it sealed (saves
             opening it again).
     """
     for derived in INDEXES:
-        derived.apply(snapshot, payload, plain, dirty)
+        derived.apply(snapshot, payload, plain, dirty, at)
 
 
 def clear(snapshot: Snapshot) -> None:
@@ -115,72 +125,165 @@ def doc_terms(trace: Trace) -> list[str]:
 
 
 def _apply_traces(
-    snapshot: Snapshot, payload: Payload, plain: Trace | None, dirty: set[int]
+    snapshot: Snapshot, payload: Payload, plain: Trace | None, dirty: set[int], at: RecordId
 ) -> None:
-    if isinstance(payload, RememberPayload):
-        _add(snapshot, payload.trace, encode_trace(payload.trace), dirty)
+    if isinstance(payload, RememberPayload | Sealed | RedactedPayload):
+        _remember(snapshot, payload, plain, dirty, at)
+    elif isinstance(payload, TracePayload):
+        _fact(snapshot, payload, dirty, at)
+    # A compaction's last record and the roster's records change no trace.
+
+
+def _remember(
+    snapshot: Snapshot,
+    payload: RememberPayload | Sealed | RedactedPayload,
+    plain: Trace | None,
+    dirty: set[int],
+    at: RecordId,
+) -> None:
+    trace_id = payload.id if isinstance(payload, RedactedPayload) else payload.trace.id
+    docno = snapshot.docno(trace_id)
+    if docno is not None:
+        _rival(snapshot, payload, plain, dirty, at, docno)
         return
-    if isinstance(payload, Sealed):
-        if plain is None:
-            _add_sealed(snapshot, payload, dirty)
-        else:
-            _add(snapshot, plain, encode_sealed(payload), dirty)
+    docno = snapshot.next_docno()
+    snapshot.txn.put(_NEXT_DOC, u32(docno + 1), db=snapshot.dbs.meta)
+    _write_doc(snapshot, docno, payload, plain, dirty)
+    fates.set_origin(snapshot, docno, at)
+    for feedback in fates.take_feedback(snapshot, trace_id):
+        _add_feedback(snapshot, docno, feedback.good, dirty)
+    if isinstance(payload, RedactedPayload) or fates.stored(snapshot, trace_id):
+        _settle(snapshot, trace_id, docno, dirty)
+
+
+def _rival(
+    snapshot: Snapshot,
+    payload: RememberPayload | Sealed | RedactedPayload,
+    plain: Trace | None,
+    dirty: set[int],
+    at: RecordId,
+    docno: int,
+) -> None:
+    """A second remember of an id: identical bytes are one trace; otherwise the record
+    with the lowest (device, seq) is the trace, everywhere, and the other is a rival."""
+    kept = fates.origin(snapshot, docno)
+    trace_id = snapshot.bare_trace_at(docno).id
+    new_wins = fates.resolve(snapshot, at) < fates.resolve(snapshot, kept)
+    digest = fates.digest(snapshot, at)
+    if digest and digest == fates.digest(snapshot, kept):
+        if new_wins:  # which device it came from, decided like a rival
+            fates.set_origin(snapshot, docno, at)
         return
-    if isinstance(payload, RedactedPayload):
-        _add_stub(snapshot, payload.id, payload.kind, payload.created_at, dirty)
+    loser = kept if new_wins else at
+    fates.add(snapshot, fates.remembered(snapshot, trace_id, loser))
+    if new_wins:
+        old = snapshot.trace_at(docno)
+        status = snapshot.status_of(docno)
+        if status != "purged":
+            _remove_postings(snapshot, old, docno)
+        if status == "active":
+            _leave_active_indexes(snapshot, old, docno)
+        _write_doc(snapshot, docno, payload, plain, dirty)
+        fates.set_origin(snapshot, docno, at)
+    _settle(snapshot, trace_id, docno, dirty)
+
+
+def _fact(snapshot: Snapshot, payload: TracePayload, dirty: set[int], at: RecordId) -> None:
+    fact = fates.fact_for(snapshot, payload, at)
+    docno = snapshot.docno(fact.trace)
+    if isinstance(fact, Feedback) and docno is not None:
+        _add_feedback(snapshot, docno, fact.good, dirty)
         return
-    if isinstance(payload, CompactedPayload):
-        return
-    target = payload.old_id if isinstance(payload, SupersedePayload) else payload.id
-    docno = snapshot.docno(target)
-    if docno is None:
-        # A reference ledger may name a trace that never existed; the importer
-        # reports it, and the index has nothing to change.
-        return
-    if isinstance(payload, FeedbackPayload):
-        _add_feedback(snapshot, docno, payload.outcome, dirty)
-        return
-    if isinstance(payload, PinPayload):
-        _set_feature(snapshot, docno, "pinned", int(payload.pinned), dirty)
-        return
+    # Kept even when the trace is here: its state is a function of all its facts.
+    fates.add(snapshot, fact)
+    if docno is not None:
+        _settle(snapshot, fact.trace, docno, dirty)
+
+
+def _settle(snapshot: Snapshot, trace_id: str, docno: int, dirty: set[int]) -> None:
+    """Give the document the status, successor and pin its facts fold to."""
     txn, dbs = snapshot.txn, snapshot.dbs
-    trace = snapshot.trace_at(docno)
-    if isinstance(payload, SupersedePayload):
-        _set_status(snapshot, docno, "superseded", dirty)
-        txn.put(u32(docno), payload.new_id.encode(), db=dbs.links)
-    elif isinstance(payload, FulfillPayload):
-        _set_status(snapshot, docno, "fulfilled", dirty)
+    fate = fates.fold(snapshot, trace_id, docno)
+    old = snapshot.status_of(docno)
+    if fate.status != old:
+        # Facts only accumulate, and every status outranks the ones it replaces
+        # (a rival that wins is written afresh as active first), so a trace
+        # only ever leaves the active indexes, and a purge is final.
+        trace = snapshot.trace_at(docno)
+        if old == "active":
+            _leave_active_indexes(snapshot, trace, docno)
+        if fate.status == "purged":
+            _remove_postings(snapshot, trace, docno)
+            # Nothing of its text stays in the indexes; only the ledger holds it
+            # until compaction (or the vault destroys its key).
+            blank = stub(trace.id, trace.kind, trace.created_at)
+            txn.put(u32(docno), encode_trace(blank), db=dbs.docs)
+        _set_status(snapshot, docno, fate.status, dirty)
+    successor = fate.successors[0].encode() if fate.successors else None
+    if successor != snapshot.txn.get(u32(docno), db=dbs.links):
+        if successor is None:
+            txn.delete(u32(docno), db=dbs.links)
+        else:
+            txn.put(u32(docno), successor, db=dbs.links)
+    pinned = int(fate.pinned)
+    if int(snapshot.chunk(docno // CHUNK)[docno % CHUNK]["pinned"]) != pinned:
+        _set_feature(snapshot, docno, "pinned", pinned, dirty)
+
+
+def _write_doc(
+    snapshot: Snapshot,
+    docno: int,
+    payload: RememberPayload | Sealed | RedactedPayload,
+    plain: Trace | None,
+    dirty: set[int],
+) -> None:
+    """Index the trace a remember record holds at ``docno``, active."""
+    if isinstance(payload, RememberPayload):
+        _add(snapshot, docno, payload.trace, encode_trace(payload.trace), dirty)
+    elif isinstance(payload, RedactedPayload):
+        _add_stub(snapshot, docno, payload.id, payload.kind, payload.created_at, dirty)
+    elif plain is not None:
+        _add(snapshot, docno, plain, encode_sealed(payload), dirty)
     else:
-        _set_status(snapshot, docno, "purged", dirty)
-        _remove_postings(snapshot, trace, docno)
-        # Nothing of its text stays in the indexes; only the ledger holds it
-        # until compaction (or the vault destroys its key).
-        txn.put(u32(docno), encode_trace(stub(trace.id, trace.kind, trace.created_at)), db=dbs.docs)
-    _leave_active_indexes(snapshot, trace, docno)
+        _add_sealed(snapshot, docno, payload, dirty)
 
 
-def _add_sealed(snapshot: Snapshot, sealed: Sealed, dirty: set[int]) -> None:
+def _add_sealed(snapshot: Snapshot, docno: int, sealed: Sealed, dirty: set[int]) -> None:
+    blank = sealed.trace
     try:
         trace = snapshot.open_sealed(sealed)
     except KeyDestroyed:
-        # Replaying a trace purged since: its text is gone, its tombstone follows.
-        blank = sealed.trace
-        _add_stub(snapshot, blank.id, blank.kind, blank.created_at, dirty)
+        # Replaying a trace purged since (its tombstone follows), or another
+        # device's sealed trace on a device without the vault, which has no
+        # key to open it: indexed without its text, and hidden when unreadable.
+        readable = snapshot.dbs.vault is not None
+        _add_stub(snapshot, docno, blank.id, blank.kind, blank.created_at, dirty, readable)
         return
-    _add(snapshot, trace, encode_sealed(sealed), dirty)
+    _add(snapshot, docno, trace, encode_sealed(sealed), dirty)
 
 
 def _add_stub(
-    snapshot: Snapshot, trace_id: str, kind: str, created_at: int, dirty: set[int]
+    snapshot: Snapshot,
+    docno: int,
+    trace_id: str,
+    kind: str,
+    created_at: int,
+    dirty: set[int],
+    present: bool = True,
 ) -> None:
     blank = stub(trace_id, kind, created_at)
-    _add(snapshot, blank, encode_trace(blank), dirty)
+    _add(snapshot, docno, blank, encode_trace(blank), dirty, present)
 
 
-def _add(snapshot: Snapshot, trace: Trace, stored: bytes, dirty: set[int]) -> None:
+def _add(
+    snapshot: Snapshot,
+    docno: int,
+    trace: Trace,
+    stored: bytes,
+    dirty: set[int],
+    present: bool = True,
+) -> None:
     txn, dbs = snapshot.txn, snapshot.dbs
-    docno = snapshot.next_docno()
-    txn.put(_NEXT_DOC, u32(docno + 1), db=dbs.meta)
     txn.put(u32(docno), stored, db=dbs.docs)
     txn.put(trace.id.encode(), u32(docno), db=dbs.ids)
 
@@ -197,7 +300,7 @@ def _add(snapshot: Snapshot, trace: Trace, stored: bytes, dirty: set[int]) -> No
     row["status"] = STATUS_CODE["active"]
     row["verified"] = trace.provenance.verified
     row["privacy"] = PRIVACY_CODE[trace.privacy]
-    row["present"] = 1
+    row["present"] = int(present)
     txn.put(u32(docno // CHUNK), chunk.tobytes(), db=dbs.features)
     dirty.add(docno // CHUNK)
 
@@ -239,11 +342,11 @@ def _set_feature(snapshot: Snapshot, docno: int, name: str, value: float, dirty:
     dirty.add(docno // CHUNK)
 
 
-def _add_feedback(snapshot: Snapshot, docno: int, outcome: str, dirty: set[int]) -> None:
+def _add_feedback(snapshot: Snapshot, docno: int, is_good: bool, dirty: set[int]) -> None:
     txn, dbs = snapshot.txn, snapshot.dbs
     raw = txn.get(u32(docno), db=dbs.feedback)
     good, bad = (0, 0) if raw is None else _COUNTS.unpack(raw)
-    good, bad = (good + 1, bad) if outcome == "good" else (good, bad + 1)
+    good, bad = (good + 1, bad) if is_good else (good, bad + 1)
     txn.put(u32(docno), _COUNTS.pack(good, bad), db=dbs.feedback)
     term = (good - bad) / (good + bad + FEEDBACK_PRIOR)
     _set_feature(snapshot, docno, "feedback", term, dirty)
@@ -273,9 +376,11 @@ def _remove_postings(snapshot: Snapshot, trace: Trace, docno: int) -> None:
             txn.delete(key, db=dbs.postings)
 
 
-# The trace index owns every database of hikmah.layout but meta, ledger, reminders and keys.
+# The trace index owns every database of hikmah.layout but meta, ledger, reminders, keys,
+# chains and peers.
 _TRACE_DATABASES = (
     "docs", "ids", "features", "postings", "claims", "deadlines", "links", "scopes", "feedback",
+    "fates", "origins",
 )  # fmt: skip
 # Every derived index.
 INDEXES: tuple[DerivedIndex, ...] = (DerivedIndex(_TRACE_DATABASES, _apply_traces),)

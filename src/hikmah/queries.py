@@ -13,6 +13,7 @@ from typing import NamedTuple
 import msgspec
 import numpy as np
 
+from hikmah import fates, replicas
 from hikmah.errors import NotFound
 from hikmah.layout import (
     GLOBAL_SCOPE_ID,
@@ -109,6 +110,34 @@ def superseded_by(snapshot: Snapshot, trace_id: str) -> str | None:
     return None if docno is None else snapshot.successor(docno)
 
 
+def successors(snapshot: Snapshot, trace_id: str) -> tuple[str, ...]:
+    """Every trace that supersedes this one, by id (two devices may correct one trace at
+    once; ``superseded_by`` names the first)."""
+    docno = snapshot.docno(trace_id)
+    return () if docno is None else fates.fold(snapshot, trace_id, docno).successors
+
+
+class Origin(NamedTuple):
+    """The device a trace was written on: its id, and its name (None: this device, whose
+    name the daemon knows)."""
+
+    device: str
+    name: str | None
+
+
+def origin(snapshot: Snapshot, trace_id: str) -> Origin | None:
+    """Where a trace was written (None: no such trace, or this device does not sync)."""
+    docno = snapshot.docno(trace_id)
+    if docno is None:
+        return None
+    at = fates.origin(snapshot, docno)
+    if at.device == fates.LOCAL:
+        me = fates.this_device(snapshot)
+        return Origin(me, None) if me else None
+    entry = replicas.paired(snapshot, at.device)
+    return Origin(at.device, None if entry is None else entry.name)
+
+
 def conflicts_for(snapshot: Snapshot, trace: Trace) -> list[str]:
     """Ids of active traces claiming a different value for the same key."""
     if trace.claim_key is None or trace.claim_value is None:
@@ -131,19 +160,21 @@ def conflicts(snapshot: Snapshot) -> list[ConflictGroup]:
         value = normalize_claim_value(trace.claim_value)
         groups.setdefault(key, {}).setdefault(value, []).append(trace.id)
     return [
-        ConflictGroup(key, [ConflictValue(v, ids) for v, ids in sorted(values.items())])
+        ConflictGroup(key, [ConflictValue(v, sorted(ids)) for v, ids in sorted(values.items())])
         for key, values in sorted(groups.items())
         if len(values) > 1
     ]
 
 
 def commitments(snapshot: Snapshot, *, until_ms: int | None = None) -> list[StoredTrace]:
-    """Active commitments with a deadline, soonest first, up to ``until_ms``."""
+    """Active commitments with a deadline, soonest first (ties by id: every device lists
+    them in one order), up to ``until_ms``."""
     out: list[StoredTrace] = []
     for deadline, docno in snapshot.deadlines():
         if until_ms is not None and deadline > until_ms:
             break
         out.append(StoredTrace(trace=snapshot.trace_at(docno), status="active"))
+    out.sort(key=lambda entry: (entry.trace.deadline, entry.trace.id))
     return out
 
 
@@ -202,11 +233,14 @@ def standing(
 
 
 def traces(snapshot: Snapshot, *, include_inactive: bool = True) -> Iterator[StoredTrace]:
-    """Every trace in write order (purged ones never), read while ``snapshot`` is open."""
-    statuses = snapshot.features["status"]
+    """Every trace in write order (purged ones never, nor another device's sealed traces
+    on a device without the vault), read while ``snapshot`` is open."""
+    statuses, present = snapshot.features["status"], snapshot.features["present"]
     for docno, value in snapshot.documents():
         status = STATUSES[int(statuses[docno])]
-        if status == "purged" or (not include_inactive and status != "active"):
+        if not present[docno] or status == "purged":
+            continue
+        if not include_inactive and status != "active":
             continue
         yield StoredTrace(
             trace=snapshot.load_trace(value),
@@ -238,11 +272,11 @@ def export_page(
         if docno is None:
             raise NotFound(f"no trace has id {after}: cannot continue an export after it")
         start = docno + 1
-    statuses = snapshot.features["status"]
+    statuses, present = snapshot.features["status"], snapshot.features["present"]
     documents = snapshot.documents(start)
     for looked, (docno, value) in enumerate(documents, 1):
         status = STATUSES[int(statuses[docno])]
-        if status in wanted:
+        if status in wanted and present[docno]:
             out.append(
                 StoredTrace(
                     trace=snapshot.load_trace(value),

@@ -14,8 +14,9 @@ device) can open an envelope.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from typing import Final
+from typing import Final, NamedTuple
 
 import blake3
 import msgspec
@@ -81,6 +82,24 @@ _ENTRIES = msgspec.json.Decoder(list[_Entry])
 def envelope_file(recipient: str, prekey: str, first: int, last: int) -> str:
     """Where inside the sender's directory the envelope for records first..last goes."""
     return f"keys/{recipient}/{prekey}/{first:012d}-{last:012d}.keys"
+
+
+class EnvelopeName(NamedTuple):
+    recipient: str
+    prekey: str
+    first: int
+    last: int
+
+
+_NAME = re.compile(r"keys/(hd[a-z2-7]{26})/([0-9a-f]{16})/([0-9]{12})-([0-9]{12})\.keys")
+
+
+def parse_envelope_file(name: str) -> EnvelopeName | None:
+    """What an envelope's path inside its sender's directory says (None: not one)."""
+    match = _NAME.fullmatch(name)
+    if match is None:
+        return None
+    return EnvelopeName(match[1], match[2], int(match[3]), int(match[4]))
 
 
 def seal_keys(

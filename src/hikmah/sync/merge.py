@@ -44,7 +44,7 @@ class RecordId(NamedTuple):
     seq: int
 
 
-class Remembered(msgspec.Struct, frozen=True, kw_only=True):
+class Remembered(msgspec.Struct, frozen=True, kw_only=True, tag="remembered"):
     """The trace itself (``redacted``: a compaction left only its id and kind)."""
 
     at: RecordId
@@ -59,7 +59,7 @@ class Remembered(msgspec.Struct, frozen=True, kw_only=True):
     redacted: bool = False
 
 
-class Superseded(msgspec.Struct, frozen=True, kw_only=True):
+class Superseded(msgspec.Struct, frozen=True, kw_only=True, tag="superseded"):
     at: RecordId
     trace: str
     by: str
@@ -67,19 +67,19 @@ class Superseded(msgspec.Struct, frozen=True, kw_only=True):
     by_model: bool
 
 
-class Fulfilled(msgspec.Struct, frozen=True, kw_only=True):
+class Fulfilled(msgspec.Struct, frozen=True, kw_only=True, tag="fulfilled"):
     at: RecordId
     trace: str
     by: str | None = None
     by_model: bool = False
 
 
-class Purged(msgspec.Struct, frozen=True, kw_only=True):
+class Purged(msgspec.Struct, frozen=True, kw_only=True, tag="purged"):
     at: RecordId
     trace: str
 
 
-class Pinned(msgspec.Struct, frozen=True, kw_only=True):
+class Pinned(msgspec.Struct, frozen=True, kw_only=True, tag="pinned"):
     """A pin (``pinned``) or an unpin; ``overrides``: other chains' pins it saw in force."""
 
     at: RecordId
@@ -88,13 +88,16 @@ class Pinned(msgspec.Struct, frozen=True, kw_only=True):
     overrides: frozenset[RecordId] = frozenset()
 
 
-class Feedback(msgspec.Struct, frozen=True, kw_only=True):
+class Feedback(msgspec.Struct, frozen=True, kw_only=True, tag="feedback"):
     at: RecordId
     trace: str
     good: bool
 
 
 Fact = Remembered | Superseded | Fulfilled | Purged | Pinned | Feedback
+# Tagged, so that a store can keep a trace's facts as one msgpack list.
+FACTS_ENCODER = msgspec.msgpack.Encoder()
+FACTS_DECODER = msgspec.msgpack.Decoder(list[Fact])
 
 
 class Fate(msgspec.Struct, frozen=True, kw_only=True):
@@ -176,14 +179,22 @@ def fate(facts: Iterable[Fact]) -> Fate:
 
 
 def _pinned(pins: list[Pinned]) -> bool:
+    return bool(pins_in_force(pins))
+
+
+def pins_in_force(pins: Iterable[Pinned]) -> list[Pinned]:
+    """The pins (``pinned`` records) that no later record of their own chain and no
+    record naming them in ``overrides`` removed: what keeps a trace pinned."""
+    every = list(pins)
+
     def removed(pin: Pinned) -> bool:
         return any(
             (other.at.device == pin.at.device and other.at.seq > pin.at.seq)
             or pin.at in other.overrides
-            for other in pins
+            for other in every
         )
 
-    return any(pin.pinned and not removed(pin) for pin in pins)
+    return [pin for pin in every if pin.pinned and not removed(pin)]
 
 
 class Conflict(msgspec.Struct, frozen=True):
