@@ -214,6 +214,14 @@ def _with_keys(
     return ApplyRemote(step=step, keys=keys, opened=reach), used, findings
 
 
+def own_chain(snapshot: Snapshot, folder: Path, identity: Identity, head: Head | None) -> Look:
+    """Only the part of :func:`look` about this device's own published chain (what the
+    daemon checks before it takes any write)."""
+    own = _manifest(folder, identity.key.device_id, identity.key.public.raw)
+    take_back, ahead, findings = _own_chain(snapshot, folder, own, head)
+    return Look(take_back=tuple(take_back), ahead=ahead, findings=tuple(findings), own=own)
+
+
 def _own_chain(
     snapshot: Snapshot, folder: Path, own: Manifest | None, head: Head | None
 ) -> tuple[list[Record], Head | None, list[Finding]]:

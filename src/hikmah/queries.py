@@ -118,10 +118,11 @@ def successors(snapshot: Snapshot, trace_id: str) -> tuple[str, ...]:
 
 
 class Origin(NamedTuple):
-    """The device a trace was written on: its id, and its name (None: this device, whose
-    name the daemon knows)."""
+    """The device a trace was written on: its id, whether it is this one, and the name it
+    was paired with (None for this device, whose name the daemon knows)."""
 
     device: str
+    here: bool
     name: str | None
 
 
@@ -133,9 +134,9 @@ def origin(snapshot: Snapshot, trace_id: str) -> Origin | None:
     at = fates.origin(snapshot, docno)
     if at.device == fates.LOCAL:
         me = fates.this_device(snapshot)
-        return Origin(me, None) if me else None
+        return Origin(me, True, None) if me else None
     entry = replicas.paired(snapshot, at.device)
-    return Origin(at.device, None if entry is None else entry.name)
+    return Origin(at.device, False, None if entry is None else entry.name)
 
 
 def conflicts_for(snapshot: Snapshot, trace: Trace) -> list[str]:

@@ -135,6 +135,14 @@ def put_peer(snapshot: Snapshot, device_id_: str, entry: Paired) -> None:
     snapshot.txn.put(device_id_.encode(), _ENCODER.encode(entry), db=snapshot.dbs.peers)
 
 
+def halt(snapshot: Snapshot, device_id_: str, why: str) -> None:
+    """Stop applying a paired device's chain until a person looks (a fork)."""
+    entry = paired(snapshot, device_id_)
+    if entry is not None and entry.peer.halted is None:
+        peer = msgspec.structs.replace(entry.peer, halted=why)
+        put_peer(snapshot, device_id_, msgspec.structs.replace(entry, peer=peer))
+
+
 def put_published(snapshot: Snapshot, value: Published | None) -> None:
     _put_meta(snapshot, _PUBLISHED, value)
 

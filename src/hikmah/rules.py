@@ -157,8 +157,9 @@ class ApplyRemote(msgspec.Struct, frozen=True, kw_only=True):
 
 
 # What a writer on this device asks for: each becomes records of its own ledger.
-LocalOperation = Remember | Fulfill | Feedback | Pin | Promote | Purge | Pair | RemoveDevice
-Operation = LocalOperation | ApplyRemote
+Operation = Remember | Fulfill | Feedback | Pin | Promote | Purge | Pair | RemoveDevice
+# Every way memory changes: this device's operations and other devices' records.
+Change = Operation | ApplyRemote
 
 
 class Applied(msgspec.Struct, frozen=True, kw_only=True):
@@ -183,11 +184,11 @@ class Written(msgspec.Struct, frozen=True, kw_only=True):
     key_destroyed: bool = False
 
 
-Outcome = Written | Applied | HikmahError
+Outcome = Written | HikmahError
 
 
 def payloads_for(
-    snapshot: Snapshot, operation: LocalOperation, *, now_ms: int, policy: KernelPolicy
+    snapshot: Snapshot, operation: Operation, *, now_ms: int, policy: KernelPolicy
 ) -> list[Payload]:
     """The ledger payloads ``operation`` becomes, as the store stands in ``snapshot``.
 

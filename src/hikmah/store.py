@@ -57,7 +57,7 @@ from hikmah.payloads import (
 from hikmah.policy import KernelPolicy
 from hikmah.promises import Stage
 from hikmah.queries import conflicts_for
-from hikmah.rules import ApplyRemote, Operation, Outcome, Written, payloads_for
+from hikmah.rules import Applied, ApplyRemote, Change, Outcome, Written, payloads_for
 from hikmah.sealing import Keys, Sealed, seal_trace
 from hikmah.snapshot import FeatureCache, Snapshot
 from hikmah.sync.merge import RecordId
@@ -135,6 +135,9 @@ class Store:
         self._synced_lock = threading.Lock()
         self.head_error: str | None = None
         self.head: Head | None = self._load_head()
+        # The head as of the last sync: what sync may publish (never a record a crash
+        # could still take back).
+        self.durable_head = self.head
         self._check_layout()
         with self.env.begin() as txn:
             scrub = txn.get(_SCRUB, db=self.dbs.meta) is not None
@@ -271,6 +274,7 @@ class Store:
         self.head_file.write(head, pending)
         if pending is None:
             self.head, self.head_error = head, None
+            self.durable_head = head  # callers sync before they move the head
 
     def acknowledge_ledger(self) -> None:
         """Make the ledger's last record the head, indexing the records it acknowledges.
@@ -286,6 +290,7 @@ class Store:
                 self.head_file.write(last, None)
         self.sync()
         self.head, self.head_error = last, None
+        self.durable_head = last
         self.columns.forget()
 
     # -- writing ----------------------------------------------------------------
@@ -299,12 +304,12 @@ class Store:
 
     def apply(
         self,
-        operations: Sequence[Operation],
+        operations: Sequence[Change],
         *,
         now_ms: int,
         policy: KernelPolicy,
         sync: bool = True,
-    ) -> list[Outcome]:
+    ) -> list[Outcome | Applied]:
         """Check and commit a batch; one outcome per operation, in order.
 
         With ``sync`` (the default) the batch is durable on return. Without it
@@ -352,6 +357,7 @@ class Store:
 
     def sync(self) -> None:
         """Make every commit so far durable (a no-op for a store that is not durable)."""
+        head = self.head  # committed before it was set: durable once the sync returns
         if self.durable:
             committed = self._commits
             try:
@@ -360,6 +366,7 @@ class Store:
                 raise self._write_failure(exc) from None
             with self._synced_lock:
                 self._synced_commits = max(self._synced_commits, committed)
+        self.durable_head = head
 
     def _grow(self) -> None:
         current = int(self.env.info()["map_size"])
@@ -372,10 +379,10 @@ class Store:
         self.env.set_mapsize(new)
 
     def _apply_once(
-        self, operations: Sequence[Operation], now_ms: int, policy: KernelPolicy
-    ) -> tuple[list[Outcome], bool]:
+        self, operations: Sequence[Change], now_ms: int, policy: KernelPolicy
+    ) -> tuple[list[Outcome | Applied], bool]:
         """Commit a batch; its outcomes, and whether it destroyed a data key."""
-        outcomes: list[Outcome] = []
+        outcomes: list[Outcome | Applied] = []
         dirty: set[int] = set()
         destroyed = False
         txn = self.env.begin(write=True)

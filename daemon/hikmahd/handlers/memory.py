@@ -13,6 +13,7 @@ import msgspec
 from hikmah import queries
 from hikmah.recall import RecallQuery
 from hikmah.rules import Fulfill, Purge, Remember
+from hikmah.snapshot import Snapshot
 from hikmah.trace import BaseDraft, Draft
 from hikmah.vocabulary import STANDING_KINDS, Kind
 
@@ -38,11 +39,24 @@ class RecallParams(RecallQuery, frozen=True, kw_only=True, forbid_unknown_fields
     focus: str | None = None  # absorb the results into this focus capsule
 
 
+def origin(ctx: Context, snapshot: Snapshot, trace_id: str) -> JSON:
+    """The device a trace was written on, for a result (None: this device does not sync)."""
+    found = queries.origin(snapshot, trace_id)
+    if found is None:
+        return None
+    name = ctx.services.syncing.name if found.here else found.name
+    return {"device": found.device, "name": name, "this_device": found.here}
+
+
 @registry.method("memory.recall", RecallParams)
 async def recall(ctx: Context, params: RecallParams) -> JSON:
     services = ctx.services
     results = await services.recalls.recall(params, ctx)
-    reply: dict[str, JSON] = {"results": to_json(results)}
+    found = to_json(results)
+    with services.store.snapshot() as snapshot:
+        for result in found:
+            result["origin"] = origin(ctx, snapshot, result["trace"]["id"])
+    reply: dict[str, JSON] = {"results": found}
     if params.focus is not None:
         capsule = services.capsules.open(
             params.focus, services.policy.working_set_limit, services.now_ms()
@@ -56,7 +70,14 @@ async def show(ctx: Context, params: IdParams) -> JSON:
     with ctx.services.store.snapshot() as snapshot:
         current = queries.get(snapshot, params.id)
         history = queries.history(snapshot, params.id)
-    return {**to_json(current), "history": to_json(history)}
+        successors = queries.successors(snapshot, params.id)
+        where = origin(ctx, snapshot, params.id)
+    return {
+        **to_json(current),
+        "history": to_json(history),
+        "successors": list(successors),
+        "origin": where,
+    }
 
 
 @registry.method("memory.conflicts", NoParams)

@@ -65,8 +65,8 @@ def test_pairing_by_code_spreads_the_roster_and_every_chain(
         assert report.ok, report.errors
     # The origin of each trace is the device that wrote it.
     with desk.store.snapshot() as snapshot:
-        assert queries.origin(snapshot, notes["laptop"]) == (laptop.id, "laptop")
-        assert queries.origin(snapshot, notes["desk"]) == (desk.id, None)
+        assert queries.origin(snapshot, notes["laptop"]) == (laptop.id, False, "laptop")
+        assert queries.origin(snapshot, notes["desk"]) == (desk.id, True, None)
 
 
 def replicas_of(node: Node) -> dict[str, object]:
