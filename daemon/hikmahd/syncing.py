@@ -220,6 +220,7 @@ class Syncing:
             if found.ahead is not None:
                 taken = await self.writer.exclusive(lambda store: _take_back(store, found))
             paired = await self._pair(found, findings)
+            findings = [f for f in findings if f.problem != "unpaired" or f.device not in paired]
             for finding in found.findings:
                 if finding.problem == "fork":
                     await self.writer.exclusive(_halter(finding))
@@ -433,6 +434,10 @@ class Syncing:
                 )
 
         found: tuple[Finding, ...] = await self.offload(run)
+        if any(f.device == me for f in found):
+            # This device's own files are damaged: the next publish writes them all again.
+            await self.writer.exclusive(lambda store: _in_txn(store, replicas.put_published, None))
+            self._wake.set()
         return list(found)
 
     async def status(self, *, verify: bool) -> dict[str, Any]:

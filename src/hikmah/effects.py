@@ -42,8 +42,13 @@ from hikmah.sync.plan import Peer
 class Effects(NamedTuple):
     """What applying a record did beyond the derived indexes."""
 
-    destroyed: bool = False  # a data key was destroyed (the free pages must be scrubbed)
+    destroyed: bool = False  # a data key was destroyed
+    redacted: bool = False  # a paired device's text left the store
     rebuild: bool = False  # records already applied no longer count (a device was removed)
+
+    def __or__(self, other: object) -> Effects:
+        assert isinstance(other, Effects)
+        return Effects(*(a or b for a, b in zip(self, other, strict=True)))
 
 
 def effects(snapshot: Snapshot, payload: Payload, at_device: str) -> Effects:
@@ -55,7 +60,7 @@ def effects(snapshot: Snapshot, payload: Payload, at_device: str) -> Effects:
             snapshot.txn.delete(reminder_key(gone, stage), db=snapshot.dbs.reminders)
     if isinstance(payload, PurgePayload | RedactedPayload):
         # A redacted remember (a compaction's) is a purge, whoever purged it.
-        return Effects(destroyed=redact(snapshot, payload.id))
+        return redact(snapshot, payload.id)
     if isinstance(payload, DeviceAddedPayload):
         _add_device(snapshot, payload)
     elif isinstance(payload, DeviceRemovedPayload):
@@ -63,23 +68,26 @@ def effects(snapshot: Snapshot, payload: Payload, at_device: str) -> Effects:
     return Effects()
 
 
-def redact(snapshot: Snapshot, trace_id: str) -> bool:
+def redact(snapshot: Snapshot, trace_id: str) -> Effects:
     """A purged trace's text leaves the store: its data key is destroyed, and each paired
     device's record of its text (the trace's, and its rivals') becomes a redaction; this
-    device's own ledger keeps its record until compaction. Whether a key was destroyed."""
+    device's own ledger keeps its record until compaction."""
     txn, dbs = snapshot.txn, snapshot.dbs
     destroyed = bool(txn.delete(trace_id.encode(), db=dbs.keys))
     docno = snapshot.docno(trace_id)
     if docno is None:
-        return destroyed  # not arrived: its remember is stored redacted (hikmah.receive)
+        # Not arrived: its remember is stored redacted (hikmah.receive).
+        return Effects(destroyed=destroyed)
     places = [origin(snapshot, docno)]
     places += [f.at for f in stored(snapshot, trace_id) if isinstance(f, Remembered)]
+    redacted = False
     for at in places:
         value = None if at.device == LOCAL else snapshot.line_at(at.device, at.seq)
         redaction = None if value is None else redaction_of(value)
         if redaction is not None:
             txn.put(chain_key(at.device, at.seq), redaction, db=dbs.chains)
-    return destroyed
+            redacted = True
+    return Effects(destroyed=destroyed, redacted=redacted)
 
 
 def redaction_of(value: bytes) -> bytes | None:

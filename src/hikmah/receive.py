@@ -91,8 +91,7 @@ def apply_step(
         if rebase and record.seq <= peer.applied.seq and not isinstance(payload, RedactedPayload):
             continue  # the compaction re-chained a record already applied
         index.apply_payload(snapshot, payload, dirty, at=RecordId(step.device, record.seq))
-        found = effects(snapshot, payload, step.device)
-        done = Effects(done.destroyed or found.destroyed, done.rebuild or found.rebuild)
+        done |= effects(snapshot, payload, step.device)
     now = paired(snapshot, step.device)  # its own records may have cut it off
     assert now is not None
     moved = msgspec.structs.replace(now.peer, applied=step.position, accepted=step.accepted)

@@ -409,7 +409,8 @@ class Store:
                         continue
                     outcomes.append(applied)
                     received = True
-                    destroyed |= found.destroyed
+                    # Purged text or keys left the store: its free pages are scrubbed.
+                    destroyed |= found.destroyed or found.redacted
                     rebuild |= found.rebuild
                     continue
                 if ahead is not None:
@@ -443,7 +444,7 @@ class Store:
                     index.apply_payload(snapshot, payload, dirty, at=at, plain=opened)
                     found = effects(snapshot, payload, LOCAL)
                     shredded = found.destroyed
-                    destroyed |= shredded
+                    destroyed |= shredded or found.redacted
                     rebuild |= found.rebuild
                     seq, prev = record.seq, record.hash
                 outcomes.append(self._written(snapshot, payloads[0], seq, key_destroyed=shredded))
