@@ -149,3 +149,40 @@ def test_tampering_a_replayed_directory_and_a_removed_device(
     assert box.call("sync.status")["removed_by"] == lap.id
     assert box.cli("sync").returncode == 3  # it says it no longer syncs
     del short_tmp
+
+
+def test_a_device_restored_from_a_backup_takes_its_published_records_back(
+    short_tmp: Path,  # noqa: F811
+) -> None:
+    import sys
+
+    git = Git(short_tmp)
+    lap, desk = (git.device(short_tmp, name) for name in ("lap", "desk"))
+    with started(lap, desk):
+        pair(lap, desk, carry=lambda: git.carry(lap, desk))
+        git.round(desk, lap, desk, lap)
+        before = lap.remember("written before the backup")
+        backup = short_tmp / "backup"
+        made = lap.cli("backup", str(backup))
+        assert made.returncode == 0, made.stderr
+        after = lap.remember("written after the backup, published, then lost")
+        git.round(lap, desk)
+        assert after in desk.memory()[0]
+        lap.stop()
+        restored = subprocess.run(
+            [sys.executable, "-m", "hikmahd", *lap.running.flags(), "--restore", str(backup)],
+            capture_output=True, text=True, env=lap.running.env, timeout=60,
+        )  # fmt: skip
+        assert restored.returncode == 0, restored.stderr
+        lap.start()  # finds its own chain in the folder ahead of its ledger
+        refused = lap.cli("remember", "a write before anyone looked")
+        assert refused.returncode == 3 and "verify-ledger" in refused.stderr
+        report = lap.call("ledger.verify")
+        assert [u["trace_id"] for u in report["unacknowledged"]] == [after]
+        accepted = lap.cli("verify-ledger", "--accept-tail")
+        assert accepted.returncode == 0, accepted.stderr
+        lap.remember("written once a person accepted them")
+        settle((lap, desk), lambda: git.round(lap, desk))
+        assert {before, after} <= set(lap.memory()[0])
+        for device in (lap, desk):
+            assert device.verified()[0], device.verified()[1]
