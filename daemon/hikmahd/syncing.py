@@ -113,6 +113,12 @@ class Syncing:
             raise PolicyError(SYNC_OFF)
         if not folder.is_absolute():
             raise PolicyError(f"[sync] folder must be an absolute path (or start with ~): {folder}")
+        if not folder.is_dir():
+            # Never made here: an unmounted drive's mount point would hide the real folder.
+            raise PolicyError(
+                f"the sync folder {folder} does not exist: create it, or let your sync"
+                " engine create it, then run hikmah sync"
+            )
         return folder
 
     # -- the service -------------------------------------------------------------------

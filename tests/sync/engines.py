@@ -200,6 +200,8 @@ class Syncthing:
 
     def share(self, others: list[Syncthing], *, rescan_s: int, watch_delay_s: int) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
+        # As docs/sync.md says to set up: files being written never travel.
+        (self.folder / ".stignore").write_text(".tmp-*\n")
         self.request(
             "POST",
             "/rest/config/folders",

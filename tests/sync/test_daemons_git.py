@@ -4,13 +4,14 @@ a bare repository, and the test runs the hook docs/sync.md suggests around ``hik
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.daemon.conftest import short_tmp  # noqa: F401 -- the fixture
+from tests.daemon.conftest import clean_env, short_tmp  # noqa: F401 -- the fixture
 
 from .daemons import Device, make_device, pair, settle, started
 from .engines import GitRemote
@@ -73,6 +74,11 @@ def test_three_daemons_share_one_memory_through_git(
     lap.remember("region is eu-west-1", claim_key="region", claim_value="eu-west-1")
     box.remember("region is us-east-1", claim_key="region", claim_value="us-east-1")
     box.call("memory.fulfill", id=promise)
+    agent = box.running.cli(
+        "remember", "the agent thinks the cache is warm", "--json", env=clean_env(CLAUDECODE="1")
+    )
+    assert agent.returncode == 0, agent.stderr
+    by_agent = json.loads(agent.stdout)["trace"]["id"]
     gone = written["desk"][0]
     purged = lap.cli("purge", "--id", gone, "--reason", "asked to forget")
     assert purged.returncode == 0, purged.stderr
@@ -87,6 +93,10 @@ def test_three_daemons_share_one_memory_through_git(
         assert every <= set(device.memory()[0])  # no acknowledged write lost
         ok, errors = device.verified()
         assert ok, errors
+    # An agent's trace from the box is an agent's trace on every device.
+    for device in devices:
+        seen = device.call("memory.show", id=by_agent)["trace"]["provenance"]
+        assert not seen["verified"] and seen["locator"].startswith("agent-session:")
     # A trace carries the device it came from.
     shown = desk.call("memory.show", id=deploy)
     assert shown["origin"]["name"] == "box" and not shown["origin"]["this_device"]

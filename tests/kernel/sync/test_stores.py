@@ -231,13 +231,20 @@ def test_a_removed_device_counts_up_to_the_cutoff_everywhere(
     settle(*trio_of)
     laptop.write(RemoveDevice(device=box.id))
     late = box.remember("written after the removal")  # the lost box goes on writing
+    box.sync()
+    desk.sync()  # the desk applies it before it hears of the removal ...
+    assert late in desk.active()
     settle(*trio_of)
-    for node in (laptop, desk):
+    for node in (laptop, desk):  # ... and forgets it once it does
         assert kept in node.active() and late not in node.active()
     assert same_memory(laptop, desk)
     with box.store.snapshot() as snapshot:
         assert replicas.removed_by(snapshot) == laptop.id
-    # A device that had applied past the cutoff forgets what came after it.
+    with desk.store.snapshot() as snapshot:
+        assert [s for s, _v in replicas.chain(snapshot, box.id)][-1] < len(
+            list(box.store.read(lambda snap: list(snap.records())))
+        )
+    assert maintenance.verify(desk.store).ok
     with pytest.raises(ConflictError):
         laptop.write(RemoveDevice(device=box.id))
 
@@ -419,6 +426,15 @@ def test_a_store_restored_behind_what_it_published_takes_its_records_back(
     shutil.rmtree(laptop.root / "laptop")
     shutil.copytree(tmp_path / "backup", laptop.root / "laptop")
     laptop.open()
+    # While its newest segment is missing from the folder, it cannot take its records
+    # back yet: writes wait.
+    (tail,) = [p for p in (folder / DEVICES / laptop.id / "e1").iterdir()]
+    kept = tail.read_bytes()
+    tail.unlink()
+    assert any("waiting" in f for f in laptop.sync())
+    with pytest.raises(ConflictError, match="published records up to seq"):
+        laptop.remember("a write while its own chain is ahead")
+    tail.write_bytes(kept)
     laptop.sync()  # takes its published records back, as a tail for a person to accept
     with pytest.raises(ConflictError, match="verify-ledger"):
         laptop.remember("a write before the person looked")
