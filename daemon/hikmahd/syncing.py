@@ -39,7 +39,7 @@ from hikmah.sync.manifest import Manifest, valid_name
 from hikmah.sync.pairing import OpenInvitation, PairingCode, invite, invite_file, join, join_file
 from hikmah.sync.plan import Finding, audit
 
-from .policywatch import PolicyHolder
+from .policywatch import PolicyHolder, watched
 from .reminders import Reminders
 from .scheduling import Offload
 from .synckeys import SyncSecrets
@@ -48,7 +48,6 @@ from .writer import Writer
 
 log = logging.getLogger(__name__)
 
-WATCH_TIMEOUT_MS = 250
 SYNC_OFF = "sync is off: set [sync] folder in the policy to the folder your sync engine keeps"
 
 
@@ -173,14 +172,7 @@ class Syncing:
                     mine is None or mine not in parts
                 )
 
-            async for changes in watchfiles.awatch(
-                folder,
-                watch_filter=concerns,
-                debounce=200,
-                step=20,
-                rust_timeout=WATCH_TIMEOUT_MS,
-                yield_on_timeout=True,
-            ):
+            async for changes in watched(folder, concerns, recursive=True):
                 if changes:
                     self._wake.set()
                 if self.folder != folder or not self.policy.watch:

@@ -99,19 +99,39 @@ class Look(msgspec.Struct, frozen=True, kw_only=True):
     opened: frozenset[str] = frozenset()
 
 
+class _Reading(NamedTuple):
+    """What one look or publication reads: the store's snapshot, the folder, this device."""
+
+    snapshot: Snapshot
+    folder: Path
+    identity: Identity
+    dirs: dict[str, DeviceDir]
+    paired: dict[str, Paired]
+
+    @classmethod
+    def of(cls, snapshot: Snapshot, folder: Path, identity: Identity) -> _Reading:
+        return cls(snapshot, folder, identity, scan(folder), replicas.peers(snapshot))
+
+    @property
+    def me(self) -> str:
+        return self.identity.key.device_id
+
+    def read(self, device: str, name: str) -> bytes | None:
+        return read_file(self.folder, device, name)
+
+
 def look(
     snapshot: Snapshot, folder: Path, identity: Identity, head: Head | None, now_ms: int
 ) -> Look:
     """Read the folder against the store as ``snapshot`` sees it (``head``: its
     acknowledged head)."""
-    me = identity.key.device_id
-    dirs = scan(folder)
-    paired = replicas.peers(snapshot)
+    reading = _Reading.of(snapshot, folder, identity)
+    paired = reading.paired
     plan = plan_apply(
-        me,
+        reading.me,
         {device: entry.peer for device, entry in paired.items()},
-        dirs,
-        lambda device, name: read_file(folder, device, name),
+        reading.dirs,
+        reading.read,
         lambda device, seq: replicas.stored_line(snapshot, device, seq),
     )
     manifests = {
@@ -123,16 +143,13 @@ def look(
     steps: list[ApplyRemote] = []
     opened: set[str] = set()
     for step in plan.steps:
-        operation, used, refused = _with_keys(
-            snapshot, folder, identity, step, paired[step.device], manifests.get(step.device),
-            dirs.get(step.device),
-        )  # fmt: skip
+        operation, used, refused = _with_keys(reading, step, manifests.get(step.device))
         steps.append(operation)
         opened |= used
         findings.extend(refused)
-    own = _manifest(folder, me, identity.key.public.raw)
+    own = _manifest(folder, reading.me, identity.key.public.raw)
     take_back, ahead, own_findings = _own_chain(snapshot, folder, own, head)
-    pairs, join_findings = _joins(snapshot, folder, me, dirs, paired, now_ms)
+    pairs, join_findings = _joins(reading, now_ms)
     return Look(
         steps=tuple(steps),
         pairs=tuple(pairs),
@@ -155,13 +172,7 @@ def _manifest(folder: Path, device: str, key: bytes) -> Manifest | None:
 
 
 def _with_keys(
-    snapshot: Snapshot,
-    folder: Path,
-    identity: Identity,
-    step: Step,
-    entry: Paired,
-    manifest: Manifest | None,
-    found: DeviceDir | None,
+    reading: _Reading, step: Step, manifest: Manifest | None
 ) -> tuple[ApplyRemote, set[str], list[Finding]]:
     """The step with the data keys its sealed traces need, cut where they run out.
 
@@ -170,12 +181,12 @@ def _with_keys(
     sealed trace here is indexed with its text. Without the vault here, sealed
     traces are kept as published and indexed without their text.
     """
-    if snapshot.dbs.vault is None or manifest is None or not manifest.vault:
+    if reading.snapshot.dbs.vault is None or manifest is None or not manifest.vault:
         return ApplyRemote(step=step), set(), []
-    me = identity.key.device_id
+    me, entry, found = reading.me, reading.paired[step.device], reading.dirs.get(step.device)
     reach = manifest.envelopes.get(me, 0)
     applied = entry.peer.applied.seq
-    held = {pair.public.id: pair for pair in identity.prekeys}
+    held = {pair.public.id: pair for pair in reading.identity.prekeys}
     keys: dict[str, bytes] = {}
     used: set[str] = set()
     findings: list[Finding] = []
@@ -186,7 +197,7 @@ def _with_keys(
         if parsed.prekey not in held:
             continue  # addressed to a prekey retired here: everything under it was opened
         try:
-            data = read_file(folder, step.device, name)
+            data = reading.read(step.device, name)
             if data is None:
                 continue
             opened = open_keys(data, sender=PublicKey(manifest.key), recipient=me, prekeys=held)
@@ -249,24 +260,20 @@ def _own_chain(
 
 
 def _joins(
-    snapshot: Snapshot,
-    folder: Path,
-    me: str,
-    dirs: Mapping[str, DeviceDir],
-    paired: Mapping[str, Paired],
-    now_ms: int,
+    reading: _Reading, now_ms: int
 ) -> tuple[list[tuple[Pair, OpenInvitation]], list[Finding]]:
     """Join requests in the folder that answer this device's open invitations."""
     pairs: list[tuple[Pair, OpenInvitation]] = []
     findings: list[Finding] = []
-    for invitation in replicas.invitations(snapshot):
+    me = reading.me
+    for invitation in replicas.invitations(reading.snapshot):
         opened = invitation
         name = join_file(opened.invite_id)
-        for device, found in sorted(dirs.items()):
-            if device == me or device in paired or name not in found.joins:
+        for device, found in sorted(reading.dirs.items()):
+            if device == me or device in reading.paired or name not in found.joins:
                 continue
             try:
-                data = read_file(folder, device, name)
+                data = reading.read(device, name)
                 if data is None:
                     continue
                 request, used = accept_join(opened, me, data, device, now_ms=now_ms)
@@ -300,27 +307,24 @@ def publication(
     """What to write so that the folder holds this device's chain up to ``head`` (its
     acknowledged head: records past it are never published), with its acknowledgements,
     its prekeys and the envelopes of its data keys."""
-    me = identity.key.device_id
-    dirs = scan(folder)
-    own_dir = dirs.get(me)
-    own = _manifest(folder, me, identity.key.public.raw)
+    reading = _Reading.of(snapshot, folder, identity)
+    own = _manifest(folder, reading.me, identity.key.public.raw)
     top = head or Head(seq=0, hash=GENESIS)
     epoch = replicas.epoch(snapshot)
     if own is not None and (own.epoch, own.head.seq) > (epoch, top.seq):
         # The folder holds more of this chain than the ledger acknowledges (a restored
         # backup): publishing now would go back on it. Its records are taken back first.
         return Publication(publish=None)
-    paired = replicas.peers(snapshot)
     seen = {
         device: Seen(
             epoch=entry.peer.applied.epoch,
             seq=entry.peer.applied.seq,
             generation=entry.peer.accepted.generation,
         )
-        for device, entry in paired.items()
+        for device, entry in reading.paired.items()
         if entry.peer.accepted is not None and entry.peer.upto is None
     }
-    envelopes, sealed = _envelopes(snapshot, identity, top, paired, manifests, own)
+    envelopes, sealed = _envelopes(reading, top, manifests, {} if own is None else own.envelopes)
     plan = plan_publish(
         identity.key,
         epoch=epoch,
@@ -333,16 +337,14 @@ def publication(
             envelopes=envelopes,
         ),
         published=replicas.published(snapshot),
-        own=own_dir,
+        own=reading.dirs.get(reading.me),
         folder_generation=0 if own is None else own.generation,
         records_from=lambda seq: _records(snapshot, seq, top.seq),
     )
     if plan is not None and sealed:
         writes = (*plan.writes[:-1], *sealed, plan.writes[-1])  # the manifest stays last
         plan = msgspec.structs.replace(plan, writes=writes)
-    return Publication(
-        publish=plan, removes=tuple(_leftovers(snapshot, me, dirs, manifests, now_ms))
-    )
+    return Publication(publish=plan, removes=tuple(_leftovers(reading, manifests, now_ms)))
 
 
 def _records(snapshot: Snapshot, start: int, end: int) -> Iterator[Record]:
@@ -356,22 +358,18 @@ def _records(snapshot: Snapshot, start: int, end: int) -> Iterator[Record]:
 
 
 def _envelopes(
-    snapshot: Snapshot,
-    identity: Identity,
-    head: Head,
-    paired: Mapping[str, Paired],
-    manifests: Mapping[str, Manifest],
-    own: Manifest | None,
+    reading: _Reading, head: Head, manifests: Mapping[str, Manifest], before: Mapping[str, int]
 ) -> tuple[dict[str, int], list[tuple[str, bytes]]]:
-    """For each paired device with the vault, up to which seq its data keys are sent, and
-    the envelopes that send those not sent yet (to its newest prekey)."""
+    """For each paired device with the vault, up to which seq its data keys are sent
+    (``before``: as this device's manifest in the folder says), and the envelopes that
+    send those not sent yet (to its newest prekey)."""
+    snapshot, sender = reading.snapshot, reading.identity.key
     keys = snapshot.dbs.vault
     if keys is None:
         return {}, []
     sent: dict[str, int] = {}
     files: list[tuple[str, bytes]] = []
-    before = {} if own is None else own.envelopes
-    for device, entry in sorted(paired.items()):
+    for device, entry in sorted(reading.paired.items()):
         manifest = manifests.get(device)
         if entry.peer.upto is not None or manifest is None or not manifest.prekeys:
             continue
@@ -390,11 +388,11 @@ def _envelopes(
                     batch[trace_id] = data_key_of(keys, trace_id, bytes(entry_))
             if len(batch) >= KEYS_PER_ENVELOPE:
                 name = envelope_file(device, prekey.id, first, record.seq)
-                files.append((name, seal_keys(identity.key, device, prekey, batch)))
+                files.append((name, seal_keys(sender, device, prekey, batch)))
                 batch, first = {}, record.seq + 1
         if batch:
             name = envelope_file(device, prekey.id, first, head.seq)
-            files.append((name, seal_keys(identity.key, device, prekey, batch)))
+            files.append((name, seal_keys(sender, device, prekey, batch)))
     return sent, files
 
 
@@ -406,17 +404,12 @@ class _Sealed(msgspec.Struct):
     trace: _Id
 
 
-def _leftovers(
-    snapshot: Snapshot,
-    me: str,
-    dirs: Mapping[str, DeviceDir],
-    manifests: Mapping[str, Manifest],
-    now_ms: int,
-) -> Iterator[str]:
+def _leftovers(reading: _Reading, manifests: Mapping[str, Manifest], now_ms: int) -> Iterator[str]:
     """Files of this device's directory nothing needs any more: envelopes to prekeys their
     recipient no longer announces, invitations used or expired, and join requests
     the inviter has acknowledged."""
-    found = dirs.get(me)
+    me = reading.me
+    found = reading.dirs.get(me)
     if found is None:
         return
     for name in found.envelopes:
@@ -426,7 +419,7 @@ def _leftovers(
             yield name
     current = {
         invite_file(i.invite_id)
-        for i in replicas.invitations(snapshot)
+        for i in replicas.invitations(reading.snapshot)
         if i.used_by is None and now_ms < i.expires_at
     }
     yield from (name for name in found.invites if name not in current)

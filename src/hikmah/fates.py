@@ -25,37 +25,14 @@ from __future__ import annotations
 import blake3
 import msgspec
 
+from hikmah import payloads
 from hikmah.errors import LedgerError
 from hikmah.layout import DEVICE_ID, chain_key, decode_redaction, split_chain_key, u32
 from hikmah.ledger import decode_record
-from hikmah.payloads import (
-    FeedbackPayload,
-    FulfillPayload,
-    PinPayload,
-    PurgePayload,
-    RedactedPayload,
-    RememberPayload,
-    SupersedePayload,
-    TracePayload,
-    decode_payload,
-)
 from hikmah.sealing import Sealed
 from hikmah.snapshot import Snapshot
-from hikmah.sync.merge import (
-    FACTS_DECODER,
-    FACTS_ENCODER,
-    Fact,
-    Fate,
-    Feedback,
-    Fulfilled,
-    Pinned,
-    Purged,
-    RecordId,
-    Remembered,
-    Superseded,
-    fate,
-)
-from hikmah.sync.merge import pins_in_force as merge_pins
+from hikmah.sync import merge
+from hikmah.sync.merge import Fact, RecordId
 from hikmah.trace import Trace, is_model_source, normalize_claim_key, normalize_claim_value
 
 LOCAL = ""  # the device of this store's own ledger records
@@ -87,13 +64,13 @@ def parse_record_name(name: str) -> RecordId | None:
 
 def stored(snapshot: Snapshot, trace_id: str) -> list[Fact]:
     raw = snapshot.txn.get(trace_id.encode(), db=snapshot.dbs.fates)
-    return [] if raw is None else FACTS_DECODER.decode(raw)
+    return [] if raw is None else merge.FACTS_DECODER.decode(raw)
 
 
 def keep(snapshot: Snapshot, trace_id: str, facts: list[Fact]) -> None:
     key = trace_id.encode()
     if facts:
-        snapshot.txn.put(key, FACTS_ENCODER.encode(facts), db=snapshot.dbs.fates)
+        snapshot.txn.put(key, merge.FACTS_ENCODER.encode(facts), db=snapshot.dbs.fates)
     else:
         snapshot.txn.delete(key, db=snapshot.dbs.fates)
 
@@ -105,45 +82,45 @@ def add(snapshot: Snapshot, fact: Fact) -> None:
         keep(snapshot, fact.trace, [*facts, fact])
 
 
-def take_feedback(snapshot: Snapshot, trace_id: str) -> list[Feedback]:
+def take_feedback(snapshot: Snapshot, trace_id: str) -> list[merge.Feedback]:
     """The feedback that waited for ``trace_id``, no longer kept (it is counted now)."""
     facts = stored(snapshot, trace_id)
-    waiting = [f for f in facts if isinstance(f, Feedback)]
+    waiting = [f for f in facts if isinstance(f, merge.Feedback)]
     if waiting:
-        keep(snapshot, trace_id, [f for f in facts if not isinstance(f, Feedback)])
+        keep(snapshot, trace_id, [f for f in facts if not isinstance(f, merge.Feedback)])
     return waiting
 
 
-def fact_for(snapshot: Snapshot, payload: TracePayload, at: RecordId) -> Fact:
+def fact_for(snapshot: Snapshot, payload: payloads.TracePayload, at: RecordId) -> Fact:
     """The fact a record states about its trace."""
-    if isinstance(payload, SupersedePayload):
+    if isinstance(payload, payloads.SupersedePayload):
         writer = _remembered_before(snapshot, at, payload.new_id)
         if writer is None:  # not written as a pair: judge by the trace as this store has it
             docno = snapshot.docno(payload.new_id)
             writer = None if docno is None else snapshot.bare_trace_at(docno)
         verified = writer is not None and writer.provenance.verified
         model = writer is not None and is_model_source(writer.provenance.source)
-        return Superseded(
+        return merge.Superseded(
             at=at, trace=payload.old_id, by=payload.new_id, by_verified=verified, by_model=model
         )
-    if isinstance(payload, FulfillPayload):
+    if isinstance(payload, payloads.FulfillPayload):
         # An outcome's fulfil follows it in its chain; a plain fulfil's ``by`` is a locator.
         outcome = None if payload.by is None else _remembered_before(snapshot, at, payload.by)
-        return Fulfilled(
+        return merge.Fulfilled(
             at=at,
             trace=payload.id,
             by=None if outcome is None else outcome.id,
             by_model=outcome is not None and is_model_source(outcome.provenance.source),
         )
-    if isinstance(payload, PurgePayload):
-        return Purged(at=at, trace=payload.id)
-    if isinstance(payload, PinPayload):
+    if isinstance(payload, payloads.PurgePayload):
+        return merge.Purged(at=at, trace=payload.id)
+    if isinstance(payload, payloads.PinPayload):
         overrides = frozenset(
             found for name in payload.overrides if (found := parse_record_name(name)) is not None
         )
-        return Pinned(at=at, trace=payload.id, pinned=payload.pinned, overrides=overrides)
-    assert isinstance(payload, FeedbackPayload)
-    return Feedback(at=at, trace=payload.id, good=payload.outcome == "good")
+        return merge.Pinned(at=at, trace=payload.id, pinned=payload.pinned, overrides=overrides)
+    assert isinstance(payload, payloads.FeedbackPayload)
+    return merge.Feedback(at=at, trace=payload.id, good=payload.outcome == "good")
 
 
 def _remembered_before(snapshot: Snapshot, at: RecordId, trace_id: str) -> Trace | None:
@@ -153,27 +130,25 @@ def _remembered_before(snapshot: Snapshot, at: RecordId, trace_id: str) -> Trace
         if at.seq - back < 1:
             break
         found = _remember_at(snapshot, RecordId(at.device, at.seq - back))
-        if isinstance(found, RememberPayload | Sealed) and found.trace.id == trace_id:
+        if isinstance(found, payloads.RememberPayload | Sealed) and found.trace.id == trace_id:
             return found.trace
     return None
 
 
-def _remember_at(
-    snapshot: Snapshot, at: RecordId
-) -> RememberPayload | Sealed | RedactedPayload | None:
+def _remember_at(snapshot: Snapshot, at: RecordId) -> payloads.Remembering | None:
     line = snapshot.line_at(at.device, at.seq)
     if line is None:
         return None
     redaction = decode_redaction(line)
     if redaction is not None:
-        return RedactedPayload(
+        return payloads.RedactedPayload(
             id=redaction.id, kind=redaction.kind, created_at=redaction.created_at
         )
     try:
-        payload = decode_payload(decode_record(line))
+        payload = payloads.decode_payload(decode_record(line))
     except LedgerError:
         return None
-    return payload if isinstance(payload, RememberPayload | Sealed | RedactedPayload) else None
+    return payload if isinstance(payload, payloads.Remembering) else None
 
 
 # -- where a trace was remembered ---------------------------------------------------------
@@ -199,17 +174,17 @@ def digest(snapshot: Snapshot, at: RecordId) -> str:
     return blake3.blake3(decode_record(line).payload).hexdigest()[:32]
 
 
-def remembered(snapshot: Snapshot, trace_id: str, at: RecordId) -> Remembered:
+def remembered(snapshot: Snapshot, trace_id: str, at: RecordId) -> merge.Remembered:
     """The remember fact of the record at ``at`` (as kept) about ``trace_id``."""
     found = _remember_at(snapshot, at)
-    if not isinstance(found, RememberPayload | Sealed):
+    if not isinstance(found, payloads.RememberPayload | Sealed):
         docno = snapshot.docno(trace_id)
         kind = found.kind if found is not None else "observation"
         if found is None and docno is not None:
             kind = snapshot.bare_trace_at(docno).kind
-        return Remembered(at=at, trace=trace_id, digest="", kind=kind, redacted=True)
+        return merge.Remembered(at=at, trace=trace_id, digest="", kind=kind, redacted=True)
     trace = found.trace  # sealed: the blank keeps kind, provenance and deadline
-    return Remembered(
+    return merge.Remembered(
         at=at,
         trace=trace_id,
         digest=digest(snapshot, at),
@@ -222,16 +197,16 @@ def remembered(snapshot: Snapshot, trace_id: str, at: RecordId) -> Remembered:
     )
 
 
-def fold(snapshot: Snapshot, trace_id: str, docno: int) -> Fate:
+def fold(snapshot: Snapshot, trace_id: str, docno: int) -> merge.Fate:
     """The trace's fate: its remember and every fact kept about it, folded.
 
     Record ids are resolved (:func:`resolve`) so that the fold here is the fold
     every other device makes of the same records.
     """
     facts: list[Fact] = [remembered(snapshot, trace_id, origin(snapshot, docno))]
-    facts.extend(f for f in stored(snapshot, trace_id) if not isinstance(f, Feedback))
+    facts.extend(f for f in stored(snapshot, trace_id) if not isinstance(f, merge.Feedback))
     me = this_device(snapshot)
-    return fate(_resolved(f, me) for f in facts)
+    return merge.fate(_resolved(f, me) for f in facts)
 
 
 def _resolved(fact: Fact, me: str) -> Fact:
@@ -247,6 +222,6 @@ def pins_in_force(snapshot: Snapshot, trace_id: str) -> tuple[str, ...]:
     pins = [
         msgspec.structs.replace(f, at=RecordId(me, f.at.seq)) if f.at.device == LOCAL else f
         for f in stored(snapshot, trace_id)
-        if isinstance(f, Pinned)
+        if isinstance(f, merge.Pinned)
     ]
-    return tuple(sorted(record_name(p.at) for p in merge_pins(pins) if p.at.device != me))
+    return tuple(sorted(record_name(p.at) for p in merge.pins_in_force(pins) if p.at.device != me))

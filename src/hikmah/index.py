@@ -37,12 +37,7 @@ from hikmah.layout import (
     term_key,
     u32,
 )
-from hikmah.payloads import (
-    Payload,
-    RedactedPayload,
-    RememberPayload,
-    TracePayload,
-)
+from hikmah.payloads import Payload, RedactedPayload, Remembering, RememberPayload, TracePayload
 from hikmah.sealing import Sealed
 from hikmah.snapshot import Snapshot
 from hikmah.sync.merge import Feedback, RecordId
@@ -124,58 +119,61 @@ def doc_terms(trace: Trace) -> list[str]:
 # --- the trace index: documents, features, postings, claims, deadlines, links ------------
 
 
+class _Arrival(NamedTuple):
+    """A remember record as it arrives: its payload, where it was written, and for a
+    live write of a sealed trace the trace it sealed."""
+
+    payload: Remembering
+    at: RecordId
+    plain: Trace | None
+
+    @property
+    def trace_id(self) -> str:
+        payload = self.payload
+        return payload.id if isinstance(payload, RedactedPayload) else payload.trace.id
+
+
 def _apply_traces(
     snapshot: Snapshot, payload: Payload, plain: Trace | None, dirty: set[int], at: RecordId
 ) -> None:
-    if isinstance(payload, RememberPayload | Sealed | RedactedPayload):
-        _remember(snapshot, payload, plain, dirty, at)
+    if isinstance(payload, Remembering):
+        _remember(snapshot, _Arrival(payload, at, plain), dirty)
     elif isinstance(payload, TracePayload):
         _fact(snapshot, payload, dirty, at)
     # A compaction's last record and the roster's records change no trace.
 
 
-def _remember(
-    snapshot: Snapshot,
-    payload: RememberPayload | Sealed | RedactedPayload,
-    plain: Trace | None,
-    dirty: set[int],
-    at: RecordId,
-) -> None:
-    trace_id = payload.id if isinstance(payload, RedactedPayload) else payload.trace.id
+def _remember(snapshot: Snapshot, arrival: _Arrival, dirty: set[int]) -> None:
+    trace_id = arrival.trace_id
     docno = snapshot.docno(trace_id)
     if docno is not None:
-        _rival(snapshot, payload, plain, dirty, at, docno)
+        _rival(snapshot, arrival, docno, dirty)
         return
     docno = snapshot.next_docno()
     snapshot.txn.put(_NEXT_DOC, u32(docno + 1), db=snapshot.dbs.meta)
-    _write_doc(snapshot, docno, payload, plain, dirty)
-    fates.set_origin(snapshot, docno, at)
+    _write_doc(snapshot, docno, arrival, dirty)
+    fates.set_origin(snapshot, docno, arrival.at)
     for feedback in fates.take_feedback(snapshot, trace_id):
         _add_feedback(snapshot, docno, feedback.good, dirty)
-    if isinstance(payload, RedactedPayload) or fates.stored(snapshot, trace_id):
+    if isinstance(arrival.payload, RedactedPayload) or fates.stored(snapshot, trace_id):
         _settle(snapshot, trace_id, docno, dirty)
 
 
-def _rival(
-    snapshot: Snapshot,
-    payload: RememberPayload | Sealed | RedactedPayload,
-    plain: Trace | None,
-    dirty: set[int],
-    at: RecordId,
-    docno: int,
-) -> None:
+def _rival(snapshot: Snapshot, arrival: _Arrival, docno: int, dirty: set[int]) -> None:
     """A second remember of an id: identical bytes are one trace; otherwise the record
-    with the lowest (device, seq) is the trace, everywhere, and the other is a rival."""
-    kept = fates.origin(snapshot, docno)
-    trace_id = snapshot.bare_trace_at(docno).id
+    with the lowest (device, seq) is the trace, everywhere, and the other is a rival.
+    The record already applied again (a compaction redacted it) folds anew."""
+    at, kept = arrival.at, fates.origin(snapshot, docno)
+    trace_id = arrival.trace_id
     new_wins = fates.resolve(snapshot, at) < fates.resolve(snapshot, kept)
     digest = fates.digest(snapshot, at)
-    if digest and digest == fates.digest(snapshot, kept):
+    if at != kept and digest and digest == fates.digest(snapshot, kept):
         if new_wins:  # which device it came from, decided like a rival
             fates.set_origin(snapshot, docno, at)
         return
-    loser = kept if new_wins else at
-    fates.add(snapshot, fates.remembered(snapshot, trace_id, loser))
+    if at != kept:
+        loser = kept if new_wins else at
+        fates.add(snapshot, fates.remembered(snapshot, trace_id, loser))
     if new_wins:
         old = snapshot.trace_at(docno)
         status = snapshot.status_of(docno)
@@ -183,7 +181,7 @@ def _rival(
             _remove_postings(snapshot, old, docno)
         if status == "active":
             _leave_active_indexes(snapshot, old, docno)
-        _write_doc(snapshot, docno, payload, plain, dirty)
+        _write_doc(snapshot, docno, arrival, dirty)
         fates.set_origin(snapshot, docno, at)
     _settle(snapshot, trace_id, docno, dirty)
 
@@ -230,20 +228,15 @@ def _settle(snapshot: Snapshot, trace_id: str, docno: int, dirty: set[int]) -> N
         _set_feature(snapshot, docno, "pinned", pinned, dirty)
 
 
-def _write_doc(
-    snapshot: Snapshot,
-    docno: int,
-    payload: RememberPayload | Sealed | RedactedPayload,
-    plain: Trace | None,
-    dirty: set[int],
-) -> None:
+def _write_doc(snapshot: Snapshot, docno: int, arrival: _Arrival, dirty: set[int]) -> None:
     """Index the trace a remember record holds at ``docno``, active."""
+    payload = arrival.payload
     if isinstance(payload, RememberPayload):
         _add(snapshot, docno, payload.trace, encode_trace(payload.trace), dirty)
     elif isinstance(payload, RedactedPayload):
         _add_stub(snapshot, docno, payload.id, payload.kind, payload.created_at, dirty)
-    elif plain is not None:
-        _add(snapshot, docno, plain, encode_sealed(payload), dirty)
+    elif arrival.plain is not None:
+        _add(snapshot, docno, arrival.plain, encode_sealed(payload), dirty)
     else:
         _add_sealed(snapshot, docno, payload, dirty)
 

@@ -111,6 +111,8 @@ Payload = (
     | DeviceAddedPayload
     | DeviceRemovedPayload
 )
+# What a remember record holds: a trace, a sealed one, or what compaction left of it.
+Remembering = RememberPayload | Sealed | RedactedPayload
 # Payloads that state something about one trace, named by ``id`` (``old_id``: supersede).
 TracePayload = SupersedePayload | FulfillPayload | PurgePayload | FeedbackPayload | PinPayload
 PAYLOAD_DECODER = msgspec.json.Decoder(Payload)

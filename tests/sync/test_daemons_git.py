@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,19 @@ class Git:
     def carry(self, source: Device, target: Device) -> None:
         self.remote.push(source.folder)
         self.remote.pull(target.folder)
+
+    @contextmanager
+    def two(self, root: Path) -> Iterator[tuple[Device, Device]]:
+        """A laptop and a desk, started and paired."""
+        lap, desk = (self.device(root, name) for name in ("lap", "desk"))
+        with started(lap, desk):
+            self.paired(lap, desk)
+            yield lap, desk
+
+    def paired(self, first: Device, second: Device) -> None:
+        """``second`` joins ``first`` by code, and both see each other's chain."""
+        pair(first, second, carry=lambda: self.carry(first, second))
+        self.round(second, first, second, first)
 
 
 @pytest.fixture
@@ -161,38 +175,42 @@ def test_tampering_a_replayed_directory_and_a_removed_device(
     del short_tmp
 
 
+@pytest.fixture
+def two(short_tmp: Path) -> Iterator[tuple[Git, Device, Device]]:  # noqa: F811
+    git = Git(short_tmp)
+    with git.two(short_tmp) as (lap, desk):
+        yield git, lap, desk
+
+
 def test_a_device_restored_from_a_backup_takes_its_published_records_back(
+    two: tuple[Git, Device, Device],
     short_tmp: Path,  # noqa: F811
 ) -> None:
     import sys
 
-    git = Git(short_tmp)
-    lap, desk = (git.device(short_tmp, name) for name in ("lap", "desk"))
-    with started(lap, desk):
-        pair(lap, desk, carry=lambda: git.carry(lap, desk))
-        git.round(desk, lap, desk, lap)
-        before = lap.remember("written before the backup")
-        backup = short_tmp / "backup"
-        made = lap.cli("backup", str(backup))
-        assert made.returncode == 0, made.stderr
-        after = lap.remember("written after the backup, published, then lost")
-        git.round(lap, desk)
-        assert after in desk.memory()[0]
-        lap.stop()
-        restored = subprocess.run(
-            [sys.executable, "-m", "hikmahd", *lap.running.flags(), "--restore", str(backup)],
-            capture_output=True, text=True, env=lap.running.env, timeout=60,
-        )  # fmt: skip
-        assert restored.returncode == 0, restored.stderr
-        lap.start()  # finds its own chain in the folder ahead of its ledger
-        refused = lap.cli("remember", "a write before anyone looked")
-        assert refused.returncode == 3 and "verify-ledger" in refused.stderr
-        report = lap.call("ledger.verify")
-        assert [u["trace_id"] for u in report["unacknowledged"]] == [after]
-        accepted = lap.cli("verify-ledger", "--accept-tail")
-        assert accepted.returncode == 0, accepted.stderr
-        lap.remember("written once a person accepted them")
-        settle((lap, desk), lambda: git.round(lap, desk))
-        assert {before, after} <= set(lap.memory()[0])
-        for device in (lap, desk):
-            assert device.verified()[0], device.verified()[1]
+    git, lap, desk = two
+    before = lap.remember("written before the backup")
+    backup = short_tmp / "backup"
+    made = lap.cli("backup", str(backup))
+    assert made.returncode == 0, made.stderr
+    after = lap.remember("written after the backup, published, then lost")
+    git.round(lap, desk)
+    assert after in desk.memory()[0]
+    lap.stop()
+    restored = subprocess.run(
+        [sys.executable, "-m", "hikmahd", *lap.running.flags(), "--restore", str(backup)],
+        capture_output=True, text=True, env=lap.running.env, timeout=60,
+    )  # fmt: skip
+    assert restored.returncode == 0, restored.stderr
+    lap.start()  # finds its own chain in the folder ahead of its ledger
+    refused = lap.cli("remember", "a write before anyone looked")
+    assert refused.returncode == 3 and "verify-ledger" in refused.stderr
+    report = lap.call("ledger.verify")
+    assert [u["trace_id"] for u in report["unacknowledged"]] == [after]
+    accepted = lap.cli("verify-ledger", "--accept-tail")
+    assert accepted.returncode == 0, accepted.stderr
+    lap.remember("written once a person accepted them")
+    settle((lap, desk), lambda: git.round(lap, desk))
+    assert {before, after} <= set(lap.memory()[0])
+    for device in (lap, desk):
+        assert device.verified()[0], device.verified()[1]

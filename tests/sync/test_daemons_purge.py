@@ -11,8 +11,8 @@ from tests.daemon.conftest import secret_service, short_tmp  # noqa: F401 -- fix
 from tests.daemon.secret_service import SecretServiceSession, needs_secret_service
 from tests.daemon.test_vault import VAULT_POLICY, vault_env
 
-from .daemons import Device, make_device, pair, settle, started
-from .test_daemons_git import Git
+from .daemons import Device, make_device, settle, started
+from .test_daemons_git import Git, two  # noqa: F401 -- the fixture
 
 
 def every_byte(root: Path) -> bytes:
@@ -31,29 +31,26 @@ def history(git: Git, clone: Path) -> str:
 
 
 def test_a_purge_without_the_vault_leaves_the_stores_but_not_git_history(
-    short_tmp: Path,  # noqa: F811
+    two: tuple[Git, Device, Device],  # noqa: F811
 ) -> None:
-    git = Git(short_tmp)
-    lap, desk = (git.device(short_tmp, name) for name in ("lap", "desk"))
-    with started(lap, desk):
-        pair(lap, desk, carry=lambda: git.carry(lap, desk))
-        git.round(desk, lap, desk, lap)
-        secret = lap.remember("the door code is tamarind fjord")
-        lap.remember("the plant wants water on fridays")
-        settle((lap, desk), lambda: git.round(lap, desk))
-        done = desk.cli("purge", "--id", secret, "--reason", "asked to forget")
-        assert done.returncode == 0, done.stderr
-        settle((lap, desk), lambda: git.round(desk, lap))
-        compacted = lap.cli("compact")  # the origin rewrites its chain without the text
-        assert compacted.returncode == 0, compacted.stderr
-        settle((lap, desk), lambda: git.round(lap, desk))
-        for device in (lap, desk):
-            assert secret not in device.memory()[0]
-            assert device.verified()[0], device.verified()[1]
-        assert b"tamarind" not in every_byte(lap.folder / "devices")
-        # What git keeps: the published text stays in its history, on every clone.
-        assert "tamarind" in history(git, desk.folder)
-    for device in (lap, desk):  # stopped: the stores are whole files now
+    git, lap, desk = two
+    secret = lap.remember("the door code is tamarind fjord")
+    lap.remember("the plant wants water on fridays")
+    settle((lap, desk), lambda: git.round(lap, desk))
+    done = desk.cli("purge", "--id", secret, "--reason", "asked to forget")
+    assert done.returncode == 0, done.stderr
+    settle((lap, desk), lambda: git.round(desk, lap))
+    compacted = lap.cli("compact")  # the origin rewrites its chain without the text
+    assert compacted.returncode == 0, compacted.stderr
+    settle((lap, desk), lambda: git.round(lap, desk))
+    for device in (lap, desk):
+        assert secret not in device.memory()[0]
+        assert device.verified()[0], device.verified()[1]
+    assert b"tamarind" not in every_byte(lap.folder / "devices")
+    # What git keeps: the published text stays in its history, on every clone.
+    assert "tamarind" in history(git, desk.folder)
+    for device in (lap, desk):
+        device.stop()  # the stores are whole files now
         assert b"tamarind" not in every_byte(device.running.data)
 
 
@@ -70,8 +67,7 @@ def test_with_the_vault_keys_go_device_to_device_and_a_purge_leaves_nothing_read
         for name in ("lap", "desk")
     )  # fmt: skip
     with started(lap, desk):
-        pair(lap, desk, carry=lambda: git.carry(lap, desk))
-        git.round(desk, lap, desk, lap)
+        git.paired(lap, desk)
         notes = [lap.remember(f"the ocelot note {i} bramblezz{i}") for i in range(4)]
         sensitive = desk.remember("diagnosis: lichenzz syndrome", privacy="sensitive")
         settle((lap, desk), lambda: git.round(lap, desk))

@@ -17,17 +17,9 @@ from hikmah.ledger import encode_record
 from hikmah.payloads import PAYLOAD_ENCODER, RememberPayload
 from hikmah.rules import Fulfill, Pin, Purge, Remember, RemoveDevice
 from hikmah.sealing import HeldKeys
+from hikmah.sync import merge
 from hikmah.sync.folder import DEVICES
-from hikmah.sync.merge import (
-    Fact,
-    Fulfilled,
-    Pinned,
-    Purged,
-    RecordId,
-    Remembered,
-    Superseded,
-    view,
-)
+from hikmah.sync.merge import RecordId
 from hikmah.trace import Draft, Provenance, Trace, normalize_claim_key, normalize_claim_value
 
 from .nodes import Node, pair_all, settle
@@ -35,13 +27,29 @@ from .nodes import Node, pair_all, settle
 
 @pytest.fixture
 def trio_of(tmp_path: Path) -> Iterator[tuple[Node, Node, Node]]:
+    """A laptop, a desk and a box, paired by code, sharing one folder."""
     folder = tmp_path / "folder"
     nodes = tuple(Node(tmp_path / "data", folder, name) for name in ("laptop", "desk", "box"))
+    pair_all(*nodes)
     try:
         yield nodes  # type: ignore[misc]
     finally:
         for node in nodes:
             node.close()
+
+
+@pytest.fixture
+def two(tmp_path: Path) -> Iterator[tuple[Node, Node]]:
+    """A laptop and a desk, paired, sharing one folder."""
+    folder = tmp_path / "folder"
+    laptop = Node(tmp_path / "d", folder, "laptop")
+    desk = Node(tmp_path / "d", folder, "desk")
+    pair_all(laptop, desk)
+    try:
+        yield laptop, desk
+    finally:
+        laptop.close()
+        desk.close()
 
 
 def same_memory(*nodes: Node) -> bool:
@@ -52,8 +60,7 @@ def same_memory(*nodes: Node) -> bool:
 def test_pairing_by_code_spreads_the_roster_and_every_chain(
     trio_of: tuple[Node, Node, Node],
 ) -> None:
-    laptop, desk, box = trio_of
-    pair_all(laptop, desk, box)
+    laptop, desk, _box = trio_of
     for node in trio_of:
         assert set(replicas_of(node)) == {n.id for n in trio_of} - {node.id}
     notes = {node.name: node.remember(f"{node.name} keeps the build green") for node in trio_of}
@@ -104,7 +111,6 @@ def test_concurrent_writes_corrections_conflicts_and_fulfilment_across_devices(
     trio_of: tuple[Node, Node, Node],
 ) -> None:
     laptop, desk, box = trio_of
-    pair_all(*trio_of)
     deploy = laptop.remember("deploys go through the staging cluster first")
     promise = desk.remember("send the release notes", kind="commitment", deadline="+48h")
     settle(*trio_of)
@@ -129,7 +135,6 @@ def test_two_devices_correcting_one_trace_at_once_both_count(
     trio_of: tuple[Node, Node, Node],
 ) -> None:
     laptop, desk, box = trio_of
-    pair_all(*trio_of)
     old = box.remember("the cache lives in redis", claim_key="cache", claim_value="redis")
     settle(*trio_of)
     a = laptop.remember(
@@ -149,7 +154,6 @@ def test_a_purge_anywhere_purges_everywhere_and_compaction_leaves_no_text(
     trio_of: tuple[Node, Node, Node],
 ) -> None:
     laptop, desk, box = trio_of
-    pair_all(*trio_of)
     secret = laptop.remember("the door code is tamarind-fjord")
     laptop.remember("the plant needs water on fridays")
     settle(*trio_of)
@@ -168,9 +172,24 @@ def test_a_purge_anywhere_purges_everywhere_and_compaction_leaves_no_text(
         p.read_bytes() for p in (laptop.folder / DEVICES / laptop.id).rglob("*.seg")
     )
     assert b"tamarind" in folder_bytes()
-    maintenance.compact(laptop.store, laptop.now)
+    # The box purges another of the laptop's traces; the desk receives the laptop's
+    # compacted chain before the box's purge: the redaction alone purges it there.
+    other = laptop.remember("the safe code is ocelot-quasar")
     settle(*trio_of)
-    assert b"tamarind" not in folder_bytes()
+    box.write(Purge(id=other, reason="also forget this"))
+    box.sync()
+    laptop.sync()
+    maintenance.compact(laptop.store, laptop.now)
+    laptop.sync()
+    hidden = laptop.folder / DEVICES / box.id
+    hidden.rename(hidden.with_name("elsewhere"))
+    desk.sync()
+    hidden.with_name("elsewhere").rename(hidden)
+    assert desk.statuses()[other] == "purged"
+    with desk.store.snapshot() as snapshot:
+        assert all(b"ocelot" not in v for _k, v in snapshot.txn.cursor(db=snapshot.dbs.chains))
+    settle(*trio_of)
+    assert b"tamarind" not in folder_bytes() and b"ocelot" not in folder_bytes()
     assert same_memory(*trio_of)
     for node in trio_of:
         report = maintenance.verify(node.store)
@@ -182,12 +201,11 @@ def test_a_purge_anywhere_purges_everywhere_and_compaction_leaves_no_text(
 
 
 def test_an_agent_stamped_trace_stays_unverified_everywhere_and_a_forgery_halts_its_device(
-    trio_of: tuple[Node, Node, Node],
+    two: tuple[Node, Node],
 ) -> None:
     from hikmah.principal import AgentSession
 
-    laptop, desk, _box = trio_of
-    pair_all(laptop, desk)
+    laptop, desk = two
     session = AgentSession(host="claude-code", session_id="s1", variables=("CLAUDECODE",))
     agent = laptop.write(Remember(draft=Draft(content="the agent says so"), session=session))[0].id
     settle(laptop, desk)
@@ -226,7 +244,6 @@ def test_a_removed_device_counts_up_to_the_cutoff_everywhere(
     trio_of: tuple[Node, Node, Node],
 ) -> None:
     laptop, desk, box = trio_of
-    pair_all(*trio_of)
     kept = box.remember("the box wrote this before it was lost")
     settle(*trio_of)
     laptop.write(RemoveDevice(device=box.id))
@@ -290,7 +307,7 @@ def test_the_same_records_in_any_order_give_the_same_memory_as_the_merge_fold(
                 node.sync()
     settle(*nodes, rounds=3)
     assert same_memory(*nodes)
-    oracle = view(facts_of(nodes[0]))
+    oracle = merge.view(facts_of(nodes[0]))
     assert set(nodes[0].active()) == set(oracle.active)
     assert [
         (c.key, tuple((v.value, tuple(v.ids)) for v in c.values)) for c in nodes[0].conflicts()
@@ -304,7 +321,7 @@ def test_the_same_records_in_any_order_give_the_same_memory_as_the_merge_fold(
         node.close()
 
 
-def facts_of(node: Node) -> list[Fact]:
+def facts_of(node: Node) -> list[merge.Fact]:
     """Every fact of every chain the node holds, read back from the records (the oracle's
     input: derived from nothing the indexes computed)."""
     from hikmah.ledger import decode_record
@@ -316,7 +333,7 @@ def facts_of(node: Node) -> list[Fact]:
         decode_payload,
     )
 
-    facts: list[Fact] = []
+    facts: list[merge.Fact] = []
     traces: dict[str, Trace] = {}
     with node.store.snapshot() as snapshot:
         me = this_device(snapshot)
@@ -329,7 +346,7 @@ def facts_of(node: Node) -> list[Fact]:
             redaction = decode_redaction(line)
             if redaction is not None:
                 facts.append(
-                    Remembered(
+                    merge.Remembered(
                         at=at, trace=redaction.id, digest="", kind=redaction.kind, redacted=True
                     )
                 )
@@ -339,7 +356,7 @@ def facts_of(node: Node) -> list[Fact]:
                 t = payload.trace
                 traces[t.id] = t
                 facts.append(
-                    Remembered(
+                    merge.Remembered(
                         at=at,
                         trace=t.id,
                         digest=str(hash(line)),
@@ -355,7 +372,7 @@ def facts_of(node: Node) -> list[Fact]:
             elif isinstance(payload, SupersedePayload):
                 by = traces[payload.new_id]
                 facts.append(
-                    Superseded(
+                    merge.Superseded(
                         at=at,
                         trace=payload.old_id,
                         by=payload.new_id,
@@ -364,15 +381,17 @@ def facts_of(node: Node) -> list[Fact]:
                     )
                 )
             elif isinstance(payload, FulfillPayload):
-                facts.append(Fulfilled(at=at, trace=payload.id, by=None))
+                facts.append(merge.Fulfilled(at=at, trace=payload.id, by=None))
             elif isinstance(payload, PurgePayload):
-                facts.append(Purged(at=at, trace=payload.id))
+                facts.append(merge.Purged(at=at, trace=payload.id))
             elif isinstance(payload, PinPayload):
                 overrides = frozenset(
                     found for o in payload.overrides if (found := parse_record_name(o)) is not None
                 )
                 facts.append(
-                    Pinned(at=at, trace=payload.id, pinned=payload.pinned, overrides=overrides)
+                    merge.Pinned(
+                        at=at, trace=payload.id, pinned=payload.pinned, overrides=overrides
+                    )
                 )
     return facts
 
@@ -406,14 +425,12 @@ def test_vaults_send_data_keys_in_envelopes_and_a_purge_destroys_them_everywhere
 
 
 def test_a_store_restored_behind_what_it_published_takes_its_records_back(
-    tmp_path: Path,
+    two: tuple[Node, Node], tmp_path: Path
 ) -> None:
     import shutil
 
-    folder = tmp_path / "folder"
-    laptop = Node(tmp_path / "d", folder, "laptop")
-    desk = Node(tmp_path / "d", folder, "desk")
-    pair_all(laptop, desk)
+    laptop, desk = two
+    folder = laptop.folder
     laptop.remember("before the backup")
     laptop.sync()
     laptop.close()
@@ -444,20 +461,15 @@ def test_a_store_restored_behind_what_it_published_takes_its_records_back(
     settle(laptop, desk)
     assert same_memory(laptop, desk)
     assert maintenance.verify(desk.store).ok
-    for node in (laptop, desk):
-        node.close()
 
 
 def test_a_tampered_segment_and_a_replayed_old_one_are_refused_and_nothing_is_lost(
-    tmp_path: Path,
+    two: tuple[Node, Node],
 ) -> None:
-    folder = tmp_path / "folder"
-    laptop = Node(tmp_path / "d", folder, "laptop")
-    desk = Node(tmp_path / "d", folder, "desk")
-    pair_all(laptop, desk)
+    laptop, desk = two
     first = laptop.remember("the ocelot sleeps at noon")
     settle(laptop, desk)
-    root = folder / DEVICES / laptop.id
+    root = laptop.folder / DEVICES / laptop.id
     old = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
     laptop.remember("the quasar is far")
     laptop.sync()
@@ -478,15 +490,10 @@ def test_a_tampered_segment_and_a_replayed_old_one_are_refused_and_nothing_is_lo
     settle(laptop, desk)
     assert same_memory(laptop, desk) and first in desk.active()
     assert maintenance.verify(desk.store).ok
-    for node in (laptop, desk):
-        node.close()
 
 
-def test_pins_from_two_devices_are_an_observed_remove_set(
-    trio_of: tuple[Node, Node, Node],
-) -> None:
-    laptop, desk, _box = trio_of
-    pair_all(laptop, desk)
+def test_pins_from_two_devices_are_an_observed_remove_set(two: tuple[Node, Node]) -> None:
+    laptop, desk = two
     note = laptop.remember("pin me")
     settle(laptop, desk)
     laptop.write(Pin(id=note, pinned=True))
