@@ -47,6 +47,11 @@ How each figure is made (details in the docstrings of the scripts it reuses):
   the answers to ``initialize`` and ``tools/list`` (sent at once, as a host does),
   over ``python -c pass`` with the venv's interpreter, run by run in turn; the
   import of the MCP SDK's server reported beside them.
+- Import from other tools: ``migration.measure_all``, a generated export of 10k
+  items per source (1k with ``--quick``) through the real CLI, ``hikmah import
+  --from SOURCE PATH``, into an empty durable daemon, over ``hikmah import`` of the
+  same traces as JSON Lines into another; and the re-import (nothing written)
+  over the import (bench/migration.py has the details).
 - The vault: ``vault.measure`` on the load tier's size, two in-process stores with
   the same notes, one sealed: durable remember batches of 8 and recall p50/p95,
   vault on over vault off (bench/vault.py has the details).
@@ -79,6 +84,7 @@ from typing import Any
 
 import agent
 import lmdb
+import migration
 import reminders
 import rpc
 import sync
@@ -109,6 +115,8 @@ CLI_TARGET = 2.5
 LATENESS_TARGET_MS = 50.0
 # Codex offers the model only the MCP servers that answered within about a second.
 AGENT_READY_TARGET_MS = 500.0
+# Coming over from another tool costs at most twice importing Hikmah's own export.
+MIGRATION_TARGET = 2.0
 
 
 @dataclass(frozen=True)
@@ -286,6 +294,32 @@ def agent_figures(found: dict[str, Any], plan: Plan) -> list[Figure]:
     return figures
 
 
+def migration_figures(rows: list[migration.Row], plan: Plan) -> list[Figure]:
+    figures = []
+    for row in rows:
+        size = label(row.items)
+        figures.append(
+            Figure(
+                f"import --from {row.source}, {size} records end to end vs the same traces"
+                " as JSON Lines",
+                row.import_ms,
+                "ms",
+                row.baseline_ms,
+                Target("ratio", "<=", MIGRATION_TARGET),
+                judged=not plan.quick,
+            )
+        )
+        figures.append(
+            Figure(
+                f"import --from {row.source} again, {size} records (writes nothing) vs the import",
+                row.reimport_ms,
+                "ms",
+                row.import_ms,
+            )
+        )
+    return figures
+
+
 def write_figures(rows: list[rpc.Measured], plan: Plan) -> list[Figure]:
     def per_s(target: str, workload: str, clients: int) -> float:
         return rpc.find(rows, target, workload, clients).per_s
@@ -391,6 +425,13 @@ def execute(run: Run, root: Path) -> None:
             found = sync.measure(root / "sync", samples, records)
             run.details["sync"] = asdict(found)
             run.figures += sync_figures(found)
+        with run.section("import from other tools"):
+            items = 1_000 if plan.quick else 10_000
+            folder = root / "migration"
+            folder.mkdir(mode=0o700)
+            rows = migration.measure_all(folder, items, 1 if plan.quick else 3)
+            run.details["migration"] = [asdict(r) for r in rows]
+            run.figures += migration_figures(rows, plan)
         with run.section("remember throughput"):
             writes = measure_writes(root, plan, stack)
             run.details["writes"] = [asdict(w) for w in writes]

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from hikmah.vocabulary import KINDS, PREDICTION_TYPES, PRIVACIES, REMEMBERED_KINDS
+from hikmah.vocabulary import IMPORT_SOURCES, KINDS, PREDICTION_TYPES, PRIVACIES, REMEMBERED_KINDS
 
 from . import render, runners
 from .session import OK, Exit, UsageError, call
@@ -85,6 +85,10 @@ WRITE_FLAGS = (
 )
 
 
+# Recall and verify: the kinds to keep.
+KIND_FILTER = arg("--kind", action="append", default=[], choices=KINDS, help="only these kinds")
+
+
 def dest(flag: Arg) -> str:
     """The attribute (and param) a flag fills: ``--claim-key`` fills ``claim_key``."""
     return flag.names[-1].lstrip("-").replace("-", "_")
@@ -136,6 +140,20 @@ def _invalidate(args: argparse.Namespace) -> Request:
         if answer.strip().lower() not in ("y", "yes"):
             raise Exit(OK)
     return "memory.invalidate", params
+
+
+def _verify_traces(args: argparse.Namespace) -> Request:
+    params = {"source": args.source, "kinds": args.kind, **_given(args, "scope")}
+    preview = call(args, "memory.verify", params)
+    if not preview["matched"]:
+        return "memory.verify", params
+    print(render.verify_preview(preview, args.source), file=sys.stderr)
+    if not sys.stdin.isatty():
+        raise UsageError("verifying needs you at a terminal to confirm what you checked")
+    answer = input(f"Verify these {preview['matched']} traces as checked by you? [y/N] ")
+    if answer.strip().lower() not in ("y", "yes"):
+        raise Exit(OK)
+    return "memory.verify", {**params, "confirm": preview["selection"]}
 
 
 def _verify(args: argparse.Namespace) -> Request:
@@ -220,7 +238,7 @@ COMMANDS: tuple[Command, ...] = (
             arg("query_arg", nargs="?", metavar="QUERY", help="words to recall by"),
             arg("--query", help="words to recall by (or give them positionally)"),
             arg("--tag", action="append", default=[], metavar="T", help="a tag cue (repeatable)"),
-            arg("--kind", action="append", default=[], choices=KINDS, help="only these kinds"),
+            KIND_FILTER,
             arg("--limit", type=int, metavar="N", help="most results (capped by the policy)"),
             arg("--scope", metavar="S", help="this scope and global only"),
             arg("--include-superseded", action="store_true", help="history too"),
@@ -369,6 +387,24 @@ COMMANDS: tuple[Command, ...] = (
         render.invalidated,
     ),
     Command(
+        "verify",
+        "verify the unverified traces of a source you checked, such as an import (a person"
+        " only; shows them and asks first)",
+        (
+            arg("--source", required=True, metavar="S", help="their source, e.g. tool:mem0"),
+            arg("--scope", metavar="S", help="only in this scope"),
+            KIND_FILTER,
+        ),
+        _verify_traces,
+        render.vouched,
+        description="Verify every active, unverified trace whose provenance source is S (an"
+        " import's is tool:<tool>, e.g. tool:mem0), optionally only in one scope or of some"
+        " kinds: each is superseded by a verified copy that keeps its text, kind, claim,"
+        " scope, time and locator. It lists them and asks you on the terminal first, and"
+        " verifies exactly what it listed. Agent sessions are refused. A later import of a"
+        " record you verified leaves your verified trace alone.",
+    ),
+    Command(
         "purge",
         "retention deletion of a trace (a person only)",
         (arg("--id", required=True), arg("--reason", required=True, help="kept in the tombstone")),
@@ -515,9 +551,28 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "import",
-        "read JSON Lines of traces, or a reference memory.jsonl ledger, into memory",
+        "read JSON Lines of traces, a reference memory.jsonl ledger, or another memory"
+        " tool's export (--from) into memory",
         (
-            arg("file", metavar="FILE"),
+            arg("file", metavar="PATH"),
+            arg(
+                "--from",
+                dest="source",
+                choices=IMPORT_SOURCES,
+                help="PATH is this tool's export (docs/migrating.md says where each keeps it)",
+            ),
+            arg(
+                "--dry-run",
+                action="store_true",
+                help="(--from) say what would be written, and write nothing",
+            ),
+            arg(
+                "--project",
+                action="append",
+                default=[],
+                metavar="NAME=DIR",
+                help="(--from claude-mem) the folder of a project claude-mem names NAME",
+            ),
             arg(
                 "--force-broken-chain",
                 action="store_true",
@@ -530,15 +585,20 @@ COMMANDS: tuple[Command, ...] = (
             ),
         ),
         run=runners.import_,
-        description="Import FILE. JSON Lines of traces (as export writes them; missing fields"
+        description="Import PATH. JSON Lines of traces (as export writes them; missing fields"
         ' take the write defaults, so {"kind": "observation", "content": "..."} is a'
         " line) are validated like any write and keep their ids: importing twice writes"
         " nothing new. A ledger of the reference implementation (memory.jsonl, records v1"
         " and v2) is recognised by its records; its hash chain is checked first, and a"
         " broken chain is refused as a whole. Refused lines are reported with their line"
-        " number and reason while the rest is imported. Exit 0 when everything was"
-        " imported, 3 when some lines were refused or the chain is broken, 2 when FILE"
-        " cannot be read.",
+        " number and reason while the rest is imported. With --from, PATH is the memory of"
+        " another tool (mcp-memory's memory.jsonl, claude-mem's database, a mem0 JSON"
+        " export, a basic-memory project folder, a CLAUDE.md or AGENTS.md file): each"
+        " record becomes an unverified trace whose provenance names the record; importing"
+        " again writes only what changed, as corrections; near-duplicates of what memory"
+        " holds are reported; --dry-run shows what would be written. Exit 0 when everything"
+        " was imported, 3 when some lines or records were refused or the chain is broken,"
+        " 2 when PATH cannot be read as what it should be.",
     ),
     Command(
         "backup",

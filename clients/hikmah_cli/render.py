@@ -419,6 +419,62 @@ def imported(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def imported_source(report: dict[str, Any]) -> str:
+    """An import of another tool's export (the refusals go to stderr on their own)."""
+    dry = report["dry_run"]
+    lines = [f"{'dry run of' if dry else 'imported'} {report['source']} {report['path']}:"]
+    lines += [
+        f"  {p['action']:<10} {p['kind']:<11} {p['locator']}\n    {p['preview']}"
+        for p in report.get("planned", [])
+    ]
+    lines.append(
+        f"  {report['total']} records{', would be' if dry else ''}: {report['written']} new,"
+        f" {report['corrected']} corrected, {report['already']} already imported,"
+        f" {len(report['refused'])} refused"
+    )
+    left = [
+        (report["older"], "older than what was imported"),
+        (report["kept_correction"], "changed, but you corrected or verified the import"),
+        (report["purged"], "purged since they were imported"),
+    ]
+    lines += [f"  {count} left alone: {why}" for count, why in left if count]
+    if report["duplicates"]:
+        lines.append("  near-duplicates of what memory holds (kept; recall folds them):")
+        lines += [f"    {d['locator']} restates {d['of']}" for d in report["duplicates"]]
+    if report["skipped"]:
+        lines.append(f"  {report['skipped']} records not imported:")
+        lines += [f"    {why}" for why in report["skipped_named"]]
+        if report["skipped"] > len(report["skipped_named"]):
+            lines.append(f"    … and {report['skipped'] - len(report['skipped_named'])} more")
+    if dry:
+        lines.append("  nothing was written (--dry-run)")
+    elif report["written"] or report["corrected"]:
+        lines.append("  imported traces are unverified: check them (hikmah recall, hikmah show),")
+        lines.append(
+            f"  then verify what you checked: hikmah verify --source tool:{report['source']}"
+        )
+    return "\n".join(lines)
+
+
+def verify_preview(preview: dict[str, Any], source: str) -> str:
+    lines = [f"{preview['matched']} unverified active traces of {source}:"]
+    lines += [f"  {t['id']}  {t['kind']:<11} {t['preview']}" for t in preview["sample"]]
+    if preview["matched"] > len(preview["sample"]):
+        lines.append(f"  … and {preview['matched'] - len(preview['sample'])} more")
+    return "\n".join(lines)
+
+
+def vouched(result: dict[str, Any]) -> str:
+    if not result["matched"]:
+        return "nothing to verify: no active, unverified trace has that source"
+    lines = [f"verified {result['verified']} traces, each by a verified copy that supersedes it"]
+    if result["already"]:
+        lines.append(f"  {result['already']} were verified already")
+    lines += [f"  refused {r['id']}: {r['reason']}" for r in result["refused"]]
+    lines.append("  see one's history: hikmah show ID")
+    return "\n".join(lines)
+
+
 def backed_up(result: dict[str, Any]) -> str:
     head = result["head"]
     at = f"head {head['seq']}:{head['hash']}" if head else "an empty ledger"

@@ -7,7 +7,7 @@ agree with each other.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 import msgspec
@@ -20,12 +20,14 @@ from hikmah.layout import (
     KIND_CODE,
     PRIVACY_CODE,
     STATUS_CODE,
+    DocArray,
     claim_value_key,
     reminder_key,
 )
 from hikmah.promises import STAGES, Stage
 from hikmah.snapshot import Snapshot
-from hikmah.trace import Trace, normalize_claim_key, normalize_claim_value
+from hikmah.tokenizer import terms
+from hikmah.trace import Trace, normalize_claim_key, normalize_claim_value, normalize_content
 from hikmah.vocabulary import STATUSES, Status
 
 
@@ -149,6 +151,41 @@ def conflicts_for(snapshot: Snapshot, trace: Trace) -> list[str]:
         for _key, docno, value in snapshot.claim_entries(trace.claim_key)
         if value != mine
     ]
+
+
+def same_content(
+    snapshot: Snapshot, content: str, *, postings: Callable[[str], DocArray] | None = None
+) -> Iterator[str]:
+    """Ids of the active traces that say ``content`` again: the same text once normalised
+    (:func:`~hikmah.trace.normalize_content`), as recall folds near-duplicates; read
+    while ``snapshot`` is open, oldest first.
+
+    Candidates hold every term of ``content`` and as many terms (the postings
+    and the feature columns); only those are read, one by one as the caller
+    asks. A text without terms (only stopwords) has no candidates. ``postings``
+    reads a term's postings (default: the snapshot's), for a caller that asks
+    about many texts sharing terms and keeps them.
+    """
+    words = sorted(terms(content))
+    if not words:
+        return
+    lists = sorted(map(postings or snapshot.postings, words), key=len)
+    docs = lists[0]
+    for other in lists[1:]:  # each sorted: look the few candidates up in the longer lists
+        if not len(docs):
+            return
+        at = np.searchsorted(other, docs)
+        docs = docs[other[np.minimum(at, len(other) - 1)] == docs]
+    columns = snapshot.features
+    docs = docs[
+        (columns["status"][docs] == STATUS_CODE["active"])
+        & (columns["nterms"][docs] == min(len(words), 0xFFFF))
+    ]
+    wanted = normalize_content(content)
+    for docno in docs:
+        trace = snapshot.trace_at(int(docno))
+        if normalize_content(trace.content) == wanted:
+            yield trace.id
 
 
 def conflicts(snapshot: Snapshot) -> list[ConflictGroup]:

@@ -8,6 +8,7 @@ Times are epoch milliseconds (``int``); the kernel never reads the clock.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import unicodedata
 from typing import Any
@@ -122,6 +123,17 @@ def new_trace_id(now_ms: int) -> str:
     refuses a duplicate id anyway.
     """
     return f"tr_{now_ms & 0xFFFF_FFFF_FFFF:012x}{os.urandom(5).hex()}"
+
+
+def derived_trace_id(at_ms: int | None, key: str, *, digest_size: int = 5) -> str:
+    """A stable id in the shape of :func:`new_trace_id`: the same ``key`` gives the same id.
+
+    For writes that must be idempotent (an import, an evaluation run): the
+    random part is a BLAKE2b digest of ``key`` (``digest_size`` bytes; wider
+    where many ids share one time), and the time is ``at_ms`` (0 when unknown).
+    """
+    digest = hashlib.blake2b(key.encode(), digest_size=digest_size).hexdigest()
+    return f"tr_{(at_ms or 0) & 0xFFFF_FFFF_FFFF:012x}{digest}"
 
 
 _DRAFT = frozenset(Draft.__struct_fields__)

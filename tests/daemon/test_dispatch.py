@@ -90,7 +90,8 @@ def test_the_served_person_only_and_blocking_methods_are_declared() -> None:
     methods = Dispatcher(*REGISTRIES).registry.methods
     person = {name for name, m in methods.items() if m.person is not None}
     assert person == {
-        "ledger.compact", "ledger.verify", "vault.rotate", "sync.invite", "sync.join", "sync.remove"
+        "ledger.compact", "ledger.verify", "memory.verify", "vault.rotate",
+        "sync.invite", "sync.join", "sync.remove",
     }  # fmt: skip
     blocking = {name for name, m in methods.items() if m.blocking}
     assert blocking == {"memory.export", "memory.calibration", "replay.consolidate"}

@@ -1,4 +1,5 @@
-"""``memory.*``: write a trace, recall, show, conflicts, fulfil, session context, purge.
+"""``memory.*``: write a trace, recall, show, conflicts, fulfil, session context, verify
+in bulk, purge.
 
 Forecasts, feedback, pins and invalidation are :mod:`.learning`; export and
 import are :mod:`.transfer`.
@@ -10,11 +11,13 @@ from typing import Annotated
 
 import msgspec
 
-from hikmah import queries
+from hikmah import queries, verification
+from hikmah.errors import ConflictError, HikmahError
 from hikmah.recall import RecallQuery
 from hikmah.rules import Fulfill, Purge, Remember
+from hikmah.secrets import preview
 from hikmah.snapshot import Snapshot
-from hikmah.trace import BaseDraft, Draft
+from hikmah.trace import BaseDraft, Draft, Trace
 from hikmah.vocabulary import STANDING_KINDS, Kind
 
 from ..context import Context
@@ -120,6 +123,70 @@ async def context(ctx: Context, params: ContextParams) -> JSON:
         "commitments": commitments,
         "conflicts": to_json(open_conflicts),
     }
+
+
+class VerifyParams(Params, frozen=True):
+    source: str  # e.g. tool:mem0: the provenance source of the traces to verify
+    scope: str | None = None
+    kinds: tuple[Kind, ...] = ()
+    # The "selection" of the preview the person confirmed; without it, only the preview.
+    confirm: str | None = None
+
+
+# Traces of a selection shown in its preview.
+VERIFY_SAMPLE = 10
+
+
+@registry.method("memory.verify", VerifyParams, person="verify traces in bulk")
+async def verify(ctx: Context, params: VerifyParams) -> JSON:
+    """Verify what a person checked: every unverified active trace of a source (in a
+    scope, of kinds), each superseded by a verified copy; a preview unless confirmed."""
+    store = ctx.services.store
+
+    def select() -> list[Trace]:
+        with store.snapshot() as snapshot:
+            active = (e.trace for e in queries.traces(snapshot, include_inactive=False))
+            return verification.verifiable(
+                active, source=params.source, scope=params.scope, kinds=params.kinds
+            )
+
+    chosen: list[Trace] = await ctx.services.offload(select)
+    selection = verification.selection_digest(chosen)
+    reply: dict[str, JSON] = {
+        "matched": len(chosen),
+        "selection": selection,
+        "sample": [
+            {"id": t.id, "kind": t.kind, "preview": preview(t.content)}
+            for t in chosen[:VERIFY_SAMPLE]
+        ],
+        "verified": 0,
+        "already": 0,
+        "refused": [],
+    }
+    if params.confirm is None or not chosen:
+        return reply
+    if params.confirm != selection:
+        raise ConflictError(
+            f"the traces to verify changed since you looked ({len(chosen)} match now):"
+            " nothing was verified; run hikmah verify again and check the new list"
+        )
+    operations = [verification.verification(t, ctx.session) for t in chosen]
+    outcomes = await ctx.services.writer.submit_all(operations)
+    failed = [
+        (trace, operation, outcome)
+        for trace, operation, outcome in zip(chosen, operations, outcomes, strict=True)
+        if isinstance(outcome, HikmahError)
+    ]
+    with store.snapshot() as snapshot:  # a copy of its own: verified by a call meanwhile
+        refused = [
+            {"id": trace.id, "reason": str(error)}
+            for trace, operation, error in failed
+            if queries.lookup(snapshot, operation.trace_id or "") is None
+        ]
+    reply.update(
+        verified=len(chosen) - len(failed), already=len(failed) - len(refused), refused=refused
+    )
+    return reply
 
 
 class PurgeParams(Params, frozen=True):
