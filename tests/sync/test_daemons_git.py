@@ -172,6 +172,14 @@ def test_tampering_a_replayed_directory_and_a_removed_device(
         assert kept in traces and late not in traces
     assert box.call("sync.status")["removed_by"] == lap.id
     assert box.cli("sync").returncode == 3  # it says it no longer syncs
+    # Its writer gone, a person deletes its directory: the one file another device writes
+    # (with git, after a pull: the deletion must not meet the box's last commits unpulled).
+    remote.pull(lap.folder)
+    deleted = lap.cli("sync", "remove", box.id, "--delete")
+    assert deleted.returncode == 0, deleted.stderr
+    git.round(lap, desk)
+    assert not (desk.folder / "devices" / box.id).exists()
+    assert not [f for f in desk.call("sync.status")["findings"] if f["device"] == box.id]
     del short_tmp
 
 

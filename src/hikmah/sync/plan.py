@@ -108,6 +108,8 @@ def plan_apply(
             findings.append(Finding(device, "halted", peer.halted))
             continue
         found = dirs.get(device)
+        if found is None and peer.upto is not None:
+            continue  # removed, and its directory deleted: nothing more will come
         if found is None or not found.manifest:
             findings.append(Finding(device, "waiting", f"no manifest of {device} has arrived"))
             continue
