@@ -38,6 +38,12 @@ How each figure is made (details in the docstrings of the scripts it reuses):
   wall time, over ``python -c pass`` with the venv's interpreter (the fair baseline:
   the same interpreter and site-packages, judged) and over ``python3 -c pass`` as
   found on PATH (reported).
+- Recall as of the past: each query of the three sets (100 a set) recalled now, as of
+  the record before the last and as of the middle record, taking turns
+  (``bench/asof.py``); the ratio is against the same recall now.
+- Browse: each query of the three sets (40 a set) typed a character at a time into
+  the tier's daemon, each prefix's recall timed with ``hikmah browse``'s asyncio client
+  (the params its search sends), against the CLI's blocking client (``bench/browse.py``).
 - Reminder lateness: ``reminders.lateness_rows`` on a copy of the 100k store, 16
   clients recalling, over the idle run.
 - Bulk import: ``memory.import`` if the daemon serves it (batches of 500 lines, one
@@ -83,6 +89,8 @@ from pathlib import Path
 from typing import Any
 
 import agent
+import asof
+import browse
 import lmdb
 import migration
 import reminders
@@ -240,6 +248,42 @@ def tier_figures(tier: TierResult, empty: Empty, plan: Plan) -> list[Figure]:
                 note=f"{per_trace:,.0f} B/trace",
             )
         )
+    if tier.browse:
+        typed = tier.browse
+        name_ks = f"{name} browse: each keystroke's recall ({typed['keystrokes']:,} typed)"
+        figures += [
+            Figure(
+                f"{name_ks} p95, browser's asyncio client vs CLI's stdlib client",
+                typed["browser_p95_ms"],
+                "ms",
+                typed["blocking_p95_ms"],
+                Target("value", "<", browse.TARGET_MS, "ms"),
+                judged=not plan.quick,
+            ),
+            Figure(
+                f"{name_ks} p50, browser's asyncio client vs CLI's stdlib client",
+                typed["browser_p50_ms"],
+                "ms",
+                typed["blocking_p50_ms"],
+                note=f"max {typed['browser_max_ms']:.1f} ms",
+            ),
+        ]
+    if tier.as_of:
+        past = tier.as_of
+        points = (("recent", "the record before the last"), ("middle", "the middle record"))
+        for point, what in points:
+            figures.append(
+                Figure(
+                    f"{name} recall as of {what} p50 vs the same recall now"
+                    f" ({past['queries']:,} queries)",
+                    past[f"{point}_p50_ms"],
+                    "ms",
+                    past["present_p50_ms"],
+                    Target("ratio", "<=", asof.RATIO_TARGET),
+                    judged=not plan.quick,
+                    note=f"p95 {past[f'{point}_p95_ms']:.2f} vs {past['present_p95_ms']:.2f} ms",
+                )
+            )
     cli = tier.cli
     if cli:
         figures.append(

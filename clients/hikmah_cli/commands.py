@@ -66,6 +66,11 @@ def _pick(args: argparse.Namespace, name: str) -> Any:
 
 
 SCOPE_HELP = "global (default), project:PATH, person:NAME"
+AS_OF = arg(
+    "--as-of",
+    metavar="WHEN",
+    help="as it stood then: YYYY-MM-DD[THH:MM] UTC, HH:MM, -3d/-12h, or a ledger seq",
+)
 # The flags of remember that each fill the param of their own name (the others are
 # content, kind and tags).
 WRITE_FLAGS = (
@@ -106,7 +111,9 @@ def _remember(args: argparse.Namespace) -> Request:
 
 def _recall(args: argparse.Namespace) -> Request:
     params = {"query": _pick(args, "query") or "", "tags": args.tag, "kinds": args.kind}
-    given = _given(args, "limit", "scope", "include_superseded", "include_sensitive", "focus")
+    given = _given(
+        args, "limit", "scope", "include_superseded", "include_sensitive", "focus", "as_of"
+    )
     return "memory.recall", {**params, **given}
 
 
@@ -244,6 +251,7 @@ COMMANDS: tuple[Command, ...] = (
             arg("--include-superseded", action="store_true", help="history too"),
             arg("--include-sensitive", action="store_true", help="sensitive traces too"),
             arg("--focus", metavar="NAME", help="absorb the results into this focus capsule"),
+            AS_OF,
         ),
         _recall,
         render.recalled,
@@ -251,15 +259,23 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "show",
         "one trace with its history",
-        (arg("id", metavar="ID"),),
-        lambda a: ("memory.show", {"id": a.id}),
+        (arg("id", metavar="ID"), AS_OF),
+        lambda a: ("memory.show", {"id": a.id, **_given(a, "as_of")}),
         render.shown,
     ),
     Command(
         "conflicts",
         "open conflicts: one claim key, several values",
-        request=lambda a: ("memory.conflicts", {}),
-        show=render.conflicts,
+        (arg("--key", metavar="K", help="only the conflict on this claim key"), AS_OF),
+        lambda a: ("memory.conflicts", _given(a, "key", "as_of")),
+        render.conflicts,
+    ),
+    Command(
+        "history",
+        "every value a claim key was given: who set each, when, until when",
+        (arg("key", metavar="CLAIM_KEY"), AS_OF),
+        lambda a: ("memory.history", {"key": a.key, **_given(a, "as_of")}),
+        render.claim_history,
     ),
     Command(
         "commitments",
@@ -267,8 +283,12 @@ COMMANDS: tuple[Command, ...] = (
         (
             arg("--within-hours", type=float, metavar="H", help="due within H hours"),
             arg("--overdue", action="store_true", help="only overdue ones"),
+            AS_OF,
         ),
-        lambda a: ("promises.list", {"overdue": a.overdue, **_given(a, "within_hours")}),
+        lambda a: (
+            "promises.list",
+            {"overdue": a.overdue, **_given(a, "within_hours", "as_of")},
+        ),
         render.commitments,
     ),
     Command(
@@ -541,13 +561,15 @@ COMMANDS: tuple[Command, ...] = (
                 metavar="FILE",
                 help="write FILE (mode 0600, atomically) instead of stdout",
             ),
+            AS_OF,
         ),
         run=runners.export,
         description="Write every trace, in write order, as one JSON object per line: the"
         " trace as `hikmah show --json` gives it, plus its status. Purged traces are never"
         " exported; superseded ones only with --include-superseded (without it, a"
         " correction's link to the trace it superseded is left out). The text is plaintext;"
-        " no key ever leaves the daemon. Progress goes to stderr when it is a terminal.",
+        " no key ever leaves the daemon. Progress goes to stderr when it is a terminal."
+        " With --as-of, memory as it stood then (traces purged since are left out).",
     ),
     Command(
         "import",
@@ -633,6 +655,13 @@ COMMANDS: tuple[Command, ...] = (
         description="Print the host's hook JSON with memory for this session start or prompt."
         " Never fails the agent's turn: without a daemon or on any error it prints nothing"
         " and exits 0. Installed by `hikmah setup claude|codex`.",
+    ),
+    Command(
+        "browse",
+        "a full-screen terminal inspector of memory (needs: pip install 'hikmah[browse]')",
+        (arg("query", nargs="?", metavar="QUERY", help="start with this search"),),
+        run=runners.browse,
+        description="Search, read, audit and correct memory in the terminal (Textual).",
     ),
     Command(
         "focus",

@@ -19,9 +19,9 @@ def when(ms: int | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.gmtime(ms / 1000)) + "Z"
 
 
-def relative(ms: int) -> str:
-    """``in 3h``, ``2d ago``: how far a moment is from now."""
-    delta = ms - time.time() * 1000
+def relative(ms: int, now_ms: float | None = None) -> str:
+    """``in 3h``, ``2d ago``: how far a moment is from now (``now_ms``, else the clock)."""
+    delta = ms - (time.time() * 1000 if now_ms is None else now_ms)
     ahead = delta >= 0
     seconds = abs(delta) / 1000
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
@@ -85,7 +85,25 @@ _NOTES: Phrases = {
 }
 
 
+def as_of(result: dict[str, Any]) -> str:
+    """The line a read as of the past starts with (empty for the present)."""
+    point = result.get("as_of")
+    if point is None:
+        return ""
+    return f"as of ledger record {point['seq']}, {when(point['at'])}\n"
+
+
+def _purged(entry: dict[str, Any]) -> str:
+    """A trace purged since the point read as of: its text is gone, and when it went."""
+    purged = entry.get("purged")
+    return "" if purged is None else f" · purged {when(purged['at'])} (record {purged['seq']})"
+
+
 def recalled(result: dict[str, Any]) -> str:
+    return as_of(result) + _recalled(result)
+
+
+def _recalled(result: dict[str, Any]) -> str:
     results = result["results"]
     focus = ""
     if "evicted" in result:
@@ -123,7 +141,11 @@ def recalled(result: dict[str, Any]) -> str:
 
 def shown(result: dict[str, Any]) -> str:
     trace = result["trace"]
-    lines = [trace_line(trace, result.get("status")), wrap(trace["content"], "  ")]
+    lines = [trace_line(trace, result.get("status")) + _purged(result)]
+    if result.get("purged"):
+        lines.append("  (its text was purged)")
+    else:
+        lines.append(wrap(trace["content"], "  "))
     fields = [
         ("tags", ", ".join(trace.get("tags", [])) or None),
         ("deadline", when(trace["deadline"]) if trace.get("deadline") is not None else None),
@@ -139,14 +161,18 @@ def shown(result: dict[str, Any]) -> str:
             f"{trace['claim_key']} = {trace['claim_value']}" if trace.get("claim_key") else None,
         ),
     ]
+    record = result.get("record")
+    if record is not None:
+        fields.append(("record", f"{record['seq']} · {when(record['at'])} · {record['hash']}"))
     lines += [f"  {name:<11}{value}" for name, value in fields if value not in (None, "")]
     history = result.get("history", [])
     if len(history) > 1:
         lines.append("  history (oldest first):")
         for entry in history:
             mark = "→" if entry["trace"]["id"] == trace["id"] else " "
-            lines.append(f"   {mark} {trace_line(entry['trace'], entry['status'])}")
-    return "\n".join(lines)
+            line = trace_line(entry["trace"], entry["status"]) + _purged(entry)
+            lines.append(f"   {mark} {line}")
+    return as_of(result) + "\n".join(lines)
 
 
 def _device(origin: dict[str, Any] | None) -> str | None:
@@ -159,8 +185,8 @@ def _device(origin: dict[str, Any] | None) -> str | None:
 def conflicts(result: dict[str, Any]) -> str:
     groups = result["conflicts"]
     if not groups:
-        return "no open conflicts"
-    lines = []
+        return as_of(result) + "no open conflicts"
+    lines = [as_of(result).rstrip("\n")] if "as_of" in result else []
     for group in groups:
         lines.append(f"{group['key']}:")
         for value in group["values"]:
@@ -171,16 +197,32 @@ def conflicts(result: dict[str, Any]) -> str:
 def commitments(result: dict[str, Any]) -> str:
     items = result["commitments"]
     if not items:
-        return "no commitments due"
-    lines = []
+        return as_of(result) + "no commitments due"
+    lines = [as_of(result).rstrip("\n")] if "as_of" in result else []
+    now = result["as_of"]["at"] if "as_of" in result else None
     for item in items:
         trace = item["trace"]
         mark = "OVERDUE " if item["overdue"] else ""
-        lines.append(
-            f"{mark}{when(trace['deadline'])} ({relative(trace['deadline'])}) {trace['id']}"
-        )
-        lines.append(wrap(trace["content"]))
+        due = f"{when(trace['deadline'])} ({relative(trace['deadline'], now)})"
+        lines.append(f"{mark}{due} {trace['id']}{_purged(item)}")
+        lines.append(wrap(trace["content"]) if not item.get("purged") else "(its text was purged)")
     return "\n".join(lines)
+
+
+def claim_history(result: dict[str, Any]) -> str:
+    values = result["values"]
+    if not values:
+        return as_of(result) + f"no trace claims {result['key']}"
+    lines = [f"{result['key']}, oldest first:"]
+    for value in values:
+        checked = "verified" if value["verified"] else "unverified"
+        since = when(value["written"]["at"])
+        until = "now" if value["ended"] is None else when(value["ended"]["at"])
+        status = "" if value["status"] == "active" else f" · {value['status']}"
+        by = f" by {value['superseded_by']}" if value.get("superseded_by") else ""
+        lines.append(f"  {value['value']!r}  {since} → {until}{status}{by}")
+        lines.append(f"      {value['id']} · {value['source']} ({checked})")
+    return as_of(result) + "\n".join(lines)
 
 
 def verified(report: dict[str, Any]) -> str:

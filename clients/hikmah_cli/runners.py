@@ -102,7 +102,10 @@ def export(args: argparse.Namespace) -> int:
         total += counts["superseded"] if args.include_superseded else 0
         progress = render.Progress("exported", total, "traces")
         count = 0
-        for page in transfer.export_pages(session.call, include_superseded=args.include_superseded):
+        pages = transfer.export_pages(
+            session.call, include_superseded=args.include_superseded, as_of=args.as_of
+        )
+        for page in pages:
             text = "".join(json.dumps(t, ensure_ascii=False) + "\n" for t in page)
             if args.output:
                 chunks.append(text)
@@ -278,3 +281,9 @@ def hook(args: argparse.Namespace) -> int:
     if output:
         print(output)
     return OK
+
+
+def browse(args: argparse.Namespace) -> int:
+    from hikmah_browse import launch  # noqa: PLC0415 -- only browse loads the browser
+
+    return launch.run(args)

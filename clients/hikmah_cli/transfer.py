@@ -50,13 +50,20 @@ def is_ledger(rows: list[Row]) -> bool:
     return isinstance(first, dict) and first.keys() >= LEDGER_KEYS
 
 
-def export_pages(call: Call, *, include_superseded: bool) -> Iterator[list[dict[str, Any]]]:
-    """Every trace, page by page, in write order (``memory.export`` until ``next`` is null)."""
-    params = {"include_superseded": include_superseded, "limit": EXPORT_PAGE}
+def export_pages(
+    call: Call, *, include_superseded: bool, as_of: int | str | None = None
+) -> Iterator[list[dict[str, Any]]]:
+    """Every trace, page by page, in write order (``memory.export`` until ``next`` is null);
+    as of a point, every page as of the record the first one was read as of."""
+    params: dict[str, Any] = {"include_superseded": include_superseded, "limit": EXPORT_PAGE}
+    if as_of is not None:
+        params["as_of"] = as_of
     after = None
     while True:
         page = call("memory.export", {**params, "after": after})
         yield page["traces"]
+        if "as_of" in page:
+            params["as_of"] = page["as_of"]["seq"]  # "-3d" moves on between pages
         after = page["next"]
         if after is None:
             return

@@ -145,6 +145,7 @@ def _remove_device(snapshot: Snapshot, payload: DeviceRemovedPayload, at_device:
     if past:
         for seq, _value in list(chain(snapshot, payload.device, cutoff + 1)):
             snapshot.txn.delete(chain_key(payload.device, seq), db=snapshot.dbs.chains)
+            snapshot.txn.delete(chain_key(payload.device, seq), db=snapshot.dbs.arrivals)
         last = snapshot.line_at(payload.device, cutoff) if cutoff else None
         applied = _position_of(peer.applied.epoch, cutoff, last)
         peer = msgspec.structs.replace(peer, applied=applied)

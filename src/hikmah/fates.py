@@ -166,6 +166,22 @@ def origin(snapshot: Snapshot, docno: int) -> RecordId:
     return RecordId(*split_chain_key(bytes(raw)))
 
 
+def remembered_record(snapshot: Snapshot, at: RecordId) -> tuple[str | None, int]:
+    """The hash of the record at ``at`` and when it says it was written (0: it does not)."""
+    line = snapshot.line_at(at.device, at.seq)
+    if line is None:
+        return None, 0
+    redaction = decode_redaction(line)
+    if redaction is not None:
+        return redaction.hash, redaction.created_at
+    record = decode_record(line)
+    try:
+        when = payloads.written_at(payloads.decode_payload(record))
+    except LedgerError:
+        when = None
+    return record.hash, when or 0
+
+
 def digest(snapshot: Snapshot, at: RecordId) -> str:
     """What tells two remembers of one id apart: a digest of the record's payload bytes."""
     line = snapshot.line_at(at.device, at.seq)

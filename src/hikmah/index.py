@@ -24,6 +24,9 @@ from hikmah.layout import (
     MAX_KEY,
     NO_DEADLINE,
     PRIVACY_CODE,
+    REVISION,
+    SEQ,
+    SOURCE_CODE,
     STATUS_CODE,
     TAG_PREFIX,
     WINDOW,
@@ -33,16 +36,24 @@ from hikmah.layout import (
     deadline_key,
     encode_sealed,
     encode_trace,
+    revision_key,
     stub,
     term_key,
     u32,
 )
-from hikmah.payloads import Payload, RedactedPayload, Remembering, RememberPayload, TracePayload
+from hikmah.payloads import (
+    Payload,
+    RedactedPayload,
+    Remembering,
+    RememberPayload,
+    TracePayload,
+    written_at,
+)
 from hikmah.sealing import Sealed
 from hikmah.snapshot import Snapshot
-from hikmah.sync.merge import Feedback, RecordId
+from hikmah.sync.merge import Feedback, Pinned, RecordId
 from hikmah.tokenizer import terms
-from hikmah.trace import Trace
+from hikmah.trace import Trace, source_class
 from hikmah.vault import KeyDestroyed
 from hikmah.vocabulary import Status
 
@@ -56,25 +67,28 @@ _NEXT_DOC = b"next_doc"  # meta: the next document number
 class DerivedIndex(NamedTuple):
     """Databases rebuilt from the records, and how one record changes them.
 
-    ``apply(snapshot, payload, plain, dirty, at)`` runs in the write transaction
-    of ``snapshot``; ``plain`` is the trace a live write sealed (None on
-    replay), ``dirty`` collects the feature chunks it changed, and ``at`` names
-    the record: this device's ledger (:data:`hikmah.fates.LOCAL`) or a paired
-    device's chain, and its seq there. Records arrive from several chains in
-    any order, so what an index derives must not depend on that order
-    (docs/sync.md, "Merge").
+    ``apply(snapshot, seq, payload, plain, dirty, at)`` runs in the write
+    transaction of ``snapshot`` for a record that counts from this ledger's
+    record ``seq`` (its own, or, for a paired device's record, the next of
+    this ledger after it arrived: what reads as of the past go by); ``plain``
+    is the trace a live write sealed (None on replay), ``dirty`` collects the
+    feature chunks it changed, and ``at`` names the record: this device's
+    ledger (:data:`hikmah.fates.LOCAL`) or a paired device's chain, and its seq
+    there. Records arrive from several chains in any order, so what an index
+    derives must not depend on that order (docs/sync.md, "Merge").
     """
 
     databases: tuple[str, ...]
-    apply: Callable[[Snapshot, Payload, Trace | None, set[int], RecordId], None]
+    apply: Callable[[Snapshot, int, Payload, Trace | None, set[int], RecordId], None]
 
 
 def apply_payload(
     snapshot: Snapshot,
+    seq: int,
     payload: Payload,
     dirty: set[int],
     *,
-    at: RecordId,
+    at: RecordId | None = None,
     plain: Trace | None = None,
 ) -> None:
     """Make every derived index reflect one more record, of this device's ledger or of a
@@ -82,14 +96,17 @@ def apply_payload(
 
     Args:
         snapshot: a snapshot of an open write transaction.
+        seq: the record of this ledger it counts from (its own sequence number).
         payload: the record's decoded payload.
         dirty: collects the feature chunks this changed (for the column cache).
-        at: where the record was written (the line is already stored there).
+        at: where the record was written, when not this ledger's record ``seq``
+            (the line is already stored there).
         plain: for a live write of a sealed trace, the trace it sealed (saves
             opening it again).
     """
+    where = RecordId(fates.LOCAL, seq) if at is None else at
     for derived in INDEXES:
-        derived.apply(snapshot, payload, plain, dirty, at)
+        derived.apply(snapshot, seq, payload, plain, dirty, where)
 
 
 def clear(snapshot: Snapshot) -> None:
@@ -126,6 +143,7 @@ class _Arrival(NamedTuple):
     payload: Remembering
     at: RecordId
     plain: Trace | None
+    seq: int  # the record of this ledger it counts from
 
     @property
     def trace_id(self) -> str:
@@ -134,12 +152,17 @@ class _Arrival(NamedTuple):
 
 
 def _apply_traces(
-    snapshot: Snapshot, payload: Payload, plain: Trace | None, dirty: set[int], at: RecordId
+    snapshot: Snapshot,
+    seq: int,
+    payload: Payload,
+    plain: Trace | None,
+    dirty: set[int],
+    at: RecordId,
 ) -> None:
     if isinstance(payload, Remembering):
-        _remember(snapshot, _Arrival(payload, at, plain), dirty)
+        _remember(snapshot, _Arrival(payload, at, plain, seq), dirty)
     elif isinstance(payload, TracePayload):
-        _fact(snapshot, payload, dirty, at)
+        _fact(snapshot, seq, payload, dirty, at)
     # A compaction's last record and the roster's records change no trace.
 
 
@@ -153,10 +176,13 @@ def _remember(snapshot: Snapshot, arrival: _Arrival, dirty: set[int]) -> None:
     snapshot.txn.put(_NEXT_DOC, u32(docno + 1), db=snapshot.dbs.meta)
     _write_doc(snapshot, docno, arrival, dirty)
     fates.set_origin(snapshot, docno, arrival.at)
-    for feedback in fates.take_feedback(snapshot, trace_id):
+    waiting = fates.take_feedback(snapshot, trace_id)
+    for feedback in waiting:
         _add_feedback(snapshot, docno, feedback.good, dirty)
     if isinstance(arrival.payload, RedactedPayload) or fates.stored(snapshot, trace_id):
-        _settle(snapshot, trace_id, docno, dirty)
+        _settle(snapshot, arrival.seq, trace_id, docno, dirty)
+    if waiting or fates.stored(snapshot, trace_id):
+        _revise(snapshot, arrival.seq, docno, dirty)
 
 
 def _rival(snapshot: Snapshot, arrival: _Arrival, docno: int, dirty: set[int]) -> None:
@@ -183,23 +209,29 @@ def _rival(snapshot: Snapshot, arrival: _Arrival, docno: int, dirty: set[int]) -
             _leave_active_indexes(snapshot, old, docno)
         _write_doc(snapshot, docno, arrival, dirty)
         fates.set_origin(snapshot, docno, at)
-    _settle(snapshot, trace_id, docno, dirty)
+    _settle(snapshot, arrival.seq, trace_id, docno, dirty)
 
 
-def _fact(snapshot: Snapshot, payload: TracePayload, dirty: set[int], at: RecordId) -> None:
+def _fact(
+    snapshot: Snapshot, seq: int, payload: TracePayload, dirty: set[int], at: RecordId
+) -> None:
     fact = fates.fact_for(snapshot, payload, at)
     docno = snapshot.docno(fact.trace)
     if isinstance(fact, Feedback) and docno is not None:
         _add_feedback(snapshot, docno, fact.good, dirty)
+        _revise(snapshot, seq, docno, dirty)
         return
     # Kept even when the trace is here: its state is a function of all its facts.
     fates.add(snapshot, fact)
     if docno is not None:
-        _settle(snapshot, fact.trace, docno, dirty)
+        _settle(snapshot, seq, fact.trace, docno, dirty)
+        if isinstance(fact, Pinned):
+            _revise(snapshot, seq, docno, dirty)
 
 
-def _settle(snapshot: Snapshot, trace_id: str, docno: int, dirty: set[int]) -> None:
-    """Give the document the status, successor and pin its facts fold to."""
+def _settle(snapshot: Snapshot, seq: int, trace_id: str, docno: int, dirty: set[int]) -> None:
+    """Give the document the status, successor and pin its facts fold to (a change of
+    status counting from this ledger's record ``seq``)."""
     txn, dbs = snapshot.txn, snapshot.dbs
     fate = fates.fold(snapshot, trace_id, docno)
     old = snapshot.status_of(docno)
@@ -212,11 +244,14 @@ def _settle(snapshot: Snapshot, trace_id: str, docno: int, dirty: set[int]) -> N
             _leave_active_indexes(snapshot, trace, docno)
         if fate.status == "purged":
             _remove_postings(snapshot, trace, docno)
+            if trace.claim_key is not None:
+                txn.delete(claim_key(dbs, trace.claim_key, docno), db=dbs.claim_log)
             # Nothing of its text stays in the indexes; only the ledger holds it
             # until compaction (or the vault destroys its key).
             blank = stub(trace.id, trace.kind, trace.created_at)
             txn.put(u32(docno), encode_trace(blank), db=dbs.docs)
-        _set_status(snapshot, docno, fate.status, dirty)
+            _set_features(snapshot, docno, dirty, nterms=0)  # as its stub has
+        _set_status(snapshot, seq, docno, fate.status, dirty)
     successor = fate.successors[0].encode() if fate.successors else None
     if successor != snapshot.txn.get(u32(docno), db=dbs.links):
         if successor is None:
@@ -225,23 +260,26 @@ def _settle(snapshot: Snapshot, trace_id: str, docno: int, dirty: set[int]) -> N
             txn.put(u32(docno), successor, db=dbs.links)
     pinned = int(fate.pinned)
     if int(snapshot.chunk(docno // CHUNK)[docno % CHUNK]["pinned"]) != pinned:
-        _set_feature(snapshot, docno, "pinned", pinned, dirty)
+        _set_features(snapshot, docno, dirty, pinned=pinned)
 
 
 def _write_doc(snapshot: Snapshot, docno: int, arrival: _Arrival, dirty: set[int]) -> None:
-    """Index the trace a remember record holds at ``docno``, active."""
+    """Index the trace a remember record holds at ``docno``, active (a document rewritten
+    by a rival keeps the record it was first written at: documents stay in that order)."""
+    row = snapshot.chunk(docno // CHUNK)[docno % CHUNK]
+    seq = int(row["seq_written"]) if row["present"] else arrival.seq
     payload = arrival.payload
     if isinstance(payload, RememberPayload):
-        _add(snapshot, docno, payload.trace, encode_trace(payload.trace), dirty)
+        _add(snapshot, docno, seq, payload.trace, encode_trace(payload.trace), dirty)
     elif isinstance(payload, RedactedPayload):
-        _add_stub(snapshot, docno, payload.id, payload.kind, payload.created_at, dirty)
+        _add_stub(snapshot, docno, seq, payload.id, payload.kind, payload.created_at, dirty)
     elif arrival.plain is not None:
-        _add(snapshot, docno, arrival.plain, encode_sealed(payload), dirty)
+        _add(snapshot, docno, seq, arrival.plain, encode_sealed(payload), dirty)
     else:
-        _add_sealed(snapshot, docno, payload, dirty)
+        _add_sealed(snapshot, docno, seq, payload, dirty)
 
 
-def _add_sealed(snapshot: Snapshot, docno: int, sealed: Sealed, dirty: set[int]) -> None:
+def _add_sealed(snapshot: Snapshot, docno: int, seq: int, sealed: Sealed, dirty: set[int]) -> None:
     blank = sealed.trace
     try:
         trace = snapshot.open_sealed(sealed)
@@ -250,14 +288,15 @@ def _add_sealed(snapshot: Snapshot, docno: int, sealed: Sealed, dirty: set[int])
         # device's sealed trace on a device without the vault, which has no
         # key to open it: indexed without its text, and hidden when unreadable.
         readable = snapshot.dbs.vault is not None
-        _add_stub(snapshot, docno, blank.id, blank.kind, blank.created_at, dirty, readable)
+        _add_stub(snapshot, docno, seq, blank.id, blank.kind, blank.created_at, dirty, readable)
         return
-    _add(snapshot, docno, trace, encode_sealed(sealed), dirty)
+    _add(snapshot, docno, seq, trace, encode_sealed(sealed), dirty)
 
 
 def _add_stub(
     snapshot: Snapshot,
     docno: int,
+    seq: int,
     trace_id: str,
     kind: str,
     created_at: int,
@@ -265,12 +304,13 @@ def _add_stub(
     present: bool = True,
 ) -> None:
     blank = stub(trace_id, kind, created_at)
-    _add(snapshot, docno, blank, encode_trace(blank), dirty, present)
+    _add(snapshot, docno, seq, blank, encode_trace(blank), dirty, present)
 
 
 def _add(
     snapshot: Snapshot,
     docno: int,
+    seq: int,
     trace: Trace,
     stored: bytes,
     dirty: set[int],
@@ -284,6 +324,7 @@ def _add(
     row = chunk[docno % CHUNK]
     row["created"] = trace.created_at
     row["deadline"] = NO_DEADLINE if trace.deadline is None else trace.deadline
+    row["seq_written"] = seq
     row["salience"] = trace.salience
     row["confidence"] = trace.confidence
     row["authority"] = trace.provenance.authority
@@ -294,6 +335,7 @@ def _add(
     row["verified"] = trace.provenance.verified
     row["privacy"] = PRIVACY_CODE[trace.privacy]
     row["present"] = int(present)
+    row["source"] = SOURCE_CODE[source_class(trace)]
     txn.put(u32(docno // CHUNK), chunk.tobytes(), db=dbs.features)
     dirty.add(docno // CHUNK)
 
@@ -305,11 +347,10 @@ def _add(
         txn.put(key, mine if old is None else bytes(old) + mine, db=dbs.postings)
 
     if trace.claim_key is not None and trace.claim_value is not None:
-        txn.put(
-            claim_key(dbs, trace.claim_key, docno),
-            claim_value_key(dbs, trace.claim_value),
-            db=dbs.claims,
-        )
+        key = claim_key(dbs, trace.claim_key, docno)
+        value = claim_value_key(dbs, trace.claim_value)
+        txn.put(key, value, db=dbs.claims)
+        txn.put(key, value, db=dbs.claim_log)
     if trace.kind == "commitment" and trace.deadline is not None:
         txn.put(deadline_key(trace.deadline, docno), b"", db=dbs.deadlines)
 
@@ -324,15 +365,26 @@ def _scope_id(snapshot: Snapshot, scope: str) -> int:
     return new
 
 
-def _set_status(snapshot: Snapshot, docno: int, status: Status, dirty: set[int]) -> None:
-    _set_feature(snapshot, docno, "status", STATUS_CODE[status], dirty)
+def _set_status(snapshot: Snapshot, seq: int, docno: int, status: Status, dirty: set[int]) -> None:
+    _set_features(snapshot, docno, dirty, status=STATUS_CODE[status], **{f"seq_{status}": seq})
 
 
-def _set_feature(snapshot: Snapshot, docno: int, name: str, value: float, dirty: set[int]) -> None:
+def _set_features(snapshot: Snapshot, docno: int, dirty: set[int], **values: float) -> None:
     chunk = snapshot.chunk(docno // CHUNK)
-    chunk[docno % CHUNK][name] = value
+    row = chunk[docno % CHUNK]
+    for name, value in values.items():
+        row[name] = value
     snapshot.txn.put(u32(docno // CHUNK), chunk.tobytes(), db=snapshot.dbs.features)
     dirty.add(docno // CHUNK)
+
+
+def _revise(snapshot: Snapshot, seq: int, docno: int, dirty: set[int]) -> None:
+    """After a feedback or pin record: the revision kept for reads as of an earlier record
+    (the ``feedback`` and ``pinned`` features from this ledger's record ``seq`` on)."""
+    row = snapshot.chunk(docno // CHUNK)[docno % CHUNK]
+    revision = REVISION.pack(float(row["feedback"]), int(row["pinned"]))
+    snapshot.txn.put(revision_key(docno, seq), revision, db=snapshot.dbs.revisions)
+    _set_features(snapshot, docno, dirty, seq_touched=seq)
 
 
 def _add_feedback(snapshot: Snapshot, docno: int, is_good: bool, dirty: set[int]) -> None:
@@ -342,7 +394,7 @@ def _add_feedback(snapshot: Snapshot, docno: int, is_good: bool, dirty: set[int]
     good, bad = (good + 1, bad) if is_good else (good, bad + 1)
     txn.put(u32(docno), _COUNTS.pack(good, bad), db=dbs.feedback)
     term = (good - bad) / (good + bad + FEEDBACK_PRIOR)
-    _set_feature(snapshot, docno, "feedback", term, dirty)
+    _set_features(snapshot, docno, dirty, feedback=term)
 
 
 def _leave_active_indexes(snapshot: Snapshot, trace: Trace, docno: int) -> None:
@@ -369,11 +421,35 @@ def _remove_postings(snapshot: Snapshot, trace: Trace, docno: int) -> None:
             txn.delete(key, db=dbs.postings)
 
 
-# The trace index owns every database of hikmah.layout but meta, ledger, reminders, keys,
-# chains and peers.
+# --- the ledger's clock: when each record was written --------------------------------------
+
+
+def _apply_clock(
+    snapshot: Snapshot,
+    seq: int,
+    payload: Payload,
+    plain: Trace | None,
+    dirty: set[int],
+    at: RecordId,
+) -> None:
+    if at.device != fates.LOCAL:
+        return  # this ledger's clock: another device's record counts from one of its records
+    # Never decreasing, so that a time maps to one prefix of the ledger: a clock that
+    # stepped back, or a record that does not say, takes its predecessor's time.
+    before = snapshot.written_at(seq - 1)
+    own = written_at(payload)
+    when = before if own is None else max(own, before)
+    snapshot.txn.put(SEQ.pack(seq), SEQ.pack(when), db=snapshot.dbs.clock)
+
+
+# The trace index owns every database of hikmah.layout but meta, ledger, clock, reminders,
+# keys, chains, peers and arrivals.
 _TRACE_DATABASES = (
     "docs", "ids", "features", "postings", "claims", "deadlines", "links", "scopes", "feedback",
-    "fates", "origins",
+    "revisions", "claim_log", "fates", "origins",
 )  # fmt: skip
 # Every derived index.
-INDEXES: tuple[DerivedIndex, ...] = (DerivedIndex(_TRACE_DATABASES, _apply_traces),)
+INDEXES: tuple[DerivedIndex, ...] = (
+    DerivedIndex(_TRACE_DATABASES, _apply_traces),
+    DerivedIndex(("clock",), _apply_clock),
+)

@@ -28,6 +28,21 @@ grows:
 - ``origins``: docno → the record that remembered the trace
   (:func:`chain_key` of its device, ``""`` for this one, and its seq).
 
+What reads as of a point in the past need (:mod:`hikmah.past`):
+
+- the ``seq_*`` features: the ledger sequence number of the record that wrote
+  the document, and of those that superseded, fulfilled and purged it, and of
+  the last feedback or pin on it (0: none), so the state of any candidate as
+  of any record is a comparison, not a replay (a paired device's record counts
+  from the next record of this ledger after it arrived: ``arrivals``);
+- ``clock``: seq → when the record was written (epoch ms, u64 each), never
+  decreasing along the ledger (:func:`hikmah.payloads.written_at`; a record
+  that does not say takes its predecessor's time);
+- ``revisions``: ``docno seq`` (u32, u64) → the ``feedback`` and ``pinned``
+  features after a feedback or pin record (f32, u8);
+- ``claim_log``: as ``claims``, but a claim stays when its trace is
+  superseded or fulfilled (only a purge takes it out, with the text).
+
 ``reminders`` and ``keys`` are not derived: ``reminders`` records which
 reminder stages the daemon delivered, which the ledger does not know, and
 ``keys`` holds the vault's wrapped data keys (:mod:`hikmah.sealing`). Nor are
@@ -39,6 +54,9 @@ the two databases of sync (docs/sync.md, :mod:`hikmah.replicas`):
   verifiable): the source of truth of what other devices wrote.
 - ``peers``: device id → what this device keeps about a paired device
   (its key, name, how far its chain is applied).
+- ``arrivals``: :func:`chain_key` → when a paired device's record arrived
+  here: the next record of this ledger then, and a count of arrivals (u64,
+  u64), so that a rebuild replays every chain in the order it came.
 
 **Under the vault** (``Databases.vault`` set) nothing here holds a writer's
 text: ``docs`` keeps the sealed trace (behind a 0x00 byte, which no msgpack
@@ -59,7 +77,7 @@ import numpy.typing as npt
 
 from hikmah.sealing import Keys, Sealed, blind_claim, blind_claim_value, blind_term
 from hikmah.trace import Trace, normalize_claim_key, normalize_claim_value
-from hikmah.vocabulary import KINDS, PRIVACIES, STATUSES
+from hikmah.vocabulary import KINDS, PRIVACIES, SOURCE_CLASSES, STATUSES
 
 CHUNK = 256
 MAX_KEY = 511  # LMDB's key size limit, in bytes
@@ -72,6 +90,11 @@ FEATURES = np.dtype(
     [
         ("created", "<i8"),
         ("deadline", "<i8"),
+        ("seq_written", "<u8"),
+        ("seq_superseded", "<u8"),
+        ("seq_fulfilled", "<u8"),
+        ("seq_purged", "<u8"),
+        ("seq_touched", "<u8"),
         ("salience", "<f4"),
         ("confidence", "<f4"),
         ("authority", "<f4"),
@@ -84,18 +107,20 @@ FEATURES = np.dtype(
         ("privacy", "u1"),
         ("present", "u1"),
         ("pinned", "u1"),
-        ("_pad", "<u4"),
+        ("source", "u1"),  # SOURCE_CODE of hikmah.trace.source_class
+        ("_pad", "<u1", (3,)),
     ]
 )
 # Bumped whenever FEATURES or a derived database changes shape: a store whose
 # indexes were built with another layout rebuilds them from the ledger on open.
-LAYOUT = 3
+LAYOUT = 4
 FeatureArray = npt.NDArray[np.void]
 DocArray = npt.NDArray[np.uint32]
 
 KIND_CODE: dict[str, int] = {kind: code for code, kind in enumerate(KINDS)}
 STATUS_CODE: dict[str, int] = {status: code for code, status in enumerate(STATUSES)}
 PRIVACY_CODE: dict[str, int] = {privacy: code for code, privacy in enumerate(PRIVACIES)}
+SOURCE_CODE: dict[str, int] = {source: code for code, source in enumerate(SOURCE_CLASSES)}
 
 SEQ = struct.Struct(">Q")  # ledger keys, and the store's meta values
 INDEX_VERSION = b"index_version"  # meta: commits that changed the derived indexes
@@ -103,6 +128,9 @@ SEALED_MARK = b"sealed"  # meta: some trace was sealed: the store never opens wi
 DEVICE_ID = b"sync_device"  # meta: this device's id, once it syncs (docs/sync.md)
 _U32 = struct.Struct(">I")
 _DEADLINE_KEY = struct.Struct(">QI")
+_REVISION_KEY = struct.Struct(">IQ")
+REVISION = struct.Struct("<fB")  # the feedback and pinned features after a record
+ARRIVAL = struct.Struct(">QQ")  # the local seq a paired device's record counts from, its count
 _TRACE_ENCODER = msgspec.msgpack.Encoder()
 _TRACE_DECODER = msgspec.msgpack.Decoder(Trace)
 _SEALED_DOC = b"\x00"
@@ -124,6 +152,9 @@ class Databases:
     links: Any
     scopes: Any
     feedback: Any
+    clock: Any
+    revisions: Any
+    claim_log: Any
     # Not derived: which reminder stages were delivered (trace id \0 stage -> ms).
     reminders: Any
     # Not derived: the vault's wrapped data keys (trace id -> key id + wrapped key).
@@ -132,6 +163,8 @@ class Databases:
     chains: Any
     # Not derived: the paired devices (device id -> hikmah.replicas.Paired).
     peers: Any
+    # Not derived: when each of those records arrived (chain_key -> ARRIVAL).
+    arrivals: Any
     # Derived: the facts about each trace besides its remember (trace id -> msgpack facts).
     fates: Any
     # Derived: where each document's remember was written (docno -> chain_key).
@@ -203,6 +236,15 @@ def decode_redaction(stored: bytes) -> Redaction | None:
     if stored[:1] != REDACTED:
         return None
     return _REDACTION_DECODER.decode(stored[1:])
+
+
+def revision_key(docno: int, seq: int) -> bytes:
+    return _REVISION_KEY.pack(docno, seq)
+
+
+def split_revision_key(key: bytes) -> tuple[int, int]:
+    docno, seq = _REVISION_KEY.unpack(key)
+    return int(docno), int(seq)
 
 
 def reminder_key(trace_id: str, stage: str) -> bytes:

@@ -25,7 +25,7 @@ from hikmah.layout import (
     reminder_key,
 )
 from hikmah.promises import STAGES, Stage
-from hikmah.snapshot import Snapshot
+from hikmah.snapshot import Moment, Snapshot
 from hikmah.tokenizer import terms
 from hikmah.trace import Trace, normalize_claim_key, normalize_claim_value, normalize_content
 from hikmah.vocabulary import STATUSES, Status
@@ -39,6 +39,28 @@ class StoredTrace(msgspec.Struct, frozen=True, kw_only=True):
     superseded_by: str | None = None
 
 
+class PurgedSince(StoredTrace, frozen=True, kw_only=True):
+    """A trace read as of a point before its purge: its stub (the text is gone for
+    good), and when it was purged."""
+
+    purged: Moment
+
+
+def stored(
+    snapshot: Snapshot, docno: int, *, trace: Trace | None = None, status: Status | None = None
+) -> StoredTrace:
+    """The trace at ``docno`` with its status and successor as ``snapshot`` reads them."""
+    entry = StoredTrace(
+        trace=snapshot.trace_at(docno) if trace is None else trace,
+        status=snapshot.status_of(docno) if status is None else status,
+        superseded_by=snapshot.successor(docno),
+    )
+    purged = snapshot.purged_since(docno)
+    if purged is None:
+        return entry
+    return PurgedSince(**msgspec.structs.asdict(entry), purged=purged)
+
+
 class ConflictValue(msgspec.Struct, frozen=True):
     value: str
     ids: list[str]
@@ -47,6 +69,29 @@ class ConflictValue(msgspec.Struct, frozen=True):
 class ConflictGroup(msgspec.Struct, frozen=True):
     key: str
     values: list[ConflictValue]
+
+
+class ClaimValue(msgspec.Struct, frozen=True, kw_only=True):
+    """One value a claim key was given: by which trace, who, when, and until when."""
+
+    id: str
+    value: str  # as its trace wrote it
+    source: str
+    verified: bool
+    written: Moment
+    status: Status
+    ended: Moment | None  # when it stopped holding (superseded or fulfilled)
+    superseded_by: str | None
+
+
+class OwnRecord(msgspec.Struct, frozen=True):
+    """The ledger record that wrote a trace (``device``: a paired device's chain, whose
+    record it is; None for this device's ledger)."""
+
+    seq: int
+    hash: str | None  # None only when the ledger no longer holds the record
+    at: int
+    device: str | None = None
 
 
 class Scheduled(NamedTuple):
@@ -62,13 +107,7 @@ def lookup(snapshot: Snapshot, trace_id: str) -> StoredTrace | None:
     """One trace with its status, purged ones included (as their stub); None if no
     trace ever had that id. For import, which must tell "already here" from "new"."""
     docno = snapshot.docno(trace_id)
-    if docno is None:
-        return None
-    return StoredTrace(
-        trace=snapshot.trace_at(docno),
-        status=snapshot.status_of(docno),
-        superseded_by=snapshot.successor(docno),
-    )
+    return None if docno is None else stored(snapshot, docno)
 
 
 def get(snapshot: Snapshot, trace_id: str) -> StoredTrace:
@@ -106,6 +145,23 @@ def history(snapshot: Snapshot, trace_id: str) -> list[StoredTrace]:
     return [entry for entry in chain if entry.status != "purged"]
 
 
+def record_of(snapshot: Snapshot, trace_id: str) -> OwnRecord:
+    """The ledger record that wrote ``trace_id``.
+
+    Raises:
+        NotFound: no trace has that id.
+    """
+    docno = snapshot.docno(trace_id)
+    if docno is None:
+        raise NotFound(f"no trace has id {trace_id}")
+    where = fates.origin(snapshot, docno)
+    if where.device != fates.LOCAL:
+        kept = fates.remembered_record(snapshot, where)
+        return OwnRecord(seq=where.seq, hash=kept[0], at=kept[1], device=where.device)
+    seq = int(snapshot.features.take(("seq_written",), np.array([docno]))["seq_written"][0])
+    return OwnRecord(seq=seq, hash=snapshot.record_hash(seq), at=snapshot.written_at(seq))
+
+
 def superseded_by(snapshot: Snapshot, trace_id: str) -> str | None:
     """The id of the trace that superseded this one, if any."""
     docno = snapshot.docno(trace_id)
@@ -116,7 +172,12 @@ def successors(snapshot: Snapshot, trace_id: str) -> tuple[str, ...]:
     """Every trace that supersedes this one, by id (two devices may correct one trace at
     once; ``superseded_by`` names the first)."""
     docno = snapshot.docno(trace_id)
-    return () if docno is None else fates.fold(snapshot, trace_id, docno).successors
+    if docno is None:
+        return ()
+    if snapshot.point is not None:  # as of the past: the link in force then
+        first = snapshot.successor(docno)
+        return () if first is None else (first,)
+    return fates.fold(snapshot, trace_id, docno).successors
 
 
 class Origin(NamedTuple):
@@ -188,20 +249,51 @@ def same_content(
             yield trace.id
 
 
-def conflicts(snapshot: Snapshot) -> list[ConflictGroup]:
-    """Every open conflict, grouped by normalised key and value."""
+def conflicts(snapshot: Snapshot, key: str | None = None) -> list[ConflictGroup]:
+    """Every open conflict (or the one on ``key``), grouped by normalised key and value."""
     groups: dict[str, dict[str, list[str]]] = {}
-    for _key, docno, _value in snapshot.claim_entries():
+    for _key, docno, _value in snapshot.claim_entries(key):
         trace = snapshot.trace_at(docno)
         assert trace.claim_key is not None and trace.claim_value is not None
-        key = normalize_claim_key(trace.claim_key)
+        name = normalize_claim_key(trace.claim_key)
         value = normalize_claim_value(trace.claim_value)
-        groups.setdefault(key, {}).setdefault(value, []).append(trace.id)
+        groups.setdefault(name, {}).setdefault(value, []).append(trace.id)
     return [
-        ConflictGroup(key, [ConflictValue(v, sorted(ids)) for v, ids in sorted(values.items())])
-        for key, values in sorted(groups.items())
+        ConflictGroup(name, [ConflictValue(v, sorted(ids)) for v, ids in sorted(values.items())])
+        for name, values in sorted(groups.items())
         if len(values) > 1
     ]
+
+
+def claim_history(snapshot: Snapshot, key: str) -> list[ClaimValue]:
+    """Every value ``key`` was given (purged traces' aside), in write order."""
+    docs = sorted(docno for _key, docno, _value in snapshot.claim_log(key))
+    rows = snapshot.features.take(
+        ("seq_written", "seq_superseded", "seq_fulfilled"), np.array(docs, dtype=np.intp)
+    )
+    out = []
+    for i, docno in enumerate(docs):
+        entry = stored(snapshot, docno)
+        trace = entry.trace
+        assert trace.claim_value is not None
+        ended = {"superseded": rows["seq_superseded"][i], "fulfilled": rows["seq_fulfilled"][i]}
+        end = ended.get(entry.status)
+        written = int(rows["seq_written"][i])
+        out.append(
+            ClaimValue(
+                id=trace.id,
+                value=trace.claim_value,
+                source=trace.provenance.source,
+                verified=trace.provenance.verified,
+                written=Moment(seq=written, at=snapshot.written_at(written)),
+                status=entry.status,
+                ended=None
+                if end is None
+                else Moment(seq=int(end), at=snapshot.written_at(int(end))),
+                superseded_by=entry.superseded_by,
+            )
+        )
+    return out
 
 
 def commitments(snapshot: Snapshot, *, until_ms: int | None = None) -> list[StoredTrace]:
@@ -211,7 +303,7 @@ def commitments(snapshot: Snapshot, *, until_ms: int | None = None) -> list[Stor
     for deadline, docno in snapshot.deadlines():
         if until_ms is not None and deadline > until_ms:
             break
-        out.append(StoredTrace(trace=snapshot.trace_at(docno), status="active"))
+        out.append(stored(snapshot, docno, status="active"))
     out.sort(key=lambda entry: (entry.trace.deadline, entry.trace.id))
     return out
 
@@ -280,11 +372,7 @@ def traces(snapshot: Snapshot, *, include_inactive: bool = True) -> Iterator[Sto
             continue
         if not include_inactive and status != "active":
             continue
-        yield StoredTrace(
-            trace=snapshot.load_trace(value),
-            status=status,
-            superseded_by=snapshot.successor(docno),
-        )
+        yield stored(snapshot, docno, trace=snapshot.load_trace(value), status=status)
 
 
 def export_page(
@@ -292,7 +380,8 @@ def export_page(
 ) -> tuple[list[StoredTrace], str | None]:
     """Up to ``limit`` traces in write order after the trace ``after``.
 
-    Purged traces never, superseded ones only with ``include_superseded``. At
+    Purged traces never (nor, as of a point, those purged since: their text is
+    gone), superseded ones only with ``include_superseded``. At
     most ``8 * limit`` traces are looked at, so a page may hold fewer than
     ``limit`` even when more follow.
 
@@ -314,14 +403,8 @@ def export_page(
     documents = snapshot.documents(start)
     for looked, (docno, value) in enumerate(documents, 1):
         status = STATUSES[int(statuses[docno])]
-        if status in wanted and present[docno]:
-            out.append(
-                StoredTrace(
-                    trace=snapshot.load_trace(value),
-                    status=status,
-                    superseded_by=snapshot.successor(docno),
-                )
-            )
+        if status in wanted and present[docno] and snapshot.purged_since(docno) is None:
+            out.append(stored(snapshot, docno, trace=snapshot.load_trace(value), status=status))
         if len(out) >= limit or looked >= 8 * limit:
             last = snapshot.bare_trace_at(docno).id
             return out, (last if next(documents, None) is not None else None)

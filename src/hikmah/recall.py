@@ -12,7 +12,7 @@ the results already chosen, penalises partial overlaps, and stops when
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 import numpy as np
@@ -23,6 +23,7 @@ from hikmah.layout import (
     KIND_CODE,
     NO_DEADLINE,
     PRIVACY_CODE,
+    SOURCE_CODE,
     STATUS_CODE,
     TAG_PREFIX,
     DocArray,
@@ -38,7 +39,7 @@ from hikmah.trace import (
     normalize_content,
     normalize_tag,
 )
-from hikmah.vocabulary import STATUSES, Kind, Status
+from hikmah.vocabulary import STATUSES, Kind, SourceClass, Status
 
 DAY_MS = 86_400_000
 Floats = npt.NDArray[np.float64]
@@ -55,6 +56,11 @@ class RecallQuery(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     scope: str | None = None
     include_superseded: bool = False
     include_sensitive: bool = False
+    # Only traces in these statuses (instead of active and fulfilled, and superseded
+    # with include_superseded), by these classes of source, verified or not.
+    statuses: tuple[Literal["active", "superseded", "fulfilled"], ...] = ()
+    sources: tuple[SourceClass, ...] = ()
+    verified: bool | None = None
     # Only traces sharing at least this many of the query's terms (all of them
     # when the query has fewer): the agent hooks ask for 2 to stay quiet.
     min_matched_terms: Annotated[int, msgspec.Meta(ge=0, le=64)] = 0
@@ -166,6 +172,8 @@ class _Scorer:
         self.query, self.policy = query, policy
         self.q_terms, self.q_tags, self.now = q_terms, q_tags, now_ms
         self.listing = not q_terms and not q_tags
+        chosen = (("source", query.sources), ("verified", query.verified is not None))
+        self.filter_fields = _FILTER_FIELDS + tuple(name for name, asked in chosen if asked)
 
     def run(self, limit: int) -> list[RecallResult]:
         docs, matched, tagged, overdue = self._candidates()
@@ -273,7 +281,7 @@ class _Scorer:
         to explain it later): the breakdown of a score is recomputed for the
         few results (:meth:`_breakdown`), not carried for every candidate.
         """
-        rows = self.features.take(_FILTER_FIELDS, docs)
+        rows = self.features.take(self.filter_fields, docs)
         wanted = self._wanted(rows)
         if not wanted.all():
             docs, matched, tagged = docs[wanted], matched[wanted], tagged[wanted]
@@ -344,12 +352,17 @@ class _Scorer:
         """Which candidates the query may see at all (status, kind, privacy, scope)."""
         status = rows["status"]
         mask: npt.NDArray[np.bool_] = (rows["present"] == 1) & (status != STATUS_CODE["purged"])
-        if not self.query.include_superseded:
+        if self.query.statuses:
+            mask &= _among(status, [STATUS_CODE[s] for s in self.query.statuses], STATUS_CODE)
+        elif not self.query.include_superseded:
             mask &= status != STATUS_CODE["superseded"]
+        if self.query.sources:
+            sources = [SOURCE_CODE[s] for s in self.query.sources]
+            mask &= _among(rows["source"], sources, SOURCE_CODE)
+        if self.query.verified is not None:
+            mask &= rows["verified"] == int(self.query.verified)
         if self.query.kinds:
-            wanted_kinds = np.zeros(len(KIND_CODE), dtype=bool)
-            wanted_kinds[[KIND_CODE[k] for k in self.query.kinds]] = True
-            mask &= wanted_kinds[rows["kind"]]
+            mask &= _among(rows["kind"], [KIND_CODE[k] for k in self.query.kinds], KIND_CODE)
         else:
             mask &= rows["kind"] != KIND_CODE["prediction"]
         if not self.query.include_sensitive:
@@ -463,6 +476,15 @@ class _Scorer:
                 redundancy=redundancy,
             ),
         )
+
+
+def _among(
+    column: npt.NDArray[Any], codes: list[int], vocabulary: dict[str, int]
+) -> npt.NDArray[np.bool_]:
+    """Which rows of a coded column hold one of ``codes`` (of ``vocabulary``)."""
+    wanted = np.zeros(len(vocabulary), dtype=bool)
+    wanted[codes] = True
+    return wanted[column]  # type: ignore[no-any-return]
 
 
 def _margin(limit: int) -> int:

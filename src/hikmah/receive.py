@@ -20,13 +20,15 @@ a record of this device's own ledger. Nothing is appended to the ledger.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import msgspec
 
 from hikmah import index
 from hikmah.effects import Effects, effects, redaction_of
 from hikmah.errors import HikmahError, LedgerError, PolicyError
 from hikmah.fates import stored
-from hikmah.layout import SEALED_MARK, chain_key, decode_redaction
+from hikmah.layout import ARRIVAL, SEALED_MARK, SEQ, chain_key, decode_redaction
 from hikmah.ledger import Record, decode_record
 from hikmah.payloads import (
     DeviceAddedPayload,
@@ -48,6 +50,8 @@ from hikmah.sync.merge import Purged, RecordId
 from hikmah.trace import Trace
 from hikmah.vault import DataKey, DecryptionFailed
 
+_ARRIVALS = b"sync_arrivals"  # meta: how many paired devices' records have arrived
+
 
 class Refused(HikmahError):
     """A paired device's record breaks a rule a receiver checks; its chain halts."""
@@ -56,9 +60,11 @@ class Refused(HikmahError):
 
 
 def apply_step(
-    snapshot: Snapshot, operation: ApplyRemote, dirty: set[int]
+    snapshot: Snapshot, operation: ApplyRemote, dirty: set[int], seq: int
 ) -> tuple[Applied, Effects]:
-    """Apply one step in the write transaction of ``snapshot``.
+    """Apply one step in the write transaction of ``snapshot``; its records count from
+    this ledger's record ``seq`` (the next one: reads as of the past see them from
+    there, never before they arrived).
 
     A step of a new epoch (the device compacted its ledger) holds its whole
     re-chained chain: the kept records are replaced by it, and of the records
@@ -86,12 +92,17 @@ def apply_step(
         return applied, Effects()
     rebase = step.position.epoch > peer.applied.epoch and peer.applied.seq > 0
     done = Effects()
+    count = _arrivals(snapshot)
     for record, payload in zip(step.records, payloads, strict=True):
         _keep(snapshot, step.device, record, payload, operation.keys)
         if rebase and record.seq <= peer.applied.seq and not isinstance(payload, RedactedPayload):
             continue  # the compaction re-chained a record already applied
-        index.apply_payload(snapshot, payload, dirty, at=RecordId(step.device, record.seq))
+        at = chain_key(step.device, record.seq)
+        snapshot.txn.put(at, ARRIVAL.pack(seq, count), db=snapshot.dbs.arrivals)
+        count += 1
+        index.apply_payload(snapshot, seq, payload, dirty, at=RecordId(step.device, record.seq))
         done |= effects(snapshot, payload, step.device)
+    snapshot.txn.put(_ARRIVALS, SEQ.pack(count), db=snapshot.dbs.meta)
     now = paired(snapshot, step.device)  # its own records may have cut it off
     assert now is not None
     moved = msgspec.structs.replace(now.peer, applied=step.position, accepted=step.accepted)
@@ -248,20 +259,44 @@ def _stored_payload(snapshot: Snapshot, device: str, seq: int) -> Payload | None
 # -- rebuilding ---------------------------------------------------------------------------
 
 
-def replay_chains(snapshot: Snapshot, dirty: set[int]) -> int:
-    """Apply every paired device's kept records to fresh indexes (after this device's own
-    ledger: the order makes no difference); how many."""
-    count = 0
-    for device in sorted(peers(snapshot)):
+class Arrived(NamedTuple):
+    """A kept record of a paired device, where it arrived: before this ledger's record
+    ``seq`` (and after the one before), the ``order``-th record to arrive."""
+
+    seq: int
+    order: int
+    device: str
+    chain_seq: int
+    payload: Payload
+
+
+def arrived(snapshot: Snapshot) -> list[Arrived]:
+    """Every kept record of every paired device, in the order they arrived (what a
+    rebuild replays among this ledger's own records)."""
+    found: list[Arrived] = []
+    for device in peers(snapshot):
         for seq, value in chain(snapshot, device):
-            redaction = decode_redaction(value)
-            if redaction is not None:
-                payload: Payload = RedactedPayload(
-                    id=redaction.id, kind=redaction.kind, created_at=redaction.created_at
-                )
-            else:
-                payload = decode_payload(decode_record(value))
-            index.apply_payload(snapshot, payload, dirty, at=RecordId(device, seq))
-            effects(snapshot, payload, device)
-            count += 1
-    return count
+            raw = snapshot.txn.get(chain_key(device, seq), db=snapshot.dbs.arrivals)
+            at, count = (0, 0) if raw is None else ARRIVAL.unpack(raw)
+            found.append(Arrived(int(at), int(count), device, seq, _kept_payload(value)))
+    found.sort(key=lambda a: (a.seq, a.order, a.device, a.chain_seq))
+    return found
+
+
+def replay(snapshot: Snapshot, found: Arrived, dirty: set[int]) -> None:
+    """Apply one kept record to fresh indexes (a rebuild)."""
+    where = RecordId(found.device, found.chain_seq)
+    index.apply_payload(snapshot, found.seq, found.payload, dirty, at=where)
+    effects(snapshot, found.payload, found.device)
+
+
+def _kept_payload(value: bytes) -> Payload:
+    redaction = decode_redaction(value)
+    if redaction is None:
+        return decode_payload(decode_record(value))
+    return RedactedPayload(id=redaction.id, kind=redaction.kind, created_at=redaction.created_at)
+
+
+def _arrivals(snapshot: Snapshot) -> int:
+    raw = snapshot.txn.get(_ARRIVALS, db=snapshot.dbs.meta)
+    return 0 if raw is None else int(SEQ.unpack(raw)[0])

@@ -436,6 +436,8 @@ def check_trace(trace: Trace, *, sealed: bool = False) -> None:
         raise InvalidInput("give both claim_key and claim_value, or neither")
     if trace.claim_key is not None and not trace.claim_key:
         raise InvalidInput("claim_key is empty")
+    if trace.claim_value is not None and not trace.claim_value:
+        raise InvalidInput("claim_value is empty: a claim says what its key is")
     if len(trace.scope.encode()) > MAX_SCOPE:
         raise InvalidInput(f"scope is at most {MAX_SCOPE} bytes")
     if not _SCOPE.fullmatch(trace.scope):

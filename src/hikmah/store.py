@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
+import itertools
 import logging
 import os
 import secrets
@@ -53,6 +54,7 @@ from hikmah.payloads import (
     RememberPayload,
     SupersedePayload,
     decode_payload,
+    stamped,
 )
 from hikmah.policy import KernelPolicy
 from hikmah.promises import Stage
@@ -60,7 +62,6 @@ from hikmah.queries import conflicts_for
 from hikmah.rules import Applied, ApplyRemote, Change, Outcome, Written, payloads_for
 from hikmah.sealing import Keys, Sealed, seal_trace
 from hikmah.snapshot import FeatureCache, Snapshot
-from hikmah.sync.merge import RecordId
 from hikmah.vault import VaultLocked
 
 log = logging.getLogger(__name__)
@@ -403,7 +404,8 @@ class Store:
             for operation in operations:
                 if isinstance(operation, ApplyRemote):
                     try:
-                        applied, found = receive.apply_step(snapshot, operation, dirty)
+                        # Another device's records count from this ledger's next record.
+                        applied, found = receive.apply_step(snapshot, operation, dirty, seq + 1)
                     except HikmahError as exc:
                         outcomes.append(exc)
                         continue
@@ -427,7 +429,7 @@ class Store:
                     # instead of failing every write of the batch.
                     outcomes.append(InvalidInput(f"the request cannot be stored: {exc}"))
                     continue
-                for plain in payloads:
+                for plain in map(stamped, payloads, itertools.repeat(now_ms)):
                     payload = self._at_rest(txn, plain)
                     record = encode_record(seq + 1, prev, PAYLOAD_ENCODER.encode(payload))
                     if not txn.put(
@@ -440,8 +442,7 @@ class Store:
                             " are out of order; run hikmah verify-ledger"
                         )
                     opened = plain.trace if isinstance(plain, RememberPayload) else None
-                    at = RecordId(LOCAL, record.seq)
-                    index.apply_payload(snapshot, payload, dirty, at=at, plain=opened)
+                    index.apply_payload(snapshot, record.seq, payload, dirty, plain=opened)
                     found = effects(snapshot, payload, LOCAL)
                     shredded = found.destroyed
                     destroyed |= shredded or found.redacted
@@ -487,7 +488,7 @@ class Store:
         keys = self.dbs.vault
         if keys is None or not isinstance(payload, RememberPayload):
             return payload
-        sealed, entry = seal_trace(keys, payload.trace)
+        sealed, entry = seal_trace(keys, payload.trace, at=payload.at)
         txn.put(payload.trace.id.encode(), entry, db=self.dbs.keys)
         txn.put(SEALED_MARK, b"", db=self.dbs.meta)
         return sealed
@@ -550,18 +551,26 @@ class Store:
         count = 0
         cursor = txn.cursor(db=self.dbs.ledger)
         dirty: set[int] = set()
+        # A rebuild replays the paired devices' kept records among this ledger's own,
+        # each after the record it arrived after: the same documents, in the same order.
+        remote = iter(receive.arrived(snapshot) if rebuild else ())
+        pending = next(remote, None)
         if cursor.set_range(SEQ.pack(after + 1)):
             for key, line in cursor:
                 record = decode_record(bytes(line))
+                while pending is not None and pending.seq <= record.seq:
+                    receive.replay(snapshot, pending, dirty)
+                    pending, count = next(remote, None), count + 1
                 payload = decode_payload(record)
-                index.apply_payload(snapshot, payload, dirty, at=RecordId(LOCAL, record.seq))
+                index.apply_payload(snapshot, record.seq, payload, dirty)
                 effects(snapshot, payload, LOCAL)
                 txn.put(_INDEXED, bytes(key), db=self.dbs.meta)
                 count += 1
                 if progress is not None and count % 10_000 == 0:
                     progress(count)
-        if rebuild:
-            count += receive.replay_chains(snapshot, dirty)
+        while pending is not None:
+            receive.replay(snapshot, pending, dirty)
+            pending, count = next(remote, None), count + 1
         return count
 
     def _indexed(self, snapshot: Snapshot) -> int:

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from hikmah.vocabulary import Kind, PredictionType, Privacy
+from hikmah.vocabulary import Kind, PredictionType, Privacy, SourceClass
 
 DEFAULT_AUTHORITY = 0.5
 DEFAULT_SALIENCE = 0.5
@@ -166,3 +166,20 @@ def normalize_content(content: str) -> str:
 def is_model_source(source: str) -> bool:
     """``model:`` sources are model output: never verified, never authoritative."""
     return source.strip().lower().startswith("model:")
+
+
+def source_class(trace: Trace) -> SourceClass:
+    """``person``, ``agent``, ``tool`` or ``other``: who wrote a trace, by its provenance.
+
+    A trace written from a detected agent session is an agent's whatever source it
+    names, since the daemon stamped its locator (``agent-session:``).
+    """
+    source = trace.provenance.source.strip().lower()
+    locator = trace.provenance.locator or ""
+    if source.startswith("agent:") or locator.startswith("agent-session:"):
+        return "agent"
+    if source.startswith("human:"):
+        return "person"
+    if source.startswith("tool:"):
+        return "tool"
+    return "other"

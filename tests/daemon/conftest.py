@@ -28,8 +28,15 @@ START_TIMEOUT_S = 20.0
 class Running:
     """One hikmahd process and the paths it uses."""
 
-    def __init__(self, root: Path, *extra: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *extra: str,
+        env: dict[str, str] | None = None,
+        module: tuple[str, ...] = ("hikmahd",),
+    ) -> None:
         self.root = root
+        self.module = module  # what ``python -m`` runs: hikmahd, or a wrapper and its args
         self.socket = root / "run" / "hikmahd.sock"
         self.data = root / "data"
         self.policy = root / "policy.toml"
@@ -41,7 +48,7 @@ class Running:
     def start(self) -> Running:
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "hikmahd", *self.flags(), *self.extra],
+                [sys.executable, "-m", *self.module, *self.flags(), *self.extra],
                 stdout=log,
                 stderr=log,
                 env=self.env,

@@ -55,7 +55,8 @@ def test_pairing_is_a_persons_and_codes_are_checked(short_tmp: Path) -> None:
         assert code not in "".join(
             p.read_text() for p in (short_tmp / "folder").rglob("*") if p.is_file()
         )
-        typo = code[:-1] + ("A" if code[-1] != "A" else "B")
+        # One letter of the secret mistyped (not the last: its spare bits say "not whole").
+        typo = code[:5] + ("A" if code[5] != "A" else "B") + code[6:]
         wrong = running.cli("sync", "join", typo, env=clean_env())
         assert wrong.returncode == 2 and "typo" in wrong.stderr
         own = running.cli("sync", "join", code, env=clean_env())  # its own invitation

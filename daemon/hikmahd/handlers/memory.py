@@ -1,5 +1,5 @@
-"""``memory.*``: write a trace, recall, show, conflicts, fulfil, session context, verify
-in bulk, purge.
+"""``memory.*``: write a trace, recall, show, conflicts, a claim's history, fulfil,
+session context, verify in bulk, purge.
 
 Forecasts, feedback, pins and invalidation are :mod:`.learning`; export and
 import are :mod:`.transfer`.
@@ -12,7 +12,8 @@ from typing import Annotated
 import msgspec
 
 from hikmah import queries, verification
-from hikmah.errors import ConflictError, HikmahError
+from hikmah.errors import ConflictError, HikmahError, InvalidInput
+from hikmah.past import AsOf, moment
 from hikmah.recall import RecallQuery
 from hikmah.rules import Fulfill, Purge, Remember
 from hikmah.secrets import preview
@@ -21,7 +22,8 @@ from hikmah.trace import BaseDraft, Draft, Trace
 from hikmah.vocabulary import STANDING_KINDS, Kind
 
 from ..context import Context
-from ..rpc import JSON, NoParams, Params, Registry, to_json
+from ..rpc import JSON, Params, Registry, to_json
+from .asof import past, reading
 from .promises import HOUR_MS, MAX_HOURS, due
 
 registry = Registry()
@@ -40,6 +42,7 @@ async def remember(ctx: Context, params: BaseDraft) -> JSON:
 
 class RecallParams(RecallQuery, frozen=True, kw_only=True, forbid_unknown_fields=True):
     focus: str | None = None  # absorb the results into this focus capsule
+    as_of: AsOf | None = None  # a ledger sequence number, or a time
 
 
 def origin(ctx: Context, snapshot: Snapshot, trace_id: str) -> JSON:
@@ -54,12 +57,19 @@ def origin(ctx: Context, snapshot: Snapshot, trace_id: str) -> JSON:
 @registry.method("memory.recall", RecallParams)
 async def recall(ctx: Context, params: RecallParams) -> JSON:
     services = ctx.services
-    results = await services.recalls.recall(params, ctx)
+    point = None
+    if params.as_of is not None:
+        if params.focus is not None:
+            raise InvalidInput("a recall as of the past cannot fill a focus capsule (now)")
+        point = services.store.read(moment, params.as_of, services.now_ms())
+    results = await services.recalls.recall(params, ctx, point=point)
     found = to_json(results)
     with services.store.snapshot() as snapshot:
         for result in found:
             result["origin"] = origin(ctx, snapshot, result["trace"]["id"])
     reply: dict[str, JSON] = {"results": found}
+    if point is not None:
+        reply["as_of"] = to_json(point)
     if params.focus is not None:
         capsule = services.capsules.open(
             params.focus, services.policy.working_set_limit, services.now_ms()
@@ -68,24 +78,52 @@ async def recall(ctx: Context, params: RecallParams) -> JSON:
     return reply
 
 
-@registry.method("memory.show", IdParams)
-async def show(ctx: Context, params: IdParams) -> JSON:
-    with ctx.services.store.snapshot() as snapshot:
+class ShowParams(Params, frozen=True):
+    id: str
+    as_of: AsOf | None = None  # a ledger sequence number, or a time
+
+
+@registry.method("memory.show", ShowParams)
+async def show(ctx: Context, params: ShowParams) -> JSON:
+    with reading(ctx.services, params.as_of) as snapshot:
         current = queries.get(snapshot, params.id)
         history = queries.history(snapshot, params.id)
+        record = queries.record_of(snapshot, params.id)
         successors = queries.successors(snapshot, params.id)
         where = origin(ctx, snapshot, params.id)
-    return {
+    reply = {
         **to_json(current),
         "history": to_json(history),
+        "record": to_json(record),
         "successors": list(successors),
         "origin": where,
     }
+    return past(reply, snapshot)
 
 
-@registry.method("memory.conflicts", NoParams)
-async def conflicts(ctx: Context, params: NoParams) -> JSON:
-    return {"conflicts": to_json(ctx.services.store.read(queries.conflicts))}
+class ConflictsParams(Params, frozen=True):
+    key: str | None = None  # only the conflict on this claim key
+    as_of: AsOf | None = None
+
+
+@registry.method("memory.conflicts", ConflictsParams)
+async def conflicts(ctx: Context, params: ConflictsParams) -> JSON:
+    with reading(ctx.services, params.as_of) as snapshot:
+        found = queries.conflicts(snapshot, params.key)
+    return past({"conflicts": to_json(found)}, snapshot)
+
+
+class HistoryParams(Params, frozen=True):
+    key: str
+    as_of: AsOf | None = None
+
+
+@registry.method("memory.history", HistoryParams)
+async def history(ctx: Context, params: HistoryParams) -> JSON:
+    """Every value a claim key was given, in write order, with who set it and when."""
+    with reading(ctx.services, params.as_of) as snapshot:
+        values = queries.claim_history(snapshot, params.key)
+    return past({"key": params.key, "values": to_json(values)}, snapshot)
 
 
 @registry.method("memory.fulfill", IdParams)

@@ -24,6 +24,7 @@ from hikmah import migration, queries, transfer
 from hikmah.errors import HikmahError, InvalidInput
 from hikmah.headtext import parse_head
 from hikmah.ledger import Head, decode_record
+from hikmah.past import AsOf
 from hikmah.paths import project_scope
 from hikmah.rules import Operation, Written, payloads_for
 from hikmah.secrets import preview, redact
@@ -31,6 +32,7 @@ from hikmah.vocabulary import ImportSource
 
 from ..context import Context
 from ..rpc import JSON, Params, Registry, to_json
+from .asof import past, reading
 
 registry = Registry()
 
@@ -45,6 +47,7 @@ class ExportParams(Params, frozen=True):
     after: str | None = None  # the "next" of the previous page; None for the first
     limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 500
     include_superseded: bool = False
+    as_of: AsOf | None = None  # memory as it stood then (give every page the same record)
 
 
 @registry.blocking("memory.export", ExportParams)
@@ -52,7 +55,7 @@ def export(ctx: Context, params: ExportParams) -> JSON:
     """One page of traces in write order, as JSON Lines objects; purged ones never."""
     lines: list[Any] = []
     size = 0
-    with ctx.services.store.snapshot() as snapshot:
+    with reading(ctx.services, params.as_of) as snapshot:
         entries, after = queries.export_page(
             snapshot, params.after, params.limit, include_superseded=params.include_superseded
         )
@@ -65,9 +68,10 @@ def export(ctx: Context, params: ExportParams) -> JSON:
             line = transfer.export_line(entry, keep_supersedes=target is None or keep)
             size += len(_ENCODER.encode(line))
             if lines and size > EXPORT_PAGE_BYTES:
-                return {"traces": lines, "next": lines[-1]["id"]}
+                after = lines[-1]["id"]
+                break
             lines.append(line)
-    return {"traces": lines, "next": after}
+    return past({"traces": lines, "next": after}, snapshot)
 
 
 class ImportLine(Params, frozen=True):
