@@ -28,7 +28,18 @@ from .capsules import Capsules
 from .connection import Connection
 from .context import Context
 from .events import Events
-from .handlers import focus, learning, ledger, memory, promises, replay, service, transfer, vault
+from .handlers import (
+    focus,
+    learning,
+    ledger,
+    memory,
+    promises,
+    replay,
+    service,
+    sync,
+    transfer,
+    vault,
+)
 from .listen import (
     SocketError,
     bind_socket,
@@ -45,6 +56,7 @@ from .replay import Replay
 from .rpc import Dispatcher, error_for, response
 from .scheduling import Offload, Recalls, in_thread, wall_ms
 from .services import Services
+from .syncing import Syncing
 from .vaulting import Vault
 from .writer import Writer
 
@@ -52,7 +64,18 @@ log = logging.getLogger(__name__)
 # Every module of JSON-RPC methods the daemon serves.
 REGISTRIES = tuple(
     module.registry
-    for module in (memory, learning, transfer, replay, ledger, promises, focus, vault, service)
+    for module in (
+        memory,
+        learning,
+        transfer,
+        replay,
+        ledger,
+        promises,
+        focus,
+        vault,
+        sync,
+        service,
+    )
 )
 
 # How long in-flight replies may take once a stop was asked for.
@@ -100,8 +123,16 @@ class Daemon:
             self.policy.reminders.lead_minutes,
             offload,
         )
-        # Every durable batch updates the promise queue, then tells the subscribers.
-        self.writer.listeners = (self.reminders.on_commit, self.events.changed)
+        self.syncing = Syncing(
+            store, self.writer, self.policies, vault, self.reminders, now_ms, offload
+        )
+        # Every durable batch updates the promise queue, tells the subscribers, and is
+        # published to the sync folder.
+        self.writer.listeners = (
+            self.reminders.on_commit,
+            self.events.changed,
+            self.syncing.on_commit,
+        )
         self.replay = Replay(store, self.events, offload, policy)
         self.capsules = Capsules()
         self.services = Services(
@@ -114,6 +145,7 @@ class Daemon:
             policies=self.policies,
             restrictions=Restrictions(),
             vault=vault,
+            syncing=self.syncing,
             now_ms=now_ms,
             offload=offload,
             started=time.monotonic(),
@@ -165,6 +197,8 @@ class Daemon:
                 nursery.start_soon(self.reminders.run)
                 nursery.start_soon(self.replay.run)
                 nursery.start_soon(self._close_idle_capsules)
+                # Before any write: a store restored behind what it published takes it back.
+                await nursery.start(self.syncing.run)
                 accept_scope = trio.CancelScope()
                 connections = await nursery.start(self._accept, listener, accept_scope)
                 notify_systemd("READY=1")

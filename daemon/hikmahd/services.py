@@ -25,6 +25,7 @@ from .peers import Restrictions
 from .policywatch import PolicyHolder
 from .reminders import Reminders
 from .scheduling import Offload, Recalls
+from .syncing import Syncing
 from .vaulting import Vault
 from .writer import Writer
 
@@ -40,6 +41,9 @@ class Reads(Protocol):
 
     @property
     def head(self) -> Head | None: ...
+
+    @property
+    def durable_head(self) -> Head | None: ...
 
     @property
     def vault_id(self) -> str | None: ...
@@ -64,6 +68,7 @@ class Services:
     policies: PolicyHolder
     restrictions: Restrictions
     vault: Vault | None
+    syncing: Syncing
     now_ms: Callable[[], int]
     offload: Offload
     started: float  # time.monotonic() at start, for the uptime
