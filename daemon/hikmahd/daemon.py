@@ -42,6 +42,7 @@ from .handlers import (
     promises,
     replay,
     service,
+    sync,
     transfer,
     vault,
 )
@@ -61,6 +62,7 @@ from .replay import Replay
 from .rpc import Dispatcher, error_for, response
 from .scheduling import Offload, Recalls, in_thread, threads_of_their_own, wall_ms
 from .services import Services
+from .syncing import Syncing
 from .tickets import Tickets
 from .vaulting import Vault
 from .writer import Writer
@@ -71,9 +73,19 @@ _ENCODER = msgspec.json.Encoder()
 REGISTRIES = tuple(
     module.registry
     for module in (
-        memory, learning, transfer, replay, ledger, promises, focus, vault, presence, service
+        memory,
+        learning,
+        transfer,
+        replay,
+        ledger,
+        promises,
+        focus,
+        vault,
+        presence,
+        sync,
+        service,
     )
-)  # fmt: skip
+)
 
 # How long in-flight replies may take once a stop was asked for.
 STOP_GRACE_S = 2.0
@@ -125,8 +137,16 @@ class Daemon:
             self.policy.reminders.lead_minutes,
             offload,
         )
-        # Every durable batch updates the promise queue, then tells the subscribers.
-        self.writer.listeners = (self.reminders.on_commit, self.events.changed)
+        self.syncing = Syncing(
+            store, self.writer, self.policies, vault, self.reminders, now_ms, offload
+        )
+        # Every durable batch updates the promise queue, tells the subscribers, and is
+        # published to the sync folder.
+        self.writer.listeners = (
+            self.reminders.on_commit,
+            self.events.changed,
+            self.syncing.on_commit,
+        )
         self.replay = Replay(store, self.events, offload, policy)
         self.capsules = Capsules()
         self.services = Services(
@@ -140,6 +160,7 @@ class Daemon:
             restrictions=Restrictions(),
             tickets=Tickets(),
             vault=vault,
+            syncing=self.syncing,
             now_ms=now_ms,
             offload=offload,
             started=time.monotonic(),
@@ -194,6 +215,8 @@ class Daemon:
                 nursery.start_soon(self.reminders.run)
                 nursery.start_soon(self.replay.run)
                 nursery.start_soon(self._close_idle_capsules)
+                # Before any write: a store restored behind what it published takes it back.
+                await nursery.start(self.syncing.run)
                 accept_scope = trio.CancelScope()
                 connections = await nursery.start(self._accept, listener, accept_scope)
                 notify_systemd("READY=1")

@@ -17,7 +17,7 @@ from pathlib import Path
 from hikmah import maintenance
 from hikmah.errors import ConflictError, HikmahError, InvalidInput
 from hikmah.policy import KernelPolicy
-from hikmah.rules import SetPresence
+from hikmah.rules import SetPresence, Written
 from hikmah.sealing import Keys
 from hikmah.store import Store
 
@@ -58,6 +58,7 @@ def reset_passphrase(
         )
         if isinstance(outcome, HikmahError):
             raise outcome
+        assert isinstance(outcome, Written)  # a presence record, not another device's
         return f"person presence is off (reset, ledger record {outcome.seq})"
 
 

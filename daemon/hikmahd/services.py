@@ -26,6 +26,7 @@ from .peers import Restrictions
 from .policywatch import PolicyHolder
 from .reminders import Reminders
 from .scheduling import Offload, Recalls
+from .syncing import Syncing
 from .tickets import Tickets
 from .vaulting import Vault
 from .writer import Writer
@@ -42,6 +43,9 @@ class Reads(Protocol):
 
     @property
     def head(self) -> Head | None: ...
+
+    @property
+    def durable_head(self) -> Head | None: ...
 
     @property
     def vault_id(self) -> str | None: ...
@@ -70,6 +74,7 @@ class Services:
     restrictions: Restrictions
     tickets: Tickets
     vault: Vault | None
+    syncing: Syncing
     now_ms: Callable[[], int]
     offload: Offload
     started: float  # time.monotonic() at start, for the uptime

@@ -35,21 +35,22 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import lmdb
 
-from hikmah import index
+from hikmah import index, receive, replicas
 from hikmah.durable import fsync_dir, fsync_file
+from hikmah.effects import effects
 from hikmah.errors import ConflictError, HikmahError, InvalidInput, LedgerError, StoreFull
+from hikmah.fates import LOCAL
 from hikmah.gate import Gate
 from hikmah.headfile import HeadFile
-from hikmah.layout import LAYOUT, SEQ, Databases, reminder_key
+from hikmah.layout import INDEX_VERSION, LAYOUT, SEALED_MARK, SEQ, Databases, reminder_key
 from hikmah.ledger import GENESIS, Head, decode_record, encode_record
 from hikmah.payloads import (
     PAYLOAD_ENCODER,
     CompactedPayload,
-    FeedbackPayload,
+    DeviceAddedPayload,
+    DeviceRemovedPayload,
     Payload,
-    PinPayload,
     PresencePayload,
-    PurgePayload,
     RedactedPayload,
     RememberPayload,
     SupersedePayload,
@@ -58,9 +59,9 @@ from hikmah.payloads import (
 )
 from hikmah.policy import KernelPolicy
 from hikmah.presence import PresenceState, after, read_state
-from hikmah.promises import STAGES, Stage
+from hikmah.promises import Stage
 from hikmah.queries import conflicts_for
-from hikmah.rules import Operation, Outcome, Written, payloads_for
+from hikmah.rules import Applied, ApplyRemote, Change, Outcome, Written, payloads_for
 from hikmah.sealing import Keys, Sealed, seal_trace
 from hikmah.snapshot import FeatureCache, Snapshot
 from hikmah.vault import VaultLocked
@@ -75,11 +76,19 @@ _INDEXED = b"indexed_seq"  # meta: the last ledger record the indexes reflect
 _LAYOUT = b"layout"  # meta: layout.LAYOUT of the derived indexes
 _VAULT_ID = b"vault_id"  # meta: names this data directory's keys in the keyring
 _BLIND_INDEX = b"blind_index"  # meta: key id of the index key the indexes are blind under
-_SEALED = b"sealed"  # meta: some trace was sealed, so the store cannot open without its keys
 _SCRUB = b"scrub"  # meta: a destroyed data key may remain in free pages until they are dropped
 _NEARLY_FULL = 8 << 20  # free bytes under which an I/O error means a full disk
 P = ParamSpec("P")
 T = TypeVar("T")
+
+
+def _ahead_error(head: Head) -> ConflictError:
+    return ConflictError(
+        f"this device published records up to seq {head.seq} of its chain that its ledger"
+        " does not hold (was its data directory restored from a backup?): nothing is"
+        " written until hikmah sync has taken them back from the sync folder and a"
+        " person has accepted them with hikmah verify-ledger --accept-tail"
+    )
 
 
 class Store:
@@ -130,6 +139,9 @@ class Store:
         self.head_error: str | None = None
         self.head: Head | None = self._load_head()
         self.presence: PresenceState = self.read_presence()
+        # The head as of the last sync: what sync may publish (never a record a crash
+        # could still take back).
+        self.durable_head = self.head
         self._check_layout()
         with self.env.begin() as txn:
             scrub = txn.get(_SCRUB, db=self.dbs.meta) is not None
@@ -154,7 +166,7 @@ class Store:
     def _open_vault(self, load: Callable[[str], Keys] | None) -> str | None:
         """Fetch the vault's keys (naming them by the store's vault id); the vault id."""
         with self.env.begin(write=True) as txn:
-            sealed = txn.get(_SEALED, db=self.dbs.meta) is not None
+            sealed = txn.get(SEALED_MARK, db=self.dbs.meta) is not None
             vault_id = txn.get(_VAULT_ID, db=self.dbs.meta)
             if load is not None and vault_id is None:
                 vault_id = secrets.token_hex(8).encode()
@@ -283,6 +295,7 @@ class Store:
         self.head_file.write(head, pending)
         if pending is None:
             self.head, self.head_error = head, None
+            self.durable_head = head  # callers sync before they move the head
 
     def acknowledge_ledger(self) -> None:
         """Make the ledger's last record the head, indexing the records it acknowledges.
@@ -299,6 +312,7 @@ class Store:
         self.sync()
         self.head, self.head_error = last, None
         self.presence = self.read_presence()
+        self.durable_head = last
         self.columns.forget()
 
     # -- writing ----------------------------------------------------------------
@@ -312,12 +326,12 @@ class Store:
 
     def apply(
         self,
-        operations: Sequence[Operation],
+        operations: Sequence[Change],
         *,
         now_ms: int,
         policy: KernelPolicy,
         sync: bool = True,
-    ) -> list[Outcome]:
+    ) -> list[Outcome | Applied]:
         """Check and commit a batch; one outcome per operation, in order.
 
         With ``sync`` (the default) the batch is durable on return. Without it
@@ -365,6 +379,7 @@ class Store:
 
     def sync(self) -> None:
         """Make every commit so far durable (a no-op for a store that is not durable)."""
+        head = self.head  # committed before it was set: durable once the sync returns
         if self.durable:
             committed = self._commits
             try:
@@ -373,6 +388,7 @@ class Store:
                 raise self._write_failure(exc) from None
             with self._synced_lock:
                 self._synced_commits = max(self._synced_commits, committed)
+        self.durable_head = head
 
     def _grow(self) -> None:
         current = int(self.env.info()["map_size"])
@@ -385,10 +401,10 @@ class Store:
         self.env.set_mapsize(new)
 
     def _apply_once(
-        self, operations: Sequence[Operation], now_ms: int, policy: KernelPolicy
-    ) -> tuple[list[Outcome], bool]:
+        self, operations: Sequence[Change], now_ms: int, policy: KernelPolicy
+    ) -> tuple[list[Outcome | Applied], bool]:
         """Commit a batch; its outcomes, and whether it destroyed a data key."""
-        outcomes: list[Outcome] = []
+        outcomes: list[Outcome | Applied] = []
         dirty: set[int] = set()
         destroyed = False
         presence = self.presence
@@ -405,7 +421,25 @@ class Store:
                 txn.abort()
                 return [error for _ in operations], False
             seq, prev = (0, GENESIS) if last is None else (last.seq, last.hash)
+            ahead = replicas.ahead(snapshot)
+            received = rebuild = False
             for operation in operations:
+                if isinstance(operation, ApplyRemote):
+                    try:
+                        # Another device's records count from this ledger's next record.
+                        applied, found = receive.apply_step(snapshot, operation, dirty, seq + 1)
+                    except HikmahError as exc:
+                        outcomes.append(exc)
+                        continue
+                    outcomes.append(applied)
+                    received = True
+                    # Purged text or keys left the store: its free pages are scrubbed.
+                    destroyed |= found.destroyed or found.redacted
+                    rebuild |= found.rebuild
+                    continue
+                if ahead is not None:
+                    outcomes.append(_ahead_error(ahead))
+                    continue
                 try:
                     payloads = payloads_for(snapshot, operation, now_ms=now_ms, policy=policy)
                 except HikmahError as exc:
@@ -431,26 +465,35 @@ class Store:
                         )
                     opened = plain.trace if isinstance(plain, RememberPayload) else None
                     index.apply_payload(snapshot, record.seq, payload, dirty, plain=opened)
-                    self._forget_reminders(txn, payload)
-                    shredded = isinstance(payload, PurgePayload) and self._shred(txn, payload.id)
-                    destroyed |= shredded
+                    found = effects(snapshot, payload, LOCAL)
+                    shredded = found.destroyed
+                    destroyed |= shredded or found.redacted
+                    rebuild |= found.rebuild
                     if isinstance(payload, PresencePayload):
                         presence = after(payload, record.seq)
                     seq, prev = record.seq, record.hash
                 outcomes.append(self._written(snapshot, payloads[0], seq, key_destroyed=shredded))
-            if (last is not None and seq == last.seq) or (last is None and seq == 0):
+            appended = seq != (0 if last is None else last.seq)
+            if not (appended or received):
                 txn.abort()
                 return outcomes, False
+            if rebuild:
+                # A device was cut off behind what was applied of it: only a rebuild
+                # from the records that still count is right.
+                self.reindex(snapshot, rebuild=True)
             txn.put(_INDEXED, SEQ.pack(seq), db=self.dbs.meta)
+            version = snapshot.index_version() + 1
+            txn.put(INDEX_VERSION, SEQ.pack(version), db=self.dbs.meta)
             if destroyed:
                 txn.put(_SCRUB, b"", db=self.dbs.meta)
-            new_head = Head(seq=seq, hash=prev)
-            if self._synced_commits < self._commits:
-                # The head file is about to call the previous batch acknowledged: its
-                # commit must be durable first, or a power cut could leave the head
-                # naming records the store lost (its sync may still be under way).
-                self.sync()
-            self.head_file.write(self.head, new_head)
+            new_head = Head(seq=seq, hash=prev) if appended else self.head
+            if appended:
+                if self._synced_commits < self._commits:
+                    # The head file is about to call the previous batch acknowledged:
+                    # its commit must be durable first, or a power cut could leave the
+                    # head naming records the store lost (its sync may still be under way).
+                    self.sync()
+                self.head_file.write(self.head, new_head)
             txn.commit()
         except BaseException:
             txn.abort()
@@ -458,12 +501,11 @@ class Store:
         self.head = new_head
         self.presence = presence
         self._commits += 1
-        self.columns.committed(seq, dirty)
+        if rebuild:
+            self.columns.forget()
+        else:
+            self.columns.committed(version, dirty)
         return outcomes, destroyed
-
-    def _shred(self, txn: Any, trace_id: str) -> bool:
-        """Destroy a trace's data key: without it the sealed text is noise for good."""
-        return bool(txn.delete(trace_id.encode(), db=self.dbs.keys))
 
     def _at_rest(self, txn: Any, payload: Payload) -> Payload:
         """The payload as the ledger keeps it: a trace sealed under the vault, its
@@ -473,7 +515,7 @@ class Store:
             return payload
         sealed, entry = seal_trace(keys, payload.trace, at=payload.at)
         txn.put(payload.trace.id.encode(), entry, db=self.dbs.keys)
-        txn.put(_SEALED, b"", db=self.dbs.meta)
+        txn.put(SEALED_MARK, b"", db=self.dbs.meta)
         return sealed
 
     def _written(
@@ -486,30 +528,16 @@ class Store:
             )
         if isinstance(payload, PresencePayload):
             return Written(id="presence", seq=seq)
+        if isinstance(payload, DeviceAddedPayload | DeviceRemovedPayload):
+            return Written(id=payload.device, seq=seq)
         # Writes never make supersede (second of a pair) or compaction records first,
         # and this is the payload before sealing.
         assert not isinstance(payload, SupersedePayload | CompactedPayload | Sealed)
+        assert not isinstance(payload, RedactedPayload)
         docno = snapshot.docno(payload.id)
         assert docno is not None
         status = snapshot.status_of(docno)
         return Written(id=payload.id, seq=seq, status=status, key_destroyed=key_destroyed)
-
-    def _forget_reminders(self, txn: Any, payload: Payload) -> None:
-        """A commitment that leaves the queue needs no delivery records any more."""
-        if isinstance(
-            payload,
-            RememberPayload
-            | Sealed
-            | FeedbackPayload
-            | PinPayload
-            | PresencePayload
-            | RedactedPayload
-            | CompactedPayload,
-        ):
-            return
-        gone = payload.old_id if isinstance(payload, SupersedePayload) else payload.id
-        for stage in STAGES:
-            txn.delete(reminder_key(gone, stage), db=self.dbs.reminders)
 
     def mark_reminded(self, delivered: Sequence[tuple[str, Stage]], at_ms: int) -> None:
         """Record durably that these reminder stages were delivered."""
@@ -538,8 +566,9 @@ class Store:
         progress: Callable[[int], None] | None = None,
     ) -> int:
         """Apply the ledger records the indexes do not reflect yet to them (all of them,
-        from empty indexes, when ``rebuild``), in the write transaction of ``snapshot``;
-        returns how many were applied. The caller syncs and forgets the columns."""
+        from empty indexes, when ``rebuild``, and then every paired device's kept
+        records), in the write transaction of ``snapshot``; returns how many were
+        applied. The caller syncs and forgets the columns."""
         txn = snapshot.txn
         after = self._indexed(snapshot)
         if rebuild:
@@ -548,15 +577,27 @@ class Store:
             after = 0
         count = 0
         cursor = txn.cursor(db=self.dbs.ledger)
+        dirty: set[int] = set()
+        # A rebuild replays the paired devices' kept records among this ledger's own,
+        # each after the record it arrived after: the same documents, in the same order.
+        remote = iter(receive.arrived(snapshot) if rebuild else ())
+        pending = next(remote, None)
         if cursor.set_range(SEQ.pack(after + 1)):
-            dirty: set[int] = set()
             for key, line in cursor:
                 record = decode_record(bytes(line))
-                index.apply_payload(snapshot, record.seq, decode_payload(record), dirty)
+                while pending is not None and pending.seq <= record.seq:
+                    receive.replay(snapshot, pending, dirty)
+                    pending, count = next(remote, None), count + 1
+                payload = decode_payload(record)
+                index.apply_payload(snapshot, record.seq, payload, dirty)
+                effects(snapshot, payload, LOCAL)
                 txn.put(_INDEXED, bytes(key), db=self.dbs.meta)
                 count += 1
                 if progress is not None and count % 10_000 == 0:
                     progress(count)
+        while pending is not None:
+            receive.replay(snapshot, pending, dirty)
+            pending, count = next(remote, None), count + 1
         return count
 
     def _indexed(self, snapshot: Snapshot) -> int:
