@@ -514,6 +514,7 @@ COMMANDS: tuple[Command, ...] = (
         " device pairs it (a person only, both). `status` lists the devices, their heads,"
         " what is pending and anything refused; `remove DEVICE` stops trusting one."
         " See docs/sync.md.",
+        person=lambda a: a.action in ("invite", "join", "remove"),
     ),
     Command(
         "status",

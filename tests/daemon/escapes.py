@@ -38,6 +38,8 @@ ESCAPES: dict[str, str] = {
     "setsid -f": "setsid -f env -i {client} </dev/null >/dev/null 2>&1",
     "nohup … & then exit": "nohup env -i {client} </dev/null >/dev/null 2>&1 & exit 0",
     "double fork": "( env -i {client} </dev/null >/dev/null 2>&1 & ) ; exit 0",
+    # It connects only once its shell and the host are gone and it was reparented.
+    "a reparented orphan": "{{ sleep 1; exec env -i {client}; }} </dev/null >/dev/null 2>&1 & exit 0",
     "script (a pty)": "script -qec {quoted} /dev/null </dev/null",
 }
 DONE_TIMEOUT_S = 90.0

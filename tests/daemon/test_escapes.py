@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.reliability.examples import PersonData, person_setup
-from tests.reliability.test_agents import PERSON_ONLY, every_call
+from tests.reliability.test_agents import METHODS, PERSON_ONLY, every_call
 from tests.terminals import PtyShell
 
 from .conftest import Running, clean_env
@@ -38,6 +38,7 @@ OUTCOMES = {
     "setsid -f": ("allowed", "refused"),
     "nohup … & then exit": ("allowed", "refused"),
     "double fork": ("allowed", "refused"),
+    "a reparented orphan": ("allowed", "refused"),
     "script (a pty)": ("refused", "refused"),
 }
 REFUSALS = {"agent_restricted", "presence_required", "presence_denied", "invalid"}
@@ -137,12 +138,15 @@ def test_with_presence_on_every_person_only_action_is_refused(
         ["verify-ledger", "--reset-head"],
         ["compact"],
         ["passphrase", "remove"],
+        ["sync", "invite"],
+        ["sync", "remove", "hd" + "a" * 26],
         ["invalidate", data.rule_text, "--reason", "escaped", "--yes"],
     ]
     agent = [
         ("memory.remember", verified_write(f"agent, {escape}")),
         ("memory.purge", {"id": data.plain, "reason": "escaped"}),
         ("presence.prove", {"passphrase": PASSPHRASE}),
+        ("sync.invite", {}),
     ]
     work = daemon.root / "runs" / f"on-{list(ESCAPES).index(escape)}"
     run_escape(
@@ -156,9 +160,9 @@ def test_with_presence_on_every_person_only_action_is_refused(
         )
         if person_only or name in PRESENCE_CHANGES:
             assert reason(reply) in REFUSALS | {"conflict"}, (escape, name, params, reply)
-    for command, (status, shown) in zip(cli[:5], commands[:5], strict=True):
+    for command, (status, shown) in zip(cli[:-1], commands[:-1], strict=True):
         assert status == 3, (escape, command, shown)
-    assert f"refused {data.verified}: verified" in commands[5][1], commands[5]
+    assert f"refused {data.verified}: verified" in commands[-1][1], commands[-1]
     assert {r.get("reason") for r in by_agent} <= {"agent_restricted"}, by_agent
     untouched(daemon, data)
 
@@ -184,3 +188,8 @@ def test_the_table_in_security_md_is_this_one() -> None:
     rows = re.findall(r"^\| `([^`]+)` \| (\w+) \| (\w+) \|", text, re.M)
     table = {escape: (off, on) for escape, off, on in rows if escape in OUTCOMES}
     assert table == OUTCOMES
+
+
+def test_every_method_declared_for_a_person_alone_is_tried_by_each_escape() -> None:
+    declared = {name for name, method in METHODS.items() if method.person is not None}
+    assert declared <= {name for name, _flag in PERSON_ONLY} | PRESENCE_CHANGES

@@ -240,3 +240,33 @@ def test_the_state_ignores_an_unaccepted_tail_and_names_missing_records() -> Non
     assert not read_state(records, 3).on
     gap = read_state([records[0], records[2]], 3)
     assert gap.missing == (2,) and gap.damaged is not None  # seq 3 no longer links
+
+
+def test_pairing_and_removing_devices_need_presence(short_tmp: Path) -> None:
+    """Issue 21's person-only methods: sync.invite, .join and .remove ask for the proof."""
+    folder = short_tmp / "folder"
+    folder.mkdir()
+    (short_tmp / "policy.toml").write_text(
+        f'[presence]\nticket_minutes = 1\n[sync]\nfolder = "{folder}"\nwatch = false\n'
+    )
+    running = Running(short_tmp).start()
+    first, second = terminal(running), terminal(running)
+    device = "hd" + "a" * 26
+    try:
+        assert first.run(f"{HIKMAH} passphrase set", SET)[0] == 0
+        calls = [("sync.invite", {}), ("sync.join", {"code": "HKS1-AAAAA"}),
+                 ("sync.remove", {"device": device})]  # fmt: skip
+        for method, params in calls:  # a terminal without a ticket, no CLI to ask
+            shown = second.run(raw(method, **params))[1]
+            assert reason_of(shown) == "presence_required", (method, shown)
+        status, shown = second.run(f"{HIKMAH} sync invite", [("Hikmah passphrase: ", "")])
+        assert status == 3 and "nothing was done" in shown, shown
+        status, shown = second.run(f"{HIKMAH} sync invite", PROVE)
+        assert status == 0 and "<Hikmah passphrase:>" in shown and "HKS1-" in shown, shown
+        # The first terminal's ticket (from setting the passphrase) holds without a prompt.
+        status, shown = first.run(f"{HIKMAH} sync remove {device}")
+        assert status != 0 and "no paired device" in shown and "passphrase" not in shown, shown
+    finally:
+        first.close()
+        second.close()
+        running.stop()
