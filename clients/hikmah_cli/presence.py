@@ -4,7 +4,9 @@
 The daemon decides who may prove (never an agent, never a process without a
 terminal of its own) and binds a proof to this terminal and the shell that
 runs this command; this module only asks the person (:mod:`hikmah_cli.prompt`)
-and sends what they typed.
+and sends what they typed. What any client asks and when it asks again
+(:data:`PROMPT`, :func:`explain`, :func:`ask_again`) is defined here once:
+``hikmah browse`` asks in a dialog of its own with them.
 """
 
 from __future__ import annotations
@@ -19,6 +21,23 @@ from .client import RemoteError
 from .session import OK, REFUSED, USAGE, Exit, Session
 
 ATTEMPTS = 3
+PROMPT = "Hikmah passphrase: "
+
+
+def explain(purpose: str, state: dict[str, Any], terminal: str | None) -> str:
+    """What a proof is for, to show with the prompt (``state``: ``presence.status``)."""
+    minutes = state["ticket_minutes"]
+    return (
+        f"{purpose} Hikmah asks for your passphrase so that {terminal or 'this terminal'}, and"
+        f" the shell in it that ran this command, may take person-only actions for"
+        f" {minutes:g} minutes."
+    )
+
+
+def ask_again(refusal: RemoteError) -> bool:
+    """Whether a refused proof may be tried again: only a wrong passphrase (not a lock,
+    an agent, a process without a terminal)."""
+    return refusal.reason == "presence_denied" and "wrong passphrase" in str(refusal)
 
 
 def ensure(args: argparse.Namespace) -> None:
@@ -34,7 +53,7 @@ def ensure(args: argparse.Namespace) -> None:
         if not state["on"] or state["ticket"] is not None or not state["can_prove"]:
             return
         what = f"hikmah {args.command}"
-        _prove(session, state, "Hikmah passphrase: ", f"{what} is a person-only action.")
+        _prove(session, state, PROMPT, f"{what} is a person-only action.")
 
 
 def passphrase(args: argparse.Namespace) -> int:
@@ -84,7 +103,7 @@ def presence(args: argparse.Namespace) -> int:
             if not state["can_prove"]:
                 print(f"hikmah presence: {state['why_not']}", file=sys.stderr)
                 return REFUSED
-            _prove(session, state, "Hikmah passphrase: ", "Proving you are at this terminal.")
+            _prove(session, state, PROMPT, "Proving you are at this terminal.")
             state = session.call("presence.status", {})
         ticket = state["ticket"]
     until = time.strftime("%H:%M:%S", time.localtime(ticket["expires_at"] / 1000))
@@ -98,12 +117,7 @@ def _prove(session: Session, state: dict[str, Any], ask_with: str, purpose: str)
     Raises:
         Exit: no passphrase, or the wrong one every time.
     """
-    minutes = state["ticket_minutes"]
-    terminal = prompt.terminal_name() or "this terminal"
-    description = (
-        f"{purpose} Hikmah asks for your passphrase so that {terminal}, and the shell in it"
-        f" that ran this command, may take person-only actions for {minutes:g} minutes."
-    )
+    description = explain(purpose, state, prompt.terminal_name())
     last: RemoteError | None = None
     for attempt in range(ATTEMPTS):
         secret = _ask(ask_with, description)
@@ -112,7 +126,7 @@ def _prove(session: Session, state: dict[str, Any], ask_with: str, purpose: str)
             return
         except RemoteError as exc:
             last = exc
-            if exc.reason != "presence_denied" or "wrong passphrase" not in str(exc):
+            if not ask_again(exc):
                 break
             if attempt + 1 < ATTEMPTS:
                 print("Sorry, try again.", file=sys.stderr)
