@@ -41,7 +41,6 @@ OUTCOMES = {
     "a reparented orphan": ("allowed", "refused"),
     "script (a pty)": ("refused", "refused"),
 }
-REFUSALS = {"agent_restricted", "presence_required", "presence_denied", "invalid"}
 PRESENCE_CHANGES = {"presence.prove", "presence.set", "presence.change", "presence.remove"}
 
 
@@ -127,10 +126,13 @@ def test_with_presence_on_every_person_only_action_is_refused(
     person = persons["on"]
     daemon, data = person.daemon, person.data
     calls = [
-        *every_call(data),
+        *tried_by_an_escape(every_call(data)),
         ("presence.prove", {"passphrase": PASSPHRASE}),  # the right one, from no terminal
         ("presence.change", {"passphrase": "another long passphrase"}),
         ("presence.remove", {}),
+        # Last: the connection is an agent's from here on (every call after it would be
+        # refused as one, whatever presence says).
+        ("session.restrict", {"host": "", "session_id": ""}),
     ]
     cli = [
         ["remember", "--verified", "--kind", "constraint", f"cli, {escape}"],
@@ -154,17 +156,42 @@ def test_with_presence_on_every_person_only_action_is_refused(
     )
     raw, commands, by_agent = results(work, len(cli))
 
+    # Detection refuses what it sees (an agent); presence refuses what it does not.
+    detected = OUTCOMES[escape][0] == "refused"
+    expected = "agent_restricted" if detected else "presence_required"
     for (name, params), reply in zip(calls, raw, strict=True):
         person_only = any(
             name == method and (flag is None or params.get(flag)) for method, flag in PERSON_ONLY
         )
-        if person_only or name in PRESENCE_CHANGES:
-            assert reason(reply) in REFUSALS | {"conflict"}, (escape, name, params, reply)
+        if params.get("accept_tail") and params.get("reset_head"):
+            assert reason(reply) == "invalid", reply  # one or the other, never both
+        elif name == "presence.prove":
+            assert reason(reply) == ("agent_restricted" if detected else "presence_denied")
+        elif person_only or name in PRESENCE_CHANGES:
+            assert reason(reply) == expected, (escape, name, params, reply)
     for command, (status, shown) in zip(cli[:-1], commands[:-1], strict=True):
         assert status == 3, (escape, command, shown)
+        said = " ".join(shown.split())
+        if detected:
+            assert "agent" in said and "needs a person's presence" not in said, (escape, said)
+        else:  # refused for want of a proof (passphrase remove: it cannot even ask here)
+            presence = ("needs a person's presence", "no terminal of its own")
+            assert any(words in said for words in presence), (escape, command, said)
     assert f"refused {data.verified}: verified" in commands[-1][1], commands[-1]
     assert {r.get("reason") for r in by_agent} <= {"agent_restricted"}, by_agent
     untouched(daemon, data)
+
+
+def tried_by_an_escape(calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """Every call but ``session.restrict`` (sent last) and the unverified promotion (a
+    person's to make, presence or not: it would use up the proposal the next escape's
+    verified promotion must still find)."""
+    return [
+        (name, params)
+        for name, params in calls
+        if name != "session.restrict"
+        and not (name == "replay.promote" and not params.get("verified"))
+    ]
 
 
 def untouched(daemon: Running, data: PersonData) -> None:
