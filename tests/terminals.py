@@ -51,6 +51,18 @@ class PtyShell:
                 os.write(self.fd, reply.encode() + b"\n")
             out += self._read(deadline, command, out)
 
+    def set_passphrase(
+        self, passphrase: str, *, end: bool = True, hikmah: str = "hikmah --no-autostart"
+    ) -> None:
+        """Set presence's passphrase as a person does here (typed twice at the prompts);
+        with ``end``, then end the ticket the setting gave this terminal."""
+        answers = [("New passphrase: ", passphrase), ("Repeat the new passphrase: ", passphrase)]
+        status, shown = self.run(f"{hikmah} passphrase set", answers)
+        assert status == 0, shown
+        if end:
+            status, shown = self.run(f"{hikmah} presence --end")
+            assert status == 0, shown
+
     def _read(self, deadline: float, command: str, out: str) -> str:
         left = deadline - time.monotonic()
         if left <= 0:

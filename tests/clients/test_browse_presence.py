@@ -27,7 +27,6 @@ from tests.terminals import PtyShell
 
 REPO = Path(__file__).resolve().parents[2]
 PASSPHRASE = "correct-horse-battery"  # typed key by key: no spaces
-HIKMAH = "hikmah --no-autostart"
 
 # The person's session: cancel the prompt once, then a wrong passphrase, then the right one.
 SCRIPT = textwrap.dedent(
@@ -94,10 +93,7 @@ def shell(daemon: Running) -> Iterator[PtyShell]:
     env = clean_env(PATH=f"{bin_dir}:{os.environ['PATH']}", HIKMAH_SOCKET=str(daemon.socket))
     terminal = PtyShell(env, daemon.root)
     try:
-        answers = [("New passphrase: ", PASSPHRASE), ("Repeat the new passphrase: ", PASSPHRASE)]
-        status, shown = terminal.run(f"{HIKMAH} passphrase set", answers)
-        assert status == 0, shown
-        assert terminal.run(f"{HIKMAH} presence --end")[0] == 0
+        terminal.set_passphrase(PASSPHRASE)
         yield terminal
     finally:
         terminal.close()

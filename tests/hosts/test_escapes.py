@@ -52,9 +52,7 @@ def set_passphrase(person: Person) -> None:
     env = {**person.env, "PATH": f"{Path(sys.executable).parent}:{person.env['PATH']}"}
     shell = PtyShell(env, person.project)
     try:
-        answers = [("New passphrase: ", PASSPHRASE), ("Repeat the new passphrase: ", PASSPHRASE)]
-        status, shown = shell.run("hikmah passphrase set", answers)
-        assert status == 0, shown
+        shell.set_passphrase(PASSPHRASE, end=False, hikmah="hikmah")
     finally:
         shell.close()
 

@@ -46,9 +46,7 @@ def test_a_verified_write_from_neovim_asks_with_inputsecret(short_tmp: Path) -> 
                     XDG_CONFIG_HOME=str(short_tmp / "config"), XDG_DATA_HOME=str(short_tmp / "share"))  # fmt: skip
     shell = PtyShell(env, short_tmp)
     try:
-        answers = [("New passphrase: ", PASSPHRASE), ("Repeat the new passphrase: ", PASSPHRASE)]
-        assert shell.run("hikmah --no-autostart passphrase set", answers)[0] == 0
-        assert shell.run("hikmah --no-autostart presence --end")[0] == 0
+        shell.set_passphrase(PASSPHRASE)
         out = short_tmp / "out.json"
         driver = short_tmp / "driver.lua"
         for typed, name in ((PASSPHRASE, "right"), ("not it at all", "wrong")):

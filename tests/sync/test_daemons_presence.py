@@ -24,9 +24,7 @@ def set_passphrase(device: Device) -> None:
     )
     shell = PtyShell(env, device.running.root)
     try:
-        answers = [("New passphrase: ", PASSPHRASE), ("Repeat the new passphrase: ", PASSPHRASE)]
-        status, shown = shell.run("hikmah --no-autostart passphrase set", answers)
-        assert status == 0, shown
+        shell.set_passphrase(PASSPHRASE, end=False)
     finally:
         shell.close()
 
