@@ -22,7 +22,6 @@ import argparse
 import json
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -41,7 +40,7 @@ from tests.reliability.harness import (  # noqa: E402
     rss_kib,
     steady_fds,
 )
-from tests.reliability.soak import Recaller  # noqa: E402
+from tests.reliability.soak import Recaller, merged, start_abusers  # noqa: E402
 
 
 def pct(values: list[float], q: float) -> float:
@@ -72,15 +71,11 @@ def main() -> None:
             base_rss, base_fds = rss_kib(pid), steady_fds(pid)
             print(f"idle recall p50 {pct(idle, 0.5)} ms, p99 {pct(idle, 0.99)} ms;"
                   f" RSS {base_rss >> 10} MiB, {base_fds} fds", flush=True)  # fmt: skip
-            abusers = subprocess.Popen(
-                [sys.executable, "-m", "tests.reliability.abusers", str(daemon.socket),
-                 "--seconds", str(seconds), "--stallers", str(args.stallers),
-                 "--silent", str(args.silent), "--churners", str(args.churners),
-                 "--big", str(args.big)],
-                cwd=ROOT, stdout=subprocess.PIPE, text=True,
-            )  # fmt: skip
-            out: list[str] = []
-            reader = threading.Thread(target=lambda: out.append(abusers.communicate()[0]))
+            kinds = ["--stallers", str(args.stallers), "--silent", str(args.silent),
+                     "--churners", str(args.churners), "--big", str(args.big)]  # fmt: skip
+            abusers = start_abusers(daemon.socket, seconds, kinds)
+            out: list[dict[str, object]] = []
+            reader = threading.Thread(target=lambda: out.append(merged(abusers, seconds + 120)))
             reader.start()
             started = time.monotonic()
             loaded: list[float] = []
@@ -116,7 +111,7 @@ def main() -> None:
             "rss MiB base/peak/after": [base_rss >> 10, peak_rss >> 10, after_rss >> 10],
             "fds base/peak/after": [base_fds, peak_fds, after_fds],
             "fds back to baseline after s": round(settled, 1),
-            "abusers": json.loads(out[0]) if out and out[0] else None,
+            "abusers": out[0] if out else None,
             "over time": rows,
         }
     finally:

@@ -7,8 +7,13 @@ Two doors, one each way, so that what must apply to every request is written onc
 - every write goes through :meth:`Memory._write`, which refuses locally while the
   daemon says this is an agent session (the daemon refuses too: this only spares a
   round trip and says why up front) or while the person looks at the past, and is
-  the one place where a proof that a person is present (a passphrase, issue 18)
-  is to be asked for once the daemon asks for one.
+  the one place where a proof that a person is present is asked for: when the
+  daemon refuses a write with ``presence_required`` and would take a proof from
+  this process, the person is asked for the passphrase (the app's dialog), it is
+  proven with ``presence.prove`` over this connection, as the CLI does
+  (:mod:`hikmah_cli.presence`: the same prompt, and a wrong passphrase asked
+  again), and the write is sent again. The daemon binds the proof to this
+  terminal and the shell that started the browser.
 
 The rules themselves are the daemon's: a write it refuses raises
 :class:`~hikmah_cli.client.RemoteError` with its own words.
@@ -18,20 +23,29 @@ from __future__ import annotations
 
 import getpass
 import tomllib
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from hikmah.deadlines import format_ms as iso_utc
 from hikmah.trace import Trace
+from hikmah_cli import presence, prompt
 
 from . import wire
 from .query import Search
-from .rpc import Connection, Unavailable
+from .rpc import Connection, RemoteError, Unavailable
 
 T = TypeVar("T")
+# Asks the person for a passphrase: (prompt, what it is for, the refusal of the last
+# one or None) -> what they typed ("" when they gave none).
+AskPassphrase = Callable[[str, str, str | None], Awaitable[str]]
 
 
 class ReadOnly(Exception):
     """A write asked for in a session that may only read; the message says why."""
+
+
+class NotProven(Exception):
+    """A write needs a proof of presence that was not given; the message says why."""
 
 
 def person_source() -> str:
@@ -76,9 +90,15 @@ def correction_params(
 class Memory:
     """The daemon as the browser sees it, over the connection it is given."""
 
-    def __init__(self, connection: Connection | None, source: str | None = None) -> None:
+    def __init__(
+        self,
+        connection: Connection | None,
+        source: str | None = None,
+        ask: AskPassphrase | None = None,
+    ) -> None:
         self.connection = connection
         self.source = source or person_source()
+        self.ask = ask  # None: never asks (a write that needs a proof is refused)
         self.principal: wire.Principal | None = None
         self.as_of: int | str | None = None  # what the person travelled to (None: now)
         self.point: wire.Moment | None = None  # the record it names, as the daemon said
@@ -120,8 +140,41 @@ class Memory:
     async def _write(self, method: str, params: dict[str, Any], shape: type[T]) -> T:
         if self.read_only is not None:
             raise ReadOnly(self.read_only)
-        # A proof that a person is present (issue 18) joins the params here.
+        try:
+            return wire.decode(await self._call(method, params), shape)
+        except RemoteError as exc:
+            if exc.reason != "presence_required":
+                raise
+        await self._prove(f"{method} is a person-only action.")
         return wire.decode(await self._call(method, params), shape)
+
+    async def _prove(self, purpose: str) -> None:
+        """Ask for the passphrase and prove presence, up to
+        :data:`~hikmah_cli.presence.ATTEMPTS` times.
+
+        Raises:
+            NotProven: this process can never prove (why, in the daemon's words), or the
+                person gave no passphrase.
+            RemoteError: the daemon refused the proof (the wrong passphrase each time).
+        """
+        state = await self._call("presence.status", {})
+        if not state["can_prove"]:
+            raise NotProven(f"{purpose} {state['why_not']}")
+        if self.ask is None:
+            raise NotProven(f"{purpose} Nothing here can ask for the passphrase.")
+        description = presence.explain(purpose, state, prompt.terminal_name())
+        refused: str | None = None
+        for attempt in range(presence.ATTEMPTS):
+            secret = await self.ask(presence.PROMPT, description, refused)
+            if not secret:
+                raise NotProven("no passphrase given: nothing was done")
+            try:
+                await self._call("presence.prove", {"passphrase": secret})
+                return
+            except RemoteError as exc:
+                if not presence.ask_again(exc) or attempt + 1 == presence.ATTEMPTS:
+                    raise
+                refused = str(exc)
 
     async def travel(self, when: str) -> wire.Moment | None:
         """Read as of ``when`` from now on (a date, a time, ``-3d``, a ledger sequence

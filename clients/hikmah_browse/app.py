@@ -19,7 +19,7 @@ from hikmah.trace import Trace
 from hikmah_cli.render import when
 
 from . import dialogs, editor
-from .api import Memory, ReadOnly
+from .api import Memory, NotProven, ReadOnly
 from .base import View
 from .conflicts import ConflictsView
 from .focus import FocusView
@@ -65,7 +65,7 @@ class BrowseApp(App[int]):
         self.dialer = dialer
         self.clock = clock
         self.query_text = query
-        self.memory = Memory(None, source)
+        self.memory = Memory(None, source, ask=self._ask_passphrase)
         self.status: DaemonStatus | None = None
         self.recall_limit: int | None = None
         self.live = False
@@ -294,6 +294,11 @@ class BrowseApp(App[int]):
             return False
         return True
 
+    async def _ask_passphrase(self, prompt: str, description: str, refused: str | None) -> str:
+        """The passphrase, in a dialog (writes run in workers, which may wait for one)."""
+        answer = await self.push_screen_wait(dialogs.Passphrase(prompt, description, refused))
+        return answer or ""
+
     async def _attempt(self, what: str, write: Callable[[], Awaitable[Any]]) -> Any:
         """Run one write; a refusal is shown in the daemon's own words."""
         try:
@@ -303,7 +308,7 @@ class BrowseApp(App[int]):
             await self.push_screen_wait(
                 dialogs.Message(f"hikmahd refused: {what}{reason}", str(exc), error=True)
             )
-        except (ReadOnly, Unavailable) as exc:
+        except (ReadOnly, NotProven, Unavailable) as exc:
             await self.push_screen_wait(
                 dialogs.Message(f"Not written: {what}", str(exc), error=True)
             )

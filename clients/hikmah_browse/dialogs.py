@@ -181,6 +181,35 @@ class Purge(_Dialog[str]):
             self.dismiss(reason)
 
 
+class Passphrase(_Dialog[str]):
+    """The passphrase that proves a person is at this terminal: never shown, never kept
+    (the caller sends it to the daemon and forgets it)."""
+
+    def __init__(self, prompt: str, description: str, refused: str | None) -> None:
+        super().__init__()
+        self.prompt = prompt
+        self.description = description
+        self.refused = refused
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label("[b]Person presence[/]", classes="dialog-title")
+            if self.refused is not None:
+                yield Static(f"[b]Sorry, try again.[/] {escape(self.refused)}", id="refused")
+            yield Static(escape(self.description))
+            with Horizontal(classes="row"):
+                yield Label(escape(self.prompt), id="prompt", classes="field-label")
+                yield Input(password=True, id="passphrase", compact=True)
+            yield Label("[b]Enter[/] prove · [b]Escape[/] cancel", classes="dialog-keys")
+
+    def on_mount(self) -> None:
+        self.query_one("#passphrase", Input).focus()
+
+    @on(Input.Submitted)
+    def submitted(self) -> None:
+        self.dismiss(self.query_one("#passphrase", Input).value)
+
+
 class Travel(_Dialog[str]):
     """Where to look: a moment of the past, or now (empty)."""
 

@@ -109,6 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(words)
     command = BY_NAME[args.command]
     try:
+        if command.person is not None and command.person(args):
+            from . import presence  # noqa: PLC0415 -- only person-only commands prove
+
+            presence.ensure(args)
         if command.run is not None:
             return command.run(args)
         assert command.request is not None

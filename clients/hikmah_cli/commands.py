@@ -45,6 +45,13 @@ class Command(NamedTuple):
     run: Callable[[argparse.Namespace], int] | None = None
     description: str | None = None  # the help, unless it says more
     daemon: bool = True  # takes the global options (--socket, --json, ...)
+    # Whether these arguments ask for what only a person may do: presence is proven
+    # first when it is on (hikmah_cli.presence.ensure).
+    person: Callable[[argparse.Namespace], bool] | None = None
+
+
+def always(args: argparse.Namespace) -> bool:
+    return True
 
 
 def arg(*names: str, **options: Any) -> Arg:
@@ -237,6 +244,7 @@ COMMANDS: tuple[Command, ...] = (
         ),
         _remember,
         render.remembered,
+        person=lambda a: a.verified,
     ),
     Command(
         "recall",
@@ -368,6 +376,7 @@ COMMANDS: tuple[Command, ...] = (
         ),
         lambda a: ("replay.promote", {"id": a.id, "verified": a.verified, **_given(a, "source")}),
         render.remembered,
+        person=lambda a: a.verified,
     ),
     Command(
         "feedback",
@@ -405,6 +414,7 @@ COMMANDS: tuple[Command, ...] = (
         ),
         _invalidate,
         render.invalidated,
+        person=lambda a: not a.dry_run,
     ),
     Command(
         "verify",
@@ -417,6 +427,7 @@ COMMANDS: tuple[Command, ...] = (
         ),
         _verify_traces,
         render.vouched,
+        person=always,
         description="Verify every active, unverified trace whose provenance source is S (an"
         " import's is tool:<tool>, e.g. tool:mem0), optionally only in one scope or of some"
         " kinds: each is superseded by a verified copy that keeps its text, kind, claim,"
@@ -430,12 +441,14 @@ COMMANDS: tuple[Command, ...] = (
         (arg("--id", required=True), arg("--reason", required=True, help="kept in the tombstone")),
         lambda a: ("memory.purge", {"id": a.id, "reason": a.reason}),
         lambda r: f"purged {r['id']}\n  {r['note']}",
+        person=always,
     ),
     Command(
         "compact",
         "rewrite the ledger without the text of purged traces (a person only)",
         request=lambda a: ("ledger.compact", {}),
         show=render.compacted,
+        person=always,
     ),
     Command(
         "vault",
@@ -450,6 +463,7 @@ COMMANDS: tuple[Command, ...] = (
         ),
         lambda a: (f"vault.{a.action}", {}),
         {"vault.status": render.vault_status, "vault.rotate": render.rotated},
+        person=lambda a: a.action == "rotate",
     ),
     Command(
         "verify-ledger",
@@ -467,6 +481,7 @@ COMMANDS: tuple[Command, ...] = (
         ),
         _verify,
         render.verified,
+        person=lambda a: a.accept_tail or a.reset_head,
     ),
     Command(
         "policy",
@@ -499,12 +514,36 @@ COMMANDS: tuple[Command, ...] = (
         " device pairs it (a person only, both). `status` lists the devices, their heads,"
         " what is pending and anything refused; `remove DEVICE` stops trusting one."
         " See docs/sync.md.",
+        person=lambda a: a.action in ("invite", "join", "remove"),
     ),
     Command(
         "status",
         "the daemon, the store, the policy, the reminders",
         request=lambda a: ("daemon.status", {}),
         show=render.status,
+    ),
+    Command(
+        "passphrase",
+        "person presence: set, change or remove the passphrase person-only actions ask for",
+        (arg("action", choices=["set", "change", "remove"]),),
+        run=runners.passphrase,
+        description="Person presence is off until you set a passphrase. Then every action"
+        " only a person may take (verified writes and corrections, purge, compact, accepting"
+        " a ledger tail, resetting the head, vault rotation, verified promotion, imports of"
+        " verified traces, changing or removing the passphrase) asks for it, on this"
+        " terminal (or with pinentry in a desktop session), never from standard input. A"
+        " proof holds for the terminal and the shell that typed it for [presence]"
+        " ticket_minutes (5). Only the passphrase's Argon2id hash is kept, in the ledger;"
+        " each change is a ledger record. Forgot it? docs/security.md.",
+    ),
+    Command(
+        "presence",
+        "prove you are at this terminal now (asks for the passphrase), or --end the proof",
+        (arg("--end", action="store_true", help="drop this terminal's ticket now"),),
+        run=runners.presence,
+        description="Prove person presence for this terminal and the shell that runs this"
+        " command, as a person-only command would, and say until when it holds. With --end,"
+        " drop it at once (say before starting an agent in this shell).",
     ),
     Command(
         "setup",
@@ -621,6 +660,9 @@ COMMANDS: tuple[Command, ...] = (
         " holds are reported; --dry-run shows what would be written. Exit 0 when everything"
         " was imported, 3 when some lines or records were refused or the chain is broken,"
         " 2 when PATH cannot be read as what it should be.",
+        # Our own lines may be verified, a reference ledger's records purges; another
+        # tool's records are unverified.
+        person=lambda a: a.source is None,
     ),
     Command(
         "backup",

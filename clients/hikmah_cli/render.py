@@ -277,7 +277,56 @@ def status(result: dict[str, Any]) -> str:
     if result.get("principal"):
         principal = result["principal"]
         lines.append(f"  you are   agent session {principal['host']}:{principal['session_id']}")
+    if "presence" in result:
+        lines += presence(result["presence"])
     return "\n".join(lines)
+
+
+def presence(state: dict[str, Any]) -> list[str]:
+    """Person presence for ``hikmah status``: on or off, what changed it last, and every
+    sign that it was taken away behind the daemon's back."""
+    changed, indent = state.get("changed"), " " * 12
+    since = ""
+    if changed:
+        since = f" since {when(changed['at'])} ({changed['action']}, record {changed['seq']})"
+    notes: list[str] = []
+    if not state["on"]:
+        head = f"  presence  off{since}"
+        if changed and changed["action"] == "reset":
+            notes.append(
+                "RESET: the passphrase was reset with hikmahd --reset-passphrase; if you did"
+                " not do it, an agent may have: check what was verified or purged since"
+            )
+        notes.append(
+            "recommended: hikmah passphrase set, so that no agent can pass itself off as"
+            " you (docs/security.md, 'Person presence')"
+        )
+    else:
+        ticket = state.get("ticket")
+        head = f"  presence  on{since}"
+        notes.append(
+            f"your ticket: {ticket['terminal']} until {when(ticket['expires_at'])}"
+            if ticket
+            else "no ticket here: person-only commands ask for the passphrase"
+        )
+    if state.get("damaged"):
+        notes.append(
+            f"PRESENCE LOCKED: {state['damaged']}: no passphrase proves presence until a"
+            " person runs hikmahd --reset-passphrase; run hikmah verify-ledger"
+        )
+    if state.get("missing"):
+        seqs = ", ".join(str(seq) for seq in state["missing"])
+        notes.append(
+            f"LEDGER RECORDS MISSING (seq {seqs}): whatever they said, a passphrase among it,"
+            " was removed behind hikmahd's back; run hikmah verify-ledger"
+        )
+    failures = state.get("failures") or {}
+    if failures.get("count"):
+        notes.append(
+            f"{failures['count']} wrong passphrase(s) in a row, the last at"
+            f" {when(failures['last_at'])} (each is in hikmahd's log)"
+        )
+    return [clip(head, WIDTH), *(wrap(note, indent) for note in notes)]
 
 
 def capsule(result: dict[str, Any]) -> str:

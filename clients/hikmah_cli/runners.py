@@ -46,7 +46,24 @@ def setup(args: argparse.Namespace) -> int:
     print("\n".join(lines))
     if not args.remove:
         print(f"Restart {'Claude Code' if args.host == 'claude' else 'Codex'} to load them.")
+        print(
+            "Recommended: set a passphrase with `hikmah passphrase set` (if you have not):"
+            " an agent can then never pass itself off as you, even by leaving its session"
+            " (docs/security.md, 'Person presence')."
+        )
     return OK
+
+
+def passphrase(args: argparse.Namespace) -> int:
+    from . import presence  # noqa: PLC0415 -- a rare command; keep the hot path lean
+
+    return presence.passphrase(args)
+
+
+def presence(args: argparse.Namespace) -> int:
+    from . import presence as prove  # noqa: PLC0415 -- a rare command
+
+    return prove.presence(args)
 
 
 def writeback(args: argparse.Namespace) -> int:

@@ -14,6 +14,7 @@ from hikmah.store import MAX_MAP_SIZE
 from .backup import restore, summary
 from .daemon import Config, DaemonError, DataDirLock, run
 from .rebuild import rebuild_index
+from .recovery import reset_passphrase
 from .scheduling import wall_ms
 from .vaulting import vault_for
 
@@ -50,6 +51,13 @@ def parser() -> argparse.ArgumentParser:
         metavar="BACKUP",
         help="check the backup directory BACKUP (made by `hikmah backup`), then install it"
         " as the data directory, moving the current one aside; exit without serving",
+    )
+    instead.add_argument(
+        "--reset-passphrase",
+        action="store_true",
+        help="turn person presence off when its passphrase is forgotten (asks you to confirm"
+        " on the terminal; leaves a 'reset' record in the ledger that hikmah status"
+        " announces), then exit; the daemon must be stopped",
     )
     p.add_argument(
         "--max-store-mib",
@@ -90,6 +98,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.rebuild_index:
             with DataDirLock(config.data_dir):
                 rebuild_index(config.data_dir, vault=keys)
+            return 0
+        if args.reset_passphrase:
+            with DataDirLock(config.data_dir):
+                print(reset_passphrase(config.data_dir, wall_ms(), vault=keys))
             return 0
         if args.restore:
             with DataDirLock(config.data_dir):

@@ -7,6 +7,7 @@ import fcntl
 import logging
 import struct
 import termios
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -27,11 +28,20 @@ _ENCODER = msgspec.json.Encoder()
 
 
 class Connection:
-    def __init__(self, stream: trio.abc.Stream, context: Context, dispatcher: Dispatcher) -> None:
+    def __init__(
+        self,
+        stream: trio.abc.Stream,
+        context: Context,
+        dispatcher: Dispatcher,
+        identify: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        """``identify`` fills in who the peer is; it is awaited before the first request
+        is handled (a connection that never sends one costs no /proc walk)."""
         self.stream = stream
         self.context = context
         context.line = self
         self.dispatcher = dispatcher
+        self._identify = identify
         self._send_lock = trio.Lock()
         self._limiter = trio.CapacityLimiter(MAX_IN_FLIGHT)
         self._nursery: trio.Nursery | None = None
@@ -60,6 +70,9 @@ class Connection:
                         )
                         await self.send(response(None, error=error))
                         continue
+                    if self._identify is not None:
+                        await self._identify()
+                        self._identify = None
                     # A token per request, not per frame: equal frames may be in flight.
                     token = object()
                     await self._limiter.acquire_on_behalf_of(token)

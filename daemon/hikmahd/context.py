@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from hikmah.principal import AgentSession, declared_session, named_session
+from hikmah.principal import UNPROVEN_PERSON, AgentSession, declared_session, named_session
 
 from .events import Events
 from .peers import Peer
@@ -38,11 +38,28 @@ class Context:
     kept: dict[str, object] = field(default_factory=dict)
 
     @property
-    def session(self) -> AgentSession | None:
+    def agent(self) -> AgentSession | None:
         """The agent session behind this connection: detected from the peer's process
         tree (its id filled from the declaration when detection found none), else
         declared by the client itself; None for a person."""
         return named_session(self.peer.session, self.declared)
+
+    @property
+    def session(self) -> AgentSession | None:
+        """Who may not act as a person here, and why: the agent session; for a person
+        while presence is on and no ticket of their terminal holds,
+        :data:`~hikmah.principal.UNPROVEN_PERSON`; None for a present person.
+
+        This is what the dispatcher checks a person-only method against and what
+        handlers give the write rules, so presence holds on every path at once.
+        """
+        agent = self.agent
+        services = self.services
+        if agent is None and not services.tickets.present(
+            services.store.presence, self.peer.terminal, services.now_ms()
+        ):
+            return UNPROVEN_PERSON
+        return agent
 
     def unread(self) -> int:
         """Bytes of replies the peer has not read yet (0 without a connection)."""
@@ -56,6 +73,6 @@ class Context:
         if self.declared is None:
             self.declared = declared_session(host, session_id)
         self.services.restrictions.restrict(self.peer, self.declared)
-        session = self.session
+        session = self.agent
         assert session is not None
         return session

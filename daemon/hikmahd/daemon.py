@@ -8,20 +8,25 @@ itself), and serves every handler module's registry (:data:`REGISTRIES`).
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
+import resource
 import signal
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+import msgspec
 import trio
 
-from hikmah.errors import Forbidden
+from hikmah.errors import Forbidden, Unavailable
 from hikmah.policy import KernelPolicy
+from hikmah.principal import UNKNOWN_PRINCIPAL, AgentSession
 from hikmah.store import DEFAULT_MAP_SIZE, MAX_MAP_SIZE, Store
 
 from .capsules import Capsules
@@ -33,6 +38,7 @@ from .handlers import (
     learning,
     ledger,
     memory,
+    presence,
     promises,
     replay,
     service,
@@ -49,18 +55,20 @@ from .listen import (
     unlink_if_ours,
 )
 from .notify import DesktopNotifier
-from .peers import Restrictions, identify
+from .peers import Peer, Restrictions, credentials, examine
 from .policywatch import PolicyHolder
 from .reminders import Reminders
 from .replay import Replay
 from .rpc import Dispatcher, error_for, response
-from .scheduling import Offload, Recalls, in_thread, wall_ms
+from .scheduling import Offload, Recalls, in_thread, threads_of_their_own, wall_ms
 from .services import Services
 from .syncing import Syncing
+from .tickets import Tickets
 from .vaulting import Vault
 from .writer import Writer
 
 log = logging.getLogger(__name__)
+_ENCODER = msgspec.json.Encoder()
 # Every module of JSON-RPC methods the daemon serves.
 REGISTRIES = tuple(
     module.registry
@@ -73,6 +81,7 @@ REGISTRIES = tuple(
         promises,
         focus,
         vault,
+        presence,
         sync,
         service,
     )
@@ -81,6 +90,11 @@ REGISTRIES = tuple(
 # How long in-flight replies may take once a stop was asked for.
 STOP_GRACE_S = 2.0
 IDLE_SWEEP_S = 60.0
+# Connections one process may hold at once: a runaway client (or an agent opening
+# connections in a loop) cannot take every descriptor the daemon has.
+MAX_CONNECTIONS_PER_PROCESS = 64
+# Threads that walk /proc for new peers, apart from the shared pool (recalls, exports).
+IDENTIFY_THREADS = 4
 
 
 @dataclass(frozen=True)
@@ -144,6 +158,7 @@ class Daemon:
             capsules=self.capsules,
             policies=self.policies,
             restrictions=Restrictions(),
+            tickets=Tickets(),
             vault=vault,
             syncing=self.syncing,
             now_ms=now_ms,
@@ -153,6 +168,9 @@ class Daemon:
         )
         self.dispatcher = Dispatcher(*REGISTRIES, offload=offload)
         self.connections: set[Connection] = set()
+        self.per_process: Counter[int] = Counter()
+        self._capped: set[int] = set()
+        self._identify = threads_of_their_own(IDENTIFY_THREADS)
 
     def _policy_changed(self) -> None:
         self.reminders.set_lead(self.policy.reminders.lead_minutes)
@@ -242,30 +260,72 @@ class Daemon:
                         connections.start_soon(self._connection, stream)
 
     async def _connection(self, stream: trio.SocketStream) -> None:
+        """Serve one accepted connection. Its peer is identified in this task of its own,
+        in a worker thread, when its first request comes: the accept loop never waits
+        for /proc, and a connection that never asks for anything costs no walk."""
         async with stream:
             sock = stream.socket
             try:
-                peer = identify(sock)  # type: ignore[arg-type]
+                pid, uid, gid = credentials(sock)  # type: ignore[arg-type]
             except OSError as exc:
                 log.warning("cannot identify a peer: %s", exc)
                 return
-            if peer.uid != os.getuid():
-                log.warning("refused a connection from uid %d (pid %d)", peer.uid, peer.pid)
-                error = error_for(Forbidden("hikmahd serves only its own user"))
-                await Connection(stream, Context(self.services, peer), self.dispatcher).send(
-                    response(None, error=error)
-                )
+            if uid != os.getuid():
+                log.warning("refused a connection from uid %d (pid %d)", uid, pid)
+                await self._refuse(stream, Forbidden("hikmahd serves only its own user"))
                 return
-            # A process that restricted itself once stays restricted on every connection.
-            context = Context(self.services, peer, declared=self.services.restrictions.of(peer))
-            connection = Connection(stream, context, self.dispatcher)
-            self.connections.add(connection)
+            if self.per_process[pid] >= MAX_CONNECTIONS_PER_PROCESS:
+                if pid not in self._capped:  # once until its connections are gone
+                    self._capped.add(pid)
+                    log.warning(
+                        "pid %d holds %d connections: refusing more", pid, self.per_process[pid]
+                    )
+                busy = f"this process holds {MAX_CONNECTIONS_PER_PROCESS} connections to hikmahd"
+                await self._refuse(stream, Unavailable(f"{busy} already: close some, or reuse one"))
+                return
+            self.per_process[pid] += 1
             try:
-                await connection.serve()
-            except Exception:
-                log.exception("connection from pid %d failed", peer.pid)
+                await self._serve_peer(stream, pid, uid, gid)
             finally:
-                self.connections.discard(connection)
+                self._release(pid)
+
+    def _release(self, pid: int) -> None:
+        self.per_process[pid] -= 1
+        if self.per_process[pid] <= 0:
+            del self.per_process[pid]
+            self._capped.discard(pid)
+
+    async def _refuse(self, stream: trio.SocketStream, error: Exception) -> None:
+        """Send one error line (best effort: the peer may be gone) before closing."""
+        assert isinstance(error, Forbidden | Unavailable)
+        line = _ENCODER.encode(response(None, error=error_for(error))) + b"\n"
+        with (
+            trio.move_on_after(1.0),
+            contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError),
+        ):
+            await stream.send_all(line)
+
+    async def _serve_peer(self, stream: trio.SocketStream, pid: int, uid: int, gid: int) -> None:
+        # Unknown (so restricted) until identified, which happens before its first request.
+        context = Context(self.services, Peer(pid=pid, uid=uid, gid=gid, session=UNKNOWN_PRINCIPAL))
+
+        async def identify() -> None:
+            def walk() -> tuple[Peer, AgentSession | None]:
+                session, terminal = examine(pid)
+                peer = Peer(pid=pid, uid=uid, gid=gid, session=session, terminal=terminal)
+                return peer, self.services.restrictions.of(peer)
+
+            # A process that restricted itself once stays restricted on every connection.
+            context.peer, context.declared = await self._identify(walk)
+
+        connection = Connection(stream, context, self.dispatcher, identify)
+        self.connections.add(connection)
+        try:
+            await connection.serve()
+        except Exception:
+            log.exception("connection from pid %d failed", pid)
+        finally:
+            self.connections.discard(connection)
 
 
 class DataDirLock:
@@ -297,9 +357,22 @@ class DataDirLock:
             self._file.close()
 
 
+def raise_descriptor_limit() -> None:
+    """Allow as many open descriptors as the hard limit does: each connection holds one,
+    and a soft limit of 1,024 would refuse connections long before the per-process cap."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 1 << 20 if hard == resource.RLIM_INFINITY else hard
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+        except (ValueError, OSError) as exc:
+            log.warning("cannot raise the descriptor limit from %d: %s", soft, exc)
+
+
 def run(config: Config, vault: Vault | None) -> None:
     """Open the store (with the vault's keys when the policy enabled it: ``vault``) and
     serve until stopped."""
+    raise_descriptor_limit()
     with (
         DataDirLock(config.data_dir),
         Store(

@@ -12,6 +12,7 @@ from pathlib import Path
 import trio
 
 LISTEN_FDS_START = 3
+SOMAXCONN = Path("/proc/sys/net/core/somaxconn")
 
 
 class SocketError(Exception):
@@ -28,6 +29,7 @@ def inherited_socket(environ: dict[str, str] | None = None) -> socket.socket | N
     for name in ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"):
         os.environ.pop(name, None)  # not passed on to anything we start
     sock = socket.socket(fileno=LISTEN_FDS_START)
+    sock.listen(system_backlog())  # systemd's Backlog= may be shorter; listen() again raises it
     sock.setblocking(False)
     return sock
 
@@ -62,9 +64,18 @@ def bind_socket(path: Path) -> socket.socket:
         raise SocketError(f"cannot bind {path}: {exc.strerror}") from None
     finally:
         os.umask(old_umask)
-    sock.listen(128)
+    sock.listen(system_backlog())
     sock.setblocking(False)
     return sock
+
+
+def system_backlog() -> int:
+    """The longest queue of connections not yet accepted the system allows: a burst
+    of connections waits there instead of being refused with EAGAIN."""
+    try:
+        return max(int(SOMAXCONN.read_text()), socket.SOMAXCONN)
+    except (OSError, ValueError):
+        return socket.SOMAXCONN
 
 
 def unlink_if_ours(path: Path, inode: int) -> None:

@@ -1,25 +1,34 @@
-"""Who is on the other end of a connection: uid by SO_PEERCRED, agent session by /proc.
+"""Who is on the other end of a connection: uid by SO_PEERCRED, agent session and terminal
+by /proc.
 
 The client never says whether it runs inside a coding-agent session; the
-daemon reads the environment of the peer process and of its ancestors up to
-the session leader, so ``env -i hikmah remember --verified`` run from an
-agent's shell is still recognised by that shell's variables. A process that
-starts a session of its own (``setsid``) with a cleared environment is not:
-detection is a guard, not authentication (see docs/security.md).
+daemon reads the peer and every ancestor up to pid 1 (or the user's service
+manager): each one's environment for an agent's variables, and what each runs
+for an agent host itself (:func:`hikmah.principal.detect_agent_host`). So
+``exec env -i hikmah remember --verified`` or ``setsid env -i …`` run from an
+agent's shell still have the host above them. A process reparented away from
+its agent (``setsid -f``, ``nohup … &`` then exit, a double fork) has no agent
+above it: detection is a guard, not authentication, and person presence is
+what closes that (docs/security.md). For a person the walk also gives the
+:class:`Terminal` a proof of presence binds to.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from hikmah.principal import (
     UNKNOWN_PRINCIPAL,
     AgentSession,
+    Process,
+    detect_agent_host,
     detect_agent_session,
     merge_sessions,
 )
@@ -27,9 +36,11 @@ from hikmah.principal import (
 log = logging.getLogger(__name__)
 
 _UCRED = struct.Struct("3i")
-# An environment larger than this is not read further (the kernel allows far less).
+# An environment or command line larger than this is not read further (the kernel
+# allows far less).
 _MAX_ENVIRON = 4 << 20
 _MAX_ANCESTORS = 64
+_PTS_MAJORS = range(136, 144)
 
 _CONSEQUENCE = (
     "it is treated as an unknown agent session: its writes are stamped"
@@ -39,15 +50,51 @@ _CONSEQUENCE = (
 
 
 @dataclass(frozen=True)
+class Terminal:
+    """Where a person's process runs: the terminal, its session, and the shell that
+    started the process. A proof of presence holds for exactly this.
+
+    Attributes:
+        tty: The controlling terminal's device number.
+        session: The session id, and ``leader_start`` its leader's start time (so a
+            later session that reuses the id is another one).
+        shell: The parent's pid, and ``shell_start`` its start time: an agent the
+            shell started is a child of the shell, so its own children are not.
+    """
+
+    tty: int
+    session: int
+    leader_start: int
+    shell: int
+    shell_start: int
+
+    @property
+    def name(self) -> str:
+        """The terminal's device path, for messages (``/dev/pts/3``)."""
+        major, minor = (self.tty >> 8) & 0xFFF, (self.tty & 0xFF) | ((self.tty >> 12) & 0xFFF00)
+        if major in _PTS_MAJORS:
+            return f"/dev/pts/{(major - _PTS_MAJORS.start) * 256 + minor}"
+        return f"/dev/tty{minor}" if major == 4 else f"tty {major}:{minor}"
+
+
+@dataclass(frozen=True)
 class Peer:
     pid: int
     uid: int
     gid: int
     session: AgentSession | None
+    terminal: Terminal | None = None
 
 
 class _Hidden(Exception):
     """A part of the peer's process tree that cannot be read; the message says which."""
+
+
+class _Stat(NamedTuple):
+    ppid: int
+    session: int
+    tty: int
+    start: int
 
 
 def credentials(sock: socket.socket) -> tuple[int, int, int]:
@@ -58,108 +105,202 @@ def credentials(sock: socket.socket) -> tuple[int, int, int]:
 
 
 def identify(sock: socket.socket, proc: Path = Path("/proc")) -> Peer:
-    """The peer's credentials and, from its process tree, its agent session."""
+    """The peer's credentials and, from its process tree, its agent session or terminal.
+
+    Blocking (a walk over /proc): the daemon runs it off the event loop.
+    """
     pid, uid, gid = credentials(sock)
-    return Peer(pid=pid, uid=uid, gid=gid, session=agent_session(pid, proc))
+    session, terminal = examine(pid, proc)
+    return Peer(pid=pid, uid=uid, gid=gid, session=session, terminal=terminal)
 
 
 def agent_session(pid: int, proc: Path = Path("/proc")) -> AgentSession | None:
-    """The agent session of ``pid`` or of an ancestor up to its session leader.
+    """The agent session of ``pid`` or of an ancestor (see :func:`examine`)."""
+    return examine(pid, proc)[0]
 
-    Fails closed: a process whose environment or parent cannot be read may hide an
-    agent's variables (one unprivileged ``prctl`` makes a process non-dumpable), so
-    unless a nearer process was detected the peer is :data:`UNKNOWN_PRINCIPAL`,
-    never a person.
+
+def examine(pid: int, proc: Path = Path("/proc")) -> tuple[AgentSession | None, Terminal | None]:
+    """The agent session of ``pid`` or of any ancestor; for a person, their terminal.
+
+    Fails closed: a process of the peer's own session whose environment or parent
+    cannot be read may hide an agent's variables (one unprivileged ``prctl`` makes a
+    process non-dumpable), so unless a nearer process was detected the peer is
+    :data:`UNKNOWN_PRINCIPAL`, never a person. Above the session, a hidden process
+    whose parent is privileged (``sshd``'s session process, forked by root) is the
+    login's own machinery, and the walk goes on past it.
     """
+    walk = _Walk(pid, proc)
     found: list[AgentSession | None] = []
     try:
-        for environ in _environments(pid, proc):
+        for environ, process in walk:
             found.append(detect_agent_session(environ))
+            found.append(detect_agent_host(process))
     except _Hidden as hidden:
         detected = merge_sessions(found)
         if detected is not None:
-            return detected
+            return detected, None
         log.warning(
             "cannot tell whether peer pid %d is a person: %s; %s", pid, hidden, _CONSEQUENCE
         )
-        return UNKNOWN_PRINCIPAL
-    return merge_sessions(found)
+        return UNKNOWN_PRINCIPAL, None
+    detected = merge_sessions(found)
+    return detected, None if detected is not None else walk.terminal()
 
 
-def _environments(pid: int, proc: Path) -> Iterator[dict[str, str]]:
-    """The environment of the pid, then of each ancestor up to and including the session
-    leader (never pid 1).
+class _Walk:
+    """The peer and its ancestors, as (environment, process) of each one whose own
+    these are to read (a privileged ancestor's are not: it is no agent's)."""
 
-    Raises:
-        _Hidden: when an environment or a parent cannot be read, or the tree is deeper
-            than the walk goes.
-    """
-    current = pid
-    for _ in range(_MAX_ANCESTORS):
-        directory = proc / str(current)
-        yield _environ(directory, pid, proc)
-        parent, session = _stat(directory, pid, proc)
-        if current == session or parent <= 1:
-            return
-        current = parent
-    raise _Hidden(f"its process tree is more than {_MAX_ANCESTORS} processes deep")
+    def __init__(self, pid: int, proc: Path) -> None:
+        self.pid, self.proc = pid, proc
+        self.stats: dict[int, _Stat] = {}
+        self.own_uid, self.own_caps = os.getuid(), _capabilities(proc / "self" / "status")
+
+    def __iter__(self) -> Iterator[tuple[dict[str, str], Process]]:
+        current = self.pid
+        for _ in range(_MAX_ANCESTORS):
+            directory = f"{self.proc}/{current}"
+            stat = self._stat(directory)
+            self.stats[current] = stat
+            if not self._privileged(directory):
+                process = self._process(directory)
+                if _user_manager(process, stat):
+                    return  # the root of the user's own processes
+                try:
+                    environ = self._environ(directory)
+                except _Hidden:
+                    if not self._login_machinery(stat):
+                        raise
+                else:
+                    yield environ, process
+            if stat.ppid <= 1:
+                return
+            current = stat.ppid
+        raise _Hidden(f"its process tree is more than {_MAX_ANCESTORS} processes deep")
+
+    def terminal(self) -> Terminal | None:
+        """The peer's terminal, if it has one and is a descendant of its session leader
+        (an orphan reparented away from it has no shell to bind a proof to)."""
+        peer = self.stats.get(self.pid)
+        if peer is None or peer.tty == 0:
+            return None
+        leader, shell = self.stats.get(peer.session), self.stats.get(peer.ppid)
+        if leader is None or shell is None:
+            return None
+        return Terminal(peer.tty, peer.session, leader.start, peer.ppid, shell.start)
+
+    def _login_machinery(self, stat: _Stat) -> bool:
+        """Whether a hidden process is above the peer's session, forked by a privileged
+        parent that it dropped privileges from (it can hide nothing an agent set)."""
+        if stat.session == self.stats[self.pid].session or stat.ppid <= 1:
+            return False
+        try:
+            return self._privileged(f"{self.proc}/{stat.ppid}")
+        except _Hidden:
+            return False
+
+    def _privileged(self, directory: str) -> bool:
+        """Whether the process runs as another user, or with capabilities we lack."""
+        text = self._read(f"{directory}/status").decode("utf-8", "replace")
+        uids = _field(text, "Uid:")
+        if not uids:
+            raise _Hidden(f"{directory}/status is not a process status")
+        caps = _capabilities_of(text)
+        return any(int(uid) != self.own_uid for uid in uids) or bool(caps & ~self.own_caps)
+
+    def _stat(self, directory: str) -> _Stat:
+        """ppid, session, controlling terminal and start time from /proc/<pid>/stat."""
+        stat = _parse_stat(self._read(f"{directory}/stat").decode("utf-8", "replace"))
+        if stat is None:
+            raise _Hidden(f"{directory}/stat is not a process status")
+        return stat
+
+    def _process(self, directory: str) -> Process:
+        try:
+            exe: str | None = os.readlink(f"{directory}/exe")
+        except OSError:
+            exe = None  # a kernel thread, or hidden: its environment says which
+        raw = self._read(f"{directory}/cmdline")
+        name = self._read(f"{directory}/comm").decode("utf-8", "replace").rstrip("\n")
+        argv = tuple(part.decode("utf-8", "replace") for part in raw.split(b"\0")[:-1])
+        return Process(exe=exe, argv=argv, name=name)
+
+    def _read(self, path: str) -> bytes:
+        try:
+            with open(path, "rb", buffering=0) as file:
+                return file.read(_MAX_ENVIRON)
+        except OSError as exc:
+            raise self._unreadable(Path(path), exc) from None
+
+    def _environ(self, directory: str) -> dict[str, str]:
+        raw = self._read(f"{directory}/environ")
+        environ: dict[str, str] = {}
+        for entry in raw.split(b"\0"):
+            name, sep, value = entry.partition(b"=")
+            if sep and name:
+                environ[name.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
+        return environ
+
+    def _unreadable(self, path: Path, error: OSError) -> _Hidden:
+        """Say plainly why a file of the peer's process tree could not be read."""
+        if not (self.proc / "self").exists():
+            return _Hidden(
+                f"{self.proc} is not available to hikmahd (no {self.proc / 'self'}: not"
+                " mounted, or hidden in its mount namespace), so no peer's environment can"
+                " be read"
+            )
+        peer = path.parent.name == str(self.pid)
+        whose = "the peer itself" if peer else "an ancestor of the peer"
+        return _Hidden(
+            f"cannot read {path} ({error.strerror or error}), the process is {whose};"
+            " a non-dumpable process or another user's hides its environment, and it could"
+            " be an agent session's"
+        )
+
+
+def _parse_stat(text: str) -> _Stat | None:
+    # The command name (field 2) is in parentheses and may contain anything.
+    fields = text[text.rfind(")") + 2 :].split()
+    try:
+        return _Stat(int(fields[1]), int(fields[3]), int(fields[4]), int(fields[19]))
+    except (IndexError, ValueError):
+        return None
+
+
+def _field(status: str, name: str) -> list[str]:
+    for line in status.splitlines():
+        if line.startswith(name):
+            return line[len(name) :].split()
+    return []
+
+
+def _capabilities_of(status: str) -> int:
+    effective = _field(status, "CapEff:")
+    return int(effective[0], 16) if effective else 0
+
+
+def _capabilities(path: Path) -> int:
+    try:
+        return _capabilities_of(path.read_text())
+    except OSError:
+        return 0
+
+
+def _user_manager(process: Process, stat: _Stat) -> bool:
+    """Whether this is the user's service manager (``systemd --user``, started by pid 1):
+    everything of the user's descends from it, and nothing above it is theirs."""
+    exe = process.exe or ""
+    return stat.ppid == 1 and exe.rsplit("/", 1)[-1] == "systemd" and "--user" in process.argv
 
 
 def start_time(pid: int, proc: Path = Path("/proc")) -> int | None:
     """When the process started (clock ticks since boot): with the pid, it names one
     process for good, even after the pid is reused."""
     try:
-        text = (proc / str(pid) / "stat").read_text()
+        stat = _parse_stat((proc / str(pid) / "stat").read_text())
     except OSError:
         return None
-    fields = text[text.rfind(")") + 2 :].split()
-    try:
-        return int(fields[19])
-    except (IndexError, ValueError):
-        return None
-
-
-def _stat(directory: Path, peer: int, proc: Path) -> tuple[int, int]:
-    """(ppid, session id) from /proc/<pid>/stat."""
-    try:
-        text = (directory / "stat").read_text()
-    except OSError as exc:
-        raise _unreadable(directory / "stat", exc, peer, proc) from None
-    # The command name (field 2) is in parentheses and may contain anything.
-    fields = text[text.rfind(")") + 2 :].split()
-    try:
-        return int(fields[1]), int(fields[3])
-    except (IndexError, ValueError):
-        raise _Hidden(f"{directory / 'stat'} is not a process status") from None
-
-
-def _environ(directory: Path, peer: int, proc: Path) -> dict[str, str]:
-    try:
-        with (directory / "environ").open("rb") as file:
-            raw = file.read(_MAX_ENVIRON)
-    except OSError as exc:
-        raise _unreadable(directory / "environ", exc, peer, proc) from None
-    environ: dict[str, str] = {}
-    for entry in raw.split(b"\0"):
-        name, sep, value = entry.partition(b"=")
-        if sep and name:
-            environ[name.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
-    return environ
-
-
-def _unreadable(path: Path, error: OSError, peer: int, proc: Path) -> _Hidden:
-    """Say plainly why a file of the peer's process tree could not be read."""
-    if not (proc / "self").exists():
-        return _Hidden(
-            f"{proc} is not available to hikmahd (no {proc / 'self'}: not mounted, or"
-            " hidden in its mount namespace), so no peer's environment can be read"
-        )
-    whose = "the peer itself" if path.parent.name == str(peer) else "an ancestor of the peer"
-    return _Hidden(
-        f"cannot read {path} ({error.strerror or error}), the process is {whose};"
-        " a non-dumpable process or another user's hides its environment, and it could"
-        " be an agent session's"
-    )
+    return None if stat is None else stat.start
 
 
 class Restrictions:

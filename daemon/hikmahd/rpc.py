@@ -8,9 +8,11 @@ fields (:meth:`Params.check`).
 
 What a method needs is declared where it is registered, and enforced here
 alone: a method a person alone may call names the action an agent session
-is refused (``person=``), and a method whose handler blocks (a long read, a
-file) is registered with :meth:`Registry.blocking` and runs off the event
-loop through the daemon's one offload hook.
+is refused (``person=``), and so is a person who has not proven presence
+while it is on (the caller's ``session`` says which, see
+:attr:`hikmahd.context.Context.session`); a method whose handler blocks (a
+long read, a file) is registered with :meth:`Registry.blocking` and runs off
+the event loop through the daemon's one offload hook.
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ APPLICATION_CODES = {
     "ledger": -32009,
     "forbidden": -32010,
     "unavailable": -32011,
+    "presence_required": -32012,
+    "presence_denied": -32013,
 }
 
 JSON = Any

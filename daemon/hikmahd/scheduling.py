@@ -61,6 +61,17 @@ async def in_thread(call: Callable[[], T]) -> T:
     return await trio.to_thread.run_sync(call)
 
 
+def threads_of_their_own(count: int) -> Offload:
+    """An offload with ``count`` worker threads of its own, so that what it runs (a
+    flood of peers to identify) never queues ahead of the shared pool's work."""
+    limiter = trio.CapacityLimiter(count)
+
+    async def offload(call: Callable[[], T]) -> T:
+        return await trio.to_thread.run_sync(call, limiter=limiter)
+
+    return offload
+
+
 class Asker(Protocol):
     """Who asks for a recall: one connection, which knows how much of its replies the
     peer has not read yet."""

@@ -17,6 +17,7 @@ from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
 from hikmah.ledger import Head
 from hikmah.policy import KernelPolicy
+from hikmah.presence import PresenceState
 from hikmah.snapshot import Snapshot
 
 from .capsules import Capsules
@@ -26,6 +27,7 @@ from .policywatch import PolicyHolder
 from .reminders import Reminders
 from .scheduling import Offload, Recalls
 from .syncing import Syncing
+from .tickets import Tickets
 from .vaulting import Vault
 from .writer import Writer
 
@@ -48,6 +50,9 @@ class Reads(Protocol):
     @property
     def vault_id(self) -> str | None: ...
 
+    @property
+    def presence(self) -> PresenceState: ...
+
     def snapshot(self) -> AbstractContextManager[Snapshot]: ...
 
     def read(
@@ -67,6 +72,7 @@ class Services:
     capsules: Capsules
     policies: PolicyHolder
     restrictions: Restrictions
+    tickets: Tickets
     vault: Vault | None
     syncing: Syncing
     now_ms: Callable[[], int]

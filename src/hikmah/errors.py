@@ -59,6 +59,19 @@ class AgentRestricted(HikmahError):
     reason = "agent_restricted"
 
 
+class PresenceRequired(HikmahError):
+    """Person presence is on, and the caller holds no proof of it for this action."""
+
+    reason = "presence_required"
+
+
+class PresenceDenied(HikmahError):
+    """A proof of presence was refused: a wrong passphrase, too many attempts, or a caller
+    that cannot prove (no terminal of its own)."""
+
+    reason = "presence_denied"
+
+
 class Forbidden(HikmahError):
     """The peer is another user: the daemon serves only its own."""
 
@@ -110,6 +123,8 @@ REASONS: dict[str, Category] = {
     "secret_detected": "refused",
     "provenance": "refused",
     "agent_restricted": "refused",
+    "presence_required": "refused",
+    "presence_denied": "refused",
     "forbidden": "refused",
     "policy": "refused",
     "conflict": "refused",

@@ -163,7 +163,8 @@ def _apply_traces(
         _remember(snapshot, _Arrival(payload, at, plain, seq), dirty)
     elif isinstance(payload, TracePayload):
         _fact(snapshot, seq, payload, dirty, at)
-    # A compaction's last record and the roster's records change no trace.
+    # A compaction's last record, the roster's and presence's records change no trace
+    # (presence is the store's own state: hikmah.presence).
 
 
 def _remember(snapshot: Snapshot, arrival: _Arrival, dirty: set[int]) -> None:

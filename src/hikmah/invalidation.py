@@ -14,7 +14,7 @@ from typing import NamedTuple
 import msgspec
 
 from hikmah.errors import InvalidInput
-from hikmah.principal import AgentSession
+from hikmah.principal import UNPROVEN_PERSON, AgentSession
 from hikmah.trace import Draft, Trace, normalize_tag
 
 STALE_CONFIDENCE_FACTOR = 0.5
@@ -83,15 +83,21 @@ def invalidation_plan(
     found: Iterable[Trace], *, session: AgentSession | None, reason: str, stale: bool
 ) -> InvalidationPlan:
     """What invalidating ``found`` writes. A person's corrections are verified; an agent
-    session's are not, so it leaves the verified traces alone (a person retires those).
+    session's are not, so it leaves the verified traces alone (a person retires those),
+    and so are those of a person who has not proven presence while it is on.
 
     Raises:
         InvalidInput: a trace is chosen and ``reason`` is empty.
     """
     chosen, refused = [], []
+    why = (
+        "verified: invalidating it needs a person's presence (run hikmah presence first)"
+        if session == UNPROVEN_PERSON
+        else "verified: only a person can invalidate it"
+    )
     for trace in found:
         if session is not None and trace.provenance.verified:
-            refused.append(Refused(trace.id, "verified: only a person can invalidate it"))
+            refused.append(Refused(trace.id, why))
         else:
             chosen.append(trace)
     drafts = [

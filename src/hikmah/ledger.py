@@ -337,6 +337,11 @@ def summarise(record: Record) -> Summary:
             trace_id=_text(payload.get("id")),
             preview=_text(payload.get("reason")),
         )
+    if kind == "presence":
+        # Turning the passphrase off is what a forged tail would most want accepted.
+        action = payload.get("action")
+        shown = f"person presence: {action}" if isinstance(action, str) else None
+        return Summary(seq=record.seq, event="presence", preview=_text(shown))
     # fulfill, and types this version does not know: the event name and the id are all
     # a person needs to decide.
     return Summary(seq=record.seq, event=preview(kind), trace_id=_text(payload.get("id")))

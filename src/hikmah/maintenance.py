@@ -130,6 +130,7 @@ def compact(store: Store, now_ms: int) -> Compacted:
         store.set_head(old_head, pending=new_head)  # pending: see hikmah.store
     store.sync()
     store.set_head(new_head)
+    store.presence = store.read_presence()  # its records moved to new seqs
     store.columns.forget()
     store.drop_free_pages()
     return Compacted(old_head=old_head, head=new_head, records=len(bodies), redacted=redacted)

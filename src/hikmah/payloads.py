@@ -68,6 +68,19 @@ class PinPayload(msgspec.Struct, frozen=True, tag_field="type", tag="pin"):
     at: int | None = None  # when it was written (epoch ms); None in records before times
 
 
+class PresencePayload(msgspec.Struct, frozen=True, tag_field="type", tag="presence"):
+    """Person presence turned on (``set``), its passphrase changed, or turned off
+    (``remove``, or ``reset`` by ``hikmahd --reset-passphrase`` for a forgotten one).
+
+    ``hash`` is the passphrase's Argon2id hash in force from this record on (None:
+    presence is off); the passphrase itself is never written.
+    """
+
+    action: Literal["set", "change", "remove", "reset"]
+    hash: str | None
+    at: int
+
+
 class RedactedPayload(msgspec.Struct, frozen=True, tag_field="type", tag="redacted"):
     """What compaction leaves of a purged trace's remember record: no text at all."""
 
@@ -117,6 +130,7 @@ Payload = (
     | PurgePayload
     | FeedbackPayload
     | PinPayload
+    | PresencePayload
     | DeviceAddedPayload
     | DeviceRemovedPayload
 )

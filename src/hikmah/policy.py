@@ -136,6 +136,20 @@ class VaultPolicy(_Section, frozen=True):
     ] = False
 
 
+class PresencePolicy(_Section, frozen=True):
+    """Person presence (on once a person sets a passphrase): how long a proof lasts."""
+
+    ticket_minutes: Annotated[
+        float,
+        msgspec.Meta(
+            gt=0.0,
+            le=60.0,
+            description="minutes a proof of presence holds for the terminal and shell that"
+            " typed the passphrase",
+        ),
+    ] = 5.0
+
+
 class SyncPolicy(_Section, frozen=True):
     """Sync through a folder a file-sync engine keeps equal on every machine (docs/sync.md)."""
 
@@ -184,6 +198,7 @@ class KernelPolicy(_Section, frozen=True):
     focus: FocusPolicy = FocusPolicy()
     replay: ReplayPolicy = ReplayPolicy()
     vault: VaultPolicy = VaultPolicy()
+    presence: PresencePolicy = PresencePolicy()
     sync: SyncPolicy = SyncPolicy()
 
     def __post_init__(self) -> None:

@@ -1,16 +1,18 @@
 """Detection of coding-agent sessions, and the rules that follow from one.
 
-The daemon reads the environment of the connecting peer and of its ancestors
-(from ``/proc``) and hands each one to :func:`detect_agent_session`; this
-module does no I/O. Inside a detected session writes are stamped with an
+The daemon reads the connecting peer and every ancestor (from ``/proc``) and
+hands each one's environment to :func:`detect_agent_session` and what it runs
+(executable, command line, name) to :func:`detect_agent_host`; this module
+does no I/O. Inside a detected session writes are stamped with an
 ``agent-session:<host>:<id>`` locator and operations that need a person
 (``remember --verified``, ``verify-ledger --accept-tail``/``--reset-head``,
-purge) are refused with a message that tells a person what to do instead.
+purge, ...) are refused with a message that tells a person what to do instead.
 
-Detection reads environment variables: it keeps an agent from verifying its
-own memory by default, but it is not authentication. A process that clears
-those variables is not detected. A peer whose process tree cannot be read is
-:data:`UNKNOWN_PRINCIPAL`, restricted like a detected session.
+Detection keeps an agent from verifying its own memory by default, but it is
+not authentication: a process reparented away from its agent (``setsid -f``,
+a double fork) has no agent above it. A peer whose process tree cannot be
+read is :data:`UNKNOWN_PRINCIPAL`, restricted like a detected session. What
+detection cannot give, person presence can (:data:`UNPROVEN_PERSON`).
 """
 
 from __future__ import annotations
@@ -20,20 +22,24 @@ from collections.abc import Iterable, Mapping
 
 import msgspec
 
-from hikmah.errors import AgentRestricted
+from hikmah.errors import AgentRestricted, PresenceRequired
 from hikmah.secrets import find_secret
 
 __all__ = [
     "AGENT_LOCATOR_PREFIX",
     "UNKNOWN_PRINCIPAL",
+    "UNPROVEN_PERSON",
     "USER_CONFIGURATION",
     "AgentSession",
+    "Process",
     "declared_session",
+    "detect_agent_host",
     "detect_agent_session",
     "host_of_client",
     "is_agent_locator",
     "merge_sessions",
     "named_session",
+    "presence_message",
     "refuse_in_agent_session",
     "restriction_message",
     "stamp_locator",
@@ -71,22 +77,41 @@ USER_CONFIGURATION: frozenset[str] = frozenset(
 
 
 class _Host(msgspec.Struct, frozen=True):
-    """One agent host: how its variables are recognised, where its session id lives, and
-    the ``clientInfo.name`` its MCP client introduces itself with (docs/agents.md)."""
+    """One agent host: how its variables are recognised, where its session id lives, the
+    ``clientInfo.name`` its MCP client introduces itself with (docs/agents.md), and how
+    its own process looks (docs/security.md, "Agent hosts by their process")."""
 
     name: str
     exact: tuple[str, ...]
     prefixes: tuple[str, ...]
     id_variables: tuple[str, ...]
     client_names: tuple[str, ...] = ()
+    # Names the host's process goes by: its executable, its argv[0], its process name,
+    # or the script an interpreter runs (without .js, .cjs, .mjs, .exe).
+    programs: tuple[str, ...] = ()
+    # Where its files are installed: part of the executable's or the script's path.
+    paths: tuple[str, ...] = ()
 
     def owns(self, variable: str) -> bool:
         """Whether ``variable`` is one this host sets."""
         return variable in self.exact or variable.startswith(self.prefixes)
 
+    def runs(self, names: set[str], paths: list[str]) -> bool:
+        """Whether a process with these names and paths is this host."""
+        return bool(names.intersection(self.programs)) or any(
+            fragment in path for path in paths for fragment in self.paths
+        )
+
 
 # Order matters: when several hosts are detected the first one names the session
 # (an agent launched from inside another host's terminal inherits both sets).
+# The processes are what the packages really run (checked on the npm registry's
+# packages, docs/security.md): Claude Code's native binary (bin/claude.exe of the npm
+# package, ~/.local/share/claude/versions/<v> of the native installer; it names
+# itself claude) and, before it, `node .../@anthropic-ai/claude-code/cli.js`; Codex's
+# `node .../@openai/codex/bin/codex.js` wrapper and the native `codex` it starts;
+# Cursor's agent, a bundled `node .../cursor-agent/versions/<v>/index.js`; Gemini
+# CLI's `node .../@google/gemini-cli/bundle/gemini.js`, which starts itself again.
 _HOSTS: tuple[_Host, ...] = (
     _Host(
         "claude-code",
@@ -94,12 +119,45 @@ _HOSTS: tuple[_Host, ...] = (
         ("CLAUDE_CODE_",),
         ("CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_REMOTE_SESSION_ID"),
         ("claude-code",),
+        programs=("claude",),
+        paths=("/@anthropic-ai/claude-code/", "/claude/versions/", "/.claude/local/"),
     ),
-    _Host("codex", (), ("CODEX_",), ("CODEX_SESSION_ID", "CODEX_THREAD_ID"), ("codex-mcp-client",)),
-    _Host("cursor", (), ("CURSOR_",), ("CURSOR_SESSION_ID", "CURSOR_TRACE_ID")),
-    _Host("gemini-cli", ("GEMINI_CLI",), (), ()),
+    _Host(
+        "codex",
+        (),
+        ("CODEX_",),
+        ("CODEX_SESSION_ID", "CODEX_THREAD_ID"),
+        ("codex-mcp-client",),
+        programs=("codex",),
+        paths=("/@openai/codex/", "/@openai/codex-"),
+    ),
+    _Host(
+        "cursor",
+        (),
+        ("CURSOR_",),
+        ("CURSOR_SESSION_ID", "CURSOR_TRACE_ID"),
+        programs=("cursor-agent",),
+        paths=("/cursor-agent/",),
+    ),
+    _Host(
+        "gemini-cli",
+        ("GEMINI_CLI",),
+        (),
+        (),
+        programs=("gemini",),
+        paths=("/@google/gemini-cli/",),
+    ),
     _Host("ai-agent", ("AI_AGENT",), (), ()),
 )
+# What every counted variable starts with: most of an environment is skipped at once.
+_ANY_VARIABLE = tuple(start for host in _HOSTS for start in (*host.exact, *host.prefixes))
+# Programs that run a script named by their first argument that is not an option.
+_INTERPRETERS = frozenset({"node", "nodejs", "bun", "deno"})
+# Their options that take the next argument as a value; and those after which no
+# script follows (the code is on the command line).
+_VALUED_OPTIONS = frozenset({"-r", "--require", "--import", "--loader", "--experimental-loader"})
+_CODE_OPTIONS = frozenset({"-e", "--eval", "-p", "--print"})
+_SUFFIXES = (".js", ".cjs", ".mjs", ".exe")
 
 # The id goes verbatim into a locator, so it must not carry separators (";",
 # ":"), whitespace or control characters. The explicit ASCII class keeps
@@ -115,23 +173,41 @@ _AGENT_ADVICE = (
 _CHECK_COMMAND = "env | grep -E '^(CLAUDECODE|CLAUDE_CODE_|CODEX_|CURSOR_|GEMINI_CLI|AI_AGENT)'"
 
 
-class AgentSession(msgspec.Struct, frozen=True, kw_only=True):
+class AgentSession(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """A detected coding-agent session.
 
     Attributes:
         host: ``claude-code``, ``codex``, ``cursor``, ``gemini-cli`` or ``ai-agent``.
         session_id: The host's session id, or ``"unknown"``.
         variables: Sorted names (never values) of every detected variable.
+        processes: The host processes recognised above the peer (their executable,
+            or the script their interpreter runs), nearest first.
     """
 
     host: str
     session_id: str
     variables: tuple[str, ...]
+    processes: tuple[str, ...] = ()
 
 
 # Whoever sent a request whose process tree could not be read (no /proc, a hidden
 # environment): it could be an agent, so it is restricted like one, never a person.
 UNKNOWN_PRINCIPAL = AgentSession(host=UNKNOWN_SESSION, session_id=UNKNOWN_SESSION, variables=())
+
+# A person, as far as detection can tell, while person presence is on and no proof of
+# theirs holds for this connection (docs/security.md, "Person presence"). It may do
+# all a person does but what only a present person may: those are refused with
+# ``presence_required``; its writes are not stamped, since it is no detected agent.
+UNPROVEN_PERSON = AgentSession(host="person", session_id="unproven", variables=())
+
+
+class Process(msgspec.Struct, frozen=True, kw_only=True):
+    """What one process runs, as /proc says: ``exe`` (the executable, resolved by the
+    kernel), ``argv`` (its command line) and ``name`` (its process name, ``comm``)."""
+
+    exe: str | None
+    argv: tuple[str, ...]
+    name: str
 
 
 def _counts(name: str, value: str) -> bool:
@@ -173,7 +249,7 @@ def detect_agent_session(environ: Mapping[str, str]) -> AgentSession | None:
     detected: list[str] = []
     rank = len(_HOSTS)
     for name, value in environ.items():
-        if not _counts(name, value):
+        if not name.startswith(_ANY_VARIABLE) or not _counts(name, value):
             continue
         for index, host in enumerate(_HOSTS):
             if host.owns(name):
@@ -190,6 +266,52 @@ def detect_agent_session(environ: Mapping[str, str]) -> AgentSession | None:
     )
 
 
+def detect_agent_host(process: Process) -> AgentSession | None:
+    """Detect an agent host by what its process runs.
+
+    Returns:
+        The session of the host it is (its id unknown: a host keeps it in what it
+        passes its children), naming the executable or script that gave it away;
+        ``None`` when it is no known host.
+    """
+    script = _script(process)
+    names = {_program(path) for path in (process.exe, *process.argv[:1], script) if path}
+    names.add(process.name)
+    paths = [path for path in (process.exe, script) if path]
+    for host in _HOSTS:
+        if host.runs(names, paths):
+            shown = script or process.exe or process.name
+            return AgentSession(
+                host=host.name, session_id=UNKNOWN_SESSION, variables=(), processes=(shown,)
+            )
+    return None
+
+
+def _program(path: str) -> str:
+    """The program a path names: its last part, without a script's or binary's suffix."""
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    for suffix in _SUFFIXES:
+        name = name.removesuffix(suffix)
+    return name
+
+
+def _script(process: Process) -> str | None:
+    """The script an interpreter (node, bun, deno) runs, if the process is one."""
+    if process.exe is None or _program(process.exe) not in _INTERPRETERS:
+        return None
+    arguments = iter(process.argv[1:])
+    for argument in arguments:
+        if argument in _CODE_OPTIONS:
+            return None
+        if argument in _VALUED_OPTIONS:
+            next(arguments, None)
+        elif argument == "run" and _program(process.exe) == "bun":
+            continue
+        elif not argument.startswith("-"):
+            return argument
+    return None
+
+
 def host_of_client(client_name: str | None) -> str | None:
     """The host whose MCP client introduces itself as ``client_name``, if it is a known one."""
     for host in _HOSTS:
@@ -201,24 +323,26 @@ def host_of_client(client_name: str | None) -> str | None:
 def merge_sessions(found: Iterable[AgentSession | None]) -> AgentSession | None:
     """Combine detections from a process and its ancestors, nearest first.
 
-    The nearest detection names the host and session id; the variable names of
-    all detections are unioned so a refusal shows everything a person must unset.
+    The nearest detection names the host, and the nearest known session id of that
+    host is its id (a host found by its process has none of its own); the variable
+    names of all detections are unioned so a refusal shows everything a person must
+    unset, and the host processes are kept, nearest first.
 
     Returns:
         The merged session, or ``None`` when nothing was detected.
     """
-    first: AgentSession | None = None
-    names: set[str] = set()
-    for session in found:
-        if session is None:
-            continue
-        if first is None:
-            first = session
-        names.update(session.variables)
-    if first is None:
+    sessions = [session for session in found if session is not None]
+    if not sessions:
         return None
+    first = sessions[0]
+    ids = (s.session_id for s in sessions if s.host == first.host)
+    names = {name for session in sessions for name in session.variables}
+    processes = dict.fromkeys(p for session in sessions for p in session.processes)
     return AgentSession(
-        host=first.host, session_id=first.session_id, variables=tuple(sorted(names))
+        host=first.host,
+        session_id=next((i for i in ids if i != UNKNOWN_SESSION), UNKNOWN_SESSION),
+        variables=tuple(sorted(names)),
+        processes=tuple(processes),
     )
 
 
@@ -272,9 +396,9 @@ def stamp_locator(session: AgentSession | None, locator: str | None) -> str | No
     Returns:
         ``agent-session:<host>:<id>``, followed by ``"; "`` and the caller's
         locator when one is given (empty or blank counts as none); the caller's
-        locator unchanged when there is no session.
+        locator unchanged when there is no session (or an unproven person).
     """
-    if session is None:
+    if session is None or session == UNPROVEN_PERSON:
         return locator
     stamp = f"{AGENT_LOCATOR_PREFIX}{session.host}:{session.session_id}"
     if locator is None or not locator.strip():
@@ -300,11 +424,15 @@ def restriction_message(session: AgentSession, action: str) -> str:
     """
     if session == UNKNOWN_PRINCIPAL:
         return _unknown_message(action)
+    if session == UNPROVEN_PERSON:
+        return presence_message(action)
     shown = [_display(name) for name in session.variables[:_MAX_NAMED]]
     rest = len(session.variables) - len(shown)
     named = ", ".join(shown) or "none recorded"
     if rest:
         named += f" and {rest} more"
+    if not session.variables and session.processes:
+        return _process_message(session, action)
     return (
         f"Refused: {action} needs a person, and this request comes from a detected "
         f"{session.host} agent session (variables: {named}). "
@@ -313,6 +441,28 @@ def restriction_message(session: AgentSession, action: str) -> str:
         "terminal or your own shell profile can set them. Check with "
         f"{_CHECK_COMMAND}. If a variable you set yourself is a documented setting "
         "of your agent tool, please open an issue so it stops counting. " + _AGENT_ADVICE
+    )
+
+
+def _process_message(session: AgentSession, action: str) -> str:
+    shown = ", ".join(_display(p) for p in session.processes[:2])
+    return (
+        f"Refused: {action} needs a person, and this request comes from a process started"
+        f" by the {session.host} agent host ({shown} is one of its parents). If you are a"
+        " person, run the command from a terminal that was not started from inside an"
+        " agent (not its shell escape, nor a terminal an agent or an IDE running one"
+        " opened), such as a plain system terminal. " + _AGENT_ADVICE
+    )
+
+
+def presence_message(action: str) -> str:
+    """The refusal of a person-only action to a person who has not proven presence."""
+    return (
+        f"Refused: {action} needs a person's presence: a passphrase is set, and no proof"
+        " of it holds for this terminal. Run `hikmah presence` in your terminal (it asks"
+        " for the passphrase, then person-only commands from that shell work for a few"
+        " minutes), or run the command again from it. A process without a terminal, or"
+        " one started by an agent, can never prove presence. " + _AGENT_ADVICE
     )
 
 
@@ -329,10 +479,13 @@ def _unknown_message(action: str) -> str:
 
 
 def refuse_in_agent_session(session: AgentSession | None, action: str) -> None:
-    """Refuse ``action`` inside an agent session.
+    """Refuse ``action`` inside an agent session, and to an unproven person.
 
     Raises:
-        AgentRestricted: When ``session`` is not ``None``.
+        PresenceRequired: ``session`` is :data:`UNPROVEN_PERSON`.
+        AgentRestricted: any other session that is not ``None``.
     """
+    if session == UNPROVEN_PERSON:
+        raise PresenceRequired(presence_message(action))
     if session is not None:
         raise AgentRestricted(restriction_message(session, action))

@@ -40,6 +40,7 @@ from hikmah.payloads import (
     FulfillPayload,
     Payload,
     PinPayload,
+    PresencePayload,
     PurgePayload,
     RememberPayload,
     SupersedePayload,
@@ -126,6 +127,16 @@ class Purge(msgspec.Struct, frozen=True, kw_only=True):
     session: AgentSession | None = None
 
 
+class SetPresence(msgspec.Struct, frozen=True, kw_only=True):
+    """Turn person presence on (``set``), change its passphrase, or turn it off
+    (``remove``; ``reset`` is the way back from a forgotten passphrase, with the daemon
+    stopped). ``hash`` is the new passphrase's Argon2id hash (None to turn it off)."""
+
+    action: Literal["set", "change", "remove", "reset"]
+    hash: str | None = None
+    session: AgentSession | None = None
+
+
 class Pair(msgspec.Struct, frozen=True, kw_only=True):
     """Trust a device a person paired (``hikmah sync invite`` / ``join``): its records
     count from now on, here and on every device that trusts this one."""
@@ -157,7 +168,9 @@ class ApplyRemote(msgspec.Struct, frozen=True, kw_only=True):
 
 
 # What a writer on this device asks for: each becomes records of its own ledger.
-Operation = Remember | Fulfill | Feedback | Pin | Promote | Purge | Pair | RemoveDevice
+Operation = (
+    Remember | Fulfill | Feedback | Pin | Promote | Purge | SetPresence | Pair | RemoveDevice
+)
 # Every way memory changes: this device's operations and other devices' records.
 Change = Operation | ApplyRemote
 
@@ -217,6 +230,8 @@ def payloads_for(
             return [FeedbackPayload(id=operation.id, outcome=operation.outcome, by=by)]
         overrides = pins_in_force(snapshot, operation.id)
         return [PinPayload(id=operation.id, pinned=operation.pinned, by=by, overrides=overrides)]
+    if isinstance(operation, SetPresence):
+        return [_presence(operation, now_ms)]
     if isinstance(operation, Pair | RemoveDevice):
         return [_roster(snapshot, operation)]
     refuse_in_agent_session(operation.session, "purge")
@@ -230,6 +245,14 @@ def payloads_for(
     if status == "purged":
         raise ConflictError(f"{operation.id} is already purged")
     return [PurgePayload(id=operation.id, reason=operation.reason.strip())]
+
+
+def _presence(operation: SetPresence, now_ms: int) -> PresencePayload:
+    """Only a person changes presence, and turning it on takes a passphrase's hash."""
+    refuse_in_agent_session(operation.session, f"passphrase {operation.action}")
+    if (operation.hash is None) != (operation.action in ("remove", "reset")):
+        raise InvalidInput(f"passphrase {operation.action} takes a hash exactly when it sets one")
+    return PresencePayload(action=operation.action, hash=operation.hash, at=now_ms)
 
 
 def _roster(snapshot: Snapshot, operation: Pair | RemoveDevice) -> Payload:

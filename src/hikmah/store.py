@@ -50,6 +50,7 @@ from hikmah.payloads import (
     DeviceAddedPayload,
     DeviceRemovedPayload,
     Payload,
+    PresencePayload,
     RedactedPayload,
     RememberPayload,
     SupersedePayload,
@@ -57,6 +58,7 @@ from hikmah.payloads import (
     stamped,
 )
 from hikmah.policy import KernelPolicy
+from hikmah.presence import PresenceState, after, read_state
 from hikmah.promises import Stage
 from hikmah.queries import conflicts_for
 from hikmah.rules import Applied, ApplyRemote, Change, Outcome, Written, payloads_for
@@ -136,6 +138,7 @@ class Store:
         self._synced_lock = threading.Lock()
         self.head_error: str | None = None
         self.head: Head | None = self._load_head()
+        self.presence: PresenceState = self.read_presence()
         # The head as of the last sync: what sync may publish (never a record a crash
         # could still take back).
         self.durable_head = self.head
@@ -265,6 +268,23 @@ class Store:
                 return pending
         return acknowledged
 
+    def read_presence(self) -> PresenceState:
+        """Person presence as the ledger says up to the acknowledged head (the store keeps
+        it from then on as its own writes change it: :meth:`apply`).
+
+        With the head unreadable no record is known to be acknowledged, so presence
+        that any record changed is damaged until a person resets it.
+        """
+        with self.snapshot() as snapshot:
+            if self.head_error is None:
+                return read_state(snapshot.records(), 0 if self.head is None else self.head.seq)
+            state = read_state(snapshot.records(), None)
+        if state.seq is None:
+            return state
+        return PresenceState(
+            seq=state.seq, damaged=f"the ledger head is unreadable ({self.head_error})"
+        )
+
     def set_head(self, head: Head | None, *, pending: Head | None = None) -> None:
         """Record ``head`` as acknowledged in the head file (and ``pending`` as the commit
         under way); without ``pending``, ``head`` is the store's head from now on.
@@ -291,6 +311,7 @@ class Store:
                 self.head_file.write(last, None)
         self.sync()
         self.head, self.head_error = last, None
+        self.presence = self.read_presence()
         self.durable_head = last
         self.columns.forget()
 
@@ -386,6 +407,7 @@ class Store:
         outcomes: list[Outcome | Applied] = []
         dirty: set[int] = set()
         destroyed = False
+        presence = self.presence
         txn = self.env.begin(write=True)
         snapshot = Snapshot(txn, self.dbs)
         try:
@@ -447,6 +469,8 @@ class Store:
                     shredded = found.destroyed
                     destroyed |= shredded or found.redacted
                     rebuild |= found.rebuild
+                    if isinstance(payload, PresencePayload):
+                        presence = after(payload, record.seq)
                     seq, prev = record.seq, record.hash
                 outcomes.append(self._written(snapshot, payloads[0], seq, key_destroyed=shredded))
             appended = seq != (0 if last is None else last.seq)
@@ -475,6 +499,7 @@ class Store:
             txn.abort()
             raise
         self.head = new_head
+        self.presence = presence
         self._commits += 1
         if rebuild:
             self.columns.forget()
@@ -501,6 +526,8 @@ class Store:
             return Written(
                 id=trace.id, seq=seq, trace=trace, conflicts=conflicts_for(snapshot, trace)
             )
+        if isinstance(payload, PresencePayload):
+            return Written(id="presence", seq=seq)
         if isinstance(payload, DeviceAddedPayload | DeviceRemovedPayload):
             return Written(id=payload.device, seq=seq)
         # Writes never make supersede (second of a pair) or compaction records first,

@@ -91,6 +91,7 @@ def test_the_served_person_only_and_blocking_methods_are_declared() -> None:
     person = {name for name, m in methods.items() if m.person is not None}
     assert person == {
         "ledger.compact", "ledger.verify", "memory.verify", "vault.rotate",
+        "presence.set", "presence.change", "presence.remove",
         "sync.invite", "sync.join", "sync.remove",
     }  # fmt: skip
     blocking = {name for name, m in methods.items() if m.blocking}

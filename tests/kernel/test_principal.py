@@ -414,3 +414,48 @@ def test_detection_never_raises_and_ids_are_safe(environ: dict[str, str]) -> Non
     stamped = stamp_locator(found, None)
     assert stamped is not None and is_agent_locator(stamped)
     assert stamped.count(":") == 2
+
+
+def test_a_host_is_known_by_what_its_process_runs() -> None:
+    from hikmah.principal import Process, detect_agent_host
+
+    native = Process(exe="/opt/x/bin/claude.exe", argv=("/usr/bin/claude", "-p"), name="claude")
+    found = detect_agent_host(native)
+    assert (
+        found is not None
+        and found.host == "claude-code"
+        and found.processes == ("/opt/x/bin/claude.exe",)
+    )
+    script = Process(
+        exe="/usr/bin/node",
+        argv=("node", "-r", "x.js", "/g/@openai/codex/bin/codex.js"),
+        name="node",
+    )
+    found = detect_agent_host(script)
+    assert (
+        found is not None
+        and found.host == "codex"
+        and found.processes == ("/g/@openai/codex/bin/codex.js",)
+    )
+    assert (
+        detect_agent_host(Process(exe="/usr/bin/node", argv=("node", "-e", "claude"), name="node"))
+        is None
+    )
+    assert (
+        detect_agent_host(
+            Process(exe="/usr/bin/python3", argv=("python3", "codex.py"), name="python3")
+        )
+        is None
+    )
+    assert detect_agent_host(Process(exe="/usr/bin/bash", argv=("-bash",), name="bash")) is None
+
+
+def test_merging_takes_the_nearest_known_id_of_the_nearest_host() -> None:
+    from hikmah.principal import AgentSession, merge_sessions
+
+    by_process = AgentSession(
+        host="codex", session_id="unknown", variables=(), processes=("/x/codex",)
+    )
+    by_env = AgentSession(host="codex", session_id="t-9", variables=("CODEX_THREAD_ID",))
+    merged = merge_sessions([None, by_process, by_env])
+    assert merged is not None and merged.session_id == "t-9" and merged.processes == ("/x/codex",)

@@ -130,6 +130,9 @@ def known(data: PersonData) -> dict[str, dict[str, Any]]:
         "focus.unpin": {"name": "task:agent", "id": data.verified},
         "focus.note": {"name": "task:agent", "text": "a note"},
         "focus.close": {"name": "task:other"},
+        # Well-formed, so that only who asks decides (no device has these).
+        "sync.join": {"code": "HKS1-AAAAA"},
+        "sync.remove": {"device": "hd" + "a" * 26},
     }
 
 

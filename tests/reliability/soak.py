@@ -131,22 +131,72 @@ def soak(daemon: Running, seconds: float, abuser_args: list[str], say: Any = pri
         idle = client.latencies(100)
         base_rss, base_fds = rss_kib(pid), steady_fds(pid)
         with Samples(pid, every=max(0.1, seconds / 600)) as samples:
-            abusers = subprocess.Popen(
-                [sys.executable, "-m", "tests.reliability.abusers", str(daemon.socket),
-                 "--seconds", str(seconds), *abuser_args],
-                cwd=ROOT, stdout=subprocess.PIPE, text=True,
-            )  # fmt: skip
+            abusers = start_abusers(daemon.socket, seconds, abuser_args)
             time.sleep(min(1.0, seconds / 4))  # let them connect and get going
             loaded = client.latencies(10**9, until=time.monotonic() + seconds * 0.7)
-            out, _ = abusers.communicate(timeout=seconds + 120)
+            out = merged(abusers, timeout=seconds + 120)
             settled_from = time.monotonic()
             fds_back_to(pid, base_fds, timeout=30)
             settled = time.monotonic() - settled_from
         after_fds, after_rss = open_fds(pid), rss_kib(pid)
     report = Soak(idle, loaded, samples, base_rss, base_fds, after_rss, after_fds, settled,
-                  json.loads(out), client.timeouts)  # fmt: skip
+                  out, client.timeouts)  # fmt: skip
     say(json.dumps(report.summary()))
     return report
+
+
+KINDS = ("--stallers", "--silent", "--churners", "--big")
+# Connections of one abusing process: below the daemon's cap per process, so that each
+# kind is served as it was before the cap (a churner is capped on its own).
+PER_PROCESS = 50
+
+
+def start_abusers(
+    socket: Path, seconds: float, arguments: list[str]
+) -> list[subprocess.Popen[str]]:
+    """The abusers ``arguments`` ask for (``--stallers 40 --big 2``), each kind in
+    processes of its own of at most :data:`PER_PROCESS` connections."""
+    counts = {flag: int(n) for flag, n in zip(arguments[::2], arguments[1::2], strict=True)}
+    runs = []
+    for kind in KINDS:
+        left = counts.get(kind, 0)
+        while left > 0:
+            share = min(left, PER_PROCESS)
+            only = [flag for other in KINDS for flag in (other, str(share if other == kind else 0))]
+            runs.append(only)
+            left -= share
+    return [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tests.reliability.abusers",
+                str(socket),
+                "--seconds",
+                str(seconds),
+                *only,
+            ],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for only in runs
+    ]
+
+
+def merged(abusers: list[subprocess.Popen[str]], timeout: float) -> dict[str, Any]:
+    """What the abusing processes did, added up."""
+    reports = [json.loads(a.communicate(timeout=timeout)[0]) for a in abusers]
+    done: dict[str, int] = {}
+    for report in reports:
+        for what, n in report["done"].items():
+            done[what] = done.get(what, 0) + n
+    return {
+        "done": done,
+        "errors": [error for report in reports for error in report["errors"]],
+        "connections": sum(report["connections"] for report in reports),
+        "processes": len(reports),
+    }
 
 
 def median(values: list[float]) -> float:

@@ -60,6 +60,9 @@ PERSON_ONLY = [
     ("ledger.compact", None),
     ("vault.rotate", None),
     ("memory.verify", None),
+    ("sync.invite", None),
+    ("sync.join", None),
+    ("sync.remove", None),
 ]
 
 

@@ -14,6 +14,7 @@ from hikmah.policy import KernelPolicy, render_policy
 from .. import backup
 from ..context import Context
 from ..rpc import JSON, NoParams, Params, Registry, to_json
+from .presence import report
 
 registry = Registry()
 
@@ -42,7 +43,8 @@ async def status(ctx: Context, params: NoParams) -> JSON:
             "overdue": sum(1 for e in queue if (e.trace.deadline or 0) <= now),
             "next": None if not queue else to_json(queue[0].trace),
         },
-        "principal": None if ctx.session is None else to_json(ctx.session),
+        "principal": None if ctx.agent is None else to_json(ctx.agent),
+        "presence": report(ctx),
         "focus": [services.capsules.summary(name, now) for name in services.capsules.names()],
         "subscribers": len(services.events),
     }

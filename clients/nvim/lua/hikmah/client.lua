@@ -34,14 +34,27 @@ local function open()
   return connection
 end
 
---- Call a method of the daemon; never blocks.
+--- Call a method of the daemon; never blocks (but for the passphrase prompt: when the
+--- daemon answers presence_required, the person is asked once with inputsecret(), and
+--- the call is sent again after a proof).
 ---
 ---@param method string e.g. "memory.recall"
 ---@param params table|nil
 ---@param callback fun(err: table|nil, result: any) on the main loop, once
 ---@param timeout_ms integer|nil default: the timeout_ms option
 function M.call(method, params, callback, timeout_ms)
-  return open():request(method, params, callback, timeout_ms or config.options.timeout_ms)
+  local timeout = timeout_ms or config.options.timeout_ms
+  return open():request(method, params, function(err, result)
+    if err == nil or err.reason ~= "presence_required" then
+      return callback(err, result)
+    end
+    require("hikmah.presence").prove(function(proved)
+      if not proved then
+        return callback(err, nil)
+      end
+      open():request(method, params, callback, timeout)
+    end)
+  end, timeout)
 end
 
 --- Drop the connection (setup() changed the socket); waiting requests fail with `closed`.

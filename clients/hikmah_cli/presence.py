@@ -1,0 +1,147 @@
+"""The person's side of presence: proving it before a person-only command, and the
+``hikmah passphrase`` and ``hikmah presence`` commands.
+
+The daemon decides who may prove (never an agent, never a process without a
+terminal of its own) and binds a proof to this terminal and the shell that
+runs this command; this module only asks the person (:mod:`hikmah_cli.prompt`)
+and sends what they typed. What any client asks and when it asks again
+(:data:`PROMPT`, :func:`explain`, :func:`ask_again`) is defined here once:
+``hikmah browse`` asks in a dialog of its own with them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from . import prompt
+from .client import RemoteError
+from .session import OK, REFUSED, USAGE, Exit, Session
+
+ATTEMPTS = 3
+PROMPT = "Hikmah passphrase: "
+
+
+def explain(purpose: str, state: dict[str, Any], terminal: str | None) -> str:
+    """What a proof is for, to show with the prompt (``state``: ``presence.status``)."""
+    minutes = state["ticket_minutes"]
+    return (
+        f"{purpose} Hikmah asks for your passphrase so that {terminal or 'this terminal'}, and"
+        f" the shell in it that ran this command, may take person-only actions for"
+        f" {minutes:g} minutes."
+    )
+
+
+def ask_again(refusal: RemoteError) -> bool:
+    """Whether a refused proof may be tried again: only a wrong passphrase (not a lock,
+    an agent, a process without a terminal)."""
+    return refusal.reason == "presence_denied" and "wrong passphrase" in str(refusal)
+
+
+def ensure(args: argparse.Namespace) -> None:
+    """Prove presence before a person-only command, when presence is on, this terminal
+    holds no ticket, and the daemon would take a proof from this process. Otherwise
+    nothing: the daemon answers the command itself (and refuses it if it must).
+
+    Raises:
+        Exit: the person gave no passphrase, or the wrong one each time.
+    """
+    with Session(args) as session:
+        state = session.call("presence.status", {})
+        if not state["on"] or state["ticket"] is not None or not state["can_prove"]:
+            return
+        what = f"hikmah {args.command}"
+        _prove(session, state, PROMPT, f"{what} is a person-only action.")
+
+
+def passphrase(args: argparse.Namespace) -> int:
+    """``hikmah passphrase set|change|remove``."""
+    with Session(args) as session:
+        state = session.call("presence.status", {})
+        if args.action == "set" and state["on"]:
+            return _usage("a passphrase is set already: change it with hikmah passphrase change")
+        if args.action != "set" and not state["on"]:
+            return _usage("no passphrase is set: set one with hikmah passphrase set")
+        if not state["can_prove"]:  # never a prompt the person did not ask for
+            print(f"hikmah passphrase: {state['why_not']}", file=sys.stderr)
+            return REFUSED
+        if args.action != "set":
+            why = "Removing" if args.action == "remove" else "Changing"
+            _prove(session, state, "Current passphrase: ", f"{why} the passphrase.")
+        if args.action == "remove":
+            done = session.call("presence.remove", {})
+            print(f"person presence is off (ledger record {done['seq']})")
+            return OK
+        new = _ask("New passphrase: ", "A new passphrase for Hikmah's person presence.")
+        again = _ask("Repeat the new passphrase: ", "The new passphrase again.")
+        if new != again:
+            return _usage("the two passphrases differ: nothing changed")
+        done = session.call(f"presence.{args.action}", {"passphrase": new})
+    minutes = state["ticket_minutes"]
+    print(
+        f"person presence is on (ledger record {done['seq']}): every person-only action"
+        f" now asks for this passphrase, once per terminal every {minutes:g} minutes."
+        " Forgot it? docs/security.md, 'A forgotten passphrase'."
+    )
+    return OK
+
+
+def presence(args: argparse.Namespace) -> int:
+    """``hikmah presence [--end]``: prove presence now for this terminal, or end it."""
+    with Session(args) as session:
+        if args.end:
+            ended = session.call("presence.end", {})["ended"]
+            print("ticket ended" if ended else "this terminal held no ticket")
+            return OK
+        state = session.call("presence.status", {})
+        if not state["on"]:
+            print("person presence is off: set a passphrase with hikmah passphrase set")
+            return OK
+        if state["ticket"] is None:
+            if not state["can_prove"]:
+                print(f"hikmah presence: {state['why_not']}", file=sys.stderr)
+                return REFUSED
+            _prove(session, state, PROMPT, "Proving you are at this terminal.")
+            state = session.call("presence.status", {})
+        ticket = state["ticket"]
+    until = time.strftime("%H:%M:%S", time.localtime(ticket["expires_at"] / 1000))
+    print(f"person presence proven for {ticket['terminal']} and this shell until {until}")
+    return OK
+
+
+def _prove(session: Session, state: dict[str, Any], ask_with: str, purpose: str) -> None:
+    """Ask for the passphrase and prove it, up to :data:`ATTEMPTS` times.
+
+    Raises:
+        Exit: no passphrase, or the wrong one every time.
+    """
+    description = explain(purpose, state, prompt.terminal_name())
+    last: RemoteError | None = None
+    for attempt in range(ATTEMPTS):
+        secret = _ask(ask_with, description)
+        try:
+            session.client.call("presence.prove", {"passphrase": secret})
+            return
+        except RemoteError as exc:
+            last = exc
+            if not ask_again(exc):
+                break
+            if attempt + 1 < ATTEMPTS:
+                print("Sorry, try again.", file=sys.stderr)
+    print(f"hikmah {session.args.command}: {last}", file=sys.stderr)
+    raise Exit(REFUSED)
+
+
+def _ask(ask_with: str, description: str) -> str:
+    try:
+        return prompt.ask(ask_with, description)
+    except (prompt.NoTerminal, prompt.Cancelled) as exc:
+        print(f"hikmah: {exc}; nothing was done", file=sys.stderr)
+        raise Exit(REFUSED) from None
+
+
+def _usage(message: str) -> int:
+    print(f"hikmah passphrase: {message}", file=sys.stderr)
+    return USAGE

@@ -1,0 +1,177 @@
+"""``presence.*``: person presence. A passphrase turns it on; a proof of it gives the
+terminal that typed it a ticket for the actions only a person may take.
+
+Which actions those are is declared where each method is registered
+(``person=``) and in the write rules; the dispatcher and the rules check them
+against :attr:`Context.session <hikmahd.context.Context.session>`, which
+presence shapes. These methods only set the passphrase and hand out tickets.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated, Any
+
+import msgspec
+
+from hikmah.errors import AgentRestricted, ConflictError, PresenceDenied
+from hikmah.presence import MAX_PASSPHRASE, check_passphrase, hash_passphrase
+from hikmah.principal import restriction_message
+from hikmah.rules import SetPresence
+
+from ..context import Context
+from ..peers import Terminal
+from ..rpc import JSON, NoParams, Params, Registry
+
+log = logging.getLogger(__name__)
+registry = Registry()
+
+Passphrase = Annotated[str, msgspec.Meta(max_length=MAX_PASSPHRASE)]
+_RESET = (
+    "A person who forgot the passphrase stops hikmahd and runs hikmahd --reset-passphrase"
+    " in a terminal (docs/security.md, 'A forgotten passphrase')"
+)
+
+
+class PassphraseParams(Params, frozen=True):
+    passphrase: Passphrase
+
+
+def report(ctx: Context) -> dict[str, Any]:
+    """Presence as ``presence.status`` (and ``daemon.status``) tell it to this caller."""
+    services = ctx.services
+    state, now = services.store.presence, services.now_ms()
+    tickets, terminal = services.tickets, ctx.peer.terminal
+    until = tickets.expiry(terminal, now)
+    changed = None
+    if state.seq is not None:
+        changed = {"seq": state.seq, "action": state.action, "at": state.at}
+    return {
+        "on": state.on,
+        "changed": changed,
+        "damaged": state.damaged,
+        "missing": list(state.missing),
+        "ticket": None if until is None or terminal is None else _ticket(terminal, until),
+        "can_prove": _cannot_prove(ctx) is None,
+        "why_not": _cannot_prove(ctx),
+        "ticket_minutes": services.policy.presence.ticket_minutes,
+        "failures": {"count": tickets.failures, "last_at": tickets.last_failure_ms},
+    }
+
+
+def _ticket(terminal: Terminal, until: int) -> dict[str, Any]:
+    return {"terminal": terminal.name, "expires_at": until}
+
+
+def _cannot_prove(ctx: Context) -> str | None:
+    """Why this caller can never prove presence (None: it can, with the passphrase)."""
+    if ctx.agent is not None:
+        return "a coding agent's connection never proves a person's presence"
+    if ctx.peer.terminal is None:
+        return (
+            "this process has no terminal of its own (no controlling terminal, or it was"
+            " reparented away from the shell that started it): run the command in a terminal"
+        )
+    return None
+
+
+def _terminal(ctx: Context) -> Terminal:
+    """The caller's terminal, for a proof or a new passphrase.
+
+    Raises:
+        AgentRestricted: the caller is an agent.
+        PresenceDenied: it has no terminal of its own.
+    """
+    agent, terminal = ctx.agent, ctx.peer.terminal
+    if agent is not None:
+        raise AgentRestricted(restriction_message(agent, "proving a person's presence"))
+    if terminal is None:
+        raise PresenceDenied(f"Refused: {_cannot_prove(ctx)}.")
+    return terminal
+
+
+@registry.method("presence.status", NoParams)
+async def status(ctx: Context, params: NoParams) -> JSON:
+    """Whether presence is on, what last changed it, and this caller's ticket."""
+    return report(ctx)
+
+
+@registry.method("presence.prove", PassphraseParams)
+async def prove(ctx: Context, params: PassphraseParams) -> JSON:
+    """Check the passphrase; right, the caller's terminal and shell get a ticket."""
+    services = ctx.services
+    terminal = _terminal(ctx)
+    state = services.store.presence
+    if state.damaged is not None:
+        raise PresenceDenied(
+            f"Refused: person presence cannot be proven: {state.damaged}. {_RESET}."
+        )
+    hashed = state.hash
+    if hashed is None:
+        raise ConflictError("person presence is off: no passphrase is set (hikmah passphrase set)")
+    right = await services.tickets.attempt(
+        lambda: services.offload(lambda: check_passphrase(hashed, params.passphrase)),
+        services.now_ms(),
+    )
+    if not right:
+        failures = services.tickets.failures
+        log.warning(
+            "a wrong passphrase from pid %d on %s (%d failed in a row)",
+            ctx.peer.pid, terminal.name, failures,
+        )  # fmt: skip
+        raise PresenceDenied(
+            f"Refused: wrong passphrase ({failures} failed in a row; each one is logged, and"
+            f" the next attempt waits {2 ** min(failures - 1, 8)} s or more). {_RESET}."
+        )
+    minutes = services.policy.presence.ticket_minutes
+    return _ticket(terminal, services.tickets.grant(terminal, services.now_ms(), minutes))
+
+
+@registry.method("presence.end", NoParams)
+async def end(ctx: Context, params: NoParams) -> JSON:
+    """Drop the caller's ticket now (it would have expired on its own)."""
+    return {"ended": ctx.services.tickets.end(ctx.peer.terminal)}
+
+
+@registry.method("presence.set", PassphraseParams, person="passphrase set")
+async def set_(ctx: Context, params: PassphraseParams) -> JSON:
+    """Turn presence on with a first passphrase; the terminal that set it holds a ticket."""
+    if ctx.services.store.presence.on:
+        raise ConflictError(
+            "person presence is on already: change the passphrase with hikmah passphrase change"
+        )
+    return await _new_passphrase(ctx, "set", params.passphrase)
+
+
+@registry.method("presence.change", PassphraseParams, person="passphrase change")
+async def change(ctx: Context, params: PassphraseParams) -> JSON:
+    """Replace the passphrase (with a ticket, which a proof of the current one gave)."""
+    if not ctx.services.store.presence.on:
+        raise ConflictError("person presence is off: set a passphrase with hikmah passphrase set")
+    return await _new_passphrase(ctx, "change", params.passphrase)
+
+
+@registry.method("presence.remove", NoParams, person="passphrase remove")
+async def remove(ctx: Context, params: NoParams) -> JSON:
+    """Turn presence off (with a ticket): person-only actions need no proof any more."""
+    services = ctx.services
+    if not services.store.presence.on:
+        raise ConflictError("person presence is off already")
+    written = await services.writer.write(SetPresence(action="remove", session=ctx.session))
+    services.tickets.clear()
+    log.warning("person presence turned off (ledger record %d)", written.seq)
+    return {"on": False, "seq": written.seq}
+
+
+async def _new_passphrase(ctx: Context, action: str, passphrase: str) -> JSON:
+    services = ctx.services
+    terminal = _terminal(ctx)
+    hashed = await services.offload(lambda: hash_passphrase(passphrase))
+    operation = SetPresence(action="set" if action == "set" else "change", hash=hashed,
+                            session=ctx.session)  # fmt: skip
+    written = await services.writer.write(operation)
+    services.tickets.clear()
+    minutes = services.policy.presence.ticket_minutes
+    until = services.tickets.grant(terminal, services.now_ms(), minutes)
+    log.info("person presence: passphrase %s (ledger record %d)", action, written.seq)
+    return {"on": True, "seq": written.seq, "ticket": _ticket(terminal, until)}
