@@ -82,12 +82,15 @@ def test_tokenize_never_crashes_and_yields_clean_terms(text: str) -> None:
 @pytest.mark.parametrize("unit", ["token-", "接口a", "ab_", "Мa", "\u0301a ", "x" * 50 + " "])
 def test_tokenize_is_linear(unit: str) -> None:
     # A guard against super-linear behaviour, not a benchmark: 20x the input
-    # must cost far less than 20^2 = 400x the time.
-    small, large = unit * 2_000, unit * 40_000
-    start = time.perf_counter()
-    tokenize(small)
-    t_small = time.perf_counter() - start
-    start = time.perf_counter()
-    tokenize(large)
-    t_large = time.perf_counter() - start
-    assert t_large < max(t_small, 1e-3) * 100
+    # must cost far less than 20^2 = 400x the time. The best of three runs of
+    # each keeps a busy machine's pauses out of the ratio.
+    def best(text: str) -> float:
+        runs = []
+        for _ in range(3):
+            start = time.perf_counter()
+            tokenize(text)
+            runs.append(time.perf_counter() - start)
+        return min(runs)
+
+    t_small, t_large = best(unit * 2_000), best(unit * 40_000)
+    assert t_large < max(t_small, 1e-3) * 100, (t_small, t_large)
