@@ -58,7 +58,7 @@ class SemanticPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
         str,
         _doc("embedding model (wordllama, wordllama-128, minilm with the semantic-torch extra)"),
     ] = DEFAULT_EMBEDDER
-    weight: Annotated[float, _doc("share of the cue the semantic part takes", ge=0.0, le=1.0)] = 0.5
+    weight: Annotated[Share, _doc("share of the cue the semantic part takes")] = 0.5
     floor: Annotated[
         Similarity, _doc("cosine similarity at or below which the semantic part is 0")
     ] = 0.15
