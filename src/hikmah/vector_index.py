@@ -16,8 +16,9 @@ it has. Everything here is synchronous and holds no threads.
 Removal is real. A removed vector is not found, and its bytes are overwritten
 in memory, so no later :meth:`VectorIndex.save` writes them: the flat index
 moves its last row into the hole; usearch frees the slot without clearing it,
-so every free slot is filled with a constant tombstone vector and freed again
-(usearch reuses free slots before it grows).
+so each freed slot is filled at once with a constant tombstone vector that
+stays until a new vector takes the slot (usearch fills free slots before it
+grows, and no slot is ever left free), which keeps removal O(removed).
 
 Files: one file per index, written to a temporary name, synced and renamed.
 The index's own bytes come first (so usearch can memory-map the file) and a
@@ -72,7 +73,6 @@ class _Header(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     kind: Kind
     stamp: ModelStamp
     count: int
-    free_slots: int = 0
 
 
 class VectorIndex(Protocol):
@@ -262,9 +262,10 @@ class HnswIndex:
             expansion_add=expansion_add,
             expansion_search=expansion_search,
         )
-        self._free = 0  # slots usearch holds for removed vectors, each a tombstone
         self._tombstone = np.zeros(stamp.dimensions, dtype=np.float32)
         self._tombstone[0] = 1.0
+        self._tombstones: list[int] = []  # resident tombstone keys, one per freed slot
+        self._next_tombstone = _TOMBSTONE_KEYS
 
     @property
     def stamp(self) -> ModelStamp:
@@ -275,7 +276,7 @@ class HnswIndex:
         return "hnsw"
 
     def __len__(self) -> int:
-        return len(self._index)
+        return len(self._index) - len(self._tombstones)
 
     def add(self, ids: npt.ArrayLike, vectors: Vectors, *, threads: int = 1) -> None:
         """As :meth:`VectorIndex.add`; ``threads`` > 1 only for a bulk build off the loop."""
@@ -285,43 +286,56 @@ class HnswIndex:
         present = self._index.contains(keys)
         if np.any(present):
             self.remove(keys[present])
+        # Free tombstone slots for the new vectors to land in, so the index does not grow.
+        reuse = min(len(keys), len(self._tombstones))
+        if reuse:
+            released, self._tombstones = self._tombstones[:reuse], self._tombstones[reuse:]
+            self._index.remove(np.array(released, dtype=np.uint64))
         self._index.add(keys, rows, threads=threads)
-        self._free = max(self._free - len(keys), 0)
 
     def remove(self, ids: npt.ArrayLike) -> int:
         keys = _keys(ids)
-        held = keys[self._index.contains(keys)] if len(keys) else keys
+        held = keys[self._index.contains(keys) & (keys < _TOMBSTONE_KEYS)] if len(keys) else keys
         if not len(held):
             return 0
         self._index.remove(held)
-        self._free += len(held)
-        self._scrub()
+        # usearch frees the slots without clearing them. No other slot is free
+        # (every earlier one holds a tombstone), and usearch fills free slots
+        # before it grows, so these tombstones overwrite exactly the removed bytes.
+        tombstones = np.arange(
+            self._next_tombstone, self._next_tombstone + len(held), dtype=np.uint64
+        )
+        self._next_tombstone += len(held)
+        self._index.add(tombstones, np.tile(self._tombstone, (len(held), 1)), threads=1)
+        self._tombstones += tombstones.tolist()
         return len(held)
 
     def search(self, query: Vectors, k: int, allowed: Allowed | None = None) -> Hits:
         q = _query(query, self._stamp)
         size = len(self._index)
-        fetch = k if allowed is None else max(4 * k, 32)
+        fetch = (k if allowed is None else max(4 * k, 32)) + min(len(self._tombstones), k)
         while True:
             found = self._index.search(q, min(fetch, size), threads=1)
             ids = np.asarray(found.keys, dtype=np.uint64)
             sims = (1.0 - np.asarray(found.distances, dtype=np.float32)).astype(np.float32)
+            keep = ids < _TOMBSTONE_KEYS
             if allowed is not None:
-                keep = allowed(ids)
-                ids, sims = ids[keep], sims[keep]
+                keep[keep] = allowed(ids[keep])
+            ids, sims = ids[keep], sims[keep]
             if len(ids) >= k or fetch >= size:
                 return _top(ids, sims, k)
             fetch *= 4
 
     def ids(self) -> Ids:
-        return np.asarray(self._index.keys, dtype=np.uint64)
+        keys = np.asarray(self._index.keys, dtype=np.uint64)
+        return keys[keys < _TOMBSTONE_KEYS]
 
     def vectors(self, ids: npt.ArrayLike) -> Vectors:
         got = self._index.get(_keys(ids), dtype="f32")
         return normalize_rows(np.asarray(got, dtype=np.float32).reshape(-1, self._stamp.dimensions))
 
     def save(self, path: Path) -> None:
-        header = _Header(kind="hnsw", stamp=self._stamp, count=len(self), free_slots=self._free)
+        header = _Header(kind="hnsw", stamp=self._stamp, count=len(self))
         _write_atomically(path, self._index.save, header)
 
     @classmethod
@@ -334,22 +348,14 @@ class HnswIndex:
         if restored is None or restored.ndim != header.stamp.dimensions:
             raise StaleVectors(f"{path}: not a usable usearch index")
         index._index = restored
-        index._free = header.free_slots
         index._tombstone = np.zeros(header.stamp.dimensions, dtype=np.float32)
         index._tombstone[0] = 1.0
+        keys = np.asarray(restored.keys, dtype=np.uint64)
+        index._tombstones = keys[keys >= _TOMBSTONE_KEYS].tolist()
+        index._next_tombstone = max(index._tombstones, default=_TOMBSTONE_KEYS - 1) + 1
+        if len(keys) - len(index._tombstones) != header.count:
+            raise StaleVectors(f"{path}: the index holds other vectors than its header says")
         return index
-
-    def _scrub(self) -> None:
-        """Overwrite every free slot with the tombstone, then free them again.
-
-        usearch fills free slots before it grows, so ``free`` tombstones land in
-        exactly the slots that held removed vectors.
-        """
-        if not self._free:
-            return
-        keys = np.arange(_TOMBSTONE_KEYS, _TOMBSTONE_KEYS + self._free, dtype=np.uint64)
-        self._index.add(keys, np.tile(self._tombstone, (self._free, 1)), threads=1)
-        self._index.remove(keys)
 
 
 def build_index(

@@ -247,3 +247,27 @@ def test_held_vectors_can_be_read_back_to_rebuild_another_kind(kind: str) -> Non
     assert np.einsum("ij,ij->i", back, x[ids.astype(np.intp)]).min() > 0.99
     rebuilt = build_index(STAMP, ids, back, ann_at=1 if kind == "flat" else 10_000)
     assert rebuilt.kind != kind and len(rebuilt) == 200
+
+
+def test_hnsw_removal_reuses_slots_and_tombstones_survive_a_reload(tmp_path: Path) -> None:
+    x = unit_rows(300)
+    index = HnswIndex(STAMP)
+    index.add(np.arange(300), x)
+    for _ in range(3):
+        index.remove(np.arange(100))
+        assert len(index) == 200
+        index.add(np.arange(100), x[:100])
+    assert len(index) == 300
+    assert len(index._index) == 300  # every freed slot was taken again: no growth
+    index.remove(np.arange(50))
+    path = tmp_path / "v.vec"
+    index.save(path)
+    loaded = load_index(path, STAMP)
+    assert isinstance(loaded, HnswIndex) and len(loaded) == 250
+    assert len(loaded._tombstones) == 50
+    tombstone = np.zeros(32, dtype=np.float32)
+    tombstone[0] = 1.0
+    hits = loaded.search(tombstone, 20)  # the tombstones' own vector finds only real ones
+    assert len(hits.ids) == 20 and all(int(i) < 300 for i in hits.ids)
+    loaded.add([1000], unit_rows(1, seed=4))
+    assert len(loaded._tombstones) == 49 and len(loaded) == 251
