@@ -309,14 +309,66 @@ def bench_faiss_ivf(x: F32, q: F32, expected: npt.NDArray[np.int64], tmp: Path) 
     gc.collect()
 
 
-ENGINES = {"usearch": bench_usearch, "hnswlib": bench_hnswlib, "faiss-ivf": bench_faiss_ivf}
+def bench_hikmah(x: F32, q: F32, expected: npt.NDArray[np.int64], tmp: Path) -> None:
+    """The kernel's own index (hikmah.vector_index), as the daemon would use it."""
+    from hikmah.vector_index import build_index, load_index  # noqa: PLC0415
+
+    stamp = WordLlamaEmbedder().stamp
+    before = rss_mb()
+    started = time.perf_counter()
+    index = build_index(stamp, np.arange(len(x) - 1000), x[:-1000], threads=2)
+    build = time.perf_counter() - started
+    started = time.perf_counter()
+    for i in range(len(x) - 1000, len(x)):
+        index.add([i], x[i : i + 1])
+    add_ms = 1000 * (time.perf_counter() - started) / 1000
+    memory = rss_mb() - before
+    found, timing = timed(lambda r, i=index: i.search(r, K).ids.astype(np.int64), q)
+    half, filtered = timed(
+        lambda r, i=index: i.search(r, K, allowed=lambda ids: ids % 2 == 0).ids.astype(np.int64),
+        q,
+    )
+    victims = np.arange(1000) * (len(x) // 1000)
+    started = time.perf_counter()
+    for v in victims:
+        index.remove([v])
+    remove_ms = 1000 * (time.perf_counter() - started) / 1000
+    path = tmp / "hikmah.vec"
+    started = time.perf_counter()
+    index.save(path)
+    save = time.perf_counter() - started
+    kind = index.kind
+    del index
+    gc.collect()
+    started = time.perf_counter()
+    loaded = load_index(path, stamp)
+    load = time.perf_counter() - started
+    started = time.perf_counter()
+    viewed = load_index(path, stamp, view=True)
+    view = time.perf_counter() - started
+    gone = not set(victims.tolist()) & set(loaded.ids().tolist())
+    emit(engine=f"hikmah-{kind}", size=len(x), build_s=build, add_ms_each=add_ms,
+         remove_ms_each=remove_ms, memory_mb=memory, recall_at_10=recall_at_k(found, expected),
+         filtered_p50_ms=filtered["query_p50_ms"], filtered_p95_ms=filtered["query_p95_ms"],
+         save_s=save, file_mb=path.stat().st_size / 2**20, load_s=load, view_s=view,
+         removed_not_found=gone, **timing)  # fmt: skip
+    del loaded, viewed, half
+    gc.collect()
+
+
+ENGINES = {
+    "hikmah": bench_hikmah,
+    "usearch": bench_usearch,
+    "hnswlib": bench_hnswlib,
+    "faiss-ivf": bench_faiss_ivf,
+}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=300)
-    parser.add_argument("--libs", default="brute,usearch,hnswlib,faiss-ivf")
+    parser.add_argument("--libs", default="brute,hikmah,usearch,hnswlib,faiss-ivf")
     args = parser.parse_args()
     x, q = corpus(args.size, args.queries)
     expected = truth(x, q)
