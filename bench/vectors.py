@@ -335,7 +335,7 @@ def bench_hikmah(x: F32, q: F32, expected: npt.NDArray[np.int64], tmp: Path) -> 
     remove_ms = 1000 * (time.perf_counter() - started) / 1000
     path = tmp / "hikmah.vec"
     started = time.perf_counter()
-    index.save(path)
+    index.save(path, ledger_seq=len(x))
     save = time.perf_counter() - started
     kind = index.kind
     del index

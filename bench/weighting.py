@@ -49,7 +49,7 @@ from hikmah.evaluation import (
 from hikmah.fusion import SemanticPolicy, fuse
 from hikmah.policy import KernelPolicy
 from hikmah.recall import RecallQuery, _Scorer
-from hikmah.store import Store
+from hikmah.store import Remember, Store
 from hikmah.tokenizer import terms
 from hikmah.trace import normalize_tag
 from hikmah.weighting import inverse_document_frequency, lexical_scores
@@ -462,6 +462,68 @@ def row(name: str, report: EngineReport, reference: EngineReport | None) -> dict
     return out
 
 
+def longmemeval(path: Path, variants: list[Variant], embed: Any, splits: list[str]) -> None:
+    """Rank each question's haystack sessions with every variant and BM25; print the means."""
+    from hikmah.evaluation import fts5_expr, surface_words  # noqa: PLC0415
+    from hikmah.longmemeval import (  # noqa: PLC0415
+        documents,
+        parse_date,
+        parse_longmemeval,
+        scorable,
+        score,
+        summarize,
+    )
+    from hikmah.tokenizer import STOPWORDS  # noqa: PLC0415
+    from hikmah.trace import Draft  # noqa: PLC0415
+
+    questions = scorable(parse_longmemeval(path.read_bytes(), origin=str(path)))
+    policy = msgspec.structs.replace(KernelPolicy(), recall_limit=50)
+    for split in splits:
+        scores: dict[str, list[Any]] = {v.name: [] for v in variants} | {"bm25 (fts5)": []}
+        for q in questions:
+            docs = documents(q, split)  # type: ignore[arg-type]
+            now = (
+                parse_date(q.question_date) if q.question_date else max(d.created_ms for d in docs)
+            )
+            with (
+                tempfile.TemporaryDirectory(prefix="hikmah-lme-") as tmp,
+                Store(Path(tmp) / "s", map_size=1 << 27, durable=False) as store,
+            ):
+                ops = [
+                    Remember(
+                        draft=Draft(content=d.text, kind="episode", source="user"),
+                        created_at=d.created_ms,
+                    )
+                    for d in docs
+                ]
+                outcomes = store.apply(ops, now_ms=now, policy=policy, sync=False)
+                session_of = {o.trace.id: d.session_id for o, d in zip(outcomes, docs, strict=True)}
+                context = Context(store, embed)
+                for v in variants:
+                    query = RecallQuery(query=q.question, limit=50)
+                    found = recall_with(store, context, query, now, policy, v)
+                    scores[v.name].append(score(q, [session_of[r.trace.id] for r in found]))
+            db = open_fts5(":memory:", [(i, d.text, "") for i, d in enumerate(docs)])
+            words = [w for w in surface_words(q.question) if w not in STOPWORDS and len(w) > 1]
+            rows = (
+                db.execute(
+                    "SELECT rowid FROM notes WHERE notes MATCH ? ORDER BY bm25(notes) LIMIT 50",
+                    (fts5_expr(words),),
+                ).fetchall()
+                if words
+                else []
+            )
+            db.close()
+            scores["bm25 (fts5)"].append(score(q, [docs[r].session_id for (r,) in rows]))
+        print(f"\n{path} split={split} ({len(questions)} questions)")
+        for name, got in scores.items():
+            s = summarize(got)
+            print(
+                f"  {name:32} recall_any@5={s.recall_any[5]:.3f} recall_all@5={s.recall_all[5]:.3f}"
+                f" recall_any@10={s.recall_any[10]:.3f} nDCG@10={s.ndcg:.3f}"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sets", default="tests/eval/cases.toml,tests/eval/heldout.toml")
@@ -471,6 +533,8 @@ def main() -> None:
     parser.add_argument("--extra", default="", help="JSON list of Variant fields to run too")
     parser.add_argument("--profile", action="store_true", help="print similarity profiles")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--longmemeval", type=Path, help="rank a LongMemEval file's sessions")
+    parser.add_argument("--split", default="session,round,turn", help="with --longmemeval")
     args = parser.parse_args()
     embedder = load_embedder(args.model)
     cache: dict[str, Any] = {}
@@ -490,6 +554,9 @@ def main() -> None:
         variants = [v for v in variants if v.name in wanted or v.name == "reference"]
     for fields in json.loads(args.extra or "[]"):
         variants.append(Variant(**fields))
+    if args.longmemeval is not None:
+        longmemeval(args.longmemeval, variants, embed, args.split.split(","))
+        return
     for path in args.sets.split(","):
         cases = load_cases(Path(path))
         if args.profile:

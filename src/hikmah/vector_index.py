@@ -51,6 +51,7 @@ Kind = Literal["flat", "hnsw"]
 MAGIC = b"HIKMAH-VECTORS-1"
 _TRAILER = struct.Struct(f"<Q{len(MAGIC)}s")
 _CHUNK = 16384  # rows converted to float32 at a time: 4 MiB of 256-d vectors
+MAX_ID = 1 << 32  # ids are the store's document numbers (32-bit)
 ANN_AT = 50_000  # vectors from which HNSW beats exact search by 10x (bench/vectors.py)
 
 
@@ -73,6 +74,7 @@ class _Header(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     kind: Kind
     stamp: ModelStamp
     count: int
+    ledger_seq: int
 
 
 class VectorIndex(Protocol):
@@ -106,8 +108,20 @@ class VectorIndex(Protocol):
         """The (dequantised) vectors of ``ids``, which must all be held."""
         ...
 
-    def save(self, path: Path) -> None:
-        """Write the index to ``path`` atomically (temporary file, fsync, rename)."""
+    def similarities(self, query: Vectors, ids: npt.ArrayLike) -> npt.NDArray[np.float32]:
+        """Cosine of ``query`` with the vector of each of ``ids`` (0 for an id not held):
+        the semantic part of candidates the lexical channel found."""
+        ...
+
+    @property
+    def ledger_seq(self) -> int:
+        """The ledger sequence the vectors reflect (what a save recorded; 0 if new)."""
+        ...
+
+    def save(self, path: Path, *, ledger_seq: int) -> None:
+        """Write the index to ``path`` atomically (temporary file, fsync, rename), noting
+        that it reflects the ledger through ``ledger_seq``: after a crash the daemon
+        embeds only the traces written after it."""
         ...
 
 
@@ -120,7 +134,8 @@ class FlatIndex:
         self._codes: Codes = np.zeros((0, stamp.dimensions), dtype=np.int8)
         self._scales: Scales = np.zeros(0, dtype=np.float32)
         self._size = 0
-        self._row: dict[int, int] = {}
+        self._row_of = np.full(0, -1, dtype=np.int64)  # row of each id, -1: not held
+        self._ledger_seq = 0
 
     @property
     def stamp(self) -> ModelStamp:
@@ -135,36 +150,39 @@ class FlatIndex:
 
     def add(self, ids: npt.ArrayLike, vectors: Vectors) -> None:
         keys, rows = _checked(ids, vectors, self._stamp)
+        if len(keys) and int(keys.max()) >= MAX_ID:
+            raise ValueError(f"ids are document numbers below {MAX_ID}")
         codes, scales = quantize(rows)
-        fresh: list[int] = []
-        for i, key in enumerate(keys.tolist()):
-            row = self._row.get(key)
-            if row is None:
-                fresh.append(i)
-            else:
-                self._codes[row], self._scales[row] = codes[i], scales[i]
-        if not fresh:
+        if len(keys):
+            self._map(int(keys.max()) + 1)
+        held = self._row_of[keys.astype(np.intp)]
+        old = held >= 0
+        self._codes[held[old]], self._scales[held[old]] = codes[old], scales[old]
+        fresh = ~old
+        count = int(fresh.sum())
+        if not count:
             return
-        self._reserve(self._size + len(fresh))
-        start, stop = self._size, self._size + len(fresh)
+        self._reserve(self._size + count)
+        start, stop = self._size, self._size + count
         self._ids[start:stop] = keys[fresh]
         self._codes[start:stop] = codes[fresh]
         self._scales[start:stop] = scales[fresh]
-        self._row.update(zip(keys[fresh].tolist(), range(start, stop), strict=True))
+        self._row_of[keys[fresh].astype(np.intp)] = np.arange(start, stop)
         self._size = stop
 
     def remove(self, ids: npt.ArrayLike) -> int:
         removed = 0
         for key in _keys(ids).tolist():
-            row = self._row.pop(key, None)
-            if row is None:
+            row = int(self._row_of[key]) if key < len(self._row_of) else -1
+            if row < 0:
                 continue
+            self._row_of[key] = -1
             last = self._size - 1
             if row != last:
                 moved = int(self._ids[last])
                 self._ids[row], self._codes[row] = moved, self._codes[last]
                 self._scales[row] = self._scales[last]
-                self._row[moved] = row
+                self._row_of[moved] = row
             # The last row is now either moved or the removed one: clear it either way.
             self._ids[last], self._codes[last], self._scales[last] = 0, 0, 0.0
             self._size = last
@@ -189,12 +207,38 @@ class FlatIndex:
         return self._ids[: self._size].copy()
 
     def vectors(self, ids: npt.ArrayLike) -> Vectors:
-        rows = np.array([self._row[key] for key in _keys(ids).tolist()], dtype=np.intp)
+        rows = self._rows(ids)
+        if np.any(rows < 0):
+            raise KeyError("an id is not held")
         return dequantize(self._codes[rows], self._scales[rows])
 
-    def save(self, path: Path) -> None:
+    def similarities(self, query: Vectors, ids: npt.ArrayLike) -> npt.NDArray[np.float32]:
+        q = _query(query, self._stamp)
+        rows = self._rows(ids)
+        held = rows >= 0
+        out = np.zeros(len(rows), dtype=np.float32)
+        out[held] = (self._codes[rows[held]].astype(np.float32) @ q) * self._scales[rows[held]]
+        return out
+
+    def _rows(self, ids: npt.ArrayLike) -> npt.NDArray[np.intp]:
+        keys = _keys(ids)
+        rows = np.full(len(keys), -1, dtype=np.intp)
+        inside = keys < len(self._row_of)
+        rows[inside] = self._row_of[keys[inside].astype(np.intp)]
+        return rows
+
+    def _map(self, size: int) -> None:
+        if size > len(self._row_of):
+            grow = max(size, 2 * len(self._row_of)) - len(self._row_of)
+            self._row_of = np.concatenate([self._row_of, np.full(grow, -1, dtype=np.int64)])
+
+    @property
+    def ledger_seq(self) -> int:
+        return self._ledger_seq
+
+    def save(self, path: Path, *, ledger_seq: int) -> None:
         n = self._size
-        header = _Header(kind="flat", stamp=self._stamp, count=n)
+        header = _Header(kind="flat", stamp=self._stamp, count=n, ledger_seq=ledger_seq)
 
         def write(file: str) -> None:
             with open(file, "wb") as out:
@@ -203,10 +247,12 @@ class FlatIndex:
                 out.write(self._codes[:n].tobytes())
 
         _write_atomically(path, write, header)
+        self._ledger_seq = ledger_seq
 
     @classmethod
     def _load(cls, path: Path, header: _Header) -> FlatIndex:
         index = cls(header.stamp)
+        index._ledger_seq = header.ledger_seq
         n, d = header.count, header.stamp.dimensions
         if path.stat().st_size < n * (8 + 4 + d):
             raise StaleVectors(f"{path}: the vector file is shorter than its header says")
@@ -218,7 +264,9 @@ class FlatIndex:
             raise StaleVectors(f"{path}: the vector file is shorter than its header says")
         index._ids, index._scales, index._codes = ids, scales, codes.reshape(n, d)
         index._size = n
-        index._row = dict(zip(ids.tolist(), range(n), strict=True))
+        if n:
+            index._map(int(ids.max()) + 1)
+            index._row_of[ids.astype(np.intp)] = np.arange(n)
         return index
 
     def _reserve(self, size: int) -> None:
@@ -266,6 +314,7 @@ class HnswIndex:
         self._tombstone[0] = 1.0
         self._tombstones: list[int] = []  # resident tombstone keys, one per freed slot
         self._next_tombstone = _TOMBSTONE_KEYS
+        self._ledger_seq = 0
 
     @property
     def stamp(self) -> ModelStamp:
@@ -334,9 +383,24 @@ class HnswIndex:
         got = self._index.get(_keys(ids), dtype="f32")
         return normalize_rows(np.asarray(got, dtype=np.float32).reshape(-1, self._stamp.dimensions))
 
-    def save(self, path: Path) -> None:
-        header = _Header(kind="hnsw", stamp=self._stamp, count=len(self))
+    def similarities(self, query: Vectors, ids: npt.ArrayLike) -> npt.NDArray[np.float32]:
+        keys = _keys(ids)
+        out = np.zeros(len(keys), dtype=np.float32)
+        if not len(keys):
+            return out
+        held = self._index.contains(keys) & (keys < _TOMBSTONE_KEYS)
+        if np.any(held):
+            out[held] = self.vectors(keys[held]) @ _query(query, self._stamp)
+        return out
+
+    @property
+    def ledger_seq(self) -> int:
+        return self._ledger_seq
+
+    def save(self, path: Path, *, ledger_seq: int) -> None:
+        header = _Header(kind="hnsw", stamp=self._stamp, count=len(self), ledger_seq=ledger_seq)
         _write_atomically(path, self._index.save, header)
+        self._ledger_seq = ledger_seq
 
     @classmethod
     def _load(cls, path: Path, header: _Header, *, view: bool) -> HnswIndex:
@@ -348,6 +412,7 @@ class HnswIndex:
         if restored is None or restored.ndim != header.stamp.dimensions:
             raise StaleVectors(f"{path}: not a usable usearch index")
         index._index = restored
+        index._ledger_seq = header.ledger_seq
         index._tombstone = np.zeros(header.stamp.dimensions, dtype=np.float32)
         index._tombstone[0] = 1.0
         keys = np.asarray(restored.keys, dtype=np.uint64)

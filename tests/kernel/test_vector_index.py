@@ -118,7 +118,7 @@ def test_a_removed_vector_is_not_found_and_not_in_the_saved_file(kind: str, tmp_
     victims = [0, 5, 500, 999]
     codes = {v: bytes(index_bytes(index, v)) for v in victims}
     before = tmp_path / "before.vec"
-    index.save(before)
+    index.save(before, ledger_seq=7)
     raw = before.read_bytes()
     assert all(raw.find(c) >= 0 for c in codes.values())  # the check can fail
 
@@ -130,7 +130,7 @@ def test_a_removed_vector_is_not_found_and_not_in_the_saved_file(kind: str, tmp_
     # Later adds reuse freed slots; the removed bytes stay gone.
     index.add(np.arange(2000, 2003), unit_rows(3, seed=9))
     after = tmp_path / "after.vec"
-    index.save(after)
+    index.save(after, ledger_seq=7)
     raw = after.read_bytes()
     assert not any(raw.find(c) >= 0 for c in codes.values())
     loaded = load_index(after, STAMP)
@@ -175,7 +175,7 @@ def test_save_and_load_round_trip_with_the_stamp(kind: str, tmp_path: Path) -> N
     index = make(kind)
     index.add(np.arange(300) * 3, x)
     path = tmp_path / "v.vec"
-    index.save(path)
+    index.save(path, ledger_seq=7)
     assert not (tmp_path / "v.vec.tmp").exists()
     for view in (False, True):
         loaded = load_index(path, STAMP, view=view)
@@ -191,7 +191,7 @@ def test_a_viewed_hnsw_file_answers_but_refuses_changes(tmp_path: Path) -> None:
     index = HnswIndex(STAMP)
     index.add(np.arange(100), unit_rows(100))
     path = tmp_path / "v.vec"
-    index.save(path)
+    index.save(path, ledger_seq=7)
     viewed = load_index(path, STAMP, view=True)
     assert len(viewed.search(unit_rows(1)[0], 3).ids) == 3
     with pytest.raises(RuntimeError):
@@ -211,7 +211,7 @@ def test_a_damaged_or_missing_file_is_stale(damage: object, tmp_path: Path) -> N
     index = FlatIndex(STAMP)
     index.add(np.arange(100), unit_rows(100))
     path = tmp_path / "v.vec"
-    index.save(path)
+    index.save(path, ledger_seq=7)
     path.write_bytes(damage(path.read_bytes()))  # type: ignore[operator]
     with pytest.raises(StaleVectors):
         load_index(path, STAMP)
@@ -261,7 +261,7 @@ def test_hnsw_removal_reuses_slots_and_tombstones_survive_a_reload(tmp_path: Pat
     assert len(index._index) == 300  # every freed slot was taken again: no growth
     index.remove(np.arange(50))
     path = tmp_path / "v.vec"
-    index.save(path)
+    index.save(path, ledger_seq=7)
     loaded = load_index(path, STAMP)
     assert isinstance(loaded, HnswIndex) and len(loaded) == 250
     assert len(loaded._tombstones) == 50
@@ -271,3 +271,27 @@ def test_hnsw_removal_reuses_slots_and_tombstones_survive_a_reload(tmp_path: Pat
     assert len(hits.ids) == 20 and all(int(i) < 300 for i in hits.ids)
     loaded.add([1000], unit_rows(1, seed=4))
     assert len(loaded._tombstones) == 49 and len(loaded) == 251
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+def test_similarities_of_given_ids_match_their_vectors(kind: str, tmp_path: Path) -> None:
+    x = unit_rows(500)
+    index = make(kind)
+    index.add(np.arange(500), x)
+    q = unit_rows(1, seed=8)[0]
+    ids = np.array([3, 77, 499, 10_000])  # the last is not held
+    sims = index.similarities(q, ids)
+    assert sims.dtype == np.float32 and sims[3] == 0.0
+    assert np.abs(sims[:3] - x[[3, 77, 499]] @ q).max() < 0.02
+    index.remove([77])
+    assert index.similarities(q, [77])[0] == 0.0
+    path = tmp_path / "v.vec"
+    index.save(path, ledger_seq=1234)
+    assert index.ledger_seq == 1234
+    assert load_index(path, STAMP).ledger_seq == 1234
+    assert make(kind).ledger_seq == 0
+
+
+def test_flat_ids_are_document_numbers() -> None:
+    with pytest.raises(ValueError, match="document numbers"):
+        FlatIndex(STAMP).add([1 << 32], unit_rows(1))
