@@ -125,21 +125,32 @@ class VectorIndex(Protocol):
         ...
 
 
-class FlatIndex:
+class _Stamped:
+    """What both kinds carry: the model stamp and the ledger sequence of the last save."""
+
+    def __init__(self, stamp: ModelStamp, ledger_seq: int = 0) -> None:
+        self._stamp = stamp
+        self._ledger_seq = ledger_seq
+
+    @property
+    def stamp(self) -> ModelStamp:
+        return self._stamp
+
+    @property
+    def ledger_seq(self) -> int:
+        return self._ledger_seq
+
+
+class FlatIndex(_Stamped):
     """Exact search over int8 rows; removal moves the last row into the hole."""
 
     def __init__(self, stamp: ModelStamp) -> None:
-        self._stamp = stamp
+        super().__init__(stamp)
         self._ids: Ids = np.zeros(0, dtype=np.uint64)
         self._codes: Codes = np.zeros((0, stamp.dimensions), dtype=np.int8)
         self._scales: Scales = np.zeros(0, dtype=np.float32)
         self._size = 0
         self._row_of = np.full(0, -1, dtype=np.int64)  # row of each id, -1: not held
-        self._ledger_seq = 0
-
-    @property
-    def stamp(self) -> ModelStamp:
-        return self._stamp
 
     @property
     def kind(self) -> Kind:
@@ -232,10 +243,6 @@ class FlatIndex:
             grow = max(size, 2 * len(self._row_of)) - len(self._row_of)
             self._row_of = np.concatenate([self._row_of, np.full(grow, -1, dtype=np.int64)])
 
-    @property
-    def ledger_seq(self) -> int:
-        return self._ledger_seq
-
     def save(self, path: Path, *, ledger_seq: int) -> None:
         n = self._size
         header = _Header(kind="flat", stamp=self._stamp, count=n, ledger_seq=ledger_seq)
@@ -252,7 +259,7 @@ class FlatIndex:
     @classmethod
     def _load(cls, path: Path, header: _Header) -> FlatIndex:
         index = cls(header.stamp)
-        index._ledger_seq = header.ledger_seq
+        _Stamped.__init__(index, header.stamp, header.ledger_seq)
         n, d = header.count, header.stamp.dimensions
         if path.stat().st_size < n * (8 + 4 + d):
             raise StaleVectors(f"{path}: the vector file is shorter than its header says")
@@ -280,7 +287,7 @@ class FlatIndex:
         self._codes = np.concatenate([self._codes, zeros])
 
 
-class HnswIndex:
+class HnswIndex(_Stamped):
     """A usearch HNSW graph over int8 vectors, cosine metric.
 
     Args:
@@ -301,7 +308,7 @@ class HnswIndex:
     ) -> None:
         from usearch.index import Index  # noqa: PLC0415 -- small stores never need it
 
-        self._stamp = stamp
+        super().__init__(stamp)
         self._index = Index(
             ndim=stamp.dimensions,
             metric="cos",
@@ -314,11 +321,6 @@ class HnswIndex:
         self._tombstone[0] = 1.0
         self._tombstones: list[int] = []  # resident tombstone keys, one per freed slot
         self._next_tombstone = _TOMBSTONE_KEYS
-        self._ledger_seq = 0
-
-    @property
-    def stamp(self) -> ModelStamp:
-        return self._stamp
 
     @property
     def kind(self) -> Kind:
@@ -393,10 +395,6 @@ class HnswIndex:
             out[held] = self.vectors(keys[held]) @ _query(query, self._stamp)
         return out
 
-    @property
-    def ledger_seq(self) -> int:
-        return self._ledger_seq
-
     def save(self, path: Path, *, ledger_seq: int) -> None:
         header = _Header(kind="hnsw", stamp=self._stamp, count=len(self), ledger_seq=ledger_seq)
         _write_atomically(path, self._index.save, header)
@@ -407,12 +405,11 @@ class HnswIndex:
         from usearch.index import Index  # noqa: PLC0415
 
         index = cls.__new__(cls)
-        index._stamp = header.stamp
+        _Stamped.__init__(index, header.stamp, header.ledger_seq)
         restored = Index.restore(str(path), view=view)
         if restored is None or restored.ndim != header.stamp.dimensions:
             raise StaleVectors(f"{path}: not a usable usearch index")
         index._index = restored
-        index._ledger_seq = header.ledger_seq
         index._tombstone = np.zeros(header.stamp.dimensions, dtype=np.float32)
         index._tombstone[0] = 1.0
         keys = np.asarray(restored.keys, dtype=np.uint64)
@@ -487,6 +484,7 @@ def _read_header(path: Path) -> _Header:
 
 
 def _write_atomically(path: Path, write: Callable[[str], object], header: _Header) -> None:
+    # Issue 16 brings one durable-file helper for the kernel; this becomes a call to it.
     temporary = path.with_name(path.name + ".tmp")
     write(str(temporary))
     encoded = msgspec.json.encode(header)
