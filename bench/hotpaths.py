@@ -79,7 +79,7 @@ def recall(args: argparse.Namespace) -> None:
                 for words in qs.queries:
                     query = RecallQuery(query=" ".join(words), limit=recall_bench.TOP_K)
                     t0 = time.perf_counter()
-                    results = run_recall(hikmah, query, now_ms=meta["now_ms"], policy=policy)
+                    results = hikmah.read(run_recall, query, now_ms=meta["now_ms"], policy=policy)
                     t1 = time.perf_counter()
                     plain = msgspec.to_builtins(results)
                     t2 = time.perf_counter()
@@ -129,10 +129,11 @@ parser = m.build_parser()
 c2 = time.process_time()
 a = parser.parse_args(["--socket", {str(args.socket)!r}, "recall", "deploy cache worker"])
 c3 = time.process_time()
-method, params, show = a.handler(a)
+command = m.BY_NAME[a.command]
+method, params = command.request(a)
 result = m.call(a, method, params)
 c4 = time.process_time()
-show(result)
+command.show(result)
 c5 = time.process_time()
 print(*(round(1000 * x, 2) for x in (c1 - c0, c2 - c1, c3 - c2, c4 - c3, c5 - c4)))
 """

@@ -11,7 +11,7 @@ the timer nothing):
 1. Queue rebuild at start. A store (``durable=False``, for build speed only) gets
    ``--commitments`` active commitments, deadlines spread over the next year, written
    in batches of 1,000. Then, on the store reopened, what ``Reminders.run`` does at
-   start: ``store.scheduled()`` (a scan of the LMDB deadline index that decodes each
+   start: ``store.read(queries.scheduled)`` (a scan of the LMDB deadline index that decodes each
    trace and looks up its two delivered-stage keys), then one ``PromiseQueue.schedule``
    per entry, with the default lead (30 min: two heap entries per commitment) and with
    lead 0 (one). Times are the median of ``--rounds``; rates are commitments/s.
@@ -92,9 +92,12 @@ from typing import Any
 from servers import OK_PREFIX, START_TIMEOUT_S, Server, call_many, hikmahd_argv
 from workload import TAGS, fmt, zipf_words
 
+from hikmah import queries
 from hikmah.policy import KernelPolicy
 from hikmah.promises import PromiseQueue
-from hikmah.store import Remember, Scheduled, Store
+from hikmah.queries import Scheduled
+from hikmah.rules import Remember
+from hikmah.store import Store
 from hikmah.trace import Draft
 
 RESULTS = Path(__file__).with_name("results-reminders.json")
@@ -202,7 +205,7 @@ def traced_memory(store: Store, build: Builder) -> tuple[int, int]:
     gc.collect()
     tracemalloc.start()
     try:
-        entries = store.scheduled()
+        entries = store.read(queries.scheduled)
         built = build(entries)
         del entries
         gc.collect()
@@ -215,16 +218,20 @@ def traced_memory(store: Store, build: Builder) -> tuple[int, int]:
 
 def rebuild_rows(store: Store, rounds: int) -> list[RebuildRow]:
     """The steps of a rebuild, each timed on its own, and the heapq baseline."""
-    entries = store.scheduled()
+    entries = store.read(queries.scheduled)
     n = len(entries)
     builders: list[tuple[str, Builder]] = [
         ("PromiseQueue.schedule, lead 30 min", lambda e: load_queue(e, DEFAULT_LEAD_MS)),
         ("PromiseQueue.schedule, lead 0", lambda e: load_queue(e, 0)),
         ("baseline: heapq of (deadline, id)", load_heap),
     ]
-    scan_s = median_seconds(store.scheduled, rounds)
+    scan_s = median_seconds(lambda: store.read(queries.scheduled), rounds)
     scan_bytes, scan_peak = traced_memory(store, lambda e: e)
-    rows = [RebuildRow("store.scheduled() (LMDB scan)", scan_s, n / scan_s, scan_bytes, scan_peak)]
+    rows = [
+        RebuildRow(
+            "store.read(queries.scheduled) (LMDB scan)", scan_s, n / scan_s, scan_bytes, scan_peak
+        )
+    ]
     for step, build in builders:
         seconds = median_seconds(functools.partial(build, entries), rounds)
         retained, peak = traced_memory(store, build)

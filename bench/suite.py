@@ -43,6 +43,10 @@ How each figure is made (details in the docstrings of the scripts it reuses):
 - Bulk import: ``memory.import`` if the daemon serves it (batches of 500 lines, one
   request at a time, into an empty durable daemon), over the in-process build rate
   of the same notes; "not available" otherwise.
+- hikmah-agent's start: ``agent.measure``, the installed script from its start to
+  the answers to ``initialize`` and ``tools/list`` (sent at once, as a host does),
+  over ``python -c pass`` with the venv's interpreter, run by run in turn; the
+  import of the MCP SDK's server reported beside them.
 - The vault: ``vault.measure`` on the load tier's size, two in-process stores with
   the same notes, one sealed: durable remember batches of 8 and recall p50/p95,
   vault on over vault off (bench/vault.py has the details).
@@ -68,6 +72,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import agent
 import lmdb
 import reminders
 import rpc
@@ -96,6 +101,8 @@ READY_TARGET_S = 1.0
 WRITE_TARGET = 0.8  # 16 durable clients at least 0.8x the no-sync daemon
 CLI_TARGET = 2.5
 LATENESS_TARGET_MS = 50.0
+# Codex offers the model only the MCP servers that answered within about a second.
+AGENT_READY_TARGET_MS = 500.0
 
 
 @dataclass(frozen=True)
@@ -243,6 +250,36 @@ def tier_figures(tier: TierResult, empty: Empty, plan: Plan) -> list[Figure]:
     return figures
 
 
+def agent_figures(found: dict[str, Any], plan: Plan) -> list[Figure]:
+    baseline = found["python_pass_ms"]
+    figures = [
+        Figure(
+            "hikmah-agent start to initialize answered vs venv python -c pass",
+            found["initialize_ms"],
+            "ms",
+            baseline,
+        ),
+        Figure(
+            "hikmah-agent start to tools/list answered vs venv python -c pass",
+            found["tools_list_ms"],
+            "ms",
+            baseline,
+            Target("value", "<", AGENT_READY_TARGET_MS, "ms"),
+            judged=not plan.quick,
+        ),
+    ]
+    if "import_sdk_ms" in found:
+        figures.append(
+            Figure(
+                "MCP SDK server import (hikmah-agent's old start) vs venv python -c pass",
+                found["import_sdk_ms"],
+                "ms",
+                baseline,
+            )
+        )
+    return figures
+
+
 def write_figures(rows: list[rpc.Measured], plan: Plan) -> list[Figure]:
     def per_s(target: str, workload: str, clients: int) -> float:
         return rpc.find(rows, target, workload, clients).per_s
@@ -339,6 +376,10 @@ def execute(run: Run, root: Path) -> None:
         with run.section("empty store (baselines of start and memory)"):
             empty = measure_empty(root, plan.starts, stack)
             run.details["empty"] = asdict(empty)
+        with run.section("hikmah-agent start"):
+            found = agent.measure(plan.cli_runs)
+            run.details["agent"] = found
+            run.figures += agent_figures(found, plan)
         with run.section("remember throughput"):
             writes = measure_writes(root, plan, stack)
             run.details["writes"] = [asdict(w) for w in writes]

@@ -34,7 +34,6 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from hikmah import index
 from hikmah.embedding import load_embedder
 from hikmah.evaluation import (
     Case,
@@ -49,7 +48,8 @@ from hikmah.evaluation import (
 from hikmah.fusion import SemanticPolicy, fuse
 from hikmah.policy import KernelPolicy
 from hikmah.recall import RecallQuery, _Scorer
-from hikmah.store import Remember, Store
+from hikmah.rules import Remember
+from hikmah.store import Store
 from hikmah.tokenizer import terms
 from hikmah.trace import normalize_tag
 from hikmah.weighting import inverse_document_frequency, lexical_scores
@@ -89,10 +89,9 @@ class Context:
     """Per-store data the variants need: document vectors, frequencies, term counts."""
 
     def __init__(self, store: Store, embed: Callable[[list[str]], npt.NDArray[np.float32]]) -> None:
-        with store.read() as txn:
-            features = store.features(txn)
-            self.size = len(features)
-            self.traces = [index.trace_at(txn, store.dbs, doc) for doc in range(self.size)]
+        with store.snapshot() as snapshot:
+            self.size = len(snapshot.features)
+            self.traces = [snapshot.trace_at(doc) for doc in range(self.size)]
         self.vectors = embed([t.content for t in self.traces])
         self.tf = [_counts(t.content) for t in self.traces]
         self.embed = embed
@@ -125,9 +124,7 @@ class VariantScorer(_Scorer):
     def _candidates(self) -> Any:
         docs, matched, tagged, overdue = super()._candidates()
         n = self.context.size
-        dfs = np.array(
-            [len(index.postings(self.txn, self.dbs, t)) for t in self.q_terms], dtype=np.float64
-        )
+        dfs = np.array([len(self.snapshot.postings(t)) for t in self.q_terms], dtype=np.float64)
         self.term_idf = dict(
             zip(self.q_terms, inverse_document_frequency(dfs, n).tolist(), strict=True)
         )
@@ -269,12 +266,9 @@ def recall_with(
     q_tags = sorted({t for t in map(normalize_tag, query.tags) if t})
     if query.query.strip() and not q_terms and not q_tags:
         return []  # a query of stopwords only asks for nothing, with or without semantics
-    with store.read() as txn:
-        features = store.features(txn)
+    with store.snapshot() as snapshot:
         scorer = VariantScorer(
-            store,
-            txn,
-            features,
+            snapshot,
             query,
             q_terms,
             q_tags,

@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import sys
 from pathlib import Path
 
-from hikmah import paths
+from hikmah import __version__, paths
 from hikmah_cli.client import environment_flags
 
 from .link import Link
-from .server import Tools, build_server
+from .locate import agent_socket
+from .protocol import Server
+from .tools import INSTRUCTIONS, Tools
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -33,14 +37,15 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="hikmah-agent: %(message)s")
     link = Link(
-        paths.socket_path(args.socket),
+        agent_socket(args.socket, os.environ),
         autostart=not args.no_autostart,
         daemon_args=environment_flags(args.data_dir, args.policy),
+        data_dir=paths.data_dir(args.data_dir),
     )
-    try:
-        build_server(Tools(link, Path.cwd())).run("stdio")
-    finally:
-        link.close()
+    server = Server("hikmah", __version__, INSTRUCTIONS, Tools(link, Path.cwd()))
+    # The daemon connection closes with the process; a call still waiting on it after
+    # the drain is abandoned (its thread is a daemon thread).
+    server.serve(sys.stdin.buffer, sys.stdout.buffer)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from typing import Any
 from hikmah.paths import project_scope
 from hikmah.tokenizer import terms
 
-from . import framing
+from . import agent_text as framing
 from .client import Client
 
 TIMEOUT_S = 2.0

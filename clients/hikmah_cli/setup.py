@@ -13,12 +13,19 @@ The formats, as documented:
   (https://code.claude.com/docs/en/hooks, "Hooks reference").
 - Claude Code MCP servers, user scope: top-level ``"mcpServers"`` in ``~/.claude.json``,
   what ``claude mcp add --scope user`` writes (https://code.claude.com/docs/en/mcp).
-- Codex MCP servers: ``[mcp_servers.<name>]`` with ``command`` and ``args`` in
+  With ``CLAUDE_CONFIG_DIR`` set, both files are in that directory
+  (``$CLAUDE_CONFIG_DIR/settings.json``, ``$CLAUDE_CONFIG_DIR/.claude.json``).
+- Codex MCP servers: ``[mcp_servers.<name>]`` with ``command``, ``args``, ``env_vars``
+  (variables passed through from Codex's environment) and ``startup_timeout_sec`` in
   ``~/.codex/config.toml`` (https://developers.openai.com/codex/mcp).
 - Codex hooks: ``~/.codex/hooks.json``, the same event -> matcher group -> handler shape
-  as Claude Code's; on by default since hooks went GA, and Codex asks the person to
-  review a new or changed hook in ``/hooks`` (https://developers.openai.com/codex/hooks,
-  "Hooks"; https://developers.openai.com/codex/config-advanced).
+  as Claude Code's; on by default since hooks went GA, and Codex runs a new or changed
+  hook only once the person has reviewed it in ``/hooks``
+  (https://developers.openai.com/codex/hooks, "Hooks";
+  https://developers.openai.com/codex/config-advanced). Both files live in
+  ``$CODEX_HOME`` when it is set.
+
+docs/agents.md has what each host was seen to do with them, and the versions seen.
 """
 
 from __future__ import annotations
@@ -30,17 +37,29 @@ import re
 import shlex
 import stat
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from .files import write_atomic
+from hikmah.durable import write_atomic
 
 BACKUP_SUFFIX = ".hikmah-backup"
 SERVER = "hikmah"
 BEGIN = "# hikmah:begin (managed by hikmah setup; remove with hikmah setup codex --remove)"
 END = "# hikmah:end"
 HOOK_TIMEOUT_S = 10  # a hook that hangs holds up the agent's session or prompt
+# Codex gives its MCP servers only HOME, PATH, USER and a few more: these say where the
+# person's daemon is (its socket, data, policy, and for a daemon the agent starts, the
+# session bus and keyring it would use), as they do for the CLI in the person's shell.
+CODEX_FORWARDED = (
+    "HIKMAH_SOCKET", "HIKMAH_DATA_DIR", "HIKMAH_POLICY",
+    "XDG_RUNTIME_DIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME",
+    "DBUS_SESSION_BUS_ADDRESS", "PYTHON_KEYRING_BACKEND",
+)  # fmt: skip
+# How long Codex waits for the server's handshake before giving up on it (its default
+# is 10 s); hikmah-agent answers in well under a second (bench/agent.py).
+CODEX_STARTUP_TIMEOUT_S = 20
 # (event, ``hikmah hook`` subcommand)
 HOOKS = (("SessionStart", "session-start"), ("UserPromptSubmit", "prompt"))
 # Executable names recognised as ours besides the exact paths passed in, so that
@@ -75,17 +94,20 @@ def setup(
     mcp: bool = True,
     hikmah: str,
     hikmah_agent: str,
+    environ: Mapping[str, str] = os.environ,
 ) -> list[str]:
     """Put Hikmah's hooks and MCP server into (or take them out of) a host's user config.
 
     Args:
         host: the coding agent.
-        home: the home directory whose configuration to edit.
+        home: the home directory whose configuration to edit (unless ``environ`` moves
+            it: ``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``).
         remove: take out our entries instead; applies to hooks and MCP server alike.
         mcp: with ``remove=False``, also write the MCP server entry; ``False`` leaves
             any existing entry alone.
         hikmah: absolute path of the ``hikmah`` executable, used in hook commands.
         hikmah_agent: absolute path of the MCP server executable.
+        environ: where the hosts' own variables are read.
 
     Returns:
         One line per file: what was changed (and where its backup is), or that it
@@ -96,12 +118,7 @@ def setup(
             already has a ``hikmah`` MCP server that setup did not write, or changed
             while being edited. Nothing was written.
     """
-    if host == "claude":
-        hooks_file, mcp_file = home / ".claude" / "settings.json", home / ".claude.json"
-    elif host == "codex":
-        hooks_file, mcp_file = home / ".codex" / "hooks.json", home / ".codex" / "config.toml"
-    else:
-        raise ValueError(f"unknown host {host!r}")
+    hooks_file, mcp_file = config_files(host, home, environ)
     codex = host == "codex"
     edits = [_plan_hooks(hooks_file, _shown(hooks_file, home), hikmah, remove, codex=codex)]
     if mcp or remove:
@@ -113,6 +130,20 @@ def setup(
         if edit.new is not None and _read(edit.path) != edit.old:
             raise _fail(edit.shown, "changed while hikmah setup was editing it; run it again")
     return [_apply(edit, remove) for edit in edits]
+
+
+def config_files(host: str, home: Path, environ: Mapping[str, str]) -> tuple[Path, Path]:
+    """(hooks file, MCP file) of a host, where the host itself reads them."""
+    if host == "claude":
+        moved = environ.get("CLAUDE_CONFIG_DIR")
+        if moved:
+            directory = Path(moved).expanduser()
+            return directory / "settings.json", directory / ".claude.json"
+        return home / ".claude" / "settings.json", home / ".claude.json"
+    if host == "codex":
+        directory = Path(environ.get("CODEX_HOME") or home / ".codex").expanduser()
+        return directory / "hooks.json", directory / "config.toml"
+    raise ValueError(f"unknown host {host!r}")
 
 
 # --- hooks (Claude Code settings.json, Codex hooks.json) ---
@@ -128,9 +159,10 @@ def _plan_hooks(path: Path, shown: str, hikmah: str, remove: bool, *, codex: boo
     if new == data:
         return _Edit(path, shown, old, None, "")
     if remove:
-        return _Edit(path, shown, old, _dump_json(new), f"{removed} hook{'s' * (removed != 1)}")
+        what = f"{removed} hook{'s' * (removed != 1)}"
+        return _Edit(path, shown, old, _restored(path, new), what)
     # Codex runs a new or changed hook only once the person has trusted it.
-    note = "review them in Codex with /hooks" if codex else ""
+    note = "Codex skips them until you review them with /hooks in Codex" if codex else ""
     return _Edit(path, shown, old, _dump_json(new), "hooks SessionStart, UserPromptSubmit", note)
 
 
@@ -235,7 +267,9 @@ def _plan_claude_mcp(path: Path, shown: str, agent: str, remove: bool) -> _Edit:
     else:
         servers[SERVER] = {"type": "stdio", "command": agent, "args": [], "env": {}}
         new["mcpServers"] = servers
-    return _Edit(path, shown, old, _dump_json(new) if new != data else None, what)
+    if new == data:
+        return _Edit(path, shown, old, None, what)
+    return _Edit(path, shown, old, _restored(path, new) if remove else _dump_json(new), what)
 
 
 def _is_our_server(entry: object, agent: str) -> bool:
@@ -263,7 +297,11 @@ def _plan_codex_mcp(path: Path, shown: str, agent: str, remove: bool) -> _Edit:
     if block is None:
         at, outside = len(lines), lines
     else:
-        at, outside = block[0], lines[: block[0]] + lines[block[1] :]
+        start, end = block
+        # Codex writes tables of its own (the /hooks review's trust) at the end of the
+        # file, which puts them inside our block: they are kept, after it.
+        at = start
+        outside = lines[:start] + _foreign_tables(lines[start:end]) + lines[end:]
     servers = _load_toml("".join(outside), shown, "").get("mcp_servers", {})
     if not isinstance(servers, dict):
         raise _fail(shown, "mcp_servers is not a table")
@@ -280,16 +318,13 @@ def _plan_codex_mcp(path: Path, shown: str, agent: str, remove: bool) -> _Edit:
         # A blank line before the block reads better; it belongs to the block, so that
         # remove gives back the original text exactly.
         separator = [newline] if at else []
-        table = [
-            f"[mcp_servers.{SERVER}]",
-            f"command = {_toml_string(agent)}",
-            "args = []",
-        ]
+        table = [f"[mcp_servers.{SERVER}]"]
+        table += [f"{key} = {_toml_value(value)}" for key, value in _codex_server(agent).items()]
         ours = [f"{line}{newline}" for line in (BEGIN, *table, END)]
         new_lines = outside[:at] + separator + ours + outside[at:]
     new_text = "".join(new_lines)
     parsed = _load_toml(new_text, shown, "after the edit, ")
-    if not remove and parsed["mcp_servers"][SERVER] != {"command": agent, "args": []}:
+    if not remove and parsed["mcp_servers"][SERVER] != _codex_server(agent):
         raise _fail(shown, f"[mcp_servers.{SERVER}] would not read back as written")
     new = new_text.encode()
     return _Edit(path, shown, old, new if new != old else None, what)
@@ -309,6 +344,46 @@ def _find_block(lines: list[str], shown: str) -> tuple[int, int] | None:
     if start and lines[start - 1] in ("\n", "\r\n"):
         start -= 1
     return start, ends[0] + 1
+
+
+_HEADER = re.compile(r"\s*\[\[?\s*(?P<name>[^\]]+?)\s*\]\]?\s*(#.*)?\r?\n?")
+
+
+def _foreign_tables(block: list[str]) -> list[str]:
+    """The lines of ``block`` that are tables other than ``[mcp_servers.hikmah]`` and its
+    subtables, each with the blank line before it."""
+    foreign: list[str] = []
+    current: list[str] = []  # the section being read: ours (dropped) or foreign (kept)
+    for line in block:
+        header = _HEADER.fullmatch(line)
+        if header is not None:
+            name = re.sub(r"\s*\.\s*", ".", header["name"]).replace('"', "").replace("'", "")
+            ours = name == f"mcp_servers.{SERVER}" or name.startswith(f"mcp_servers.{SERVER}.")
+            blank = current[-1:] if current and not current[-1].strip() else []
+            del current[len(current) - len(blank) :]
+            current = [] if ours else foreign
+            current += blank
+        if line.startswith("# hikmah:begin") or line.rstrip("\r\n") == END:
+            current = []
+            continue
+        current.append(line)
+    return foreign
+
+
+def _codex_server(agent: str) -> dict[str, Any]:
+    """Our ``[mcp_servers.hikmah]`` table, as it reads back."""
+    return {
+        "command": agent,
+        "args": [],
+        "env_vars": list(CODEX_FORWARDED),
+        "startup_timeout_sec": CODEX_STARTUP_TIMEOUT_S,
+    }
+
+
+def _toml_value(value: str | int | list[str]) -> str:
+    if isinstance(value, list):
+        return f"[{', '.join(map(_toml_string, value))}]"
+    return _toml_string(value) if isinstance(value, str) else str(value)
 
 
 def _toml_string(value: str) -> str:
@@ -355,9 +430,14 @@ def _apply(edit: _Edit, remove: bool) -> str:
         _make_dirs(target.parent)
         write_atomic(target, edit.new, 0o600)
         line = f"created {edit.shown} with {edit.what}"
+    elif remove and edit.new in _EMPTY and not _backup(edit.path).exists():
+        # Setup made this file and never changed it since (that would have left a backup):
+        # taking our entries out takes the file out too.
+        target.unlink()
+        line = f"deleted {edit.shown}: setup had created it, and it held only {edit.what}"
     else:
         mode = stat.S_IMODE(os.stat(target).st_mode)
-        backup = edit.path.with_name(edit.path.name + BACKUP_SUFFIX)
+        backup = _backup(edit.path)
         write_atomic(backup, edit.old, mode)
         write_atomic(target, edit.new, mode)
         where = f"backup: {edit.shown}{BACKUP_SUFFIX}"
@@ -366,6 +446,14 @@ def _apply(edit: _Edit, remove: bool) -> str:
         else:
             line = f"updated {edit.shown} with {edit.what} ({where})"
     return f"{line}; {edit.note}" if edit.note else line
+
+
+# What is left of a file once our entries are out and nothing else was ever in it.
+_EMPTY = (b"", b"{}\n")
+
+
+def _backup(path: Path) -> Path:
+    return path.with_name(path.name + BACKUP_SUFFIX)
 
 
 def _make_dirs(directory: Path) -> None:
@@ -404,6 +492,18 @@ def _load_json(raw: bytes | None, shown: str) -> JSONObject:
     if not isinstance(data, dict):
         raise _fail(shown, f"the top level is {_kind(data)}, expected an object")
     return data
+
+
+def _restored(path: Path, data: JSONObject) -> bytes:
+    """``data`` as the bytes the person had, when the backup setup made before adding its
+    entries holds exactly that (nothing else changed since); else as setup writes JSON."""
+    try:
+        backup = _backup(path).read_bytes()
+        if json.loads(backup) == data:
+            return backup
+    except (OSError, ValueError):
+        pass
+    return _dump_json(data)
 
 
 def _dump_json(data: JSONObject) -> bytes:

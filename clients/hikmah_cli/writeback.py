@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from .files import write_atomic
+from hikmah.durable import write_atomic
 
 BEGIN = "<!-- hikmah:begin -->"
 END = "<!-- hikmah:end -->"

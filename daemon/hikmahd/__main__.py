@@ -12,8 +12,9 @@ from hikmah.errors import HikmahError
 from hikmah.store import MAX_MAP_SIZE
 
 from .backup import restore, summary
-from .daemon import Config, DaemonError, DataDirLock, run, wall_ms
+from .daemon import Config, DaemonError, DataDirLock, run
 from .rebuild import rebuild_index
+from .scheduling import wall_ms
 from .vaulting import vault_for
 
 EPILOG = """\

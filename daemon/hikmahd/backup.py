@@ -7,7 +7,7 @@ A backup directory holds what a data directory holds, and a manifest::
     DIR/manifest.json   format, version, records, head, time, size and BLAKE3 of data.mdb
 
 **The head matches the copy.** The copy is taken from one read snapshot
-(``env.copy(compact=True, txn=…)``), and that snapshot is opened, with its last
+(``env.copy(compact=True, txn=…)``), and that transaction is opened, with its last
 record and the acknowledged head read, in the writer's turn between batches
 (:meth:`~hikmahd.writer.Writer.exclusive`, a few microseconds): then every
 committed record is acknowledged, so the snapshot's last record *is* the head
@@ -42,7 +42,8 @@ import blake3
 import lmdb
 import msgspec
 
-from hikmah import __version__
+from hikmah import __version__, maintenance, queries
+from hikmah.durable import fsync_dir, fsync_file, write_atomic
 from hikmah.errors import HikmahError, InvalidInput, LedgerError
 from hikmah.headfile import HeadFile
 from hikmah.ledger import Head, decode_record, verify
@@ -89,9 +90,10 @@ class Manifest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
 
 
 @dataclass
-class Snapshot:
-    """A read transaction of the live store with the head that goes with it."""
+class Pinned:
+    """A read transaction of the live store, pinned with the head that goes with it."""
 
+    env: Any
     txn: Any
     last: Head | None
     head: Head | None
@@ -127,8 +129,9 @@ def prepare_dir(target: Path) -> None:
         raise InvalidInput(f"cannot use {target} for a backup: {exc.strerror}") from None
 
 
-def open_snapshot(store: Store) -> Snapshot:
-    """Open the snapshot a backup copies. Call it in the writer's turn, between batches."""
+def pin(store: Store) -> Pinned:
+    """Open the read transaction a backup copies. Call it in the writer's turn, between
+    batches."""
     txn = store.env.begin()
     opened = False
     try:
@@ -138,7 +141,8 @@ def open_snapshot(store: Store) -> Snapshot:
     finally:
         if not opened:
             txn.abort()
-    return Snapshot(
+    return Pinned(
+        env=store.env,
         txn=txn,
         last=None if last is None else Head(seq=last.seq, hash=last.hash),
         head=store.head,
@@ -146,8 +150,8 @@ def open_snapshot(store: Store) -> Snapshot:
     )
 
 
-def write_backup(store: Store, snapshot: Snapshot, target: Path, now_ms: int) -> Manifest:
-    """Copy the snapshot into the empty directory ``target``; closes the snapshot.
+def write_backup(pinned: Pinned, target: Path, now_ms: int) -> Manifest:
+    """Copy the pinned transaction into the empty directory ``target``; closes it.
 
     Raises:
         BackupError: the store's head is unreadable, or the copy does not verify
@@ -155,36 +159,36 @@ def write_backup(store: Store, snapshot: Snapshot, target: Path, now_ms: int) ->
     """
     done = False
     try:
-        manifest = _write_backup(store, snapshot, target, now_ms)
+        manifest = _write_backup(pinned, target, now_ms)
         done = True
     finally:
-        snapshot.close()
+        pinned.close()
         if not done:
             _clear(target)
     return manifest
 
 
-def _write_backup(store: Store, snapshot: Snapshot, target: Path, now_ms: int) -> Manifest:
-    if snapshot.head_error is not None:
+def _write_backup(pinned: Pinned, target: Path, now_ms: int) -> Manifest:
+    if pinned.head_error is not None:
         raise BackupError(
-            f"the ledger head is unreadable ({snapshot.head_error}): a backup could not"
+            f"the ledger head is unreadable ({pinned.head_error}): a backup could not"
             " be checked; run hikmah verify-ledger first"
         )
-    head = snapshot.head
-    if snapshot.last is not None and (head is None or snapshot.last.seq > head.seq):
+    head = pinned.head
+    if pinned.last is not None and (head is None or pinned.last.seq > head.seq):
         raise BackupError(
             "the ledger has records past its acknowledged head: a backup would keep a"
             " tail nobody acknowledged; inspect it with hikmah verify-ledger first"
         )
     (target / LMDB_DIR).mkdir(mode=0o700)
     try:
-        store.env.copy(str(target / LMDB_DIR), compact=True, txn=snapshot.txn)
+        pinned.env.copy(str(target / LMDB_DIR), compact=True, txn=pinned.txn)
     except lmdb.Error as exc:
         raise BackupError(f"LMDB could not copy the store ({exc}); nothing was kept") from None
-    snapshot.close()  # the copy is made: let LMDB reuse the pages it pinned
+    pinned.close()  # the copy is made: let LMDB reuse the pages it pinned
     data = target / LMDB_DIR / DATA_FILE
     data.chmod(0o600)
-    _fsync(data)
+    fsync_file(data)
     if head is not None:
         head_file = HeadFile(target / HEAD_FILE)
         head_file.write(head, None)
@@ -200,9 +204,11 @@ def _write_backup(store: Store, snapshot: Snapshot, target: Path, now_ms: int) -
         data_blake3=_digest(data),
     )
     # Written last: a directory without it is an unfinished backup, and restore says so.
-    _write_file(target / MANIFEST, msgspec.json.format(msgspec.json.encode(manifest)) + b"\n")
-    _fsync_dir(target / LMDB_DIR)
-    _fsync_dir(target)
+    write_atomic(
+        target / MANIFEST, msgspec.json.format(msgspec.json.encode(manifest)) + b"\n", 0o600
+    )
+    fsync_dir(target / LMDB_DIR)
+    fsync_dir(target)
     log.info("backed up %d ledger records to %s", manifest.records, target)
     return manifest
 
@@ -303,12 +309,12 @@ def restore(
             os.rename(aside, data_dir)
             shutil.rmtree(staging, ignore_errors=True)
             raise BackupError(f"cannot move the backup into place: {exc.strerror}") from None
-        _fsync_dir(data_dir.parent)
+        fsync_dir(data_dir.parent)
     else:
         _install(source, data_dir)
     with Store(data_dir, vault=vault) as store:
-        report = store.verify()
-        counts = store.counts()
+        report = maintenance.verify(store)
+        counts = store.read(queries.counts)
     if not report.ok:  # checked above; this would be a bug or a disk going bad
         raise BackupError("the restored ledger does not verify: " + "; ".join(report.errors))
     return Restored(source=source, data_dir=data_dir, aside=aside, manifest=manifest, counts=counts)
@@ -321,14 +327,14 @@ def _install(source: Path, target: Path) -> None:
     data = lmdb_dir / DATA_FILE
     shutil.copyfile(source / LMDB_DIR / DATA_FILE, data)
     data.chmod(0o600)
-    _fsync(data)
+    fsync_file(data)
     if (source / HEAD_FILE).exists():
         head = target / HEAD_FILE
         shutil.copyfile(source / HEAD_FILE, head)
         head.chmod(0o600)
-        _fsync(head)
-    _fsync_dir(lmdb_dir)
-    _fsync_dir(target)
+        fsync_file(head)
+    fsync_dir(lmdb_dir)
+    fsync_dir(target)
 
 
 def _verify_copy(directory: Path, head: Head | None) -> int:
@@ -373,33 +379,6 @@ def _digest(path: Path) -> str:
         while chunk := file.read(_CHUNK):
             hasher.update(chunk)
     return hasher.hexdigest()
-
-
-def _write_file(path: Path, data: bytes) -> None:
-    temp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(temp, path)
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _free(path: Path) -> Path:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from hikmah.errors import InvalidInput, NotFound
 from hikmah.focus import FocusCapsule
@@ -49,19 +50,26 @@ class Capsules:
         entry.last_used = now_ms
         return entry.capsule
 
-    def peek(self, name: str) -> FocusCapsule:
-        """An open capsule, without counting as a use (for listings)."""
-        return self._open[name].capsule
-
     def close(self, name: str) -> None:
         if self._open.pop(name, None) is None:
             raise NotFound(f"no focus capsule {name!r} is open")
 
-    def idle_ms(self, name: str, now_ms: int) -> int:
-        return now_ms - self._open[name].last_used
-
     def names(self) -> list[str]:
         return sorted(self._open)
+
+    def summary(self, name: str, now_ms: int) -> dict[str, Any]:
+        """An open capsule's name, size, limit, pins, notes and idle time (a listing: not
+        a use)."""
+        entry = self._open[name]
+        held = entry.capsule.held
+        return {
+            "name": name,
+            "size": len(held),
+            "limit": entry.capsule.limit,
+            "pinned": sum(h.pinned for h in held.values()),
+            "notes": len(entry.capsule.notes),
+            "idle_s": (now_ms - entry.last_used) // 1000,
+        }
 
     def close_idle(self, now_ms: int, idle_ms: int) -> list[str]:
         """Close every capsule unused for ``idle_ms``; returns their names."""

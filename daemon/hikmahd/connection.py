@@ -12,10 +12,12 @@ from typing import Any
 import msgspec
 import trio
 
+from hikmah.errors import TooLarge
+
 from .context import Context
 from .events import Events
 from .framing import FrameReader, Oversized
-from .rpc import APPLICATION_CODES, PARSE_ERROR, Dispatcher, RpcError, response
+from .rpc import PARSE_ERROR, Dispatcher, RpcError, error_for, response
 
 log = logging.getLogger(__name__)
 
@@ -28,12 +30,10 @@ class Connection:
     def __init__(self, stream: trio.abc.Stream, context: Context, dispatcher: Dispatcher) -> None:
         self.stream = stream
         self.context = context
-        context.connection = self
+        context.line = self
         self.dispatcher = dispatcher
         self._send_lock = trio.Lock()
         self._limiter = trio.CapacityLimiter(MAX_IN_FLIGHT)
-        # One recall of this connection at a time (see methods.recall_in_turn).
-        self.recall_turn = trio.Lock()
         self._nursery: trio.Nursery | None = None
         self._events_scope: trio.CancelScope | None = None
         self.closed = False
@@ -52,10 +52,11 @@ class Connection:
                     break
                 for frame in reader.feed(data):
                     if isinstance(frame, Oversized):
-                        error = RpcError(
-                            APPLICATION_CODES["too_large"],
-                            f"frame of {frame.size} bytes is over the 1 MiB limit; it was skipped",
-                            {"reason": "too_large"},
+                        error = error_for(
+                            TooLarge(
+                                f"frame of {frame.size} bytes is over the 1 MiB limit;"
+                                " it was skipped"
+                            )
                         )
                         await self.send(response(None, error=error))
                         continue

@@ -1,31 +1,58 @@
-"""What a method handler knows about its caller and the daemon."""
+"""What a method handler knows about its caller, and what it may use of the daemon."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-from hikmah.principal import AgentSession
+from hikmah.principal import AgentSession, declared_session, named_session
 
+from .events import Events
 from .peers import Peer
-
-if TYPE_CHECKING:
-    from .connection import Connection
-    from .daemon import Daemon
+from .services import Services
 
 
-@dataclass
+class Line(Protocol):
+    """What a handler may do with the connection its request came on."""
+
+    def unread(self) -> int:
+        """Bytes of replies sent to the peer that it has not read yet."""
+        ...
+
+    def subscribe(self, events: Events, replay: list[dict[str, Any]]) -> bool:
+        """Forward every event to the peer after ``replay``; False if it already is."""
+        ...
+
+
+@dataclass(eq=False)
 class Context:
-    """One connection: the daemon it talks to and the principal behind it."""
+    """One connection: the principal behind it, and the services its requests may use."""
 
-    daemon: Daemon
+    services: Services
     peer: Peer
-    connection: Connection | None = None
+    line: Line | None = None
     # Set (once, for good) when the client lowers its own privileges.
     declared: AgentSession | None = None
 
     @property
     def session(self) -> AgentSession | None:
         """The agent session behind this connection: detected from the peer's process
-        tree, else declared by the client itself; None for a person."""
-        return self.peer.session or self.declared
+        tree (its id filled from the declaration when detection found none), else
+        declared by the client itself; None for a person."""
+        return named_session(self.peer.session, self.declared)
+
+    def unread(self) -> int:
+        """Bytes of replies the peer has not read yet (0 without a connection)."""
+        return 0 if self.line is None else self.line.unread()
+
+    def restrict(self, host: str, session_id: str | None) -> AgentSession:
+        """Lower this connection, and every later one of its process, to agent privileges.
+
+        One way: a connection already restricted keeps the session it has.
+        """
+        if self.declared is None:
+            self.declared = declared_session(host, session_id)
+        self.services.restrictions.restrict(self.peer, self.declared)
+        session = self.session
+        assert session is not None
+        return session

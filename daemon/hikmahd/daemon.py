@@ -1,4 +1,10 @@
-"""The daemon: the store, the writer, the policy, and the server around them."""
+"""The daemon's composition root: it builds every part, serves the methods, owns the server.
+
+:class:`Daemon` makes the writer, the recall scheduler, the reminders, the
+events, the focus capsules and the policy watcher around one open store, hands
+the method handlers a :class:`~hikmahd.services.Services` of them (never
+itself), and serves every handler module's registry (:data:`REGISTRIES`).
+"""
 
 from __future__ import annotations
 
@@ -6,26 +12,23 @@ import fcntl
 import logging
 import os
 import signal
-import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 import trio
 
+from hikmah.errors import Forbidden
 from hikmah.policy import KernelPolicy
-from hikmah.principal import AgentSession, declared_session
-from hikmah.recall import RecallQuery, RecallResult, recall
-from hikmah.store import DEFAULT_MAP_SIZE, MAX_MAP_SIZE, Outcome, Store, Written
-from hikmah.trace import Status
+from hikmah.store import DEFAULT_MAP_SIZE, MAX_MAP_SIZE, Store
 
-from . import learning, methods, transfer, vaulting
 from .capsules import Capsules
 from .connection import Connection
 from .context import Context
 from .events import Events
+from .handlers import focus, learning, ledger, memory, promises, replay, service, transfer, vault
 from .listen import (
     SocketError,
     bind_socket,
@@ -35,46 +38,26 @@ from .listen import (
     unlink_if_ours,
 )
 from .notify import DesktopNotifier
-from .peers import identify, start_time
+from .peers import Restrictions, identify
 from .policywatch import PolicyHolder
 from .reminders import Reminders
 from .replay import Replay
-from .rpc import APPLICATION_CODES, Dispatcher, RpcError, response
-from .turns import Turns
+from .rpc import Dispatcher, error_for, response
+from .scheduling import Offload, Recalls, in_thread, wall_ms
+from .services import Services
 from .vaulting import Vault
-from .writer import Offload, Writer, in_thread
+from .writer import Writer
 
 log = logging.getLogger(__name__)
 # Every module of JSON-RPC methods the daemon serves.
-REGISTRIES = (methods.registry, learning.registry, transfer.registry, vaulting.registry)
-
-# A recall shorter than the interpreter's switch interval holds the GIL to its
-# end in a worker thread too, so the thread gives the event loop nothing and
-# costs a hop (about 0.3 ms here); recalls that take longer (large stores) run
-# in a thread, where the loop gets the GIL back every interval and timers
-# (reminders) stay on time. Decided by the recent average.
-INLINE_RECALL_S = sys.getswitchinterval() / 2
+REGISTRIES = tuple(
+    module.registry
+    for module in (memory, learning, transfer, replay, ledger, promises, focus, vault, service)
+)
 
 # How long in-flight replies may take once a stop was asked for.
 STOP_GRACE_S = 2.0
 IDLE_SWEEP_S = 60.0
-
-
-def wall_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-def changes(written: Written) -> list[tuple[str, Status]]:
-    """(trace id, new status) of every trace one write changed."""
-    trace = written.trace
-    if trace is None:
-        return [(written.id, written.status)]  # a fulfil or a purge
-    found: list[tuple[str, Status]] = [(trace.id, "active")]
-    if trace.supersedes is not None:
-        found.append((trace.supersedes, "superseded"))
-    if trace.fulfills is not None:
-        found.append((trace.fulfills, "fulfilled"))
-    return found
 
 
 @dataclass(frozen=True)
@@ -103,18 +86,11 @@ class Daemon:
     ) -> None:
         self.config = config
         self.store = store
-        self.vault = vault
         self.now_ms = now_ms
-        self.started = time.monotonic()
         self.policies = PolicyHolder(config.policy_path, vault_on=vault is not None)
-        self.offload = offload
-        # Recall runs one at a time, readers first (turns.py); off the event loop
-        # while recalls take long (see INLINE_RECALL_S). Assumed long until measured:
-        # the first one loads the feature columns.
-        self.recall_turns = Turns()
-        self._recall_s = INLINE_RECALL_S
-        self.writer = Writer(store, lambda: self.policies.policy, self._on_commit, now_ms, offload)
         self.events = Events()
+        policy = self.policies.in_force
+        self.writer = Writer(store, policy, now_ms=now_ms, offload=offload)
         self.reminders = Reminders(
             store,
             self.writer,
@@ -122,58 +98,29 @@ class Daemon:
             notifier or DesktopNotifier(),
             now_ms,
             self.policy.reminders.lead_minutes,
+            offload,
         )
-        self.replay = Replay(store, self.events, offload, lambda: self.policy)
+        # Every durable batch updates the promise queue, then tells the subscribers.
+        self.writer.listeners = (self.reminders.on_commit, self.events.changed)
+        self.replay = Replay(store, self.events, offload, policy)
         self.capsules = Capsules()
-        self.dispatcher = Dispatcher(*REGISTRIES)
+        self.services = Services(
+            store=store,
+            writer=self.writer,
+            recalls=Recalls(store, policy, now_ms, offload),
+            reminders=self.reminders,
+            events=self.events,
+            capsules=self.capsules,
+            policies=self.policies,
+            restrictions=Restrictions(),
+            vault=vault,
+            now_ms=now_ms,
+            offload=offload,
+            started=time.monotonic(),
+            socket_path=config.socket_path,
+        )
+        self.dispatcher = Dispatcher(*REGISTRIES, offload=offload)
         self.connections: set[Connection] = set()
-        self.listening: Path | None = None
-        # Processes (pid, start time) that lowered their own privileges.
-        self.restricted: dict[tuple[int, int | None], AgentSession] = {}
-
-    async def recall(
-        self, query: RecallQuery, unread: Callable[[], int] = lambda: 0
-    ) -> list[RecallResult]:
-        """Resonance Recall over the store, in a worker thread, one recall at a time.
-
-        ``unread`` is the asking connection's unread reply bytes (see turns.py).
-        """
-        async with self.recall_turns.turn(unread):
-            now, policy = self.now_ms(), self.policy
-
-            def run() -> list[RecallResult]:
-                return recall(self.store, query, now_ms=now, policy=policy)
-
-            began = time.perf_counter()
-            if self._recall_s < INLINE_RECALL_S:
-                results = run()
-            else:
-                results = await self.offload(run)
-            took = time.perf_counter() - began
-            self._recall_s += (took - self._recall_s) / 5  # a moving average
-        return results
-
-    def restrict(self, context: Context, host: str, session_id: str | None) -> AgentSession:
-        """Lower a connection, and every later one of its process, to agent privileges.
-
-        One way: a connection already restricted keeps the session it has.
-        """
-        if context.declared is None:
-            context.declared = declared_session(host, session_id)
-        # Forget processes that have exited (their pid may come back as another).
-        self.restricted = {k: v for k, v in self.restricted.items() if start_time(k[0]) == k[1]}
-        key = (context.peer.pid, start_time(context.peer.pid))
-        self.restricted.setdefault(key, context.declared)
-        session = context.session
-        assert session is not None
-        return session
-
-    def _on_commit(self, outcomes: Sequence[Outcome]) -> None:
-        self.reminders.on_commit(outcomes)
-        for outcome in outcomes:
-            if isinstance(outcome, Written):
-                for trace_id, status in changes(outcome):
-                    self.events.publish("memory.changed", {"id": trace_id, "status": status})
 
     def _policy_changed(self) -> None:
         self.reminders.set_lead(self.policy.reminders.lead_minutes)
@@ -189,19 +136,6 @@ class Daemon:
     def policy(self) -> KernelPolicy:
         return self.policies.policy
 
-    @property
-    def policy_error(self) -> str | None:
-        return self.policies.error
-
-    @property
-    def policy_path(self) -> Path:
-        return self.config.policy_path
-
-    @property
-    def socket_path(self) -> Path:
-        """Where the daemon listens (under socket activation: where systemd listens)."""
-        return self.listening or self.config.socket_path
-
     async def serve(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Serve until SIGTERM or SIGINT; writes queued by then are committed first."""
         raw = inherited_socket()
@@ -214,7 +148,7 @@ class Daemon:
             raise DaemonError(str(exc)) from None
         address = raw.getsockname()
         if isinstance(address, str) and address:
-            self.listening = Path(address)
+            self.services.socket_path = Path(address)  # under socket activation, systemd's
         try:
             await self._serve(trio_listener(raw), task_status)
         finally:
@@ -283,18 +217,13 @@ class Daemon:
                 return
             if peer.uid != os.getuid():
                 log.warning("refused a connection from uid %d (pid %d)", peer.uid, peer.pid)
-                error = RpcError(
-                    APPLICATION_CODES["forbidden"],
-                    "hikmahd serves only its own user",
-                    {"reason": "forbidden"},
-                )
-                await Connection(stream, Context(self, peer), self.dispatcher).send(
+                error = error_for(Forbidden("hikmahd serves only its own user"))
+                await Connection(stream, Context(self.services, peer), self.dispatcher).send(
                     response(None, error=error)
                 )
                 return
             # A process that restricted itself once stays restricted on every connection.
-            declared = self.restricted.get((peer.pid, start_time(peer.pid)))
-            context = Context(self, peer, declared=declared)
+            context = Context(self.services, peer, declared=self.services.restrictions.of(peer))
             connection = Connection(stream, context, self.dispatcher)
             self.connections.add(connection)
             try:

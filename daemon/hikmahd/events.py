@@ -8,14 +8,31 @@ never slows the others or the daemon.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import trio
+
+from hikmah.rules import Outcome, Written
+from hikmah.vocabulary import Status
 
 log = logging.getLogger(__name__)
 
 # Room for a whole group commit's worth of memory.changed events.
 QUEUE = 2048
+
+
+def changes(written: Written) -> list[tuple[str, Status]]:
+    """(trace id, new status) of every trace one write changed."""
+    trace = written.trace
+    if trace is None:
+        return [(written.id, written.status)]  # a fulfil or a purge
+    found: list[tuple[str, Status]] = [(trace.id, "active")]
+    if trace.supersedes is not None:
+        found.append((trace.supersedes, "superseded"))
+    if trace.fulfills is not None:
+        found.append((trace.fulfills, "fulfilled"))
+    return found
 
 
 class Events:
@@ -31,6 +48,13 @@ class Events:
         send, receive = trio.open_memory_channel[dict[str, Any]](QUEUE)
         self._subscribers.add(send)
         return receive
+
+    def changed(self, outcomes: Sequence[Outcome]) -> None:
+        """Publish ``memory.changed`` for every trace a durable batch changed."""
+        for outcome in outcomes:
+            if isinstance(outcome, Written):
+                for trace_id, status in changes(outcome):
+                    self.publish("memory.changed", {"id": trace_id, "status": status})
 
     def publish(self, method: str, params: dict[str, Any]) -> None:
         """Queue one notification for every subscriber, dropping the stuck ones."""

@@ -160,3 +160,21 @@ def _unreadable(path: Path, error: OSError, peer: int, proc: Path) -> _Hidden:
         " a non-dumpable process or another user's hides its environment, and it could"
         " be an agent session's"
     )
+
+
+class Restrictions:
+    """The processes that lowered their own privileges (``session.restrict``), by pid and
+    start time: every connection such a process makes later is restricted too."""
+
+    def __init__(self) -> None:
+        self.restricted: dict[tuple[int, int | None], AgentSession] = {}
+
+    def of(self, peer: Peer) -> AgentSession | None:
+        """The session ``peer``'s process declared, if it restricted itself."""
+        return self.restricted.get((peer.pid, start_time(peer.pid)))
+
+    def restrict(self, peer: Peer, session: AgentSession) -> None:
+        """Restrict ``peer``'s process (its first declaration stays)."""
+        # Forget processes that have exited (their pid may come back as another).
+        self.restricted = {k: v for k, v in self.restricted.items() if start_time(k[0]) == k[1]}
+        self.restricted.setdefault((peer.pid, start_time(peer.pid)), session)

@@ -28,6 +28,10 @@ class PolicyHolder:
         self.error: str | None = None
         self.reload()
 
+    def in_force(self) -> KernelPolicy:
+        """The policy in force now (what the writer, recall and the timers ask for)."""
+        return self.policy
+
     def reload(self) -> bool:
         """Load the file again; True when the policy in force changed."""
         try:

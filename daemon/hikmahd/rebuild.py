@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from hikmah import maintenance
 from hikmah.sealing import Keys
 from hikmah.store import Store
 
@@ -22,7 +23,7 @@ def rebuild_index(data_dir: Path, *, vault: Callable[[str], Keys] | None = None)
     """
     started = time.monotonic()
     with Store(data_dir, vault=vault) as store:
-        report = store.verify()
+        report = maintenance.verify(store)
         if not report.ok:
             log.warning(
                 "the ledger does not verify; rebuilding anyway: %s", "; ".join(report.errors)

@@ -15,13 +15,16 @@ from typing import Any
 import msgspec
 import trio
 
+from hikmah import queries
 from hikmah.deadlines import format_ms
 from hikmah.errors import HikmahError
 from hikmah.promises import PromiseQueue, Reminder, Stage
-from hikmah.store import Outcome, Store, Written
+from hikmah.rules import Outcome, Written
+from hikmah.store import Store
 
 from .events import Events
 from .notify import DesktopNotifier
+from .scheduling import Offload
 from .writer import Writer
 
 log = logging.getLogger(__name__)
@@ -42,9 +45,10 @@ class Reminders:
         notifier: DesktopNotifier | None,
         now_ms: Callable[[], int],
         lead_minutes: int,
+        offload: Offload,
     ) -> None:
         self.store, self.writer, self.events, self.notifier = store, writer, events, notifier
-        self.now_ms = now_ms
+        self.now_ms, self.offload = now_ms, offload
         self.queue = PromiseQueue(lead_minutes * MINUTE_MS)
         self._wake = trio.Event()
         # Commits seen while the queue is being loaded, applied once it is.
@@ -105,7 +109,7 @@ class Reminders:
         settled = []
         for count, reminder in enumerate(due, 1):
             try:
-                stored = self.store.get(reminder.trace_id)
+                stored = self.store.read(queries.get, reminder.trace_id)
             except HikmahError:
                 continue  # purged meanwhile
             if stored.status != "active":
@@ -137,7 +141,7 @@ class Reminders:
 
     async def _record(self, settled: list[tuple[str, Stage]], now: int) -> None:
         try:
-            await self.writer.exclusive(lambda: self.store.mark_reminded(settled, now))
+            await self.writer.exclusive(lambda store: store.mark_reminded(settled, now))
         except HikmahError as exc:
             log.error("could not record delivered reminders (they may repeat): %s", exc)
         finally:
@@ -160,7 +164,7 @@ class Reminders:
         self._wake.set()
 
     async def _load(self) -> None:
-        scheduled = await self.writer.offload(self.store.scheduled)
+        scheduled = await self.offload(lambda: self.store.read(queries.scheduled))
         for count, entry in enumerate(scheduled, 1):
             self.queue.schedule(entry.trace_id, entry.deadline, entry.created_at, entry.delivered)
             if count % 4096 == 0:

@@ -14,11 +14,12 @@ from collections.abc import Callable
 import msgspec
 import trio
 
+from hikmah.consolidation import proposals
 from hikmah.policy import KernelPolicy
 from hikmah.store import Store
 
 from .events import Events
-from .writer import Offload
+from .scheduling import Offload
 
 log = logging.getLogger(__name__)
 IDLE_CHECK_S = 60.0  # how often a disabled schedule looks whether it was enabled
@@ -51,8 +52,8 @@ class Replay:
     async def announce(self) -> list[str]:
         """Publish the eligible proposals not announced yet; their ids."""
         policy = self.policy()
-        proposals = await self.offload(lambda: self.store.proposals(policy))
-        eligible = [p for p in proposals if p.eligible]
+        found = await self.offload(lambda: self.store.read(proposals, policy))
+        eligible = [p for p in found if p.eligible]
         new = [p for p in eligible if p.id not in self.announced]
         # Forget ids that are gone (promoted, or their evidence changed).
         self.announced = {p.id for p in eligible}

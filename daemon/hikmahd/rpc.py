@@ -3,7 +3,14 @@
 A frame is one JSON value (an object, or an array for a batch). The
 envelope is checked first; params are then decoded by the method's own
 msgspec type, built once at registration, so a bad field comes back as
--32602 with the path msgspec reports (``$.limit``).
+-32602 with the path msgspec reports (``$.limit``), and checked across
+fields (:meth:`Params.check`).
+
+What a method needs is declared where it is registered, and enforced here
+alone: a method a person alone may call names the action an agent session
+is refused (``person=``), and a method whose handler blocks (a long read, a
+file) is registered with :meth:`Registry.blocking` and runs off the event
+loop through the daemon's one offload hook.
 """
 
 from __future__ import annotations
@@ -17,6 +24,9 @@ from typing import Any, TypeVar
 import msgspec
 
 from hikmah.errors import HikmahError
+from hikmah.principal import refuse_in_agent_session
+
+from .scheduling import Offload, in_thread
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +36,8 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
-# Application errors, by the kernel's stable reason strings (-32000...-32099).
+# Application errors, by the stable reasons of hikmah.errors.REASONS (-32000...-32099);
+# invalid is -32602 (invalid params) and internal -32603.
 APPLICATION_CODES = {
     "secret_detected": -32001,
     "agent_restricted": -32002,
@@ -50,6 +61,13 @@ P = TypeVar("P", bound=msgspec.Struct)
 class Params(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Base of every method's params: unknown fields are an error, not ignored."""
 
+    def check(self) -> None:
+        """Rules across fields that a type cannot say (run after decoding).
+
+        Raises:
+            InvalidInput: the params break one.
+        """
+
 
 class NoParams(Params, frozen=True):
     pass
@@ -69,11 +87,21 @@ class RpcError(Exception):
         return error
 
 
+# The action a method (or, given its params, a call of it) asks of a person alone.
+Person = str | Callable[[Any], str | None] | None
+
+
 @dataclass(frozen=True)
 class Method:
     name: str
     params: type[msgspec.Struct]
-    handler: Callable[[Any, Any], Awaitable[JSON]]
+    handler: Callable[[Any, Any], Any]  # async, or a plain function when blocking
+    person: Person = None
+    blocking: bool = False
+
+    def action_for_person(self, params: Any) -> str | None:
+        """What an agent session would be refused in this call (None: nothing)."""
+        return self.person(params) if callable(self.person) else self.person
 
 
 class Registry:
@@ -83,26 +111,44 @@ class Registry:
         self.methods: dict[str, Method] = {}
 
     def method(
-        self, name: str, params: type[P]
+        self, name: str, params: type[P], *, person: Person = None
     ) -> Callable[[Callable[[Any, P], Awaitable[JSON]]], Callable[[Any, P], Awaitable[JSON]]]:
-        """Register ``handler(context, params)`` under ``name`` (``noun.verb``)."""
+        """Register ``async handler(context, params)`` under ``name`` (``noun.verb``);
+        ``person`` names what an agent session is refused."""
 
         def register(
             handler: Callable[[Any, P], Awaitable[JSON]],
         ) -> Callable[[Any, P], Awaitable[JSON]]:
-            if name in self.methods:
-                raise RuntimeError(f"JSON-RPC method {name} registered twice")
-            self.methods[name] = Method(name, params, handler)
+            self._add(Method(name, params, handler, person))
             return handler
 
         return register
 
+    def blocking(
+        self, name: str, params: type[P], *, person: Person = None
+    ) -> Callable[[Callable[[Any, P], JSON]], Callable[[Any, P], JSON]]:
+        """Register ``handler(context, params)``, which blocks: it runs off the event loop."""
+
+        def register(handler: Callable[[Any, P], JSON]) -> Callable[[Any, P], JSON]:
+            self._add(Method(name, params, handler, person, blocking=True))
+            return handler
+
+        return register
+
+    def _add(self, method: Method) -> None:
+        if method.name in self.methods:
+            raise RuntimeError(f"JSON-RPC method {method.name} registered twice")
+        self.methods[method.name] = method
+
     def include(self, other: Registry) -> None:
         """Serve ``other``'s methods too (a module of methods keeps its own registry)."""
-        for name, method in other.methods.items():
-            if name in self.methods:
-                raise RuntimeError(f"JSON-RPC method {name} registered twice")
-            self.methods[name] = method
+        for method in other.methods.values():
+            self._add(method)
+
+
+def to_json(value: Any) -> JSON:
+    """Structs to plain JSON values (the wire shape)."""
+    return msgspec.to_builtins(value)
 
 
 def error_for(exc: HikmahError) -> RpcError:
@@ -120,10 +166,15 @@ def response(request_id: JSON, *, result: JSON = None, error: RpcError | None = 
 
 
 class Dispatcher:
-    """Turns one decoded frame into its response (None: nothing to send back)."""
+    """Turns one decoded frame into its response (None: nothing to send back).
 
-    def __init__(self, *registries: Registry) -> None:
+    The context a handler gets is the caller's (its ``session`` decides the
+    person-only methods); blocking handlers run through ``offload``.
+    """
+
+    def __init__(self, *registries: Registry, offload: Offload = in_thread) -> None:
         self.registry = Registry()
+        self.offload = offload
         for registry in registries:
             self.registry.include(registry)
 
@@ -174,6 +225,13 @@ class Dispatcher:
                 data["path"] = found.group(1)
             raise RpcError(INVALID_PARAMS, f"invalid params: {exc}", data) from None
         try:
+            if isinstance(params, Params):
+                params.check()
+            action = method.action_for_person(params)
+            if action is not None:
+                refuse_in_agent_session(context.session, action)
+            if method.blocking:
+                return await self.offload(lambda: method.handler(context, params))
             return await method.handler(context, params)
         except HikmahError as exc:
             raise error_for(exc) from None

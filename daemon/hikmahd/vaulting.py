@@ -1,5 +1,5 @@
-"""The vault in the daemon: keys from the keyring when the store opens, rotation, and
-its two methods (``vault.status``, ``vault.rotate``).
+"""The vault in the daemon: keys from the keyring when the store opens, and rotation
+(its methods are :mod:`hikmahd.handlers.vault`).
 
 The store names its keys by a vault id it keeps in its own meta data (so a
 backup restored elsewhere finds the same keyring entries); :meth:`Vault.load`
@@ -12,20 +12,15 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-import msgspec
-
+from hikmah import maintenance
 from hikmah.errors import PolicyError
 from hikmah.policy import load_policy
-from hikmah.principal import refuse_in_agent_session
 from hikmah.store import Store
 from hikmah.vault import VaultError
 
-from .context import Context
 from .keys import Keyring, VaultKeys
-from .rpc import JSON, NoParams, Registry
 
 log = logging.getLogger(__name__)
-registry = Registry()
 VAULT_OFF = "the vault is off: set [vault] enabled = true and restart hikmahd"
 
 
@@ -74,7 +69,7 @@ class Vault:
     def _rewrap(self, store: Store) -> int:
         keyring, keys = self._opened(), self.keys
         assert keys is not None
-        count = store.rotate(keys)  # durable when it returns
+        count = maintenance.rotate(store, keys)  # durable when it returns
         for old in keys.retiring:
             keyring.finish_rotation(old)
         self.keys = keyring.load_or_create()
@@ -99,47 +94,3 @@ def vault_for(policy_path: Path) -> Vault | None:
     except PolicyError:
         return None
     return Vault() if policy.vault.enabled else None
-
-
-class VaultStatus(msgspec.Struct, frozen=True, kw_only=True):
-    enabled: bool
-    backend: str | None = None
-    vault_id: str | None = None
-    master_id: str | None = None
-    index_id: str | None = None
-    retiring: list[str] = msgspec.field(default_factory=list)
-    missing: list[str] = msgspec.field(default_factory=list)
-
-
-@registry.method("vault.status", NoParams)
-async def status(ctx: Context, params: NoParams) -> JSON:
-    """Whether the vault is on, and which keys it uses (key ids only, never keys)."""
-    vault, store = ctx.daemon.vault, ctx.daemon.store
-    keys = None if vault is None else vault.keys
-    if vault is None or keys is None:
-        return msgspec.to_builtins(VaultStatus(enabled=False, vault_id=store.vault_id))
-    return msgspec.to_builtins(
-        VaultStatus(
-            enabled=True,
-            backend=vault.backend,
-            vault_id=store.vault_id,
-            master_id=keys.master_id,
-            index_id=keys.index_id,
-            retiring=sorted(keys.retiring),
-            missing=list(keys.missing),
-        )
-    )
-
-
-@registry.method("vault.rotate", NoParams)
-async def rotate(ctx: Context, params: NoParams) -> JSON:
-    """Re-wrap every data key under a new master key (a person only)."""
-    refuse_in_agent_session(ctx.session, "rotate the vault's keys")
-    daemon = ctx.daemon
-    vault = daemon.vault
-    if vault is None:
-        raise VaultError(VAULT_OFF)
-    old = None if vault.keys is None else vault.keys.master_id
-    count = await daemon.writer.exclusive(lambda: vault.rotate(daemon.store))
-    assert vault.keys is not None
-    return {"rewrapped": count, "old_master_id": old, "master_id": vault.keys.master_id}

@@ -16,17 +16,19 @@ writer never waits.
 from __future__ import annotations
 
 import logging
-import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import trio
 
-from hikmah.errors import HikmahError
+from hikmah.errors import HikmahError, Unavailable
 from hikmah.policy import KernelPolicy
-from hikmah.store import Operation, Outcome, Store
+from hikmah.rules import Operation, Outcome, Written
+from hikmah.store import Store
+
+from .scheduling import Offload, in_thread, wall_ms
 
 log = logging.getLogger(__name__)
 
@@ -36,28 +38,13 @@ GATHER_MAX_S = 0.002  # and never waits longer than this in all
 RECENT_S = 0.1  # the batches committed this recently tell how many writes to expect
 RECENT_BATCHES = 8
 T = TypeVar("T")
-
-
-async def in_thread(call: Callable[[], T]) -> T:
-    """Run blocking store work (a sync, a long read) off the event loop."""
-    return await trio.to_thread.run_sync(call)
-
-
-# How blocking store work is run; tests on trio's MockClock run it inline, since a
-# virtual clock jumps ahead while the loop waits for a thread.
-Offload = Callable[[Callable[[], Any]], Awaitable[Any]]
-
-
-class ShuttingDown(HikmahError):
-    """The daemon stopped taking writes."""
-
-    reason = "unavailable"
+SHUTTING_DOWN = "the daemon is shutting down: nothing was written"
 
 
 @dataclass
 class _Pending:
     # A write to batch, or a store maintenance call (a head move) to run alone.
-    work: Operation | Callable[[], Any]
+    work: Operation | Callable[[Store], Any]
     done: trio.Event = field(default_factory=trio.Event)
     result: Any = None
     error: BaseException | None = None
@@ -70,13 +57,19 @@ class Writer:
         self,
         store: Store,
         policy: Callable[[], KernelPolicy],
-        on_commit: Callable[[Sequence[Outcome]], None] | None = None,
-        now_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+        listeners: Sequence[Callable[[Sequence[Outcome]], None]] = (),
+        now_ms: Callable[[], int] = wall_ms,
         offload: Offload = in_thread,
     ) -> None:
+        """Make the writer of ``store``.
+
+        Args:
+            listeners: called with each batch's outcomes once it is durable, in
+                batch order (the promise queue, the event subscribers).
+        """
         self.store = store
         self.policy = policy
-        self.on_commit = on_commit
+        self.listeners = listeners
         self.now_ms = now_ms
         self.offload = offload
         # Set once every batch committed so far has been synced and answered.
@@ -96,12 +89,48 @@ class Writer:
         result: Outcome = await self._queue(operation)
         return result
 
-    async def exclusive(self, call: Callable[[], T]) -> T:
-        """Run ``call`` in a worker thread in the writer's turn, between batches."""
+    async def write(self, operation: Operation) -> Written:
+        """Queue one operation; what it wrote once durable.
+
+        Raises:
+            HikmahError: the operation was refused, or the whole batch failed.
+        """
+        outcome = await self.submit(operation)
+        if isinstance(outcome, HikmahError):
+            raise outcome
+        return outcome
+
+    async def submit_all(
+        self, operations: Sequence[Operation], *, in_order: bool = False
+    ) -> list[Outcome]:
+        """Submit operations together, so that they share commits; their outcomes, in order.
+
+        With ``in_order`` they also take effect in their order (a correction after
+        the trace it supersedes). Each is submitted by a task of its own, and trio
+        runs tasks started together in any order; in order, each task is started
+        only after the one before it ran: a task's first step queues its operation
+        (the channel keeps order), and trio runs every task made runnable before a
+        checkpoint ahead of those made runnable after it. Batching is unchanged.
+        """
+        outcomes: list[Outcome | None] = [None] * len(operations)
+
+        async def one(position: int, operation: Operation) -> None:
+            outcomes[position] = await self.submit(operation)
+
+        async with trio.open_nursery() as nursery:
+            for position, operation in enumerate(operations):
+                nursery.start_soon(one, position, operation)
+                if in_order:
+                    await trio.lowlevel.checkpoint()
+        return [outcome for outcome in outcomes if outcome is not None]
+
+    async def exclusive(self, call: Callable[[Store], T]) -> T:
+        """Run ``call(store)`` off the event loop in the writer's turn, between batches:
+        store maintenance (a head move, compaction, a backup's snapshot)."""
         result: T = await self._queue(call)
         return result
 
-    async def _queue(self, work: Operation | Callable[[], Any]) -> Any:
+    async def _queue(self, work: Operation | Callable[[Store], Any]) -> Any:
         # Shielded: a caller whose client hung up cannot pull its write back out
         # of a batch that is already committing, nor leave the batch unanswered.
         pending = _Pending(work)
@@ -109,7 +138,7 @@ class Writer:
             try:
                 await self._send.send(pending)
             except (trio.ClosedResourceError, trio.BrokenResourceError):
-                raise ShuttingDown("the daemon is shutting down: nothing was written") from None
+                raise Unavailable(SHUTTING_DOWN) from None
             await pending.done.wait()
         if pending.error is not None:
             raise pending.error
@@ -148,7 +177,7 @@ class Writer:
                     break
             self._receive.close()
             for pending in left:
-                pending.error = ShuttingDown("the daemon is shutting down: nothing was written")
+                pending.error = Unavailable(SHUTTING_DOWN)
                 pending.done.set()
 
     async def _gather(self, taken: list[_Pending]) -> None:
@@ -224,8 +253,8 @@ class Writer:
             for pending, outcome in zip(batch, outcomes, strict=True):
                 pending.result = outcome
                 pending.done.set()
-            if self.on_commit is not None:
-                self.on_commit(outcomes)
+            for listener in self.listeners:
+                listener(outcomes)
         answered.set()
 
     def _sync(self) -> bool:
@@ -235,7 +264,7 @@ class Writer:
     async def _run(self, pending: _Pending) -> None:
         call = pending.work
         assert callable(call)
-        result = await self._run_in_thread([pending], call)
+        result = await self._run_in_thread([pending], lambda: call(self.store))
         if pending.error is None:
             pending.result = result
             pending.done.set()

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from hikmah.index import CHUNK, FEATURES, FeatureArray
+from hikmah.layout import CHUNK, FEATURES, FeatureArray
 
 
 class Columns:

@@ -15,7 +15,8 @@ enough independent sources agree on (REFERENCE.md, "Consolidation"):
 A group that already holds a belief promoted from evidence restates an active
 trace and is not proposed again (admission control, from Instinctual Memory).
 Candidates from ingested session transcripts (:mod:`hikmah.ingest`) join as
-proposals of origin ``transcript``.
+proposals of origin ``transcript``, unless an active rule already says them.
+:func:`proposals` reads both kinds from a store snapshot.
 
 A proposal's id is a digest of what it rests on (origin, key, value and the
 evidence ids), so a proposal whose evidence changed since it was shown gets
@@ -30,14 +31,22 @@ from collections.abc import Iterable
 from typing import Literal
 
 import msgspec
+import numpy as np
 
-from hikmah.ingest import Candidate
+from hikmah.ingest import Candidate, extract_candidates, restates
+from hikmah.layout import KIND_CODE, STATUS_CODE, TAG_PREFIX
 from hikmah.policy import KernelPolicy
+from hikmah.snapshot import Snapshot
+from hikmah.tokenizer import terms
 from hikmah.trace import Draft, Trace, is_model_source, normalize_claim_key, normalize_claim_value
+from hikmah.transcripts import TRANSCRIPT_TAG, Message, Transcript
 
 # A rule the person typed in a session: above the eligibility bar, below verified.
 TRANSCRIPT_CONFIDENCE = 0.7
 UNATTRIBUTED = frozenset({"", "unknown", "user"})
+# Kinds whose active traces a transcript candidate must not restate.
+_RESTATED_KINDS = ("constraint", "preference", "procedure", "belief", "correction")
+_RESTATE_READS = 2000  # traces compared per candidate, those sharing its words
 
 Origin = Literal["claims", "transcript"]
 
@@ -70,6 +79,12 @@ def source_name(source: str) -> str:
     """The name sources are counted by: trimmed, lowercased, unattributed ones as one."""
     name = source.strip().lower()
     return "" if name in UNATTRIBUTED else name
+
+
+def proposals(snapshot: Snapshot, policy: KernelPolicy) -> list[Proposal]:
+    """Every proposal of the store as ``snapshot`` sees it: claims, then transcripts."""
+    claimed = (snapshot.trace_at(docno) for _key, docno, _value in snapshot.claim_entries())
+    return claim_proposals(claimed, policy) + _transcript_proposals(snapshot)
 
 
 def claim_proposals(traces: Iterable[Trace], policy: KernelPolicy) -> list[Proposal]:
@@ -168,3 +183,43 @@ def promotion_draft(proposal: Proposal, *, source: str | None, verified: bool) -
         evidence=tuple(proposal.evidence),
         scope=proposal.scope,
     )
+
+
+def _transcript_proposals(snapshot: Snapshot) -> list[Proposal]:
+    """Candidates from the person's words in ingested sessions, not yet in memory."""
+    columns = snapshot.features
+    docs = snapshot.postings(TAG_PREFIX + TRANSCRIPT_TAG)
+    docs = docs[
+        (columns["status"][docs] == STATUS_CODE["active"])
+        & (columns["kind"][docs] == KIND_CODE["episode"])
+    ]
+    episodes = {
+        trace.id: trace
+        for trace in (snapshot.trace_at(int(d)) for d in docs)
+        if trace.provenance.source.startswith("human:")
+    }
+    messages = [
+        Message(id=t.id, role="user", text=t.content, timestamp_ms=t.created_at, person=True)
+        for t in sorted(episodes.values(), key=lambda t: (t.created_at, t.id))
+    ]  # in the order they were said, so the first wording of a repeated rule wins
+    stored = Transcript(format="claude-code", session_id="", cwd=None, messages=messages)
+    return [
+        transcript_proposal(candidate, episodes[candidate.message_id])
+        for candidate in extract_candidates(stored)
+        if not _restated(snapshot, candidate.content)
+    ]
+
+
+def _restated(snapshot: Snapshot, content: str) -> bool:
+    """Whether an active rule, preference, procedure or belief already says ``content``."""
+    wanted = terms(content)
+    if not wanted:
+        return False
+    docs = np.unique(np.concatenate([snapshot.postings(t) for t in wanted]))
+    columns = snapshot.features
+    docs = docs[
+        (columns["status"][docs] == STATUS_CODE["active"])
+        & np.isin(columns["kind"][docs], [KIND_CODE[k] for k in _RESTATED_KINDS])
+    ]
+    texts = (snapshot.trace_at(int(d)) for d in docs[:_RESTATE_READS])
+    return restates(content, (t.content for t in texts if TRANSCRIPT_TAG not in t.tags))

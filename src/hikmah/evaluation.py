@@ -69,9 +69,11 @@ import msgspec
 from hikmah.errors import HikmahError, InvalidInput, PolicyError
 from hikmah.policy import KernelPolicy, load_policy
 from hikmah.recall import RecallQuery, recall
-from hikmah.store import Remember, Store
+from hikmah.rules import Remember
+from hikmah.store import Store
 from hikmah.tokenizer import STOPWORDS
-from hikmah.trace import Draft, Kind, normalize_content
+from hikmah.trace import Draft, draft_fields, normalize_content
+from hikmah.vocabulary import Kind
 
 DAY_MS = 86_400_000
 DEFAULT_K = 5
@@ -409,21 +411,10 @@ def _fill_store(store: Store, cases: CaseFile, policy: KernelPolicy) -> dict[str
         created = now - round(spec.age_days * DAY_MS)
         ids[spec.key] = _trace_id(spec.key, created)
         deadline = None if spec.deadline_days is None else now + round(spec.deadline_days * DAY_MS)
-        draft = Draft(
-            content=spec.content,
-            kind=spec.kind,
-            tags=spec.tags,
-            deadline=deadline,
-            salience=spec.salience,
-            confidence=spec.confidence,
-            source=spec.source,
-            authority=spec.authority,
-            verified=spec.verified,
-            claim_key=spec.claim_key,
-            claim_value=spec.claim_value,
-            supersedes=None if spec.supersedes is None else ids[spec.supersedes],
-            scope=spec.scope,
-        )
+        # A case names the trace it supersedes by its key.
+        supersedes = None if spec.supersedes is None else ids[spec.supersedes]
+        fields = {**draft_fields(spec), "deadline": deadline, "supersedes": supersedes}
+        draft = Draft(**fields)
         operations.append(Remember(draft=draft, trace_id=ids[spec.key], created_at=created))
     outcomes = store.apply(operations, now_ms=now, policy=policy, sync=False)
     for spec, outcome in zip(cases.trace, outcomes, strict=True):
@@ -439,7 +430,7 @@ def _hikmah_ranker(
         query = RecallQuery(
             query=case.query, tags=case.tags, kinds=case.kinds, limit=k, scope=case.scope
         )
-        results = recall(store, query, now_ms=now_ms, policy=policy)
+        results = store.read(recall, query, now_ms=now_ms, policy=policy)
         return [key_of[r.trace.id] for r in results]
 
     return rank

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import blake3
 
+from hikmah.durable import fsync_dir
 from hikmah.errors import LedgerError
 from hikmah.ledger import GENESIS, Head
 
@@ -109,12 +110,7 @@ class HeadFile:
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
             os.pwrite(self._fd, bytes(2 * SLOT), 0)
             os.fsync(self._fd)
-            # The new file's name must survive a power cut too.
-            directory = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                os.fsync(directory)
-            finally:
-                os.close(directory)
+            fsync_dir(self.path.parent)  # the new file's name must survive a power cut too
         return self._fd
 
     def __del__(self) -> None:

@@ -9,8 +9,12 @@ old text recallable at lower confidence instead of declaring it wrong.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import NamedTuple
+
+import msgspec
 
 from hikmah.errors import InvalidInput
+from hikmah.principal import AgentSession
 from hikmah.trace import Draft, Trace, normalize_tag
 
 STALE_CONFIDENCE_FACTOR = 0.5
@@ -58,3 +62,40 @@ def invalidation_draft(
         claim_key=trace.claim_key if stale else None,
         claim_value=trace.claim_value if stale else None,
     )
+
+
+class Refused(msgspec.Struct, frozen=True):
+    """A matching trace left alone, and why."""
+
+    id: str
+    reason: str
+
+
+class InvalidationPlan(NamedTuple):
+    """The matching traces to supersede, their corrections, and those left alone."""
+
+    chosen: list[Trace]
+    drafts: list[Draft]
+    refused: list[Refused]
+
+
+def invalidation_plan(
+    found: Iterable[Trace], *, session: AgentSession | None, reason: str, stale: bool
+) -> InvalidationPlan:
+    """What invalidating ``found`` writes. A person's corrections are verified; an agent
+    session's are not, so it leaves the verified traces alone (a person retires those).
+
+    Raises:
+        InvalidInput: a trace is chosen and ``reason`` is empty.
+    """
+    chosen, refused = [], []
+    for trace in found:
+        if session is not None and trace.provenance.verified:
+            refused.append(Refused(trace.id, "verified: only a person can invalidate it"))
+        else:
+            chosen.append(trace)
+    drafts = [
+        invalidation_draft(t, reason=reason, stale=stale, verified=session is None, source=None)
+        for t in chosen
+    ]
+    return InvalidationPlan(chosen, drafts, refused)

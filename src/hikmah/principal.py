@@ -30,8 +30,10 @@ __all__ = [
     "AgentSession",
     "declared_session",
     "detect_agent_session",
+    "host_of_client",
     "is_agent_locator",
     "merge_sessions",
+    "named_session",
     "refuse_in_agent_session",
     "restriction_message",
     "stamp_locator",
@@ -69,12 +71,14 @@ USER_CONFIGURATION: frozenset[str] = frozenset(
 
 
 class _Host(msgspec.Struct, frozen=True):
-    """One agent host: how its variables are recognised and where its session id lives."""
+    """One agent host: how its variables are recognised, where its session id lives, and
+    the ``clientInfo.name`` its MCP client introduces itself with (docs/agents.md)."""
 
     name: str
     exact: tuple[str, ...]
     prefixes: tuple[str, ...]
     id_variables: tuple[str, ...]
+    client_names: tuple[str, ...] = ()
 
     def owns(self, variable: str) -> bool:
         """Whether ``variable`` is one this host sets."""
@@ -89,8 +93,9 @@ _HOSTS: tuple[_Host, ...] = (
         ("CLAUDECODE",),
         ("CLAUDE_CODE_",),
         ("CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_REMOTE_SESSION_ID"),
+        ("claude-code",),
     ),
-    _Host("codex", (), ("CODEX_",), ("CODEX_SESSION_ID", "CODEX_THREAD_ID")),
+    _Host("codex", (), ("CODEX_",), ("CODEX_SESSION_ID", "CODEX_THREAD_ID"), ("codex-mcp-client",)),
     _Host("cursor", (), ("CURSOR_",), ("CURSOR_SESSION_ID", "CURSOR_TRACE_ID")),
     _Host("gemini-cli", ("GEMINI_CLI",), (), ()),
     _Host("ai-agent", ("AI_AGENT",), (), ()),
@@ -185,6 +190,14 @@ def detect_agent_session(environ: Mapping[str, str]) -> AgentSession | None:
     )
 
 
+def host_of_client(client_name: str | None) -> str | None:
+    """The host whose MCP client introduces itself as ``client_name``, if it is a known one."""
+    for host in _HOSTS:
+        if client_name in host.client_names:
+            return host.name
+    return None
+
+
 def merge_sessions(found: Iterable[AgentSession | None]) -> AgentSession | None:
     """Combine detections from a process and its ancestors, nearest first.
 
@@ -226,6 +239,31 @@ def declared_session(host: str, session_id: str | None) -> AgentSession:
         session_id=sid if _acceptable_id(sid) else UNKNOWN_SESSION,
         variables=(DECLARED,),
     )
+
+
+def named_session(
+    detected: AgentSession | None, declared: AgentSession | None
+) -> AgentSession | None:
+    """Who is behind a connection: the session detected from its process tree, else the
+    one its client declared; None for a person.
+
+    Detection wins, but it may know the host without its session id: Codex's npm
+    wrapper leaves a ``CODEX_*`` variable in the tree and no id, and passes its MCP
+    servers the id only with each tool call. A declared id for the same host then
+    fills the gap; it names the session and changes nothing about the restriction.
+    """
+    if detected is None:
+        return declared
+    if (
+        declared is not None
+        and detected.session_id == UNKNOWN_SESSION
+        and declared.session_id != UNKNOWN_SESSION
+        and declared.host == detected.host
+    ):
+        return AgentSession(
+            host=detected.host, session_id=declared.session_id, variables=detected.variables
+        )
+    return detected
 
 
 def stamp_locator(session: AgentSession | None, locator: str | None) -> str | None:

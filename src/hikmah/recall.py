@@ -18,22 +18,27 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from hikmah import index
-from hikmah.columns import Columns
-from hikmah.index import KIND_CODE, NO_DEADLINE, PRIVACY_CODE, STATUS_CODE, TAG_PREFIX, DocArray
+from hikmah.layout import (
+    GLOBAL_SCOPE_ID,
+    KIND_CODE,
+    NO_DEADLINE,
+    PRIVACY_CODE,
+    STATUS_CODE,
+    TAG_PREFIX,
+    DocArray,
+)
 from hikmah.policy import KernelPolicy
-from hikmah.store import Store
+from hikmah.queries import conflicts_for, superseded_by
+from hikmah.snapshot import Snapshot
 from hikmah.tokenizer import terms
 from hikmah.trace import (
-    STATUSES,
-    Kind,
-    Status,
     Trace,
     normalize_claim_key,
     normalize_claim_value,
     normalize_content,
     normalize_tag,
 )
+from hikmah.vocabulary import STATUSES, Kind, Status
 
 DAY_MS = 86_400_000
 Floats = npt.NDArray[np.float64]
@@ -117,18 +122,15 @@ class _Selected:
 
 
 def recall(
-    store: Store, query: RecallQuery, *, now_ms: int, policy: KernelPolicy
+    snapshot: Snapshot, query: RecallQuery, *, now_ms: int, policy: KernelPolicy
 ) -> list[RecallResult]:
-    """The best ``min(limit, recall_limit)`` traces for ``query``, best first."""
+    """The best ``min(limit, recall_limit)`` traces for ``query`` in ``snapshot``, best first."""
     limit = min(query.limit or policy.recall_limit, policy.recall_limit)
     q_terms = sorted(terms(query.query))
     q_tags = sorted({t for t in map(normalize_tag, query.tags) if t})
     if limit < 1 or (query.query.strip() and not q_terms and not q_tags):
         return []  # a query of stopwords only asks for nothing
-    with store.read() as txn:
-        features = store.features(txn)
-        scorer = _Scorer(store, txn, features, query, q_terms, q_tags, now_ms, policy)
-        return scorer.run(limit)
+    return _Scorer(snapshot, query, q_terms, q_tags, now_ms, policy).run(limit)
 
 
 Rows = dict[str, npt.NDArray[Any]]
@@ -142,7 +144,7 @@ _EPSILON = 1e-9
 
 
 class _Scorer:
-    """One recall over one read transaction.
+    """One recall over one snapshot.
 
     Candidates are scored in tiers of equal upper bound, best tier first: a
     candidate's cue is bounded by its matched term and tag counts alone (the
@@ -153,17 +155,15 @@ class _Scorer:
 
     def __init__(
         self,
-        store: Store,
-        txn: Any,
-        features: Columns,
+        snapshot: Snapshot,
         query: RecallQuery,
         q_terms: list[str],
         q_tags: list[str],
         now_ms: int,
         policy: KernelPolicy,
     ) -> None:
-        self.store, self.txn, self.dbs = store, txn, store.dbs
-        self.features, self.query, self.policy = features, query, policy
+        self.snapshot, self.features = snapshot, snapshot.features
+        self.query, self.policy = query, policy
         self.q_terms, self.q_tags, self.now = q_terms, q_tags, now_ms
         self.listing = not q_terms and not q_tags
 
@@ -200,9 +200,9 @@ class _Scorer:
         if self.listing:
             zeros = np.zeros(size)
             return np.arange(size, dtype=np.uint32), zeros, zeros, np.zeros(size, dtype=bool)
-        term_lists = [index.postings(self.txn, self.dbs, t) for t in self.q_terms]
-        tag_lists = [index.postings(self.txn, self.dbs, TAG_PREFIX + t) for t in self.q_tags]
-        overdue = self.store.overdue(self.txn, self.now)
+        term_lists = [self.snapshot.postings(t) for t in self.q_terms]
+        tag_lists = [self.snapshot.postings(TAG_PREFIX + t) for t in self.q_tags]
+        overdue = self.snapshot.overdue(self.now)
         total = sum(map(len, term_lists)) + sum(map(len, tag_lists)) + len(overdue)
         if total * 64 > size:
             # Dense enough that counting into an array of every document beats sorting.
@@ -355,8 +355,8 @@ class _Scorer:
         if not self.query.include_sensitive:
             mask &= rows["privacy"] != PRIVACY_CODE["sensitive"]
         if self.query.scope is not None:
-            scope = index.scope_id(self.txn, self.dbs, self.query.scope, create=False)
-            in_scope = rows["scope"] == index.GLOBAL_SCOPE_ID
+            scope = self.snapshot.scope_id(self.query.scope)
+            in_scope = rows["scope"] == GLOBAL_SCOPE_ID
             if scope is not None:
                 in_scope |= rows["scope"] == scope
             mask &= in_scope
@@ -407,7 +407,7 @@ class _Scorer:
                 break
             if score[i] < unscored:
                 return None
-            trace = index.trace_at(self.txn, self.dbs, int(scored["doc"][i]))
+            trace = self.snapshot.trace_at(int(scored["doc"][i]))
             candidate = _Selected(trace, i, float(score[i]))
             overlaps = [(s, o) for s in selected if (o := s.overlap(candidate)) is not None]
             folded = next((s for s, o in overlaps if o >= p.redundant_at), None)
@@ -430,7 +430,7 @@ class _Scorer:
     def _result(self, chosen: _Selected, scored: Rows, i: int, redundancy: float) -> RecallResult:
         """A chosen candidate as a result; ``scored`` holds its breakdown at row ``i``."""
         trace = chosen.trace
-        status: Status = STATUSES[int(scored["status"][i])]  # type: ignore[assignment]
+        status: Status = STATUSES[int(scored["status"][i])]
         return RecallResult(
             trace=trace,
             status=status,
@@ -438,9 +438,9 @@ class _Scorer:
             cue=float(scored["cue"][i]),
             meta=float(scored["meta"][i]),
             duplicates=chosen.duplicates,
-            conflicts=self.store.conflicts_for(self.txn, trace) if status == "active" else [],
+            conflicts=conflicts_for(self.snapshot, trace) if status == "active" else [],
             supersedes=trace.supersedes,
-            superseded_by=self.store.superseded_by(self.txn, trace.id)
+            superseded_by=superseded_by(self.snapshot, trace.id)
             if status == "superseded"
             else None,
             why=Why(

@@ -1,9 +1,15 @@
-"""Every rule a write must pass, in one place (REFERENCE.md, "Trace and store rules").
+"""The write operations and every rule they must pass, in one place (REFERENCE.md,
+"Trace and store rules").
 
-:func:`build_trace` turns a :class:`~hikmah.trace.Draft` into a
-:class:`~hikmah.trace.Trace` or raises the typed error that says why not.
-Whatever path a write takes (RPC, import, promotion, prediction), it comes
-through here, so a rule cannot be forgotten on one of them.
+An :data:`Operation` is what a writer asks the store for; :func:`payloads_for`
+checks it against the store as the writer's batch sees it and returns the
+ledger payloads it becomes, or raises the typed error that says why not.
+:func:`build_trace` is the part that turns a :class:`~hikmah.trace.Draft`
+into a :class:`~hikmah.trace.Trace`. Whatever path a write takes (RPC,
+import, promotion, prediction), it comes through here, so a rule cannot be
+forgotten on one of them. Refusals to agent sessions that belong to a write
+are here too (verifying, purging); those of whole methods (compacting,
+accepting a ledger tail) are declared where the daemon registers them.
 """
 
 from __future__ import annotations
@@ -11,18 +17,33 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator
+from typing import Literal
 
+import msgspec
+
+from hikmah.consolidation import promotion_draft, proposals
 from hikmah.deadlines import parse_deadline
 from hikmah.errors import (
     ConflictError,
+    HikmahError,
     InvalidInput,
     NotFound,
     PolicyError,
     ProvenanceRefused,
 )
+from hikmah.payloads import (
+    FeedbackPayload,
+    FulfillPayload,
+    Payload,
+    PinPayload,
+    PurgePayload,
+    RememberPayload,
+    SupersedePayload,
+)
 from hikmah.policy import KernelPolicy
 from hikmah.principal import AgentSession, is_agent_locator, refuse_in_agent_session, stamp_locator
 from hikmah.secrets import check_fields
+from hikmah.snapshot import Snapshot
 from hikmah.trace import (
     DEFAULT_AUTHORITY,
     DEFAULT_CONFIDENCE,
@@ -32,18 +53,199 @@ from hikmah.trace import (
     GLOBAL_SCOPE,
     Draft,
     Provenance,
-    Status,
     Trace,
     is_model_source,
     new_trace_id,
     normalize_tag,
 )
+from hikmah.vocabulary import Status
 
 _SCOPE = re.compile(r"global|[a-z][a-z0-9_-]{0,31}:\S.*", re.S)
 # In UTF-8 bytes: each becomes part of an index key, and LMDB keys hold 511.
 MAX_TAG = 200
 MAX_CLAIM_KEY = 400
 MAX_SCOPE = 400
+
+
+class Remember(msgspec.Struct, frozen=True, kw_only=True):
+    """Write a trace (and supersede the one it names)."""
+
+    draft: Draft
+    session: AgentSession | None = None
+    trace_id: str | None = None
+    created_at: int | None = None
+    allow_prediction: bool = False
+
+
+class Fulfill(msgspec.Struct, frozen=True, kw_only=True):
+    """Mark an active commitment done."""
+
+    id: str
+    by: str | None = None
+    session: AgentSession | None = None
+
+
+class Feedback(msgspec.Struct, frozen=True, kw_only=True):
+    """A trace that was recalled and acted on led to a good or a bad outcome."""
+
+    id: str
+    outcome: Literal["good", "bad"]
+    session: AgentSession | None = None
+
+
+class Pin(msgspec.Struct, frozen=True, kw_only=True):
+    """Keep a trace at full weight in recall (``pinned``), or let it decay again."""
+
+    id: str
+    pinned: bool
+    session: AgentSession | None = None
+
+
+class Promote(msgspec.Struct, frozen=True, kw_only=True):
+    """Write the belief a consolidation proposal describes, if its evidence is unchanged."""
+
+    proposal: str
+    verified: bool = False
+    source: str | None = None
+    session: AgentSession | None = None
+
+
+class Purge(msgspec.Struct, frozen=True, kw_only=True):
+    """Retention deletion: a tombstone, and the trace leaves every index."""
+
+    id: str
+    reason: str
+    session: AgentSession | None = None
+
+
+Operation = Remember | Fulfill | Feedback | Pin | Promote | Purge
+
+
+class Written(msgspec.Struct, frozen=True, kw_only=True):
+    """What one successful operation wrote."""
+
+    id: str
+    seq: int
+    trace: Trace | None = None
+    status: Status = "active"
+    conflicts: list[str] = msgspec.field(default_factory=list)
+    # A purge under the vault: the trace's data key was destroyed with it.
+    key_destroyed: bool = False
+
+
+Outcome = Written | HikmahError
+
+
+def payloads_for(
+    snapshot: Snapshot, operation: Operation, *, now_ms: int, policy: KernelPolicy
+) -> list[Payload]:
+    """The ledger payloads ``operation`` becomes, as the store stands in ``snapshot``.
+
+    Raises:
+        HikmahError: the first rule the operation breaks; nothing is written.
+    """
+    if isinstance(operation, Remember):
+        return _remember(snapshot, operation, now_ms, policy)
+    if isinstance(operation, Promote):
+        found = {p.id: p for p in proposals(snapshot, policy)}.get(operation.proposal)
+        if found is None:
+            raise ConflictError(
+                f"no current proposal has id {operation.proposal}: its evidence changed"
+                " since it was made (or it never existed); run consolidate again"
+            )
+        draft = promotion_draft(found, source=operation.source, verified=operation.verified)
+        return _remember(snapshot, Remember(draft=draft, session=operation.session), now_ms, policy)
+    if isinstance(operation, Fulfill):
+        _check_open(snapshot, operation.id)
+        by = stamp_locator(operation.session, operation.by)
+        return [FulfillPayload(id=operation.id, by=by)]
+    if isinstance(operation, Feedback | Pin):
+        _check_visible(snapshot, operation.id)
+        by = stamp_locator(operation.session, None)
+        if isinstance(operation, Feedback):
+            return [FeedbackPayload(id=operation.id, outcome=operation.outcome, by=by)]
+        return [PinPayload(id=operation.id, pinned=operation.pinned, by=by)]
+    refuse_in_agent_session(operation.session, "purge")
+    docno = snapshot.docno(operation.id)
+    if docno is None:
+        raise NotFound(f"no trace has id {operation.id}")
+    status = snapshot.status_of(docno)
+    if not operation.reason.strip():
+        raise InvalidInput("purge needs a reason, kept in the tombstone for the audit trail")
+    check_fields([("reason", operation.reason)])
+    if status == "purged":
+        raise ConflictError(f"{operation.id} is already purged")
+    return [PurgePayload(id=operation.id, reason=operation.reason.strip())]
+
+
+def _remember(
+    snapshot: Snapshot, operation: Remember, now_ms: int, policy: KernelPolicy
+) -> list[Payload]:
+    draft = operation.draft
+    superseded: tuple[Trace, Status] | None = None
+    if draft.supersedes is not None:
+        old = snapshot.docno(draft.supersedes)
+        if old is not None:
+            superseded = (snapshot.trace_at(old), snapshot.status_of(old))
+    trace = build_trace(
+        draft,
+        now_ms=now_ms,
+        policy=policy,
+        session=operation.session,
+        superseded=superseded,
+        trace_id=operation.trace_id,
+        created_at=operation.created_at,
+        allow_prediction=operation.allow_prediction,
+    )
+    if snapshot.docno(trace.id) is not None:
+        raise ConflictError(f"a trace with id {trace.id} exists already")
+    if trace.privacy == "sensitive" and snapshot.dbs.vault is None:
+        raise PolicyError(
+            "sensitive traces are kept only encrypted, and this store runs without the"
+            " vault's keys: nothing was written"
+        )
+    payloads: list[Payload] = [RememberPayload(trace=trace)]
+    if trace.supersedes is not None:
+        payloads.append(SupersedePayload(old_id=trace.supersedes, new_id=trace.id))
+    if trace.fulfills is not None:
+        _check_open(snapshot, trace.fulfills, outcome=trace)
+        payloads.append(FulfillPayload(id=trace.fulfills, by=trace.id))
+    return payloads
+
+
+def _check_visible(snapshot: Snapshot, trace_id: str) -> None:
+    """Check ``trace_id`` names a trace that was not purged.
+
+    Raises:
+        NotFound: it does not.
+    """
+    docno = snapshot.docno(trace_id)
+    if docno is None or snapshot.status_of(docno) == "purged":
+        raise NotFound(f"no trace has id {trace_id}")
+
+
+def _check_open(snapshot: Snapshot, trace_id: str, *, outcome: Trace | None = None) -> None:
+    """Check ``trace_id`` names an open commitment, or an open prediction ``outcome`` resolves.
+
+    Raises:
+        NotFound, InvalidInput, ConflictError, ProvenanceRefused: it does not.
+    """
+    docno = snapshot.docno(trace_id)
+    if docno is None:
+        raise NotFound(f"no trace has id {trace_id}")
+    target = snapshot.bare_trace_at(docno)
+    status = snapshot.status_of(docno)
+    if target.kind == "prediction" and outcome is not None:
+        if status != "active":
+            done = "resolved" if status == "fulfilled" else status
+            raise ConflictError(f"{trace_id} is {done}: a prediction is resolved once")
+        check_resolution(target, outcome)
+        return
+    if target.kind != "commitment":
+        what = "a commitment, or a prediction an outcome resolves"
+        raise InvalidInput(f"{trace_id} is a {target.kind}, not {what}")
+    if status != "active":
+        raise ConflictError(f"{trace_id} is {status}, not an open commitment")
 
 
 def build_trace(

@@ -31,7 +31,9 @@ allowed:
 * a description: a chain of lowercase words joined by ``-`` or ``_`` (or
   spaces, inside quotes) that contains a describing word (``server-only``,
   ``hashed_with_argon2id``), a single describing word (``placeholder``), or
-  words ending in an ``-ed`` word and a date (``rotated-2026-09``);
+  words ending in an ``-ed`` word and a date (``rotated-2026-09``); in both
+  chain forms the first word is letters only, at least two of them, so
+  ``x_rotated-2026-09`` and ``p_server_only`` are credentials;
 * an environment variable name (``TYPESAFE_API_KEY``, ``_PRIVATE_KEY_TYPES``);
 * something that is plainly not a credential: a file path (``/run/secrets/db``,
   ``~/.pgpass``), a URL (its password, if any, is caught by the URL shape),
@@ -321,6 +323,9 @@ _REFERENCE_PREFIXES = (
 _WORD_SPLIT = re.compile(r"[-_ ]")
 _LOWER_WORD = re.compile(r"[a-z0-9]*[a-z]")
 _NUMBER = re.compile(r"[0-9]+")
+# A chain's first word: a random token's first segment is often one letter
+# (``x_rotated-2026-09``, ``p_assw0rd``), a description's never is.
+_FIRST_WORD = re.compile(r"[a-z]{2,}")
 _ENV_WORD = re.compile(r"[A-Z0-9]*[A-Z]")
 _PATH = re.compile(r"(?:~|\.{1,2})?/")
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,30}+://")
@@ -372,6 +377,7 @@ def _is_event_and_date(words: list[str]) -> bool:
         and len(date[0]) == 4
         and all(_NUMBER.fullmatch(part) and len(part) <= 2 for part in date[1:])
         and words[first_number - 1].endswith("ed")
+        and _FIRST_WORD.fullmatch(words[0]) is not None
         and all(_LOWER_WORD.fullmatch(word) for word in words[:first_number])
     )
 
@@ -385,8 +391,10 @@ def _is_description(value: str) -> bool:
     # describing word (configured, placeholder, credentials) describes, too.
     if len(words) == 1:
         return words[0] in _DESCRIBING
-    return all(_LOWER_WORD.fullmatch(word) for word in words) and any(
-        word in _DESCRIBING for word in words
+    return (
+        _FIRST_WORD.fullmatch(words[0]) is not None
+        and all(_LOWER_WORD.fullmatch(word) for word in words)
+        and any(word in _DESCRIBING for word in words)
     )
 
 

@@ -1,9 +1,14 @@
 """The durable store: one LMDB environment holding the ledger and its derived indexes.
 
-Writes come in batches (:meth:`Store.apply`): the daemon's writer task hands
-over every request that arrived while the previous batch committed, and the
-whole batch becomes one durable transaction. Each operation in a batch is
-validated on its own, so one refusal never costs the others their write.
+The store keeps the environment (open, grow, replace its file), the
+acknowledged head, and the one way memory changes: :meth:`Store.apply`.
+Writes come in batches: the daemon's writer task hands over every request
+that arrived while the previous batch committed, and the whole batch
+becomes one durable transaction. Each operation in a batch is checked on its
+own (:func:`hikmah.rules.payloads_for`), so one refusal never costs the
+others their write. Reads go through a :class:`~hikmah.snapshot.Snapshot`
+(:meth:`Store.snapshot`, :meth:`Store.read`); verifying, accepting and
+compacting the ledger are :mod:`hikmah.maintenance`.
 
 The acknowledged head lives outside the LMDB file (``head``) so that a
 record appended behind the store's back shows up as an unacknowledged tail.
@@ -22,76 +27,38 @@ import logging
 import os
 import secrets
 import shutil
-import struct
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import lmdb
-import msgspec
-import numpy as np
-import numpy.typing as npt
 
 from hikmah import index
-from hikmah.columns import Columns
-from hikmah.consolidation import (
-    Proposal,
-    claim_proposals,
-    promotion_draft,
-    transcript_proposal,
-)
-from hikmah.errors import (
-    ConflictError,
-    HikmahError,
-    InvalidInput,
-    LedgerError,
-    NotFound,
-    PolicyError,
-    StoreFull,
-)
+from hikmah.durable import fsync_dir, fsync_file
+from hikmah.errors import ConflictError, HikmahError, InvalidInput, LedgerError, StoreFull
+from hikmah.gate import Gate
 from hikmah.headfile import HeadFile
-from hikmah.index import (
-    FEATURES,
-    PAYLOAD_DECODER,
+from hikmah.layout import LAYOUT, SEQ, Databases, reminder_key
+from hikmah.ledger import GENESIS, Head, decode_record, encode_record
+from hikmah.payloads import (
     PAYLOAD_ENCODER,
     CompactedPayload,
-    Databases,
     FeedbackPayload,
-    FulfillPayload,
     Payload,
     PinPayload,
+    PurgePayload,
     RedactedPayload,
     RememberPayload,
-    RemovePayload,
     SupersedePayload,
-)
-from hikmah.ingest import extract_candidates, restates
-from hikmah.ledger import (
-    GENESIS,
-    Head,
-    Record,
-    VerifyReport,
-    decode_record,
-    encode_record,
-    verify,
+    decode_payload,
 )
 from hikmah.policy import KernelPolicy
-from hikmah.principal import AgentSession, refuse_in_agent_session, stamp_locator
 from hikmah.promises import STAGES, Stage
-from hikmah.rules import build_trace, check_resolution
-from hikmah.sealing import Keys, Sealed, rewrapped, seal_trace
-from hikmah.secrets import check_fields
-from hikmah.tokenizer import terms
-from hikmah.trace import (
-    STATUSES,
-    Draft,
-    Status,
-    Trace,
-    normalize_claim_key,
-    normalize_claim_value,
-)
-from hikmah.transcripts import Message, Transcript
+from hikmah.queries import conflicts_for
+from hikmah.rules import Operation, Outcome, Written, payloads_for
+from hikmah.sealing import Keys, Sealed, seal_trace
+from hikmah.snapshot import FeatureCache, Snapshot
 from hikmah.vault import VaultLocked
 
 log = logging.getLogger(__name__)
@@ -100,184 +67,22 @@ HEAD_FILE = "head"
 LMDB_DIR = "lmdb"
 DEFAULT_MAP_SIZE = 1 << 30
 MAX_MAP_SIZE = 1 << 40
-_SEQ = struct.Struct(">Q")
-_MAX_LOGGED_COMMITS = 4096
 _INDEXED = b"indexed_seq"  # meta: the last ledger record the indexes reflect
-_LAYOUT = b"layout"  # meta: index.LAYOUT of the derived indexes
+_LAYOUT = b"layout"  # meta: layout.LAYOUT of the derived indexes
 _VAULT_ID = b"vault_id"  # meta: names this data directory's keys in the keyring
 _BLIND_INDEX = b"blind_index"  # meta: key id of the index key the indexes are blind under
 _SEALED = b"sealed"  # meta: some trace was sealed, so the store cannot open without its keys
 _SCRUB = b"scrub"  # meta: a destroyed data key may remain in free pages until they are dropped
-TRANSCRIPT_TAG = "transcript"  # the tag of every trace ingested from a session transcript
-# Kinds whose active traces a transcript candidate must not restate.
-STANDING_KINDS = ("constraint", "preference", "procedure", "belief", "correction")
-_RESTATE_READS = 2000  # traces compared per candidate, those sharing its words
 _NEARLY_FULL = 8 << 20  # free bytes under which an I/O error means a full disk
-
-
-class Remember(msgspec.Struct, frozen=True, kw_only=True):
-    """Write a trace (and supersede the one it names)."""
-
-    draft: Draft
-    session: AgentSession | None = None
-    trace_id: str | None = None
-    created_at: int | None = None
-    allow_prediction: bool = False
-
-
-class Fulfill(msgspec.Struct, frozen=True, kw_only=True):
-    """Mark an active commitment done."""
-
-    id: str
-    by: str | None = None
-    session: AgentSession | None = None
-
-
-class Feedback(msgspec.Struct, frozen=True, kw_only=True):
-    """A trace that was recalled and acted on led to a good or a bad outcome."""
-
-    id: str
-    outcome: Literal["good", "bad"]
-    session: AgentSession | None = None
-
-
-class Pin(msgspec.Struct, frozen=True, kw_only=True):
-    """Keep a trace at full weight in recall (``pinned``), or let it decay again."""
-
-    id: str
-    pinned: bool
-    session: AgentSession | None = None
-
-
-class Promote(msgspec.Struct, frozen=True, kw_only=True):
-    """Write the belief a consolidation proposal describes, if its evidence is unchanged."""
-
-    proposal: str
-    verified: bool = False
-    source: str | None = None
-    session: AgentSession | None = None
-
-
-class Purge(msgspec.Struct, frozen=True, kw_only=True):
-    """Retention deletion: a tombstone, and the trace leaves every index."""
-
-    id: str
-    reason: str
-    session: AgentSession | None = None
-
-
-Operation = Remember | Fulfill | Feedback | Pin | Promote | Purge
-
-
-class Written(msgspec.Struct, frozen=True, kw_only=True):
-    """What one successful operation wrote."""
-
-    id: str
-    seq: int
-    trace: Trace | None = None
-    status: Status = "active"
-    conflicts: list[str] = msgspec.field(default_factory=list)
-    # A purge under the vault: the trace's data key was destroyed with it.
-    key_destroyed: bool = False
-
-
-Outcome = Written | HikmahError
-
-
-class StoredTrace(msgspec.Struct, frozen=True, kw_only=True):
-    """A trace with the state the ledger has given it since."""
-
-    trace: Trace
-    status: Status
-    superseded_by: str | None = None
-
-
-class Compacted(msgspec.Struct, frozen=True, kw_only=True):
-    """What compaction did: the head it replaced, the new head, the redacted traces."""
-
-    old_head: Head | None
-    head: Head | None
-    records: int
-    redacted: list[str]
-
-
-class _Gate:
-    """Many users of the LMDB environment at once, or the one that replaces its file.
-
-    Shared entry is re-entrant per thread, so a reader that reads again inside
-    its own transaction never waits for a replacement that waits for it.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Condition()
-        self._users = 0
-        self._replacing = False
-        self._mine = threading.local()
-
-    @contextlib.contextmanager
-    def shared(self) -> Iterator[None]:
-        depth = getattr(self._mine, "depth", 0)
-        with self._lock:
-            while self._replacing and depth == 0:
-                self._lock.wait()
-            self._users += 1
-        self._mine.depth = depth + 1
-        try:
-            yield
-        finally:
-            self._mine.depth = depth
-            with self._lock:
-                self._users -= 1
-                self._lock.notify_all()
-
-    @contextlib.contextmanager
-    def exclusive(self) -> Iterator[None]:
-        with self._lock:
-            while self._replacing:
-                self._lock.wait()
-            self._replacing = True
-            while self._users:
-                self._lock.wait()
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._replacing = False
-                self._lock.notify_all()
-
-
-def _fsync_directory(path: Path) -> None:
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-
-
-class Scheduled(NamedTuple):
-    """A commitment the promise queue schedules."""
-
-    trace_id: str
-    deadline: int
-    created_at: int
-    delivered: tuple[Stage, ...]
-
-
-class ConflictValue(msgspec.Struct, frozen=True):
-    value: str
-    ids: list[str]
-
-
-class ConflictGroup(msgspec.Struct, frozen=True):
-    key: str
-    values: list[ConflictValue]
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 class Store:
     """The ledger and its indexes in one LMDB environment under ``data_dir``.
 
     Not thread-safe for writes: one writer (the daemon's writer task) calls
-    :meth:`apply`; reads may come from anywhere in the same thread.
+    :meth:`apply`; reads may come from anywhere.
     """
 
     def __init__(
@@ -304,7 +109,7 @@ class Store:
         self.max_map_size = max(map_size, max_map_size)
         # py-lmdb would create the directory with the file mode (no x bit).
         (data_dir / LMDB_DIR).mkdir(mode=0o700, exist_ok=True)
-        self._gate = _Gate()
+        self._gate = Gate()
         self.env, self.dbs = self._open_env(map_size, None)
         try:
             self.vault_id = self._open_vault(vault)
@@ -312,23 +117,12 @@ class Store:
             self.env.close()
             self.head_file.close()
             raise
-        # The feature columns are a cache of one snapshot (``_columns_seq``, the
-        # ledger's last seq when read). Commits log the chunks they changed, and
-        # a reader with a newer snapshot patches just those; the lock is held for
-        # bookkeeping only, never across a commit, so readers never wait for a sync.
-        self._lock = threading.Lock()
-        self._columns: Columns | None = None
-        self._columns_seq = 0
-        self._changes: list[tuple[int, set[int]]] = []
-        self._forgotten_upto = 0
+        self.columns = FeatureCache()
         # Batches committed, and how many of them are known durable (the writer
         # syncs a batch while it applies the next: see apply).
         self._commits = 0
         self._synced_commits = 0
-        # Active dated commitments as (deadlines, docnos) sorted by deadline, and
-        # the column snapshot they were computed from.
-        self._dated: tuple[npt.NDArray[np.int64], npt.NDArray[np.uint32]] | None = None
-        self._dated_seq = -1
+        self._synced_lock = threading.Lock()
         self.head_error: str | None = None
         self.head: Head | None = self._load_head()
         self._check_layout()
@@ -386,7 +180,7 @@ class Store:
             raw = txn.get(_LAYOUT, db=self.dbs.meta)
             built_blind = bytes(txn.get(_BLIND_INDEX, b"", db=self.dbs.meta))
             empty = txn.stat(self.dbs.ledger)["entries"] == 0
-        layout_ok = raw is not None and int(_SEQ.unpack(raw)[0]) == index.LAYOUT
+        layout_ok = raw is not None and int(SEQ.unpack(raw)[0]) == LAYOUT
         if layout_ok and built_blind == blind:
             return
         if not empty:
@@ -394,7 +188,7 @@ class Store:
             log.warning("the indexes have %s: rebuilding them from the ledger", why)
             self.rebuild_index()
         with self.env.begin(write=True) as txn:
-            txn.put(_LAYOUT, _SEQ.pack(index.LAYOUT), db=self.dbs.meta)
+            txn.put(_LAYOUT, SEQ.pack(LAYOUT), db=self.dbs.meta)
             if blind:
                 txn.put(_BLIND_INDEX, blind, db=self.dbs.meta)
             else:
@@ -422,7 +216,23 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- head ---------------------------------------------------------------
+    # -- reading ----------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[Snapshot]:
+        """A consistent view of the store (a read transaction), as a context manager."""
+        with self._gate.shared(), self.env.begin() as txn:
+            yield Snapshot(txn, self.dbs, self.columns)
+
+    def read(
+        self, query: Callable[Concatenate[Snapshot, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """One query (a function of a snapshot, such as :func:`hikmah.queries.get`) in a
+        snapshot of its own."""
+        with self.snapshot() as snapshot:
+            return query(snapshot, *args, **kwargs)
+
+    # -- the head ---------------------------------------------------------------
 
     def _load_head(self) -> Head | None:
         try:
@@ -432,7 +242,7 @@ class Store:
             return None
         if pending is not None:
             with self.env.begin() as txn:
-                raw = txn.get(_SEQ.pack(pending.seq), db=self.dbs.ledger)
+                raw = txn.get(SEQ.pack(pending.seq), db=self.dbs.ledger)
             try:
                 matches = raw is not None and decode_record(bytes(raw)).hash == pending.hash
             except LedgerError:
@@ -441,14 +251,41 @@ class Store:
                 return pending
         return acknowledged
 
-    def _last_record(self, txn: Any) -> Head | None:
-        cursor = txn.cursor(db=self.dbs.ledger)
-        if not cursor.last():
-            return None
-        record = decode_record(bytes(cursor.value()))
-        return Head(seq=record.seq, hash=record.hash)
+    def set_head(self, head: Head | None, *, pending: Head | None = None) -> None:
+        """Record ``head`` as acknowledged in the head file (and ``pending`` as the commit
+        under way); without ``pending``, ``head`` is the store's head from now on.
 
-    # -- writes -------------------------------------------------------------
+        Raises:
+            LedgerError: the head file cannot be written.
+        """
+        self.head_file.write(head, pending)
+        if pending is None:
+            self.head, self.head_error = head, None
+
+    def acknowledge_ledger(self) -> None:
+        """Make the ledger's last record the head, indexing the records it acknowledges.
+
+        Raises:
+            LedgerError: a record past the indexed ones cannot be read; nothing moved.
+        """
+        with self.transaction() as snapshot:
+            last = snapshot.last_record()
+            if last is not None:
+                # Records the indexes reflect were removed: only a rebuild is right.
+                self.reindex(snapshot, rebuild=self._indexed(snapshot) > last.seq)
+                self.head_file.write(last, None)
+        self.sync()
+        self.head, self.head_error = last, None
+        self.columns.forget()
+
+    # -- writing ----------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Snapshot]:
+        """A write transaction outside the batches (maintenance), committed at the end
+        of the block; the caller syncs."""
+        with self._gate.shared(), self.env.begin(write=True) as txn:
+            yield Snapshot(txn, self.dbs)
 
     def apply(
         self,
@@ -458,7 +295,7 @@ class Store:
         policy: KernelPolicy,
         sync: bool = True,
     ) -> list[Outcome]:
-        """Validate and commit a batch; one outcome per operation, in order.
+        """Check and commit a batch; one outcome per operation, in order.
 
         With ``sync`` (the default) the batch is durable on return. Without it
         the commit has synced its data pages but not the meta page that makes
@@ -511,7 +348,7 @@ class Store:
                 self.env.sync(True)
             except lmdb.Error as exc:
                 raise self._write_failure(exc) from None
-            with self._lock:
+            with self._synced_lock:
                 self._synced_commits = max(self._synced_commits, committed)
 
     def _grow(self) -> None:
@@ -532,8 +369,9 @@ class Store:
         dirty: set[int] = set()
         destroyed = False
         txn = self.env.begin(write=True)
+        snapshot = Snapshot(txn, self.dbs)
         try:
-            last = self._last_record(txn)
+            last = snapshot.last_record()
             if self.head_error is not None or (last is not None and last != self.head):
                 error = ConflictError(
                     "the ledger has records no write of this store acknowledged (or its head"
@@ -545,12 +383,12 @@ class Store:
             seq, prev = (0, GENESIS) if last is None else (last.seq, last.hash)
             for operation in operations:
                 try:
-                    payloads = self._validate(txn, operation, now_ms, policy)
+                    payloads = payloads_for(snapshot, operation, now_ms=now_ms, policy=policy)
                 except HikmahError as exc:
                     outcomes.append(exc)
                     continue
                 except (lmdb.BadValsizeError, OverflowError, ValueError) as exc:
-                    # Validation writes nothing, so one operation's bad input (a key
+                    # Checking writes nothing, so one operation's bad input (a key
                     # LMDB cannot hold, a number out of range) is refused on its own
                     # instead of failing every write of the batch.
                     outcomes.append(InvalidInput(f"the request cannot be stored: {exc}"))
@@ -558,8 +396,9 @@ class Store:
                 for plain in payloads:
                     payload = self._at_rest(txn, plain)
                     record = encode_record(seq + 1, prev, PAYLOAD_ENCODER.encode(payload))
-                    key = _SEQ.pack(record.seq)
-                    if not txn.put(key, record.line, db=self.dbs.ledger, append=True):
+                    if not txn.put(
+                        SEQ.pack(record.seq), record.line, db=self.dbs.ledger, append=True
+                    ):
                         # The ledger's keys are out of order (records moved behind
                         # the store's back): refuse rather than lose this record.
                         raise LedgerError(
@@ -567,16 +406,16 @@ class Store:
                             " are out of order; run hikmah verify-ledger"
                         )
                     opened = plain.trace if isinstance(plain, RememberPayload) else None
-                    index.apply_payload(txn, self.dbs, payload, dirty, plain=opened)
+                    index.apply_payload(snapshot, payload, dirty, plain=opened)
                     self._forget_reminders(txn, payload)
-                    shredded = isinstance(payload, RemovePayload) and self._shred(txn, payload.id)
+                    shredded = isinstance(payload, PurgePayload) and self._shred(txn, payload.id)
                     destroyed |= shredded
                     seq, prev = record.seq, record.hash
-                outcomes.append(self._written(txn, payloads[0], seq, key_destroyed=shredded))
+                outcomes.append(self._written(snapshot, payloads[0], seq, key_destroyed=shredded))
             if (last is not None and seq == last.seq) or (last is None and seq == 0):
                 txn.abort()
                 return outcomes, False
-            txn.put(_INDEXED, _SEQ.pack(seq), db=self.dbs.meta)
+            txn.put(_INDEXED, SEQ.pack(seq), db=self.dbs.meta)
             if destroyed:
                 txn.put(_SCRUB, b"", db=self.dbs.meta)
             new_head = Head(seq=seq, hash=prev)
@@ -592,7 +431,7 @@ class Store:
             raise
         self.head = new_head
         self._commits += 1
-        self._log_commit(seq, dirty)
+        self.columns.committed(seq, dirty)
         return outcomes, destroyed
 
     def _shred(self, txn: Any, trace_id: str) -> bool:
@@ -610,351 +449,21 @@ class Store:
         txn.put(_SEALED, b"", db=self.dbs.meta)
         return sealed
 
-    def _validate(
-        self, txn: Any, operation: Operation, now_ms: int, policy: KernelPolicy
-    ) -> list[Payload]:
-        if isinstance(operation, Remember):
-            return self._validate_remember(txn, operation, now_ms, policy)
-        if isinstance(operation, Promote):
-            found = {p.id: p for p in self._proposals(txn, policy)}.get(operation.proposal)
-            if found is None:
-                raise ConflictError(
-                    f"no current proposal has id {operation.proposal}: its evidence changed"
-                    " since it was made (or it never existed); run consolidate again"
-                )
-            draft = promotion_draft(found, source=operation.source, verified=operation.verified)
-            remember = Remember(draft=draft, session=operation.session)
-            return self._validate_remember(txn, remember, now_ms, policy)
-        if isinstance(operation, Fulfill):
-            self._open_target(txn, operation.id)
-            by = stamp_locator(operation.session, operation.by)
-            return [FulfillPayload(id=operation.id, by=by)]
-        if isinstance(operation, Feedback | Pin):
-            self._visible(txn, operation.id)
-            by = stamp_locator(operation.session, None)
-            if isinstance(operation, Feedback):
-                return [FeedbackPayload(id=operation.id, outcome=operation.outcome, by=by)]
-            return [PinPayload(id=operation.id, pinned=operation.pinned, by=by)]
-        refuse_in_agent_session(operation.session, "purge")
-        docno = index.docno_of(txn, self.dbs, operation.id)
-        if docno is None:
-            raise NotFound(f"no trace has id {operation.id}")
-        status = index.status_of(txn, self.dbs, docno)
-        if not operation.reason.strip():
-            raise InvalidInput("purge needs a reason, kept in the tombstone for the audit trail")
-        check_fields([("reason", operation.reason)])
-        if status == "purged":
-            raise ConflictError(f"{operation.id} is already purged")
-        return [RemovePayload(id=operation.id, reason=operation.reason.strip())]
-
-    def _validate_remember(
-        self, txn: Any, operation: Remember, now_ms: int, policy: KernelPolicy
-    ) -> list[Payload]:
-        draft = operation.draft
-        superseded: tuple[Trace, Status] | None = None
-        if draft.supersedes is not None:
-            old = index.docno_of(txn, self.dbs, draft.supersedes)
-            if old is not None:
-                superseded = (
-                    index.trace_at(txn, self.dbs, old),
-                    index.status_of(txn, self.dbs, old),
-                )
-        trace = build_trace(
-            draft,
-            now_ms=now_ms,
-            policy=policy,
-            session=operation.session,
-            superseded=superseded,
-            trace_id=operation.trace_id,
-            created_at=operation.created_at,
-            allow_prediction=operation.allow_prediction,
-        )
-        if index.docno_of(txn, self.dbs, trace.id) is not None:
-            raise ConflictError(f"a trace with id {trace.id} exists already")
-        if trace.privacy == "sensitive" and self.dbs.vault is None:
-            raise PolicyError(
-                "sensitive traces are kept only encrypted, and this store runs without the"
-                " vault's keys: nothing was written"
-            )
-        payloads: list[Payload] = [RememberPayload(trace=trace)]
-        if trace.supersedes is not None:
-            payloads.append(SupersedePayload(old_id=trace.supersedes, new_id=trace.id))
-        if trace.fulfills is not None:
-            self._open_target(txn, trace.fulfills, outcome=trace)
-            payloads.append(FulfillPayload(id=trace.fulfills, by=trace.id))
-        return payloads
-
-    def _visible(self, txn: Any, trace_id: str) -> None:
-        """Check ``trace_id`` names a trace that was not purged.
-
-        Raises:
-            NotFound: it does not.
-        """
-        docno = index.docno_of(txn, self.dbs, trace_id)
-        if docno is None or index.status_of(txn, self.dbs, docno) == "purged":
-            raise NotFound(f"no trace has id {trace_id}")
-
-    def _open_target(self, txn: Any, trace_id: str, *, outcome: Trace | None = None) -> None:
-        """Check ``trace_id`` names an open commitment, or an open prediction ``outcome`` resolves.
-
-        Raises:
-            NotFound, InvalidInput, ConflictError, ProvenanceRefused: it does not.
-        """
-        docno = index.docno_of(txn, self.dbs, trace_id)
-        if docno is None:
-            raise NotFound(f"no trace has id {trace_id}")
-        target = index.bare_trace_at(txn, self.dbs, docno)
-        status = index.status_of(txn, self.dbs, docno)
-        if target.kind == "prediction" and outcome is not None:
-            if status != "active":
-                done = "resolved" if status == "fulfilled" else status
-                raise ConflictError(f"{trace_id} is {done}: a prediction is resolved once")
-            check_resolution(target, outcome)
-            return
-        if target.kind != "commitment":
-            what = "a commitment, or a prediction an outcome resolves"
-            raise InvalidInput(f"{trace_id} is a {target.kind}, not {what}")
-        if status != "active":
-            raise ConflictError(f"{trace_id} is {status}, not an open commitment")
-
     def _written(
-        self, txn: Any, payload: Payload, seq: int, *, key_destroyed: bool = False
+        self, snapshot: Snapshot, payload: Payload, seq: int, *, key_destroyed: bool = False
     ) -> Written:
         if isinstance(payload, RememberPayload):
             trace = payload.trace
             return Written(
-                id=trace.id, seq=seq, trace=trace, conflicts=self.conflicts_for(txn, trace)
+                id=trace.id, seq=seq, trace=trace, conflicts=conflicts_for(snapshot, trace)
             )
         # Writes never make supersede (second of a pair) or compaction records first,
         # and this is the payload before sealing.
         assert not isinstance(payload, SupersedePayload | CompactedPayload | Sealed)
-        docno = index.docno_of(txn, self.dbs, payload.id)
+        docno = snapshot.docno(payload.id)
         assert docno is not None
-        status = index.status_of(txn, self.dbs, docno)
+        status = snapshot.status_of(docno)
         return Written(id=payload.id, seq=seq, status=status, key_destroyed=key_destroyed)
-
-    # -- reads --------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def read(self) -> Iterator[Any]:
-        """A read transaction (a consistent snapshot), as a context manager."""
-        with self._gate.shared(), self.env.begin() as txn:
-            yield txn
-
-    def get(self, trace_id: str) -> StoredTrace:
-        """One trace with its status.
-
-        Raises:
-            NotFound: no trace has that id, or it was purged.
-        """
-        with self.read() as txn:
-            found = self._stored(txn, trace_id)
-        if found is None or found.status == "purged":
-            raise NotFound(f"no trace has id {trace_id}")
-        return found
-
-    def _stored(self, txn: Any, trace_id: str) -> StoredTrace | None:
-        docno = index.docno_of(txn, self.dbs, trace_id)
-        if docno is None:
-            return None
-        return StoredTrace(
-            trace=index.trace_at(txn, self.dbs, docno),
-            status=index.status_of(txn, self.dbs, docno),
-            superseded_by=index.successor(txn, self.dbs, docno),
-        )
-
-    def superseded_by(self, txn: Any, trace_id: str) -> str | None:
-        """The id of the trace that superseded this one, if any."""
-        docno = index.docno_of(txn, self.dbs, trace_id)
-        return None if docno is None else index.successor(txn, self.dbs, docno)
-
-    def history(self, trace_id: str) -> list[StoredTrace]:
-        """The correction chain a trace belongs to, oldest first."""
-        with self.read() as txn:
-            current = self._stored(txn, trace_id)
-            if current is None or current.status == "purged":
-                raise NotFound(f"no trace has id {trace_id}")
-            chain = [current]
-            seen = {trace_id}
-            while (older := chain[0].trace.supersedes) and older not in seen:
-                seen.add(older)
-                found = self._stored(txn, older)
-                if found is None:
-                    break
-                chain.insert(0, found)
-            while (newer := chain[-1].superseded_by) and newer not in seen:
-                seen.add(newer)
-                found = self._stored(txn, newer)
-                if found is None:
-                    break
-                chain.append(found)
-        return [entry for entry in chain if entry.status != "purged"]
-
-    def conflicts_for(self, txn: Any, trace: Trace) -> list[str]:
-        """Ids of active traces claiming a different value for the same key."""
-        if trace.claim_key is None or trace.claim_value is None:
-            return []
-        mine = index.claim_value_key(self.dbs, trace.claim_value)
-        return [
-            index.bare_trace_at(txn, self.dbs, docno).id
-            for _key, docno, value in index.claim_entries(txn, self.dbs, trace.claim_key)
-            if value != mine
-        ]
-
-    def resolutions(self) -> list[tuple[Trace, Trace]]:
-        """Every resolved prediction with the outcome that resolved it, in write order."""
-        pairs = []
-        with self.read() as txn:
-            columns = self.features(txn)
-            outcomes = np.flatnonzero(
-                (columns["present"] == 1)
-                & (columns["kind"] == index.KIND_CODE["outcome"])
-                & (columns["status"] != index.STATUS_CODE["purged"])
-            )
-            for docno in outcomes:
-                outcome = index.trace_at(txn, self.dbs, int(docno))
-                if outcome.fulfills is None:
-                    continue
-                target = index.docno_of(txn, self.dbs, outcome.fulfills)
-                if target is None:
-                    continue
-                prediction = index.trace_at(txn, self.dbs, target)
-                if prediction.kind == "prediction":
-                    pairs.append((prediction, outcome))
-        return pairs
-
-    def proposals(self, policy: KernelPolicy) -> list[Proposal]:
-        """Consolidation proposals of the current state (nothing is written)."""
-        with self.read() as txn:
-            return self._proposals(txn, policy)
-
-    def _proposals(self, txn: Any, policy: KernelPolicy) -> list[Proposal]:
-        claimed = (
-            index.trace_at(txn, self.dbs, docno)
-            for _key, docno, _value in index.claim_entries(txn, self.dbs)
-        )
-        return claim_proposals(claimed, policy) + self._transcript_proposals(txn)
-
-    def _transcript_proposals(self, txn: Any) -> list[Proposal]:
-        """Candidates from the person's words in ingested sessions, not yet in memory."""
-        columns = self.features(txn)
-        docs = index.postings(txn, self.dbs, index.TAG_PREFIX + TRANSCRIPT_TAG)
-        docs = docs[
-            (columns["status"][docs] == index.STATUS_CODE["active"])
-            & (columns["kind"][docs] == index.KIND_CODE["episode"])
-        ]
-        episodes = {
-            trace.id: trace
-            for trace in (index.trace_at(txn, self.dbs, int(d)) for d in docs)
-            if trace.provenance.source.startswith("human:")
-        }
-        messages = [
-            Message(id=t.id, role="user", text=t.content, timestamp_ms=t.created_at, person=True)
-            for t in sorted(episodes.values(), key=lambda t: (t.created_at, t.id))
-        ]  # in the order they were said, so the first wording of a repeated rule wins
-        stored = Transcript(format="claude-code", session_id="", cwd=None, messages=messages)
-        return [
-            transcript_proposal(candidate, episodes[candidate.message_id])
-            for candidate in extract_candidates(stored)
-            if not self._restated(txn, candidate.content)
-        ]
-
-    def _restated(self, txn: Any, content: str) -> bool:
-        """Whether an active rule, preference, procedure or belief already says ``content``."""
-        wanted = terms(content)
-        if not wanted:
-            return False
-        docs = np.unique(np.concatenate([index.postings(txn, self.dbs, t) for t in wanted]))
-        columns = self.features(txn)
-        docs = docs[
-            (columns["status"][docs] == index.STATUS_CODE["active"])
-            & np.isin(columns["kind"][docs], [index.KIND_CODE[k] for k in STANDING_KINDS])
-        ]
-        texts = (index.trace_at(txn, self.dbs, int(d)) for d in docs[:_RESTATE_READS])
-        return restates(content, (t.content for t in texts if TRANSCRIPT_TAG not in t.tags))
-
-    def conflicts(self) -> list[ConflictGroup]:
-        """Every open conflict, grouped by normalised key and value."""
-        groups: dict[str, dict[str, list[str]]] = {}
-        with self.read() as txn:
-            for _key, docno, _value in index.claim_entries(txn, self.dbs):
-                trace = index.trace_at(txn, self.dbs, docno)
-                assert trace.claim_key is not None and trace.claim_value is not None
-                key = normalize_claim_key(trace.claim_key)
-                value = normalize_claim_value(trace.claim_value)
-                groups.setdefault(key, {}).setdefault(value, []).append(trace.id)
-        return [
-            ConflictGroup(key, [ConflictValue(v, ids) for v, ids in sorted(values.items())])
-            for key, values in sorted(groups.items())
-            if len(values) > 1
-        ]
-
-    def commitments(self, *, until_ms: int | None = None) -> list[StoredTrace]:
-        """Active commitments with a deadline, soonest first, up to ``until_ms``."""
-        out: list[StoredTrace] = []
-        with self.read() as txn:
-            cursor = txn.cursor(db=self.dbs.deadlines)
-            for key in cursor.iternext(values=False):
-                deadline, docno = index.split_deadline_key(bytes(key))
-                if until_ms is not None and deadline > until_ms:
-                    break
-                out.append(StoredTrace(trace=index.trace_at(txn, self.dbs, docno), status="active"))
-        return out
-
-    def standing(
-        self,
-        *,
-        kinds: Sequence[str],
-        scope: str | None,
-        verified_only: bool = False,
-        limit: int,
-    ) -> list[StoredTrace]:
-        """Active traces of these kinds that hold in ``scope``: the rules a session starts with.
-
-        Global traces always hold; ``scope`` adds its own. Sensitive traces are
-        never included. Verified first, then the most authoritative, then newest.
-        """
-        with self.read() as txn:
-            columns = self.features(txn)
-            mask = (columns["present"] == 1) & (columns["status"] == index.STATUS_CODE["active"])
-            mask &= np.isin(columns["kind"], [index.KIND_CODE[kind] for kind in kinds])
-            mask &= columns["privacy"] != index.PRIVACY_CODE["sensitive"]
-            scopes = [index.GLOBAL_SCOPE_ID]
-            if scope is not None:
-                found = index.scope_id(txn, self.dbs, scope, create=False)
-                scopes += [] if found is None else [found]
-            mask &= np.isin(columns["scope"], scopes)
-            if verified_only:
-                mask &= columns["verified"] == 1
-            docs = np.flatnonzero(mask)
-            # lexsort sorts by the last key first; negate for descending order.
-            order = np.lexsort(
-                (
-                    -columns["created"][docs],
-                    -columns["authority"][docs],
-                    -columns["verified"][docs].astype(np.int8),
-                )
-            )
-            return [
-                StoredTrace(trace=index.trace_at(txn, self.dbs, int(docno)), status="active")
-                for docno in docs[order][:limit]
-            ]
-
-    def scheduled(self) -> list[Scheduled]:
-        """Every active commitment with a deadline, with the reminder stages delivered."""
-        out: list[Scheduled] = []
-        with self.read() as txn:
-            cursor = txn.cursor(db=self.dbs.deadlines)
-            for key in cursor.iternext(values=False):
-                deadline, docno = index.split_deadline_key(bytes(key))
-                trace = index.bare_trace_at(txn, self.dbs, docno)
-                delivered = tuple(
-                    stage
-                    for stage in STAGES
-                    if txn.get(_reminder_key(trace.id, stage), db=self.dbs.reminders) is not None
-                )
-                out.append(Scheduled(trace.id, deadline, trace.created_at, delivered))
-        return out
 
     def _forget_reminders(self, txn: Any, payload: Payload) -> None:
         """A commitment that leaves the queue needs no delivery records any more."""
@@ -970,297 +479,68 @@ class Store:
             return
         gone = payload.old_id if isinstance(payload, SupersedePayload) else payload.id
         for stage in STAGES:
-            txn.delete(_reminder_key(gone, stage), db=self.dbs.reminders)
+            txn.delete(reminder_key(gone, stage), db=self.dbs.reminders)
 
     def mark_reminded(self, delivered: Sequence[tuple[str, Stage]], at_ms: int) -> None:
         """Record durably that these reminder stages were delivered."""
-        with self._gate.shared(), self.env.begin(write=True) as txn:
+        with self.transaction() as snapshot:
             for trace_id, stage in delivered:
-                txn.put(_reminder_key(trace_id, stage), _SEQ.pack(at_ms), db=self.dbs.reminders)
+                snapshot.txn.put(
+                    reminder_key(trace_id, stage), SEQ.pack(at_ms), db=self.dbs.reminders
+                )
         self.sync()
 
-    def traces(self, *, include_inactive: bool = True) -> Iterator[StoredTrace]:
-        """Every trace in write order (purged ones never), for export."""
-        with self.read() as txn:
-            features = self.features(txn)
-            cursor = txn.cursor(db=self.dbs.docs)
-            for key, value in cursor:
-                docno = int(struct.unpack(">I", key)[0])
-                status = STATUSES[int(features["status"][docno])]
-                if status == "purged" or (not include_inactive and status != "active"):
-                    continue
-                yield StoredTrace(
-                    trace=index.load_trace(txn, self.dbs, bytes(value)),
-                    status=status,  # type: ignore[arg-type]
-                    superseded_by=index.successor(txn, self.dbs, docno),
-                )
+    # -- the indexes and the file --------------------------------------------------
 
-    def lookup(self, trace_id: str) -> StoredTrace | None:
-        """One trace with its status, purged ones included (as their stub); None if no
-        trace ever had that id. For import, which must tell "already here" from "new"."""
-        with self.read() as txn:
-            return self._stored(txn, trace_id)
-
-    def export_page(
-        self, after: str | None, limit: int, *, include_superseded: bool
-    ) -> tuple[list[StoredTrace], str | None]:
-        """Up to ``limit`` traces in write order after the trace ``after``.
-
-        Purged traces never, superseded ones only with ``include_superseded``. At
-        most ``8 * limit`` traces are looked at, so a page may hold fewer than
-        ``limit`` even when more follow.
-
-        Returns:
-            The traces, and the id to continue after (None at the end).
-
-        Raises:
-            NotFound: no trace has the id ``after``.
-        """
-        wanted = {"active", "fulfilled"} | ({"superseded"} if include_superseded else set())
-        out: list[StoredTrace] = []
-        with self.read() as txn:
-            start = 0
-            if after is not None:
-                docno = index.docno_of(txn, self.dbs, after)
-                if docno is None:
-                    raise NotFound(f"no trace has id {after}: cannot continue an export after it")
-                start = docno + 1
-            statuses = self.features(txn)["status"]
-            cursor = txn.cursor(db=self.dbs.docs)
-            if not cursor.set_range(index.u32(start)):
-                return out, None
-            for looked, (key, value) in enumerate(cursor, 1):
-                docno = int(struct.unpack(">I", key)[0])
-                status = STATUSES[int(statuses[docno])]
-                if status in wanted:
-                    out.append(
-                        StoredTrace(
-                            trace=index.load_trace(txn, self.dbs, bytes(value)),
-                            status=status,  # type: ignore[arg-type]
-                            superseded_by=index.successor(txn, self.dbs, docno),
-                        )
-                    )
-                if len(out) >= limit or looked >= 8 * limit:
-                    last = index.bare_trace_at(txn, self.dbs, docno).id
-                    return out, (last if cursor.next() else None)
-        return out, None
-
-    def counts(self) -> dict[str, int]:
-        """How many traces are in each status."""
-        with self.read() as txn:
-            features = self.features(txn)
-        by_status = np.bincount(
-            features["status"][features["present"] == 1], minlength=len(STATUSES)
-        )
-        return {status: int(n) for status, n in zip(STATUSES, by_status, strict=True)}
-
-    # -- the feature columns --------------------------------------------------
-
-    def features(self, txn: Any) -> Columns:
-        """Every document's features as columns indexed by document number.
-
-        Loaded on first use (not at open, so start-up does not grow with the
-        store), then patched forward to each reader's snapshot.
-        """
-        seq = self._snapshot_seq(txn)
-        with self._lock:
-            if self._columns is None or self._columns_seq < self._forgotten_upto:
-                columns = Columns()
-                chunks = (
-                    (int(struct.unpack(">I", key)[0]), np.frombuffer(value, dtype=FEATURES))
-                    for key, value in txn.cursor(db=self.dbs.features)
-                )
-                columns.set_chunks(chunks, index.next_docno(txn, self.dbs))
-                self._columns, self._columns_seq = columns, seq
-            elif seq > self._columns_seq:
-                dirty = set[int]().union(
-                    *(chunks for at, chunks in self._changes if self._columns_seq < at <= seq)
-                )
-                self._columns.set_chunks(
-                    ((chunk, index.read_chunk(txn, self.dbs, chunk)) for chunk in dirty),
-                    index.next_docno(txn, self.dbs),
-                )
-                self._columns_seq = seq
-            self._changes = [(at, chunks) for at, chunks in self._changes if at > self._columns_seq]
-            return self._columns
-
-    def _snapshot_seq(self, txn: Any) -> int:
-        cursor = txn.cursor(db=self.dbs.ledger)
-        return int(_SEQ.unpack(cursor.key())[0]) if cursor.last() else 0
-
-    def _log_commit(self, seq: int, dirty: set[int]) -> None:
-        with self._lock:
-            self._changes.append((seq, dirty))
-            if len(self._changes) > _MAX_LOGGED_COMMITS:
-                # Nobody has read for a long while: forget, and reload on the next read.
-                self._changes.clear()
-                self._forgotten_upto = seq
-
-    def overdue(self, txn: Any, now_ms: int) -> npt.NDArray[np.uint32]:
-        """Document numbers of active commitments whose deadline has passed, ascending."""
-        features = self.features(txn)
-        if self._dated is None or self._dated_seq != self._columns_seq:
-            dated = np.flatnonzero(
-                (features["kind"] == index.KIND_CODE["commitment"])
-                & (features["status"] == index.STATUS_CODE["active"])
-                & (features["deadline"] != index.NO_DEADLINE)
-            )
-            deadlines = features["deadline"][dated]
-            order = np.argsort(deadlines, kind="stable")
-            self._dated = (deadlines[order], dated[order].astype(np.uint32))
-            self._dated_seq = self._columns_seq
-        deadlines, docs = self._dated
-        return np.sort(docs[: int(np.searchsorted(deadlines, now_ms, side="right"))])
-
-    # -- the ledger -------------------------------------------------------------
-
-    def records(self, txn: Any) -> Iterator[tuple[int, bytes]]:
-        """(key, line) of every ledger record, in key order."""
-        for key, value in txn.cursor(db=self.dbs.ledger):
-            yield int(_SEQ.unpack(key)[0]), bytes(value)
-
-    def verify(self, *, expect_head: Head | None = None) -> VerifyReport:
-        """Check the hash chain and the head (REFERENCE.md, "Ledger")."""
-        with self.read() as txn:
-            return verify(
-                self.records(txn), self.head, expect_head=expect_head, head_error=self.head_error
-            )
-
-    def accept_tail(self, *, session: AgentSession | None = None) -> VerifyReport:
-        """Acknowledge records past the head, if everything up to the head verifies.
-
-        Raises:
-            AgentRestricted: inside an agent session.
-            LedgerError: the chain is broken before or inside the tail.
-        """
-        refuse_in_agent_session(session, "verify-ledger --accept-tail")
-        report = self.verify()
-        other = [e for e in report.errors if "unacknowledged" not in e]
-        if other:
-            raise LedgerError(
-                "the tail is not accepted: the ledger has other errors: " + "; ".join(other)
-            )
-        return self._move_head()
-
-    def reset_head(self, *, session: AgentSession | None = None) -> VerifyReport:
-        """Rewrite the head from the ledger's last record.
-
-        Raises:
-            AgentRestricted: inside an agent session.
-        """
-        refuse_in_agent_session(session, "verify-ledger --reset-head")
-        return self._move_head()
-
-    def _move_head(self) -> VerifyReport:
-        """Make the ledger's last record the head, indexing the records it acknowledges.
-
-        Raises:
-            LedgerError: a record past the indexed ones cannot be read; nothing moved.
-        """
-        dirty: set[int] = set()
+    def rebuild_index(self, progress: Callable[[int], None] | None = None) -> int:
+        """Recreate every derived index from the ledger; returns the records replayed."""
         with self.env.begin(write=True) as txn:
-            last = self._last_record(txn)
-            raw = txn.get(_INDEXED, db=self.dbs.meta)
-            indexed = 0 if raw is None else int(_SEQ.unpack(raw)[0])
-            if last is not None and indexed > last.seq:
-                # Records the indexes reflect were removed: only a rebuild is right.
-                self._index_records(txn, 0, dirty, rebuild=True)
-            elif last is not None:
-                self._index_records(txn, indexed, dirty)
-            if last is not None:
-                self.head_file.write(last, None)
+            count = self.reindex(Snapshot(txn, self.dbs), rebuild=True, progress=progress)
         self.sync()
-        self.head, self.head_error = last, None
-        self._forget_columns()
-        return self.verify()
+        self.columns.forget()
+        return count
 
-    def compact(self, now_ms: int) -> Compacted:
-        """Rewrite the ledger without the text of purged traces, and re-chain it.
+    def reindex(
+        self,
+        snapshot: Snapshot,
+        *,
+        rebuild: bool = False,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Apply the ledger records the indexes do not reflect yet to them (all of them,
+        from empty indexes, when ``rebuild``), in the write transaction of ``snapshot``;
+        returns how many were applied. The caller syncs and forgets the columns."""
+        txn = snapshot.txn
+        after = self._indexed(snapshot)
+        if rebuild:
+            index.clear(snapshot)
+            txn.delete(_INDEXED, db=self.dbs.meta)
+            after = 0
+        count = 0
+        cursor = txn.cursor(db=self.dbs.ledger)
+        if cursor.set_range(SEQ.pack(after + 1)):
+            dirty: set[int] = set()
+            for key, line in cursor:
+                record = decode_record(bytes(line))
+                index.apply_payload(snapshot, decode_payload(record), dirty)
+                txn.put(_INDEXED, bytes(key), db=self.dbs.meta)
+                count += 1
+                if progress is not None and count % 10_000 == 0:
+                    progress(count)
+        return count
 
-        Each purged trace's remember record becomes a ``redacted`` record (id,
-        kind, time: no text); every other payload keeps its exact bytes. The
-        chain is recomputed from genesis and ends with a ``compacted`` record
-        naming the head it replaced, so the rewrite is itself in the audit
-        trail (a head pinned before it no longer matches: compare it with that
-        record). The indexes are rebuilt in the same transaction, then the file
-        is copied without its free pages, so the old text is not left in
-        unused pages either. Nothing is done when no purged text remains.
-
-        Raises:
-            ConflictError: the ledger has an unacknowledged tail.
-        """
-        old_head = self.head
-        with self._gate.shared(), self.env.begin(write=True) as txn:
-            last = self._last_record(txn)
-            if self.head_error is not None or last != old_head or last is None:
-                raise ConflictError(
-                    "the ledger has records no write acknowledged: run hikmah verify-ledger"
-                    " and accept or reset the head before compacting"
-                )
-            records = [decode_record(bytes(line)) for _key, line in txn.cursor(db=self.dbs.ledger)]
-            payloads = [decode_payload(record) for record in records]
-            purged = {p.id for p in payloads if isinstance(p, RemovePayload)}
-            bodies, redacted = [], []
-            for record, payload in zip(records, payloads, strict=True):
-                if isinstance(payload, RememberPayload | Sealed) and payload.trace.id in purged:
-                    trace = payload.trace
-                    stub = RedactedPayload(
-                        id=trace.id, kind=trace.kind, created_at=trace.created_at
-                    )
-                    bodies.append(PAYLOAD_ENCODER.encode(stub))
-                    redacted.append(trace.id)
-                else:
-                    bodies.append(record.payload)
-            if not redacted:
-                return Compacted(
-                    old_head=old_head, head=old_head, records=len(records), redacted=[]
-                )
-            final = CompactedPayload(
-                old_seq=last.seq, old_hash=last.hash, redacted=len(redacted), at=now_ms
-            )
-            bodies.append(PAYLOAD_ENCODER.encode(final))
-            prev = GENESIS
-            for seq, body in enumerate(bodies, 1):
-                record = encode_record(seq, prev, body)
-                txn.put(_SEQ.pack(seq), record.line, db=self.dbs.ledger)
-                prev = record.hash
-            new_head = Head(seq=len(bodies), hash=prev)
-            self._index_records(txn, 0, set(), rebuild=True)
-            self.head_file.write(old_head, new_head)  # pending: see the module docstring
-        self.sync()
-        self.head_file.write(new_head, None)
-        self.head = new_head
-        self._forget_columns()
-        self._drop_free_pages()
-        return Compacted(old_head=old_head, head=new_head, records=len(bodies), redacted=redacted)
+    def _indexed(self, snapshot: Snapshot) -> int:
+        raw = snapshot.txn.get(_INDEXED, db=self.dbs.meta)
+        return 0 if raw is None else int(SEQ.unpack(raw)[0])
 
     def _scrub(self) -> None:
         """Drop the free pages a purge left (they may hold its destroyed data key)."""
-        self._drop_free_pages()
-        with self._gate.shared(), self.env.begin(write=True) as txn:
-            txn.delete(_SCRUB, db=self.dbs.meta)
+        self.drop_free_pages()
+        with self.transaction() as snapshot:
+            snapshot.txn.delete(_SCRUB, db=self.dbs.meta)
         self.sync()
 
-    def rotate(self, keys: Keys) -> int:
-        """Re-wrap every data key not under ``keys.master`` under it, in one transaction.
-
-        The sealed payloads do not change. Returns how many keys were re-wrapped;
-        after it returns (durably), the retired masters open nothing and the
-        keyring may forget them.
-        """
-        self.use_keys(keys)
-        count = 0
-        with self._gate.shared(), self.env.begin(write=True) as txn:
-            cursor = txn.cursor(db=self.dbs.keys)
-            for key, entry in cursor:
-                new = rewrapped(keys, bytes(key).decode(), bytes(entry))
-                if new is not None:
-                    cursor.put(key, new)
-                    count += 1
-        self.sync()
-        return count
-
-    def _drop_free_pages(self) -> None:
+    def drop_free_pages(self) -> None:
         """Replace the LMDB file by a copy without free pages (old versions of data).
 
         Waits for every reader and writer of this store to finish, and holds
@@ -1273,68 +553,10 @@ class Store:
             map_size = int(self.env.info()["map_size"])
             self.env.copy(str(copy_dir), compact=True)
             copied = copy_dir / "data.mdb"
-            with copied.open("rb") as file:
-                os.fsync(file.fileno())
+            fsync_file(copied)
             self.env.close()
             os.replace(copied, self.data_dir / LMDB_DIR / "data.mdb")
-            _fsync_directory(self.data_dir / LMDB_DIR)
+            fsync_dir(self.data_dir / LMDB_DIR)
             self.env, self.dbs = self._open_env(map_size, self.dbs.vault)
         shutil.rmtree(copy_dir, ignore_errors=True)
-        self._forget_columns()
-
-    def rebuild_index(self, progress: Callable[[int], None] | None = None) -> int:
-        """Recreate every derived index from the ledger; returns the records replayed."""
-        dirty: set[int] = set()
-        with self.env.begin(write=True) as txn:
-            count = self._index_records(txn, 0, dirty, rebuild=True, progress=progress)
-        self.sync()
-        self._forget_columns()
-        return count
-
-    def _index_records(
-        self,
-        txn: Any,
-        after: int,
-        dirty: set[int],
-        *,
-        rebuild: bool = False,
-        progress: Callable[[int], None] | None = None,
-    ) -> int:
-        """Apply the ledger records after seq ``after`` to the indexes (all of them, from
-        empty indexes, when ``rebuild``); returns how many were applied."""
-        if rebuild:
-            for db in self.dbs.derived():
-                txn.drop(db, delete=False)
-            txn.delete(b"next_doc", db=self.dbs.meta)
-            txn.delete(_INDEXED, db=self.dbs.meta)
-            after = 0
-        count = 0
-        cursor = txn.cursor(db=self.dbs.ledger)
-        if cursor.set_range(_SEQ.pack(after + 1)):
-            for key, line in cursor:
-                record = decode_record(bytes(line))
-                index.apply_payload(txn, self.dbs, decode_payload(record), dirty)
-                txn.put(_INDEXED, bytes(key), db=self.dbs.meta)
-                count += 1
-                if progress is not None and count % 10_000 == 0:
-                    progress(count)
-        return count
-
-    def _forget_columns(self) -> None:
-        with self._lock:
-            self._columns = None
-            self._changes.clear()
-
-
-def _reminder_key(trace_id: str, stage: Stage) -> bytes:
-    return f"{trace_id}\0{stage}".encode()
-
-
-def decode_payload(record: Record) -> Payload:
-    """The typed payload of one of our own ledger records."""
-    try:
-        return PAYLOAD_DECODER.decode(record.payload)
-    except msgspec.DecodeError as exc:
-        raise LedgerError(
-            f"record {record.seq} has a payload this version cannot read: {exc}"
-        ) from None
+        self.columns.forget()

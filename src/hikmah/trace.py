@@ -10,29 +10,11 @@ from __future__ import annotations
 
 import os
 import unicodedata
-from typing import Literal, get_args
+from typing import Any
 
 import msgspec
 
-Kind = Literal[
-    "observation",
-    "episode",
-    "belief",
-    "procedure",
-    "commitment",
-    "preference",
-    "constraint",
-    "outcome",
-    "correction",
-    "prediction",
-]
-Status = Literal["active", "superseded", "fulfilled", "purged"]
-Privacy = Literal["public", "private", "sensitive"]
-PredictionType = Literal["noul", "choice", "score"]
-
-KINDS: tuple[str, ...] = get_args(Kind)
-STATUSES: tuple[str, ...] = get_args(Status)
-PRIVACIES: tuple[str, ...] = get_args(Privacy)
+from hikmah.vocabulary import Kind, PredictionType, Privacy
 
 DEFAULT_AUTHORITY = 0.5
 DEFAULT_SALIENCE = 0.5
@@ -81,12 +63,9 @@ class Trace(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
     probability: float | None = None
 
 
-class Draft(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """What a writer asks for; :func:`hikmah.rules.build_trace` turns it into a Trace.
-
-    ``None`` means "take the default", so that a JSON Lines import line or an
-    RPC call may give only ``kind`` and ``content``.
-    """
+class TraceFields(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What a writer says about a trace itself, ``None`` taking the default: the fields
+    every way of writing shares (the base of :class:`BaseDraft` and of an imported line)."""
 
     content: str
     kind: Kind = "observation"
@@ -95,21 +74,44 @@ class Draft(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tru
     salience: float | None = None
     confidence: float | None = None
     privacy: Privacy | None = None
-    source: str | None = None
-    locator: str | None = None
-    authority: float | None = None
-    verified: bool = False
-    evidence: tuple[str, ...] = ()
     claim_key: str | None = None
     claim_value: str | None = None
     supersedes: str | None = None
     scope: str | None = None
     fulfills: str | None = None
+
+
+class BaseDraft(TraceFields, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A trace and where it comes from, flat: what ``memory.remember`` takes (its params
+    are exactly these fields)."""
+
+    source: str | None = None
+    locator: str | None = None
+    authority: float | None = None
+    verified: bool = False
+
+
+class Draft(BaseDraft, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What a writer asks for; :func:`hikmah.rules.build_trace` turns it into a Trace.
+
+    ``None`` means "take the default", so that a JSON Lines import line or an
+    RPC call may give only ``kind`` and ``content``. The fields beyond
+    :class:`BaseDraft` are set by the paths that need them: promotion (the
+    evidence), predictions and their outcomes (the forecast).
+    """
+
+    evidence: tuple[str, ...] = ()
     family: str | None = None
     value: str | None = None
     answer_space: tuple[str, ...] = ()
     prediction_type: PredictionType | None = None
     probability: float | None = None
+
+
+def draft_fields(found: msgspec.Struct) -> dict[str, Any]:
+    """The fields of ``found`` (an import line, a test case) that a :class:`Draft` has too,
+    by name: what a writing path copies over before it sets the rest."""
+    return {name: getattr(found, name) for name in found.__struct_fields__ if name in _DRAFT}
 
 
 def new_trace_id(now_ms: int) -> str:
@@ -120,6 +122,9 @@ def new_trace_id(now_ms: int) -> str:
     refuses a duplicate id anyway.
     """
     return f"tr_{now_ms & 0xFFFF_FFFF_FFFF:012x}{os.urandom(5).hex()}"
+
+
+_DRAFT = frozenset(Draft.__struct_fields__)
 
 
 def _collapse(text: str) -> str:

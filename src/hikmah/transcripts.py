@@ -74,6 +74,10 @@ Format = Literal["claude-code", "codex"]
 Role = Literal["user", "assistant", "tool", "system"]
 
 
+# The tag of every trace ingested from a session transcript.
+TRANSCRIPT_TAG = "transcript"
+
+
 class Message(msgspec.Struct, frozen=True, kw_only=True):
     """One turn of a transcript.
 

@@ -39,10 +39,13 @@ import msgspec
 
 from hikmah.errors import HikmahError, InvalidInput, LedgerError
 from hikmah.ledger import GENESIS, Head, Record, decode_record, link_problem
+from hikmah.payloads import SupersedePayload
 from hikmah.principal import AgentSession
+from hikmah.queries import StoredTrace
+from hikmah.rules import Fulfill, Operation, Purge, Remember
 from hikmah.secrets import check_fields, redact
-from hikmah.store import Fulfill, Operation, Purge, Remember, StoredTrace
-from hikmah.trace import Draft, Kind, PredictionType, Privacy, Status
+from hikmah.trace import Draft, TraceFields, draft_fields
+from hikmah.vocabulary import Kind, PredictionType, Privacy, Status
 
 # Ids are echoed in reports and error messages, so they must look like ids
 # (the detector runs on them too: a credential pasted as an id is refused).
@@ -64,24 +67,13 @@ class ImportedProvenance(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
     evidence: tuple[str, ...] = ()
 
 
-class ImportedTrace(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """One line of a JSON Lines import: a trace, missing fields taking the write defaults."""
+class ImportedTrace(TraceFields, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One line of a JSON Lines import: a trace as export writes it (provenance nested),
+    missing fields taking the write defaults."""
 
-    content: str
     id: str | None = None
-    kind: Kind = "observation"
-    tags: tuple[str, ...] = ()
     created_at: int | None = None
-    deadline: int | str | None = None
-    salience: float | None = None
-    confidence: float | None = None
-    privacy: Privacy | None = None
     provenance: ImportedProvenance = ImportedProvenance()
-    claim_key: str | None = None
-    claim_value: str | None = None
-    supersedes: str | None = None
-    scope: str | None = None
-    fulfills: str | None = None
     family: str | None = None
     value: str | None = None
     answer_space: tuple[str, ...] = ()
@@ -127,30 +119,7 @@ def trace_operation(line: Any, *, session: AgentSession | None = None) -> Planne
         ("fulfills", found.fulfills),
         *((f"provenance.evidence[{i}]", e) for i, e in enumerate(provenance.evidence)),
     )
-    draft = Draft(
-        content=found.content,
-        kind=found.kind,
-        tags=found.tags,
-        deadline=found.deadline,
-        salience=found.salience,
-        confidence=found.confidence,
-        privacy=found.privacy,
-        source=provenance.source,
-        locator=provenance.locator,
-        authority=provenance.authority,
-        verified=provenance.verified,
-        evidence=provenance.evidence,
-        claim_key=found.claim_key,
-        claim_value=found.claim_value,
-        supersedes=found.supersedes,
-        scope=found.scope,
-        fulfills=found.fulfills,
-        family=found.family,
-        value=found.value,
-        answer_space=found.answer_space,
-        prediction_type=found.prediction_type,
-        probability=found.probability,
-    )
+    draft = Draft(**draft_fields(found), **draft_fields(provenance))
     operation = Remember(
         draft=draft,
         session=session,
@@ -370,11 +339,6 @@ class _RefRemember(msgspec.Struct, frozen=True, tag_field="type", tag="remember"
     trace: _RefTrace
 
 
-class _RefSupersede(msgspec.Struct, frozen=True, tag_field="type", tag="supersede"):
-    old_id: str
-    new_id: str
-
-
 class _RefFulfill(msgspec.Struct, frozen=True, tag_field="type", tag="fulfill"):
     id: str
 
@@ -384,7 +348,8 @@ class _RefPurge(msgspec.Struct, frozen=True, tag_field="type", tag="purge"):
     reason: str | None = None
 
 
-_REF_DECODER = msgspec.json.Decoder(_RefRemember | _RefSupersede | _RefFulfill | _RefPurge)
+# A supersede record is ours to the letter.
+_REF_DECODER = msgspec.json.Decoder(_RefRemember | SupersedePayload | _RefFulfill | _RefPurge)
 REFERENCE_TYPES = ("remember", "supersede", "fulfill", "purge")
 
 
@@ -426,7 +391,7 @@ def reference_operation(
                 " (it maps remember, supersede, fulfill and purge)"
             ) from None
         raise InvalidInput(f"malformed {kind or ''} payload: {_describe(exc)}") from None
-    if isinstance(payload, _RefSupersede):
+    if isinstance(payload, SupersedePayload):
         _check_ids(("old_id", payload.old_id), ("new_id", payload.new_id))
         return SupersedeCheck(payload.old_id, payload.new_id), None
     if isinstance(payload, _RefFulfill):
@@ -439,22 +404,7 @@ def reference_operation(
     trace = payload.trace
     _check_ids(("trace.id", trace.id), ("trace.supersedes", trace.supersedes))
     provenance = trace.provenance
-    draft = Draft(
-        content=trace.content,
-        kind=trace.kind,
-        tags=trace.tags,
-        deadline=trace.deadline_ms,
-        salience=trace.salience,
-        confidence=trace.confidence,
-        privacy=trace.privacy,
-        source=provenance.source,
-        locator=provenance.locator,
-        authority=provenance.authority,
-        verified=provenance.verified,
-        claim_key=trace.claim_key,
-        claim_value=trace.claim_value,
-        supersedes=trace.supersedes,
-    )
+    draft = Draft(**draft_fields(trace), **draft_fields(provenance), deadline=trace.deadline_ms)
     notes = []
     observed = provenance.observed_at_ms
     if observed is not None and observed != trace.created_at_ms:

@@ -40,6 +40,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from hikmah.durable import fsync_dir, fsync_file
 from hikmah.embedding import ModelStamp, Vectors, normalize_rows
 from hikmah.errors import HikmahError
 from hikmah.quantize import Codes, Scales, dequantize, quantize
@@ -484,20 +485,14 @@ def _read_header(path: Path) -> _Header:
 
 
 def _write_atomically(path: Path, write: Callable[[str], object], header: _Header) -> None:
-    # Issue 16 brings one durable-file helper for the kernel; this becomes a call to it.
     temporary = path.with_name(path.name + ".tmp")
     write(str(temporary))
     encoded = msgspec.json.encode(header)
     with open(temporary, "ab") as out:
         out.write(encoded + _TRAILER.pack(len(encoded), MAGIC))
-        out.flush()
-        os.fsync(out.fileno())
+    fsync_file(temporary)
     os.replace(temporary, path)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+    fsync_dir(path.parent)
 
 
 def _keys(ids: npt.ArrayLike) -> Ids:

@@ -20,17 +20,25 @@ TOOLS = {
     "recall", "context", "remember", "correct", "conflicts", "commitments", "fulfill",
     "predict", "outcome", "feedback", "inspect", "focus_open", "focus_absorb", "focus_read", "focus_note",
 }  # fmt: skip
+READ_ONLY = {"recall", "context", "conflicts", "commitments", "inspect", "focus_read"}
+DISPLACING = {"focus_absorb", "focus_note"}
 # Words that would name a person-only power in a tool or an argument.
 FORBIDDEN = ("verif", "purge", "accept", "reset", "head", "promote", "policy", "source")
 
 
 @asynccontextmanager
 async def agent(
-    daemon: Running, *, env: dict[str, str] | None = None, client_name: str = "Claude Code"
+    daemon: Running,
+    *,
+    env: dict[str, str] | None = None,
+    client_name: str = "Claude Code",
+    args: list[str] | None = None,
 ) -> AsyncIterator[Client]:
+    """hikmah-agent under the SDK's client; by default on the daemon's socket, never
+    starting another."""
     server = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "hikmah_agent", "--socket", str(daemon.socket), "--no-autostart"],
+        args=["-m", "hikmah_agent", *(args or ["--socket", str(daemon.socket), "--no-autostart"])],
         env=env if env is not None else clean_env(),
         cwd=str(daemon.root),
     )
@@ -67,8 +75,38 @@ async def test_lists_exactly_the_restricted_tools_with_schemas(daemon: Running) 
         properties: dict[str, Any] = tool.input_schema.get("properties", {})
         for name, schema in properties.items():
             assert "description" in schema, (tool.name, name)
+            assert "anyOf" not in schema and schema.get("type"), (tool.name, name, schema)
         words = [tool.name, *properties]
         assert not any(bad in word.lower() for word in words for bad in FORBIDDEN), words
+
+
+async def test_descriptions_reach_the_model_as_clean_prose(daemon: Running) -> None:
+    async with agent(daemon) as client:
+        tools = (await client.list_tools()).tools
+    texts = [tool.description or "" for tool in tools] + [
+        schema["description"]
+        for tool in tools
+        for schema in tool.input_schema["properties"].values()
+    ]
+    for text in texts:
+        assert text == text.strip() and "\n" not in text and "  " not in text, repr(text)
+    (predict,) = [tool for tool in tools if tool.name == "predict"]
+    assert predict.input_schema["properties"]["type"]["enum"] == ["choice", "score", "yes_no"]
+
+
+async def test_every_tool_says_what_it_does_in_its_annotations(daemon: Running) -> None:
+    async with agent(daemon) as client:
+        tools = (await client.list_tools()).tools
+    hints = {tool.name: tool.annotations for tool in tools}
+    assert all(hint is not None for hint in hints.values())
+    read_only = {name for name, hint in hints.items() if hint and hint.read_only_hint}
+    assert read_only == READ_ONLY
+    for name, hint in hints.items():
+        assert hint is not None and hint.title
+        assert hint.open_world_hint is False, name  # Hikmah's own memory only
+        assert hint.read_only_hint is not None and hint.idempotent_hint is not None, name
+        # Appending to the ledger destroys nothing; a full focus capsule pushes one out.
+        assert hint.destructive_hint is (name in DISPLACING), name
 
 
 async def test_remember_is_unverified_and_stamped_with_the_session(daemon: Running) -> None:
@@ -94,10 +132,30 @@ async def test_remember_is_unverified_and_stamped_with_the_session(daemon: Runni
 
 
 async def test_without_agent_variables_the_client_info_names_the_host(daemon: Running) -> None:
-    async with agent(daemon, client_name="Codex CLI") as client:
+    async with agent(daemon, client_name="Some Agent") as client:
         message = text(await client.call_tool("remember", {"content": "lint with ruff"}))
-    locator = daemon.call("memory.show", id=trace_id_in(message))["trace"]["provenance"]["locator"]
-    assert locator.startswith("agent-session:codex-cli:mcp-")
+    provenance = daemon.call("memory.show", id=trace_id_in(message))["trace"]["provenance"]
+    assert provenance["locator"].startswith("agent-session:some-agent:mcp-")
+    assert provenance["source"] == "agent:some-agent"
+
+
+async def test_codex_is_named_by_its_client_and_its_session_by_the_call_meta(
+    daemon: Running,
+) -> None:
+    # What Codex 0.171 sends (tests/hosts drives the real one): no agent variable in the
+    # server's environment, clientInfo codex-mcp-client, the session id in each call's _meta.
+    session = "01a23198-57ab-7ec0-ab00-18225a4c4e0e"
+    meta: Any = {"sessionId": session, "threadId": session, "callId": "call_1"}
+    async with agent(daemon, client_name="codex-mcp-client") as client:
+        message = text(
+            await client.call_tool("remember", {"content": "tests run with pytest"}, meta=meta)
+        )
+        later = text(await client.call_tool("remember", {"content": "and ruff"}, meta={}))
+    for written in (message, later):
+        provenance = daemon.call("memory.show", id=trace_id_in(written))["trace"]["provenance"]
+        assert provenance["source"] == "agent:codex"
+        assert provenance["locator"] == f"agent-session:codex:{session}"
+        assert provenance["verified"] is False
 
 
 async def test_every_tool_works_and_recall_is_framed(daemon: Running) -> None:
@@ -139,7 +197,7 @@ async def test_every_tool_works_and_recall_is_framed(daemon: Running) -> None:
 
         forecast = text(
             await call("predict", {"family": "ci.green", "question": "Will CI pass?",
-                                   "type": "noul", "p": 0.8})
+                                   "type": "yes_no", "p": 0.8})
         )  # fmt: skip
         forecast_id = trace_id_in(forecast)
         assert "Resolved" in text(
@@ -168,6 +226,19 @@ async def test_recall_output_respects_the_budget_and_keeps_the_first(daemon: Run
     assert "more not shown: token budget 100" in framed
 
 
+async def test_bad_arguments_are_a_tool_error_that_names_them(daemon: Running) -> None:
+    async with agent(daemon) as client:
+        too_many = error(await client.call_tool("recall", {"query": "x", "limit": 500}))
+        missing = error(await client.call_tool("remember", {"kind": "belief"}))
+        odd_kind = error(await client.call_tool("remember", {"content": "x", "kind": "rumour"}))
+        # A null is an argument left out; a number as text is taken as the number.
+        fine = text(await client.call_tool("recall", {"query": "x", "tags": None, "limit": "3"}))
+    assert "limit" in too_many and "<= 50" in too_many
+    assert "content" in missing
+    assert "rumour" in odd_kind and "$.kind" in odd_kind
+    assert fine
+
+
 async def test_secrets_are_refused_with_a_clear_error(daemon: Running) -> None:
     async with agent(daemon) as client:
         refused = error(
@@ -188,11 +259,12 @@ LIFT_ATTEMPT = """
 import json, sys
 from pathlib import Path
 from hikmah_agent.link import Link
+from hikmah_agent.protocol import Caller
 from hikmah_cli.client import Client, RemoteError
 
 socket = Path(sys.argv[1])
-link = Link(socket, autostart=False, daemon_args=[])
-link.call("memory.remember", {"content": "written through the agent link"}, "Claude Code")
+link = Link(socket, autostart=False, daemon_args=[], data_dir=Path(sys.argv[2]))
+link.call("memory.remember", {"content": "written through the agent link"}, Caller("claude-code", {}))
 second = Client(socket)  # a fresh connection of the same process, never restricted itself
 outcome = {}
 try:
@@ -214,7 +286,7 @@ def test_a_second_connection_of_the_agent_process_cannot_lift_the_restriction(
     daemon: Running,
 ) -> None:
     result = subprocess.run(
-        [sys.executable, "-c", LIFT_ATTEMPT, str(daemon.socket)],
+        [sys.executable, "-c", LIFT_ATTEMPT, str(daemon.socket), str(daemon.data)],
         capture_output=True, text=True, timeout=60, env=clean_env(), start_new_session=True,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr

@@ -277,3 +277,14 @@ def test_building_only_the_invoked_command_parses_alike(argv: list[str]) -> None
     only = build_parser(only=_invoked(argv)).parse_args(argv)
     full = build_parser().parse_args(argv)
     assert vars(only) == vars(full)
+
+
+def test_the_flags_of_remember_are_the_kernels_write_fields() -> None:
+    """Every param `hikmah remember` sends is a field of memory.remember's params (the
+    kernel's BaseDraft), so a flag cannot drift from the schema."""
+    from hikmah.trace import BaseDraft
+    from hikmah_cli.commands import WRITE_FLAGS, dest
+
+    sent = {dest(flag) for flag in WRITE_FLAGS} | {"content", "kind", "tags"}
+    assert sent <= set(BaseDraft.__struct_fields__)
+    assert set(BaseDraft.__struct_fields__) - sent == set()  # and every field has its flag

@@ -13,7 +13,14 @@ from typing import Any
 
 import pytest
 
-from hikmah_cli.setup import BEGIN, END, SetupError, setup
+from hikmah_cli.setup import (
+    BEGIN,
+    CODEX_FORWARDED,
+    CODEX_STARTUP_TIMEOUT_S,
+    END,
+    SetupError,
+    setup,
+)
 
 # A space in the path, so that quoting in hook commands matters.
 HIKMAH = "/opt/hikmah venv/bin/hikmah"
@@ -78,7 +85,17 @@ CODEX_HOOKS_JSON: dict[str, Any] = {
 def run(
     host: Any, home: Path, *, hikmah: str = HIKMAH, agent: str = AGENT, **options: Any
 ) -> list[str]:
+    options.setdefault("environ", {})  # neither CLAUDE_CONFIG_DIR nor CODEX_HOME
     return setup(host, home=home, hikmah=hikmah, hikmah_agent=agent, **options)
+
+
+def codex_server(agent: str = AGENT) -> dict[str, Any]:
+    return {
+        "command": agent,
+        "args": [],
+        "env_vars": list(CODEX_FORWARDED),
+        "startup_timeout_sec": CODEX_STARTUP_TIMEOUT_S,
+    }
 
 
 def ours(sub: str, hikmah: str = HIKMAH) -> dict[str, Any]:
@@ -221,6 +238,23 @@ def test_duplicates_of_ours_collapse_to_one(tmp_path: Path) -> None:
     assert hooks["SessionStart"] == [{"hooks": [ours("session-start")]}]
 
 
+def test_remove_gives_back_the_persons_bytes_when_nothing_else_changed(
+    claude_home: Path,
+) -> None:
+    before = snapshot(claude_home)  # four-space indent, no final newline
+    run("claude", claude_home)
+    run("claude", claude_home, remove=True)
+    after = snapshot(claude_home)
+    assert {name: after[name] for name in before} == before
+    # The host rewrote its state file meanwhile: the rest of it is kept, in setup's layout.
+    run("claude", claude_home)
+    state = read_json(claude_home, CLAUDE_JSON)
+    write(claude_home, CLAUDE_JSON, {**state, "numStartups": 13})
+    run("claude", claude_home, remove=True)
+    assert read_json(claude_home, CLAUDE_JSON) == {**CLAUDE_STATE, "numStartups": 13}
+    assert (claude_home / CLAUDE_JSON).read_text().startswith('{\n  "numStartups"')
+
+
 def test_remove_restores_the_parsed_original(claude_home: Path) -> None:
     run("claude", claude_home)
 
@@ -252,6 +286,18 @@ def test_remove_without_our_entries_leaves_files_alone(claude_home: Path) -> Non
         "nothing to remove: ~/.claude/settings.json",
         "nothing to remove: ~/.claude.json",
     ]
+
+
+def test_a_file_setup_created_goes_when_setup_is_removed(tmp_path: Path) -> None:
+    run("claude", tmp_path)
+    run("claude", tmp_path, remove=True)
+    assert snapshot(tmp_path) == {}
+    # Once the person keeps something of their own in it, the file stays.
+    run("claude", tmp_path)
+    settings = read_json(tmp_path, SETTINGS)
+    write(tmp_path, SETTINGS, {**settings, "model": "opus"})
+    run("claude", tmp_path, remove=True)
+    assert read_json(tmp_path, SETTINGS) == {"model": "opus"}
 
 
 def test_remove_on_a_fresh_home_creates_nothing(tmp_path: Path) -> None:
@@ -377,11 +423,15 @@ def test_codex_setup_appends_a_marked_block(codex_home: Path) -> None:
         "[mcp_servers.hikmah]",
         'command = "/opt/hikmah venv/bin/hikmah-agent"',
         "args = []",
+        'env_vars = ["HIKMAH_SOCKET", "HIKMAH_DATA_DIR", "HIKMAH_POLICY", "XDG_RUNTIME_DIR",'
+        ' "XDG_DATA_HOME", "XDG_CONFIG_HOME", "DBUS_SESSION_BUS_ADDRESS",'
+        ' "PYTHON_KEYRING_BACKEND"]',
+        "startup_timeout_sec = 20",
         END,
     ]
     parsed = tomllib.loads(text)
     original = tomllib.loads(CODEX_CONFIG_TEXT)
-    original["mcp_servers"]["hikmah"] = {"command": AGENT, "args": []}
+    original["mcp_servers"]["hikmah"] = codex_server()
     assert parsed == original
 
     hooks = read_json(codex_home, CODEX_HOOKS)
@@ -392,7 +442,8 @@ def test_codex_setup_appends_a_marked_block(codex_home: Path) -> None:
 
     assert lines == [
         "updated ~/.codex/hooks.json with hooks SessionStart, UserPromptSubmit "
-        "(backup: ~/.codex/hooks.json.hikmah-backup); review them in Codex with /hooks",
+        "(backup: ~/.codex/hooks.json.hikmah-backup); Codex skips them until you review them"
+        " with /hooks in Codex",
         "updated ~/.codex/config.toml with MCP server hikmah "
         "(backup: ~/.codex/config.toml.hikmah-backup)",
     ]
@@ -450,6 +501,26 @@ def test_codex_remove_restores_the_original(codex_home: Path) -> None:
         "removed MCP server hikmah from ~/.codex/config.toml "
         "(backup: ~/.codex/config.toml.hikmah-backup)"
     )
+
+
+def test_codex_tables_written_into_our_block_are_kept(codex_home: Path) -> None:
+    """Codex appends the tables it writes (the /hooks review's trust, seen with 0.171) at
+    the end of the file: inside our block. They stay; our server's own subtables go."""
+    run("codex", codex_home)
+    trust = '\n[hooks.state."/h/.codex/hooks.json:session_start:0:0"]\ntrusted_hash = "sha256:ab"\n'
+    ours_too = '\n[mcp_servers.hikmah.tools.recall]\napproval_mode = "approve"\n'
+    text = (codex_home / CODEX_CONFIG).read_text()
+    inside = text.replace(f"{END}\n", f"{ours_too}{trust}{END}\n")
+    write(codex_home, CODEX_CONFIG, inside)
+
+    run("codex", codex_home)  # a rerun moves them out of the block
+    rerun = (codex_home / CODEX_CONFIG).read_text()
+    assert rerun.endswith(f"{END}\n{trust}") and "tools.recall" not in rerun
+    assert tomllib.loads(rerun)["mcp_servers"]["hikmah"] == codex_server()
+
+    write(codex_home, CODEX_CONFIG, inside)
+    run("codex", codex_home, remove=True)
+    assert (codex_home / CODEX_CONFIG).read_text() == CODEX_CONFIG_TEXT + trust
 
 
 @pytest.mark.parametrize("original", ["", "\n", 'model = "o3"\n\n', "# only a comment\n"])
@@ -522,12 +593,46 @@ def test_codex_paths_with_odd_characters_read_back_exactly(tmp_path: Path) -> No
     assert run("codex", tmp_path, hikmah=hikmah, agent=agent)[1].startswith("already set up")
 
 
+def test_claude_config_dir_is_where_both_files_go(tmp_path: Path) -> None:
+    moved = tmp_path / "elsewhere" / "claude"
+    environ = {"CLAUDE_CONFIG_DIR": str(moved)}
+    home = tmp_path / "home"
+    home.mkdir()
+    lines = run("claude", home, environ=environ)
+    assert snapshot(home) == {}  # ~/.claude.json and ~/.claude/ are not what Claude Code reads
+    settings = read_json(moved, "settings.json")
+    assert settings["hooks"]["SessionStart"] == [{"hooks": [ours("session-start")]}]
+    assert read_json(moved, ".claude.json")["mcpServers"]["hikmah"]["command"] == AGENT
+    assert lines[0] == f"created {moved}/settings.json with hooks SessionStart, UserPromptSubmit"
+    lines = run("claude", home, environ=environ, remove=True)
+    assert snapshot(moved) == {}  # setup had made both files, for its entries alone
+    assert (
+        lines[0] == f"deleted {moved}/settings.json: setup had created it, and it held only 2 hooks"
+    )
+
+
+def test_codex_home_is_where_both_files_go(tmp_path: Path) -> None:
+    moved = tmp_path / "codex-home"
+    write(moved, "config.toml", CODEX_CONFIG_TEXT)
+    home = tmp_path / "home"
+    home.mkdir()
+    run("codex", home, environ={"CODEX_HOME": str(moved)})
+    assert snapshot(home) == {}
+    config = tomllib.loads((moved / "config.toml").read_text())
+    assert config["mcp_servers"]["hikmah"] == codex_server()
+    assert "SessionStart" in read_json(moved, "hooks.json")["hooks"]
+    run("codex", home, environ={"CODEX_HOME": str(moved)}, remove=True)
+    assert (moved / "config.toml").read_text() == CODEX_CONFIG_TEXT
+    assert not (moved / "hooks.json").exists()
+
+
 def test_the_cli_installs_hooks_that_run(tmp_path: Path) -> None:
     """``hikmah setup claude`` end to end: the installed hook command itself works."""
     import subprocess
     import sys
 
     env = {**os.environ, "HOME": str(tmp_path)}
+    env.pop("CLAUDE_CONFIG_DIR", None)
     cli = [sys.executable, "-m", "hikmah_cli", "setup", "claude"]
     done = subprocess.run(cli, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -545,4 +650,6 @@ def test_the_cli_installs_hooks_that_run(tmp_path: Path) -> None:
     assert (ran.returncode, ran.stdout) == (0, "")
     removed = subprocess.run([*cli, "--remove"], env=env, capture_output=True, text=True)
     assert removed.returncode == 0, removed.stderr
-    assert "hooks" not in json.loads((tmp_path / ".claude" / "settings.json").read_text())
+    # Setup made both files for its entries alone: they go with them.
+    assert not (tmp_path / ".claude" / "settings.json").exists()
+    assert not (tmp_path / ".claude.json").exists()

@@ -9,6 +9,7 @@ import threading
 import time
 from pathlib import Path
 
+from hikmah import maintenance
 from hikmah.store import Store
 from tests.daemon.conftest import Running
 
@@ -72,7 +73,7 @@ def test_kill_9_during_compaction_leaves_a_consistent_store(short_tmp: Path) -> 
             daemon.kill(signal.SIGKILL)
             caller.join()
             with Store(daemon.data) as store:
-                report = store.verify()
+                report = maintenance.verify(store)
                 assert report.ok, report.errors
                 assert store.head == report.head
             daemon.start()

@@ -112,6 +112,13 @@ def test_a_forged_append_blocks_writes_until_a_person_accepts_it(daemon: Running
     assert refused["error"]["data"]["reason"] == "conflict"
     listed = daemon.cli("verify-ledger")
     assert listed.returncode == 1 and "#2 fulfill" in listed.stdout
+    # An agent session can neither accept the tail nor reset the head over it.
+    with daemon.connect() as agent:
+        agent.call("session.restrict", host="codex", session_id="1")
+        for flag in ("accept_tail", "reset_head"):
+            refused = agent.request("ledger.verify", **{flag: True})
+            assert refused["error"]["data"]["reason"] == "agent_restricted"
+        assert agent.call("ledger.verify")["unacknowledged"][0]["seq"] == 2
     accepted = daemon.cli("verify-ledger", "--accept-tail")
     assert accepted.returncode == 0, accepted.stdout + accepted.stderr
     assert daemon.call("memory.remember", content="after acceptance")["trace"]["id"]

@@ -20,6 +20,20 @@ def test_error_codes_follow_the_specification() -> None:
     assert len(set(rpc.APPLICATION_CODES.values())) == len(rpc.APPLICATION_CODES)
 
 
+def test_every_reason_is_published_once_with_a_code() -> None:
+    """Each reason an error can carry is in hikmah.errors.REASONS (so the CLI knows its exit
+    code), and each has its own application code but invalid (-32602) and internal (-32603)."""
+    import hikmahd.__main__  # noqa: F401 -- every module that defines an error
+    from hikmah.errors import REASONS, HikmahError
+    from hikmahd import rpc
+
+    def every(cls: type[HikmahError]) -> list[type[HikmahError]]:
+        return [cls, *(c for sub in cls.__subclasses__() for c in every(sub))]
+
+    assert {cls.reason for cls in every(HikmahError)} <= set(REASONS)
+    assert set(rpc.APPLICATION_CODES) == set(REASONS) - {"invalid", "internal"}
+
+
 def test_call_with_invalid_json(daemon: Running) -> None:
     with daemon.connect() as conn:
         conn.send_raw(b'{"jsonrpc": "2.0", "method": "foobar, "params": "bar", "baz]\n')

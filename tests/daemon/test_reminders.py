@@ -17,7 +17,9 @@ from typing import Any
 import trio
 import trio.testing
 
-from hikmah.store import Fulfill, Purge, Remember, Store, Written
+from hikmah import queries
+from hikmah.rules import Fulfill, Purge, Remember, Written
+from hikmah.store import Store
 from hikmah.trace import Draft
 from hikmahd.connection import Connection
 from hikmahd.context import Context
@@ -183,7 +185,9 @@ async def test_many_due_at_the_same_instant(
         assert ids <= seen
         assert virtual_now() - BASE == HOUR
         await h.recorded()
-        assert all(entry.delivered == ("overdue",) for entry in h.daemon.store.scheduled())
+        assert all(
+            entry.delivered == ("overdue",) for entry in h.daemon.store.read(queries.scheduled)
+        )
 
 
 async def test_deadlines_years_away_wait_quietly(
@@ -203,7 +207,7 @@ async def test_events_reach_a_subscribed_connection_over_a_stream(
     async with running(tmp_path) as h:
         client, server = trio.testing.memory_stream_pair()
         peer = Peer(pid=1, uid=0, gid=0, session=None)
-        connection = Connection(server, Context(h.daemon, peer), h.daemon.dispatcher)
+        connection = Connection(server, Context(h.daemon.services, peer), h.daemon.dispatcher)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(connection.serve)
             lines = Lines(client)
@@ -276,7 +280,9 @@ async def test_a_client_subscribing_after_a_late_reminder_still_gets_it(
         await h.next_reminder()  # fired at start, before any client could subscribe
         client, server = trio.testing.memory_stream_pair()
         connection = Connection(
-            server, Context(h.daemon, Peer(pid=1, uid=0, gid=0, session=None)), h.daemon.dispatcher
+            server,
+            Context(h.daemon.services, Peer(pid=1, uid=0, gid=0, session=None)),
+            h.daemon.dispatcher,
         )
         async with trio.open_nursery() as nursery:
             nursery.start_soon(connection.serve)
@@ -296,5 +302,5 @@ async def test_delivery_records_go_with_the_commitment(
         await h.next_reminder()
         await h.recorded()
         await h.write(Fulfill(id=trace_id))
-        with h.daemon.store.read() as txn:
-            assert list(txn.cursor(db=h.daemon.store.dbs.reminders)) == []
+        with h.daemon.store.snapshot() as snapshot:
+            assert list(snapshot.txn.cursor(db=h.daemon.store.dbs.reminders)) == []

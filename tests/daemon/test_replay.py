@@ -8,8 +8,9 @@ from typing import Any
 import trio
 import trio.testing
 
+from hikmah.consolidation import proposals
 from hikmah.policy import KernelPolicy, ReplayPolicy
-from hikmah.store import Remember
+from hikmah.rules import Remember
 from hikmah.trace import Draft
 from hikmahd.replay import Replay
 from tests.daemon.test_reminders import HOUR, running
@@ -55,7 +56,9 @@ async def test_new_eligible_proposals_are_announced_once(
                 while True:
                     again = await h.events.receive()
                     assert again["method"] != "replay.proposals", "announced twice"
-            assert h.daemon.store.proposals(every(60))[0].id == proposal["id"]  # only proposed
+            assert (
+                h.daemon.store.read(proposals, every(60))[0].id == proposal["id"]
+            )  # only proposed
             nursery.cancel_scope.cancel()
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 from .conftest import Running, clean_env
 
 
@@ -49,3 +53,31 @@ def test_declared_names_are_sanitised(daemon: Running) -> None:
             "principal"
         ]
     assert (principal["host"], principal["session_id"]) == ("agent", "unknown")
+
+
+DECLARE_AND_WRITE = """
+import json, sys
+from pathlib import Path
+from hikmah_cli.client import Client
+client = Client(Path(sys.argv[1]))
+client.call("session.restrict", {"host": sys.argv[2], "session_id": "declared-7"})
+print(json.dumps(client.call("memory.remember", {"content": "written by " + sys.argv[2]})))
+"""
+
+
+def test_a_detected_host_without_an_id_takes_the_declared_id(daemon: Running) -> None:
+    """Codex's npm wrapper leaves CODEX_MANAGED_BY_NPM (and no id) in the environment of
+    the process that starts the MCP server; the server declares the id Codex sends it."""
+
+    def written_by(host: str) -> str:
+        result = subprocess.run(
+            [sys.executable, "-c", DECLARE_AND_WRITE, str(daemon.socket), host],
+            capture_output=True, text=True, timeout=60, start_new_session=True,
+            env=clean_env(CODEX_MANAGED_BY_NPM="1"),
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        return str(json.loads(result.stdout)["trace"]["provenance"]["locator"])
+
+    assert written_by("codex") == "agent-session:codex:declared-7"
+    # Another host's id does not name the detected session.
+    assert written_by("cursor") == "agent-session:codex:unknown"

@@ -11,7 +11,7 @@ from hikmahd.connection import Connection
 from hikmahd.context import Context
 from hikmahd.peers import Peer
 from hikmahd.rpc import Dispatcher
-from hikmahd.turns import Turns
+from hikmahd.scheduling import Turns
 
 
 async def take(turns: Turns, name: str, unread: int, log: list[str]) -> None:
@@ -53,7 +53,7 @@ async def test_unread_counts_what_the_peer_has_not_read() -> None:
     left, right = socket.socketpair()
     stream = trio.SocketStream(trio.socket.from_stdlib_socket(left))
     peer = Peer(pid=0, uid=0, gid=0, session=None)
-    connection = Connection(stream, Context(daemon=None, peer=peer), Dispatcher())  # type: ignore[arg-type]
+    connection = Connection(stream, Context(services=None, peer=peer), Dispatcher())  # type: ignore[arg-type]
     assert connection.unread() == 0
     await connection.send({"reply": "x" * 5000})
     assert connection.unread() >= 5000

@@ -7,13 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from hikmah import queries
 from hikmah.errors import HikmahError
 from hikmah.policy import KernelPolicy
+from hikmah.rules import Operation, Remember, Written
 from hikmah.sealing import HeldKeys
-from hikmah.store import Operation, Remember, Store, Written
+from hikmah.store import Store
 from hikmah.trace import Draft, Trace
 
-__all__ = ["DAY", "NOW", "HeldKeys", "remember", "write"]
+__all__ = ["DAY", "NOW", "HeldKeys", "all_traces", "remember", "write"]
 
 NOW = 1_790_000_000_000
 DAY = 86_400_000
@@ -39,3 +41,8 @@ def remember(store: Store, content: str, now: int = NOW, **fields: object) -> Tr
     (written,) = write(store, Remember(draft=Draft(content=content, **fields)), now=now)  # type: ignore[arg-type]
     assert written.trace is not None
     return written.trace
+
+
+def all_traces(store: Store) -> list[queries.StoredTrace]:
+    """Every trace but the purged ones, in write order."""
+    return store.read(lambda snapshot: list(queries.traces(snapshot)))

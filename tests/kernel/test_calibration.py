@@ -23,7 +23,8 @@ from hikmah.calibration import (
 )
 from hikmah.errors import InvalidInput, ProvenanceRefused
 from hikmah.policy import KernelPolicy
-from hikmah.store import Remember, Store, Written
+from hikmah.rules import Remember, Written
+from hikmah.store import Store
 from hikmah.trace import Draft, Provenance, Trace
 from tests.kernel.conftest import NOW, write
 

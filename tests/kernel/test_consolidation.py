@@ -8,11 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hikmah.consolidation import claim_proposals, source_name
+from hikmah.consolidation import claim_proposals, proposals, source_name
 from hikmah.errors import AgentRestricted, ConflictError
 from hikmah.policy import KernelPolicy
 from hikmah.principal import AgentSession
-from hikmah.store import Promote, Store
+from hikmah.rules import Promote
+from hikmah.store import Store
 from hikmah.trace import Provenance, Trace
 
 from .conftest import NOW, remember, write
@@ -31,7 +32,7 @@ def test_a_group_needs_support_sources_confidence_and_no_rival(store: Store) -> 
     a = claim(store, "postgres", "human:ana", confidence=0.8, verified=True)
     b = claim(store, "postgres", "agent:codex", confidence=0.6)
     claim(store, "redis", "human:bo", key="cache.engine", confidence=0.9)
-    (pg, cache) = store.proposals(POLICY)
+    (pg, cache) = store.read(proposals, POLICY)
     assert (pg.key, pg.value, pg.support, pg.independent_sources) == ("db.engine", "postgres", 2, 2)
     # 0.7 · mean confidence + 0.3 · share verified
     assert pg.confidence == pytest.approx(0.7 * 0.7 + 0.3 * 0.5)
@@ -39,7 +40,7 @@ def test_a_group_needs_support_sources_confidence_and_no_rival(store: Store) -> 
     assert not cache.eligible and cache.support == 1  # eligible first
 
     claim(store, "mysql", "human:cy", confidence=0.9)
-    rivals = {p.value: p for p in store.proposals(POLICY) if p.key == "db.engine"}
+    rivals = {p.value: p for p in store.read(proposals, POLICY) if p.key == "db.engine"}
     assert not rivals["postgres"].eligible and rivals["postgres"].conflicting_values == ["mysql"]
 
 
@@ -48,7 +49,7 @@ def test_unattributed_sources_count_once_and_models_and_predictions_not_at_all(
 ) -> None:
     for source in ("", "unknown", " User ", "model:gpt"):
         claim(store, "postgres", source, confidence=1.0)
-    (proposal,) = store.proposals(POLICY)
+    (proposal,) = store.read(proposals, POLICY)
     assert (proposal.support, proposal.independent_sources) == (3, 1)
     assert not proposal.eligible
     assert source_name("  Human:Ana ") == "human:ana"
@@ -57,31 +58,31 @@ def test_unattributed_sources_count_once_and_models_and_predictions_not_at_all(
 def test_promotion_writes_a_belief_with_its_evidence_once(store: Store) -> None:
     claim(store, "postgres", "human:ana", confidence=0.9)
     claim(store, "postgres", "human:bo", confidence=0.9)
-    (proposal,) = store.proposals(POLICY)
+    (proposal,) = store.read(proposals, POLICY)
     (written,) = write(store, Promote(proposal=proposal.id, source="human:ana", verified=True))
     belief = written.trace
     assert belief is not None and belief.kind == "belief"
     assert (belief.claim_key, belief.claim_value) == ("db.engine", "postgres")
     assert belief.provenance.evidence == tuple(proposal.evidence)
     assert belief.provenance.verified
-    assert store.proposals(POLICY) == []  # it restates an active trace now
+    assert store.read(proposals, POLICY) == []  # it restates an active trace now
 
 
 def test_a_proposal_whose_evidence_changed_is_refused(store: Store) -> None:
     claim(store, "postgres", "human:ana", confidence=0.9)
     claim(store, "postgres", "human:bo", confidence=0.9)
-    (shown,) = store.proposals(POLICY)
+    (shown,) = store.read(proposals, POLICY)
     claim(store, "postgres", "human:cy", confidence=0.9)  # more evidence since it was shown
     (refused,) = store.apply([Promote(proposal=shown.id)], now_ms=NOW, policy=KernelPolicy())
     assert isinstance(refused, ConflictError) and "evidence changed" in str(refused)
-    (current,) = store.proposals(POLICY)
+    (current,) = store.read(proposals, POLICY)
     assert current.id != shown.id and current.support == 3
 
 
 def test_only_a_person_promotes_as_verified(store: Store) -> None:
     claim(store, "postgres", "human:ana", confidence=0.9)
     claim(store, "postgres", "human:bo", confidence=0.9)
-    (proposal,) = store.proposals(POLICY)
+    (proposal,) = store.read(proposals, POLICY)
     verified = Promote(proposal=proposal.id, verified=True, session=AGENT)
     (refused,) = store.apply([verified], now_ms=NOW, policy=KernelPolicy())
     assert isinstance(refused, AgentRestricted)
@@ -147,5 +148,5 @@ def test_the_thresholds_are_the_policys(store: Store) -> None:
     claim(store, "postgres", "human:ana", confidence=0.9)
     claim(store, "postgres", "human:bo", confidence=0.9)
     strict = KernelPolicy(consolidation_min_support=3)
-    assert store.proposals(POLICY)[0].eligible
-    assert not store.proposals(strict)[0].eligible
+    assert store.read(proposals, POLICY)[0].eligible
+    assert not store.read(proposals, strict)[0].eligible

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import pytest
 
+from hikmah import queries
 from hikmah.errors import InvalidInput, ProvenanceRefused
-from hikmah.invalidation import check_pattern, invalidation_draft, matching
-from hikmah.store import Remember, Store
+from hikmah.invalidation import check_pattern, invalidation_draft, invalidation_plan, matching
+from hikmah.principal import AgentSession
+from hikmah.rules import Remember
+from hikmah.store import Store
+from hikmah.trace import Provenance, Trace
 
-from .conftest import remember, write
+from .conftest import NOW, remember, write
 
 
 def test_matching_ignores_case_and_spacing_and_needs_every_tag(store: Store) -> None:
@@ -30,7 +34,7 @@ def test_a_correction_per_trace_that_can_be_undone(store: Store) -> None:
     assert written.trace is not None
     assert written.trace.content == "Invalidated (migrated): db is mysql"
     assert written.trace.claim_key is None and "invalidated" in written.trace.tags
-    assert store.get(old.id).status == "superseded"
+    assert store.read(queries.get, old.id).status == "superseded"
     # Undo: supersede the correction with the original statement.
     (restored,) = write(
         store,
@@ -40,7 +44,10 @@ def test_a_correction_per_trace_that_can_be_undone(store: Store) -> None:
             )
         ),
     )
-    assert store.get(written.trace.id).status == "superseded" and restored.trace is not None
+    assert (
+        store.read(queries.get, written.trace.id).status == "superseded"
+        and restored.trace is not None
+    )
 
 
 def test_stale_keeps_the_claim_at_half_confidence(store: Store) -> None:
@@ -57,3 +64,21 @@ def test_an_unverified_invalidation_cannot_touch_a_verified_trace(store: Store) 
     draft = invalidation_draft(rule, reason="x", stale=False, verified=False, source=None)
     with pytest.raises(ProvenanceRefused):
         write(store, Remember(draft=draft))
+
+
+def test_an_agent_session_leaves_verified_traces_to_a_person() -> None:
+    checked = Trace(
+        id="tr_1", kind="procedure", content="deploy with make", created_at=NOW,
+        provenance=Provenance(source="human:ana", verified=True),
+    )  # fmt: skip
+    loose = Trace(id="tr_2", kind="observation", content="deploy is slow", created_at=NOW)
+    agent = AgentSession(host="codex", session_id="1", variables=("CODEX_SESSION_ID",))
+    plan = invalidation_plan([checked, loose], session=agent, reason="moved", stale=False)
+    assert [t.id for t in plan.chosen] == ["tr_2"]
+    assert [(r.id, r.reason) for r in plan.refused] == [
+        ("tr_1", "verified: only a person can invalidate it")
+    ]
+    assert [d.supersedes for d in plan.drafts] == ["tr_2"] and not plan.drafts[0].verified
+    person = invalidation_plan([checked, loose], session=None, reason="moved", stale=False)
+    assert [t.id for t in person.chosen] == ["tr_1", "tr_2"] and not person.refused
+    assert all(d.verified for d in person.drafts)

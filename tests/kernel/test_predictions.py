@@ -7,10 +7,12 @@ from typing import Any
 
 import pytest
 
+from hikmah import queries
 from hikmah.errors import ConflictError, InvalidInput, ProvenanceRefused
 from hikmah.policy import KernelPolicy
 from hikmah.principal import AgentSession
-from hikmah.store import Fulfill, Remember, Store
+from hikmah.rules import Fulfill, Remember
+from hikmah.store import Store
 from hikmah.trace import Draft, Trace
 from tests.kernel.conftest import NOW, remember, write
 
@@ -81,7 +83,7 @@ def test_an_outcome_resolves_a_prediction_exactly_once(store: Store) -> None:
     forecast = predict(store, **NOUL)
     first = outcome(store, forecast.id, "yes", source="human:ana")
     assert first.trace.value == "yes" and first.trace.fulfills == forecast.id
-    assert store.get(forecast.id).status == "fulfilled"
+    assert store.read(queries.get, forecast.id).status == "fulfilled"
     again = outcome(store, forecast.id, "no", source="human:ana")
     assert isinstance(again, ConflictError) and "resolved once" in str(again)
 
@@ -90,7 +92,7 @@ def test_a_model_never_grades_its_own_forecast(store: Store) -> None:
     forecast = predict(store, **NOUL)
     refused = outcome(store, forecast.id, "yes", source="model:gpt")
     assert isinstance(refused, ProvenanceRefused)
-    assert store.get(forecast.id).status == "active"
+    assert store.read(queries.get, forecast.id).status == "active"
 
 
 @pytest.mark.parametrize(

@@ -13,9 +13,12 @@ from hikmah.principal import (
     UNKNOWN_PRINCIPAL,
     USER_CONFIGURATION,
     AgentSession,
+    declared_session,
     detect_agent_session,
+    host_of_client,
     is_agent_locator,
     merge_sessions,
+    named_session,
     refuse_in_agent_session,
     restriction_message,
     stamp_locator,
@@ -212,6 +215,36 @@ def test_invalid_id_variable_still_detects_the_session() -> None:
 
 
 # --- merging -------------------------------------------------------------------
+
+
+def test_a_detected_session_without_an_id_takes_the_declared_one() -> None:
+    # Codex's npm wrapper leaves CODEX_MANAGED_BY_NPM in the tree and no id; its MCP
+    # server declares the id Codex sends with each tool call.
+    detected = detect_agent_session({"CODEX_MANAGED_BY_NPM": "1"})
+    declared = declared_session("codex", "01a23198-57ab-7ec0-ab00-18225a4c4e0e")
+    assert named_session(detected, declared) == AgentSession(
+        host="codex",
+        session_id="01a23198-57ab-7ec0-ab00-18225a4c4e0e",
+        variables=("CODEX_MANAGED_BY_NPM",),
+    )
+
+
+def test_detection_otherwise_wins_over_a_declaration() -> None:
+    known = session("claude-code", "env-id", "CLAUDECODE")
+    unknown = session("codex", "unknown", "CODEX_A")
+    assert named_session(known, declared_session("claude-code", "other")) == known
+    assert named_session(unknown, declared_session("cursor", "cur-1")) == unknown
+    assert named_session(unknown, declared_session("codex", None)) == unknown
+    assert named_session(unknown, None) == unknown
+    assert named_session(None, declared_session("codex", "x1")) == declared_session("codex", "x1")
+    assert named_session(None, None) is None
+
+
+def test_known_mcp_clients_name_their_host() -> None:
+    assert host_of_client("claude-code") == "claude-code"
+    assert host_of_client("codex-mcp-client") == "codex"
+    assert host_of_client("Claude Code") is None
+    assert host_of_client(None) is None
 
 
 def test_merge_sessions_nothing_detected() -> None:

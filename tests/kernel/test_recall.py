@@ -11,10 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hikmah import index
 from hikmah.policy import KernelPolicy, RecallPolicy, parse_policy
 from hikmah.recall import RecallQuery, RecallResult, recall
-from hikmah.store import Feedback, Fulfill, Pin, Remember, Store
+from hikmah.rules import Feedback, Fulfill, Pin, Remember
+from hikmah.snapshot import Snapshot
+from hikmah.store import Store
 from hikmah.tokenizer import terms
 from hikmah.trace import Draft
 
@@ -27,8 +28,8 @@ _counter = itertools.count()
 def ask(
     store: Store, query: str = "", policy: KernelPolicy | None = None, now: int = NOW, **kw: object
 ) -> list[RecallResult]:
-    return recall(
-        store, RecallQuery(query=query, **kw), now_ms=now, policy=policy or KernelPolicy()
+    return store.read(
+        recall, RecallQuery(query=query, **kw), now_ms=now, policy=policy or KernelPolicy()
     )  # type: ignore[arg-type]
 
 
@@ -359,11 +360,11 @@ def test_candidates_come_from_the_index_not_a_scan(
         remember(store, f"unrelated note {i}")
     remember(store, "the kafka broker")
     decoded: list[int] = []
-    original = index.trace_at
+    original = Snapshot.trace_at
     monkeypatch.setattr(
-        index,
+        Snapshot,
         "trace_at",
-        lambda txn, dbs, docno: decoded.append(docno) or original(txn, dbs, docno),
+        lambda self, docno: decoded.append(docno) or original(self, docno),
     )
     assert contents(ask(store, "kafka")) == ["the kafka broker"]
     assert len(decoded) <= 2

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from hikmah import maintenance, queries
 from hikmah.errors import (
     AgentRestricted,
     ConflictError,
@@ -18,8 +19,8 @@ from hikmah.errors import (
 )
 from hikmah.policy import KernelPolicy, parse_policy
 from hikmah.principal import AgentSession
-from hikmah.rules import build_trace
-from hikmah.store import Fulfill, Purge, Remember, Store
+from hikmah.rules import Fulfill, Purge, Remember, build_trace
+from hikmah.store import Store
 from hikmah.trace import Draft
 
 from .conftest import NOW, HeldKeys, remember, write
@@ -84,8 +85,8 @@ def test_ids_are_time_sortable_and_distinct(store: Store) -> None:
 def test_refusals(store: Store, draft: Draft, error: type[HikmahError]) -> None:
     outcome = refused(store, draft)
     assert type(outcome) is error
-    assert store.counts()["active"] == 0
-    assert store.verify().records == 0  # nothing partial was written
+    assert store.read(queries.counts)["active"] == 0
+    assert maintenance.verify(store).records == 0  # nothing partial was written
 
 
 def test_secret_refusal_names_the_field_and_not_the_value(store: Store) -> None:
@@ -106,8 +107,8 @@ def test_unverified_cannot_supersede_verified(store: Store) -> None:
     outcome = refused(store, Draft(content="region is eu", supersedes=old.id))
     assert isinstance(outcome, ProvenanceRefused)
     newer = remember(store, "region is eu", verified=True, supersedes=old.id)
-    assert store.get(old.id).status == "superseded"
-    assert store.get(old.id).superseded_by == newer.id
+    assert store.read(queries.get, old.id).status == "superseded"
+    assert store.read(queries.get, old.id).superseded_by == newer.id
 
 
 def test_superseded_trace_must_be_active(store: Store) -> None:
@@ -177,7 +178,7 @@ def test_one_refusal_in_a_batch_costs_the_others_nothing(store: Store) -> None:
         policy=KernelPolicy(),
     )
     assert [isinstance(o, HikmahError) for o in outcomes] == [False, True, False]
-    assert store.verify().records == 2
+    assert maintenance.verify(store).records == 2
 
 
 def test_fulfill_rules(store: Store) -> None:
@@ -186,7 +187,7 @@ def test_fulfill_rules(store: Store) -> None:
     (wrong_kind,) = store.apply([Fulfill(id=note.id)], now_ms=NOW, policy=KernelPolicy())
     assert isinstance(wrong_kind, InvalidInput)
     write(store, Fulfill(id=todo.id))
-    assert store.get(todo.id).status == "fulfilled"
-    assert store.commitments() == []
+    assert store.read(queries.get, todo.id).status == "fulfilled"
+    assert store.read(queries.commitments) == []
     (again,) = store.apply([Fulfill(id=todo.id)], now_ms=NOW, policy=KernelPolicy())
     assert isinstance(again, ConflictError)

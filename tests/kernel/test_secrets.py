@@ -126,6 +126,11 @@ CREDENTIALS: list[tuple[str, str]] = [
     ("Password: Sunshine", "password assignment"),
     ("Password: Sunshine1 is it", "password assignment"),
     ("password = user_pass", "password assignment"),
+    # A chain's first word is letters only, at least two of them (the reference's rule).
+    ("client_secret=x_rotated-2026-09", "secret assignment"),
+    ("password=p_server_only", "password assignment"),
+    ("password=p_assw0rd_set", "password assignment"),
+    ("api_key=a1_stored_in_vault", "API key assignment"),
 ]
 
 # Technical prose and code that must pass.

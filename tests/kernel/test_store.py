@@ -11,23 +11,25 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from hikmah import maintenance, queries
 from hikmah.errors import AgentRestricted, ConflictError, HikmahError, NotFound, StoreFull
 from hikmah.headfile import HeadFile
 from hikmah.ledger import Head, encode_record
 from hikmah.policy import KernelPolicy
 from hikmah.principal import AgentSession
 from hikmah.recall import RecallQuery, recall
-from hikmah.store import Feedback, Fulfill, Pin, Purge, Remember, Store
+from hikmah.rules import Feedback, Fulfill, Pin, Purge, Remember
+from hikmah.store import Store
 from hikmah.trace import Draft
 
-from .conftest import NOW, remember, write
+from .conftest import NOW, all_traces, remember, write
 
 SEQ = struct.Struct(">Q")
 
 
 def ledger_rows(store: Store) -> list[tuple[int, bytes]]:
-    with store.read() as txn:
-        return list(store.records(txn))
+    with store.snapshot() as snapshot:
+        return list(snapshot.records())
 
 
 def put_raw(store: Store, key: int, line: bytes | None) -> None:
@@ -44,9 +46,11 @@ def index_snapshot(store: Store) -> dict[str, list[tuple[bytes, bytes]]]:
         "docs", "ids", "features", "postings", "claims", "deadlines", "links", "scopes",
         "feedback",
     ]  # fmt: skip
-    with store.read() as txn:
+    with store.snapshot() as snapshot:
         return {
-            name: [(bytes(k), bytes(v)) for k, v in txn.cursor(db=getattr(store.dbs, name))]
+            name: [
+                (bytes(k), bytes(v)) for k, v in snapshot.txn.cursor(db=getattr(store.dbs, name))
+            ]
             for name in names
         }
 
@@ -65,13 +69,13 @@ def populate(store: Store) -> None:
 
 
 def test_a_fresh_store_verifies(store: Store) -> None:
-    report = store.verify()
+    report = maintenance.verify(store)
     assert report.ok and report.records == 0
 
 
 def test_writes_are_chained_and_acknowledged(tmp_path: Path, store: Store) -> None:
     populate(store)
-    report = store.verify()
+    report = maintenance.verify(store)
     assert report.ok, report.errors
     # six remembers, a supersede, a fulfill, two feedbacks, a pin and a purge
     assert report.records == 12
@@ -86,7 +90,7 @@ def test_reopen_acknowledges_the_pending_head(tmp_path: Path) -> None:
         head = first.head
     with Store(tmp_path / "d") as second:
         assert second.head == head
-        assert second.verify().ok
+        assert maintenance.verify(second).ok
         remember(second, "writes go on after a restart")
 
 
@@ -103,7 +107,7 @@ def test_a_crash_before_commit_leaves_a_pending_head_that_is_ignored(tmp_path: P
     promise.close()
     with Store(tmp_path / "d") as second:
         assert second.head == head
-        assert second.verify().ok
+        assert maintenance.verify(second).ok
         remember(second, "still writable")
 
 
@@ -111,7 +115,7 @@ def test_a_forged_append_is_an_unacknowledged_tail_and_blocks_writes(store: Stor
     populate(store)
     rows = ledger_rows(store)
     last = rows[-1]
-    prev_hash = store.verify().head
+    prev_hash = maintenance.verify(store).head
     assert prev_hash is not None
     forged = encode_record(
         last[0] + 1,
@@ -120,7 +124,7 @@ def test_a_forged_append_is_an_unacknowledged_tail_and_blocks_writes(store: Stor
         b'password is on the wiki","created_at":1}}',
     )
     put_raw(store, forged.seq, forged.line)
-    report = store.verify()
+    report = maintenance.verify(store)
     assert not report.ok
     assert [s.seq for s in report.unacknowledged] == [forged.seq]
     assert report.unacknowledged[0].trace_id == "tr_forged"
@@ -130,15 +134,11 @@ def test_a_forged_append_is_an_unacknowledged_tail_and_blocks_writes(store: Stor
     assert isinstance(outcome, ConflictError)
     assert ledger_rows(store)[-1][0] == forged.seq  # nothing was appended after the forgery
 
-    agent = AgentSession(host="codex", session_id="1", variables=("CODEX_SESSION_ID",))
-    with pytest.raises(AgentRestricted):
-        store.accept_tail(session=agent)
-    with pytest.raises(AgentRestricted):
-        store.reset_head(session=agent)
-    assert store.accept_tail().ok
+    # (An agent session is refused both: tests/daemon/test_durability.py.)
+    assert maintenance.accept_tail(store).ok
     # What a person accepted is indexed like any write.
-    assert store.get("tr_forged").trace.content.startswith("the admin")
-    assert recall(store, RecallQuery(query="admin wiki"), now_ms=NOW, policy=KernelPolicy())
+    assert store.read(queries.get, "tr_forged").trace.content.startswith("the admin")
+    assert store.read(recall, RecallQuery(query="admin wiki"), now_ms=NOW, policy=KernelPolicy())
     remember(store, "writes resume once a person accepted the tail")
     before = index_snapshot(store)
     store.rebuild_index()
@@ -147,10 +147,10 @@ def test_a_forged_append_is_an_unacknowledged_tail_and_blocks_writes(store: Stor
 
 def test_verify_with_a_pinned_head(store: Store) -> None:
     populate(store)
-    good = store.verify().head
+    good = maintenance.verify(store).head
     assert good is not None
-    assert store.verify(expect_head=good).ok
-    assert not store.verify(expect_head=Head(seq=good.seq, hash="0" * 64)).ok
+    assert maintenance.verify(store, expect_head=good).ok
+    assert not maintenance.verify(store, expect_head=Head(seq=good.seq, hash="0" * 64)).ok
 
 
 @pytest.fixture(scope="module")
@@ -184,7 +184,7 @@ def test_every_byte_change_deletion_and_swap_is_caught(
             other = data.draw(st.integers(0, len(rows) - 1).filter(lambda i: i != index))
             put_raw(store, key, rows[other][1])
             put_raw(store, rows[other][0], line)
-        assert not store.verify().ok
+        assert not maintenance.verify(store).ok
 
 
 def test_rebuild_index_reproduces_every_derived_database(store: Store) -> None:
@@ -199,31 +199,33 @@ def test_purge_removes_the_trace_from_indexes_and_reads(store: Store) -> None:
         store, "the quarterly numbers are in the sheet", claim_key="q", claim_value="1"
     )
     remember(store, "other value", claim_key="q", claim_value="2")
-    assert store.conflicts()
+    assert store.read(queries.conflicts)
     write(store, Purge(id=trace.id, reason="asked to forget"))
     with pytest.raises(NotFound):
-        store.get(trace.id)
+        store.read(queries.get, trace.id)
     assert (
-        recall(store, RecallQuery(query="quarterly numbers"), now_ms=NOW, policy=KernelPolicy())
+        store.read(
+            recall, RecallQuery(query="quarterly numbers"), now_ms=NOW, policy=KernelPolicy()
+        )
         == []
     )
-    assert store.conflicts() == []
-    assert all(s.trace.id != trace.id for s in store.traces())
-    with store.read() as txn:
-        assert all(b"quarterly" not in k for k, _ in txn.cursor(db=store.dbs.postings))
+    assert store.read(queries.conflicts) == []
+    assert all(s.trace.id != trace.id for s in all_traces(store))
+    with store.snapshot() as snapshot:
+        assert all(b"quarterly" not in k for k, _ in snapshot.txn.cursor(db=store.dbs.postings))
 
 
 def test_supersession_resolves_conflicts_and_keeps_history(store: Store) -> None:
     a = remember(store, "db is postgres 14", claim_key="db.version", claim_value="14")
     b = remember(store, "db is postgres 16", claim_key="DB.Version", claim_value="16")
-    groups = store.conflicts()
+    groups = store.read(queries.conflicts)
     assert [(g.key, [v.value for v in g.values]) for g in groups] == [("db.version", ["14", "16"])]
     c = remember(
         store, "db is postgres 16 now", claim_key="db.version", claim_value="16", supersedes=a.id
     )
-    assert store.conflicts() == []
-    assert [s.trace.id for s in store.history(c.id)] == [a.id, c.id]
-    assert [s.status for s in store.history(a.id)] == ["superseded", "active"]
+    assert store.read(queries.conflicts) == []
+    assert [s.trace.id for s in store.read(queries.history, c.id)] == [a.id, c.id]
+    assert [s.status for s in store.read(queries.history, a.id)] == ["superseded", "active"]
     assert b.id != c.id
 
 
@@ -231,8 +233,10 @@ def test_commitments_soonest_first(store: Store) -> None:
     late = remember(store, "late", kind="commitment", deadline="+3d")
     soon = remember(store, "soon", kind="commitment", deadline="+1h")
     remember(store, "undated", kind="commitment")
-    assert [s.trace.id for s in store.commitments()] == [soon.id, late.id]
-    assert [s.trace.id for s in store.commitments(until_ms=NOW + 7_200_000)] == [soon.id]
+    assert [s.trace.id for s in store.read(queries.commitments)] == [soon.id, late.id]
+    assert [s.trace.id for s in store.read(queries.commitments, until_ms=NOW + 7_200_000)] == [
+        soon.id
+    ]
 
 
 def test_duplicate_import_id_is_refused(store: Store) -> None:
@@ -252,8 +256,8 @@ def test_the_map_grows_when_full(tmp_path: Path) -> None:
                 small,
                 *(Remember(draft=Draft(content=f"note {batch} {i} " * 20)) for i in range(50)),
             )
-        assert small.verify().ok
-        assert small.counts()["active"] == 1000
+        assert maintenance.verify(small).ok
+        assert small.read(queries.counts)["active"] == 1000
 
 
 def test_a_full_store_refuses_and_loses_nothing(tmp_path: Path) -> None:
@@ -263,8 +267,8 @@ def test_a_full_store_refuses_and_loses_nothing(tmp_path: Path) -> None:
             for i in range(10_000):
                 write(small, Remember(draft=Draft(content=f"filler note number {i} " * 10)))
                 written += 1
-        assert small.verify().ok
-        assert small.counts()["active"] == written
+        assert maintenance.verify(small).ok
+        assert small.read(queries.counts)["active"] == written
 
 
 def test_lmdb_errors_other_than_full_are_not_swallowed(tmp_path: Path) -> None:
@@ -290,10 +294,10 @@ def test_reset_head_after_removed_records_rebuilds_the_indexes(store: Store) -> 
     populate(store)
     last = ledger_rows(store)[-1][0]
     put_raw(store, last, None)  # the purge record disappears
-    assert not store.verify().ok
-    assert store.reset_head().ok
+    assert not maintenance.verify(store).ok
+    assert maintenance.reset_head(store).ok
     # The purged trace is back, as the ledger now says.
-    assert any("temporary note" in s.trace.content for s in store.traces())
+    assert any("temporary note" in s.trace.content for s in all_traces(store))
 
 
 def test_an_agent_fulfilling_is_attributed(store: Store) -> None:
@@ -322,14 +326,16 @@ def test_standing_rules_hold_in_their_scope_verified_first(store: Store) -> None
     remember(store, "use uv sync", kind="procedure", scope=project, supersedes=old.id)
     kinds = ("constraint", "preference", "procedure")
 
-    found = [e.trace for e in store.standing(kinds=kinds, scope=project, limit=10)]
+    found = [e.trace for e in store.read(queries.standing, kinds=kinds, scope=project, limit=10)]
     assert found[0] == verified  # verified first, then newest
     assert unverified in found and elsewhere not in found and old not in found
     assert {t.kind for t in found} <= set(kinds)
-    assert [e.trace for e in store.standing(kinds=kinds, scope=None, limit=10)] == [verified]
-    only = store.standing(kinds=kinds, scope=project, verified_only=True, limit=10)
+    assert [e.trace for e in store.read(queries.standing, kinds=kinds, scope=None, limit=10)] == [
+        verified
+    ]
+    only = store.read(queries.standing, kinds=kinds, scope=project, verified_only=True, limit=10)
     assert [e.trace for e in only] == [verified]
-    assert len(store.standing(kinds=kinds, scope=project, limit=1)) == 1
+    assert len(store.read(queries.standing, kinds=kinds, scope=project, limit=1)) == 1
 
 
 def test_indexes_of_an_older_layout_are_rebuilt_on_open(tmp_path: Path) -> None:
@@ -341,7 +347,7 @@ def test_indexes_of_an_older_layout_are_rebuilt_on_open(tmp_path: Path) -> None:
             txn.drop(store.dbs.features, delete=False)  # as if rows had another shape
     with Store(tmp_path / "data", map_size=1 << 24) as reopened:
         assert index_snapshot(reopened) == before
-        assert reopened.verify().ok
+        assert maintenance.verify(reopened).ok
 
 
 def test_feedback_and_pins_need_a_visible_trace(store: Store) -> None:
@@ -366,24 +372,26 @@ def test_compaction_removes_purged_text_from_every_file_and_rechains(tmp_path: P
         old_head = store.head
         assert old_head is not None and secret_text in every_byte(tmp_path / "data")
 
-        done = store.compact(NOW)
+        done = maintenance.compact(store, NOW)
         assert done.old_head == old_head and gone.id in done.redacted
-        assert done.head == store.head and store.verify().ok
+        assert done.head == store.head and maintenance.verify(store).ok
         assert secret_text not in every_byte(tmp_path / "data")
         last = ledger_rows(store)[-1][1]
         assert b'"type":"compacted"' in last and old_head.hash.encode() in last
         assert [
             r.trace.id
-            for r in recall(store, RecallQuery(query="cellar"), now_ms=NOW, policy=KernelPolicy())
+            for r in store.read(
+                recall, RecallQuery(query="cellar"), now_ms=NOW, policy=KernelPolicy()
+            )
         ] == [kept.id]
         before = index_snapshot(store)
         store.rebuild_index()
         assert index_snapshot(store) == before
-        assert store.compact(NOW).redacted == []  # nothing left to redact
+        assert maintenance.compact(store, NOW).redacted == []  # nothing left to redact
     with Store(tmp_path / "data", map_size=1 << 24) as reopened:
-        assert reopened.verify().ok and reopened.head == done.head
+        assert maintenance.verify(reopened).ok and reopened.head == done.head
         with pytest.raises(NotFound):
-            reopened.get(gone.id)
+            reopened.read(queries.get, gone.id)
         write(reopened, Remember(draft=Draft(content="writes go on after compaction")))
 
 
@@ -395,7 +403,7 @@ def test_compaction_refuses_an_unacknowledged_tail(store: Store) -> None:
     forged = encode_record(head.seq + 1, head.hash, b'{"type":"purge","id":"x","reason":"y"}')
     put_raw(store, forged.seq, forged.line)
     with pytest.raises(ConflictError, match="acknowledged"):
-        store.compact(NOW)
+        maintenance.compact(store, NOW)
     assert store.head == head and ledger_rows(store)[-1][1] == forged.line
 
 

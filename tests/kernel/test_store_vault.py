@@ -7,14 +7,16 @@ from pathlib import Path
 
 import pytest
 
+from hikmah import maintenance, queries
 from hikmah.errors import NotFound
 from hikmah.ledger import verify
 from hikmah.policy import KernelPolicy
 from hikmah.recall import RecallQuery, recall
-from hikmah.store import Purge, Store
+from hikmah.rules import Purge
+from hikmah.store import Store
 from hikmah.vault import DecryptionFailed, VaultLocked
 
-from .conftest import NOW, HeldKeys, remember, write
+from .conftest import NOW, HeldKeys, all_traces, remember, write
 
 SECRET_WORDS = ("quokka", "marmalade", "zephyrine", "kestrel-ops", "src/ledger.rs:42")
 
@@ -28,14 +30,14 @@ def sealed_store(path: Path, keys: HeldKeys) -> Store:
 
 
 def found(store: Store, text: str) -> list[str]:
-    results = recall(store, RecallQuery(query=text), policy=KernelPolicy(), now_ms=NOW)
+    results = store.read(recall, RecallQuery(query=text), policy=KernelPolicy(), now_ms=NOW)
     return [r.trace.id for r in results]
 
 
 def wrapped_key(store: Store, trace_id: str) -> bytes:
     """The trace's wrapped data key as stored (after its master's key id)."""
-    with store.read() as txn:
-        return bytes(txn.get(trace_id.encode(), db=store.dbs.keys))[16:]
+    with store.snapshot() as snapshot:
+        return bytes(snapshot.txn.get(trace_id.encode(), db=store.dbs.keys))[16:]
 
 
 def populate(store: Store) -> list[str]:
@@ -57,15 +59,15 @@ def test_sealed_traces_read_back_in_plaintext_and_nothing_plain_reaches_disk(
     keys = HeldKeys()
     with sealed_store(tmp_path / "d", keys) as store:
         a, b = populate(store)
-        entry = store.get(a)
+        entry = store.read(queries.get, a)
         assert entry.trace.content == "the quokka deploys marmalade on fridays"
         assert entry.trace.tags == ("zephyrine",)
         assert entry.trace.provenance.locator == "src/ledger.rs:42"
         assert set(found(store, "quokka marmalade")) >= {a}
-        assert [g.key for g in store.conflicts()] == ["kestrel-ops"]
-        assert [v.value for v in store.conflicts()[0].values] == ["blue", "green"]
-        assert [t.trace.id for t in store.traces()] == [a, b]
-        assert store.verify().ok
+        assert [g.key for g in store.read(queries.conflicts)] == ["kestrel-ops"]
+        assert [v.value for v in store.read(queries.conflicts)[0].values] == ["blue", "green"]
+        assert [t.trace.id for t in all_traces(store)] == [a, b]
+        assert maintenance.verify(store).ok
     data = every_byte(tmp_path / "d")
     for word in SECRET_WORDS:
         assert word.encode() not in data, word
@@ -75,8 +77,8 @@ def test_the_chain_covers_ciphertext_and_key_id_and_verifies_without_keys(tmp_pa
     keys = HeldKeys()
     with sealed_store(tmp_path / "d", keys) as store:
         populate(store)
-        with store.read() as txn:
-            rows = list(store.records(txn))
+        with store.snapshot() as snapshot:
+            rows = list(snapshot.records())
         head = store.head
     # The chain checks out on the bytes alone, with no key in reach.
     assert verify(rows, head).ok
@@ -98,9 +100,9 @@ def test_a_sealed_store_will_not_open_without_its_keys_or_with_wrong_ones(
     forged = HeldKeys(index=keys.index)
     impostor = HeldKeys(index=keys.index, retiring={keys.master_id: forged.master})
     with sealed_store(tmp_path / "d", impostor) as store, pytest.raises(DecryptionFailed):
-        store.get(a)
+        store.read(queries.get, a)
     with sealed_store(tmp_path / "d", keys) as store:
-        assert store.get(a).trace.tags == ("zephyrine",)
+        assert store.read(queries.get, a).trace.tags == ("zephyrine",)
 
 
 def test_another_index_key_rebuilds_the_blind_index(tmp_path: Path) -> None:
@@ -119,19 +121,19 @@ def test_purge_destroys_the_data_key_and_leaves_the_chain_verifiable(tmp_path: P
         wrapped = wrapped_key(store, a)
         write(store, Purge(id=a, reason="asked to forget"))
         with pytest.raises(NotFound):
-            store.get(a)
+            store.read(queries.get, a)
         assert found(store, "marmalade") == []
-        assert [t.trace.id for t in store.traces()] == [b]
-        assert store.conflicts() == []
-        assert store.verify().ok
+        assert [t.trace.id for t in all_traces(store)] == [b]
+        assert store.read(queries.conflicts) == []
+        assert maintenance.verify(store).ok
         store.rebuild_index()
         assert found(store, "marmalade") == []
-        assert store.get(b).trace.content == "the quokka prefers green"
+        assert store.read(queries.get, b).trace.content == "the quokka prefers green"
     # The wrapped key is in no page, free or live: with the master it would open the text.
     assert wrapped not in every_byte(tmp_path / "d")
     with sealed_store(tmp_path / "d", keys) as store:
-        assert store.verify().ok
-        assert [t.trace.id for t in store.traces()] == [b]
+        assert maintenance.verify(store).ok
+        assert [t.trace.id for t in all_traces(store)] == [b]
 
 
 def test_a_purge_interrupted_before_its_scrub_is_finished_at_open(tmp_path: Path) -> None:
@@ -151,19 +153,19 @@ def test_rotation_rewraps_every_key_and_the_old_master_is_not_needed(tmp_path: P
     keys = HeldKeys()
     with sealed_store(tmp_path / "d", keys) as store:
         a, b = populate(store)
-        with store.read() as txn:
-            before = [bytes(line) for _seq, line in store.records(txn)]
+        with store.snapshot() as snapshot:
+            before = [bytes(line) for _seq, line in snapshot.records()]
         rotating = keys.rotated()
-        assert store.rotate(rotating) == 2
-        assert store.rotate(rotating) == 0  # resumable: nothing left
+        assert maintenance.rotate(store, rotating) == 2
+        assert maintenance.rotate(store, rotating) == 0  # resumable: nothing left
         c = remember(store, "written after the rotation about quokka")
-        with store.read() as txn:
-            after = [bytes(line) for _seq, line in store.records(txn)]
+        with store.snapshot() as snapshot:
+            after = [bytes(line) for _seq, line in snapshot.records()]
     assert after[: len(before)] == before  # payloads are not rewritten
     settled = HeldKeys(master=rotating.master, index=keys.index)
     with sealed_store(tmp_path / "d", settled) as store:
-        assert store.get(a).trace.tags == ("zephyrine",)
-        assert store.get(c.id).trace.content.endswith("quokka")
+        assert store.read(queries.get, a).trace.tags == ("zephyrine",)
+        assert store.read(queries.get, c.id).trace.content.endswith("quokka")
         assert set(found(store, "quokka")) == {a, b, c.id}
 
 
@@ -176,8 +178,8 @@ def test_enabling_the_vault_on_a_plain_store_seals_new_traces_and_keeps_old_ones
     with sealed_store(tmp_path / "d", keys) as store:
         new = remember(store, "the quokka sealed note", claim_key="colour", claim_value="blue")
         assert set(found(store, "quokka note")) == {old.id, new.id}
-        assert len(store.conflicts()) == 1
-        assert store.get(old.id).trace.content == "the quokka plain note"
+        assert len(store.read(queries.conflicts)) == 1
+        assert store.read(queries.get, old.id).trace.content == "the quokka plain note"
     with pytest.raises(VaultLocked):
         Store(tmp_path / "d", map_size=1 << 24)
 
@@ -187,7 +189,7 @@ def test_compaction_redacts_a_purged_sealed_record(tmp_path: Path) -> None:
     with sealed_store(tmp_path / "d", keys) as store:
         a, b = populate(store)
         write(store, Purge(id=a, reason="asked to forget"))
-        done = store.compact(NOW)
+        done = maintenance.compact(store, NOW)
         assert done.redacted == [a]
-        assert store.verify().ok
-        assert store.get(b).trace.claim_value == "green"
+        assert maintenance.verify(store).ok
+        assert store.read(queries.get, b).trace.claim_value == "green"

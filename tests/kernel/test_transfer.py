@@ -9,10 +9,12 @@ from pathlib import Path
 import blake3
 import pytest
 
+from hikmah import queries
 from hikmah.errors import HikmahError, InvalidInput, NotFound, SecretDetected
 from hikmah.ledger import GENESIS, Head, decode_record, encode_record
 from hikmah.policy import KernelPolicy
-from hikmah.store import Fulfill, Operation, Purge, Remember, Store, Written
+from hikmah.rules import Fulfill, Operation, Purge, Remember, Written
+from hikmah.store import Store
 from hikmah.trace import Draft
 from hikmah.transfer import (
     SupersedeCheck,
@@ -161,7 +163,7 @@ def test_a_reference_ledger_lands_with_its_statuses(store: Store) -> None:
     ops = mapped(V2)
     outcomes = apply(store, [op for _, op in ops if not isinstance(op, SupersedeCheck)])
     assert all(isinstance(o, Written) for o in outcomes), outcomes
-    statuses = {n: store.lookup(f"{ID}{n}") for n in range(1, 7)}
+    statuses = {n: store.read(queries.lookup, f"{ID}{n}") for n in range(1, 7)}
     assert {n: s.status for n, s in statuses.items() if s} == {
         1: "superseded",
         2: "active",
@@ -171,8 +173,13 @@ def test_a_reference_ledger_lands_with_its_statuses(store: Store) -> None:
         6: "active",
     }
     link = next(op for _, op in ops if isinstance(op, SupersedeCheck))
-    assert supersede_problem(link, store.lookup(link.old_id), store.lookup(link.new_id)) is None
-    trace = store.get(f"{ID}2").trace
+    assert (
+        supersede_problem(
+            link, store.read(queries.lookup, link.old_id), store.read(queries.lookup, link.new_id)
+        )
+        is None
+    )
+    trace = store.read(queries.get, f"{ID}2").trace
     assert trace.content.endswith("Zürich is the fallback")
     assert (trace.claim_key, trace.created_at) == ("cache.region", 1_790_100_000_000 + 60_000)
     assert trace.provenance.observed_at == trace.created_at
@@ -185,10 +192,12 @@ def test_the_bricked_ledger_is_reported_and_nothing_is_invented(store: Store) ->
     assert isinstance(first, Written)
     assert isinstance(correction, NotFound) and "tr_doesnotexist" in str(correction)
     (link,) = [op for _, op in ops if isinstance(op, SupersedeCheck)]
-    problem = supersede_problem(link, store.lookup(link.old_id), store.lookup(link.new_id))
+    problem = supersede_problem(
+        link, store.read(queries.lookup, link.old_id), store.read(queries.lookup, link.new_id)
+    )
     assert problem is not None and "never existed" in problem and "nothing was invented" in problem
-    assert store.lookup("tr_doesnotexist") is None
-    assert store.lookup("tr_6a69eb329cdb71b5") is None
+    assert store.read(queries.lookup, "tr_doesnotexist") is None
+    assert store.read(queries.lookup, "tr_6a69eb329cdb71b5") is None
 
 
 def test_a_supersede_record_that_contradicts_the_trace_is_not_applied(store: Store) -> None:
@@ -196,7 +205,9 @@ def test_a_supersede_record_that_contradicts_the_trace_is_not_applied(store: Sto
     other = remember(store, "the build runs on Buildkite", supersedes=old.id)
     third = remember(store, "the build runs on GitHub Actions")
     link = SupersedeCheck(old.id, third.id)
-    problem = supersede_problem(link, store.lookup(old.id), store.lookup(third.id))
+    problem = supersede_problem(
+        link, store.read(queries.lookup, old.id), store.read(queries.lookup, third.id)
+    )
     assert problem is not None and f"superseded by {other.id}" in problem
 
 
@@ -258,16 +269,19 @@ def test_an_exported_trace_imports_as_the_same_trace(tmp_path: Path, store: Stor
     (predicted,) = write(store, forecast)
     lines = [
         export_line(entry, keep_supersedes=True)
-        for entry in store.export_page(None, 10, include_superseded=True)[0]
+        for entry in store.read(queries.export_page, None, 10, include_superseded=True)[0]
     ]
     assert [line["status"] for line in lines] == ["fulfilled", "active", "active"]
     with Store(tmp_path / "other", map_size=1 << 24) as other:
         for line in lines:
             write(other, trace_operation(json.loads(json.dumps(line))).operation, now=NOW + DAY)
-        assert other.get(commitment.id).trace == commitment
-        assert other.get(commitment.id).status == "fulfilled"  # by the outcome line
-        assert other.get(outcome.id).trace == outcome
-        assert predicted.trace is not None and other.get(predicted.id).trace == predicted.trace
+        assert other.read(queries.get, commitment.id).trace == commitment
+        assert other.read(queries.get, commitment.id).status == "fulfilled"  # by the outcome line
+        assert other.read(queries.get, outcome.id).trace == outcome
+        assert (
+            predicted.trace is not None
+            and other.read(queries.get, predicted.id).trace == predicted.trace
+        )
 
 
 def test_bad_lines_are_refused_naming_the_field_never_the_value() -> None:
@@ -291,7 +305,7 @@ def test_a_secret_in_the_content_is_refused_by_the_write_rules(store: Store) -> 
     planned = trace_operation({"content": f"deploy key {KEY}", "id": "tr_leak"})
     (outcome,) = store.apply([planned.operation], now_ms=NOW, policy=KernelPolicy())
     assert isinstance(outcome, SecretDetected) and KEY not in str(outcome)
-    assert store.lookup("tr_leak") is None
+    assert store.read(queries.lookup, "tr_leak") is None
 
 
 def test_a_different_observation_time_is_noted() -> None:
@@ -302,11 +316,13 @@ def test_a_different_observation_time_is_noted() -> None:
 
 def test_statuses_are_settled_after_the_whole_file(store: Store) -> None:
     done = remember(store, "call the bank", kind="commitment")
-    assert settle(done.id, "fulfilled", store.lookup(done.id), session=None) == Fulfill(id=done.id)
+    assert settle(
+        done.id, "fulfilled", store.read(queries.lookup, done.id), session=None
+    ) == Fulfill(id=done.id)
     write(store, Fulfill(id=done.id))
-    assert settle(done.id, "fulfilled", store.lookup(done.id), session=None) is None
+    assert settle(done.id, "fulfilled", store.read(queries.lookup, done.id), session=None) is None
     lone = remember(store, "the office is on floor 3")
-    note = settle(lone.id, "superseded", store.lookup(lone.id), session=None)
+    note = settle(lone.id, "superseded", store.read(queries.lookup, lone.id), session=None)
     assert isinstance(note, str) and "active here" in note
     assert settle("tr_missing", "fulfilled", None, session=None) is None
 
@@ -315,9 +331,9 @@ def test_an_import_never_brings_back_what_was_purged(store: Store) -> None:
     gone = remember(store, "recorded by mistake")
     write(store, Purge(id=gone.id, reason="mistake"))
     again = trace_operation({"content": "recorded by mistake", "id": gone.id}).operation
-    assert already_done(again, store.lookup(gone.id))
-    assert already_done(Purge(id=gone.id, reason="again"), store.lookup(gone.id))
-    assert not already_done(Fulfill(id=gone.id), store.lookup(gone.id))
+    assert already_done(again, store.read(queries.lookup, gone.id))
+    assert already_done(Purge(id=gone.id, reason="again"), store.read(queries.lookup, gone.id))
+    assert not already_done(Fulfill(id=gone.id), store.read(queries.lookup, gone.id))
 
 
 # --- export ------------------------------------------------------------------------------
@@ -328,21 +344,21 @@ def test_export_pages_in_write_order_without_purged_or_history(store: Store) -> 
     moved = remember(store, "the office is on floor 5", supersedes=first.id)
     ids = [remember(store, f"note {n}").id for n in range(5)]
     write(store, Purge(id=ids[2], reason="mistake"))
-    page, after = store.export_page(None, 3, include_superseded=False)
+    page, after = store.read(queries.export_page, None, 3, include_superseded=False)
     assert [e.trace.id for e in page] == [moved.id, ids[0], ids[1]]
-    rest, end = store.export_page(after, 3, include_superseded=False)
+    rest, end = store.read(queries.export_page, after, 3, include_superseded=False)
     assert [e.trace.id for e in rest] == [ids[3], ids[4]] and end is None
-    everything, _ = store.export_page(None, 100, include_superseded=True)
+    everything, _ = store.read(queries.export_page, None, 100, include_superseded=True)
     assert [e.trace.id for e in everything][:2] == [first.id, moved.id]
     assert everything[0].superseded_by == moved.id
     with pytest.raises(NotFound):
-        store.export_page("tr_unknown", 3, include_superseded=False)
+        store.read(queries.export_page, "tr_unknown", 3, include_superseded=False)
 
 
 def test_a_link_to_a_trace_left_out_is_dropped_from_the_line(store: Store) -> None:
     first = remember(store, "the office is on floor 3")
     moved = remember(store, "the office is on floor 5", supersedes=first.id)
-    entry = store.get(moved.id)
+    entry = store.read(queries.get, moved.id)
     assert export_line(entry, keep_supersedes=True)["supersedes"] == first.id
     assert export_line(entry, keep_supersedes=False)["supersedes"] is None
     assert exported("superseded", include_superseded=True)

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from hikmah.fusion import SemanticPolicy, fuse, fused_bound, semantic_part
 from hikmah.policy import KernelPolicy
 from hikmah.recall import RecallQuery, recall
-from hikmah.store import Remember, Store
+from hikmah.rules import Remember
+from hikmah.store import Store
 from hikmah.tokenizer import terms
 from hikmah.trace import Draft
 from hikmah.weighting import (
@@ -47,8 +48,8 @@ def test_reference_weighting_is_todays_recall_exactly(
     with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "s", map_size=1 << 22) as store:
         ops = [Remember(draft=Draft(content=" ".join(d))) for d in docs]
         store.apply(ops, now_ms=NOW, policy=policy)
-        results = recall(
-            store, RecallQuery(query=" ".join(query), limit=20), now_ms=NOW, policy=policy
+        results = store.read(
+            recall, RecallQuery(query=" ".join(query), limit=20), now_ms=NOW, policy=policy
         )
     q = terms(" ".join(query))
     for r in results:

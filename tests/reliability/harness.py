@@ -38,15 +38,17 @@ import lmdb
 import msgspec
 import pytest
 
-from hikmah.index import (
-    Databases,
+from hikmah import maintenance, queries
+from hikmah.layout import Databases
+from hikmah.ledger import decode_record
+from hikmah.payloads import (
     FulfillPayload,
+    PurgePayload,
     RedactedPayload,
     RememberPayload,
-    RemovePayload,
+    decode_payload,
 )
-from hikmah.ledger import decode_record
-from hikmah.store import Store, decode_payload
+from hikmah.store import Store
 from hikmah.trace import Trace
 from tests.daemon.conftest import Conn, Running, wait_for_socket
 
@@ -238,14 +240,14 @@ class LedgerView:
 
 def read_ledger(store: Store) -> LedgerView:
     view = LedgerView({}, set(), set(), set(), 0, Counter())
-    with store.read() as txn:
-        for _seq, line in store.records(txn):
+    with store.snapshot() as snapshot:
+        for _seq, line in snapshot.records():
             payload = decode_payload(decode_record(line))
             view.records += 1
             view.types[type(payload).__name__] += 1
             if isinstance(payload, RememberPayload):
                 view.traces[payload.trace.id] = payload.trace
-            elif isinstance(payload, RemovePayload):
+            elif isinstance(payload, PurgePayload):
                 view.purged.add(payload.id)
             elif isinstance(payload, FulfillPayload):
                 view.fulfilled.add(payload.id)
@@ -259,9 +261,11 @@ def derived_state(store: Store) -> dict[str, list[tuple[bytes, bytes]]]:
     # The ledger is the source; delivered reminders and the vault's wrapped keys are
     # kept, not derived.
     names = [n for n in Databases.names() if n not in ("ledger", "reminders", "keys")]
-    with store.read() as txn:
+    with store.snapshot() as snapshot:
         return {
-            name: [(bytes(k), bytes(v)) for k, v in txn.cursor(db=getattr(store.dbs, name))]
+            name: [
+                (bytes(k), bytes(v)) for k, v in snapshot.txn.cursor(db=getattr(store.dbs, name))
+            ]
             for name in names
         }
 
@@ -310,7 +314,7 @@ def check_data_dir(data: Path, book: Book) -> Checked:
         AssertionError: naming the first write or database that is wrong.
     """
     with Store(data) as store:
-        report = store.verify()
+        report = maintenance.verify(store)
         assert report.ok, report.errors
         view = read_ledger(store)
         for trace_id, replied in book.acked.items():
@@ -337,7 +341,7 @@ def check_data_dir(data: Path, book: Book) -> Checked:
             assert fields_of(wire(found)) == sent_fields(params), f"half-present write: {found.id}"
         for trace_id in view.traces:
             if trace_id not in view.purged and trace_id not in view.redacted:
-                assert store.get(trace_id).trace.id == trace_id  # the indexes find it
+                assert store.read(queries.get, trace_id).trace.id == trace_id  # the indexes find it
         before = derived_state(store)
         store.rebuild_index()
         diff = differences(before, derived_state(store))

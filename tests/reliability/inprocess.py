@@ -27,7 +27,7 @@ from hikmah.store import Store
 from hikmahd.connection import Connection
 from hikmahd.context import Context
 from hikmahd.daemon import Config, Daemon
-from hikmahd.peers import Peer
+from hikmahd.peers import Peer, Restrictions
 from hikmahd.rpc import APPLICATION_CODES, Method
 
 # Codes a reply may carry: JSON-RPC's own, and the application codes by reason.
@@ -68,7 +68,7 @@ class InProcess:
         )
         self.store = Store(self.config.data_dir, map_size=1 << 26, durable=durable)
         self.notifier = RecordingNotifier()
-        self.restricted: dict[tuple[int, int | None], AgentSession] = {}
+        self.restrictions = Restrictions()
 
     def close(self) -> None:
         self.store.close()
@@ -97,7 +97,7 @@ class InProcess:
         self, chunks: Sequence[bytes], session: AgentSession | None, timeout: float
     ) -> Exchange:
         daemon = Daemon(self.config, self.store, notifier=self.notifier)  # type: ignore[arg-type]
-        daemon.restricted = self.restricted
+        daemon.services.restrictions = self.restrictions
         started = time.monotonic()
         received = bytearray()
         with trio.fail_after(timeout):
@@ -106,7 +106,7 @@ class InProcess:
                 await nursery.start(daemon.reminders.run)
                 client, server = trio.testing.memory_stream_pair()
                 peer = Peer(pid=os.getpid(), uid=os.getuid(), gid=os.getgid(), session=session)
-                connection = Connection(server, Context(daemon, peer), daemon.dispatcher)
+                connection = Connection(server, Context(daemon.services, peer), daemon.dispatcher)
 
                 async def serve() -> None:
                     async with server:

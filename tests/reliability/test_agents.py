@@ -30,17 +30,17 @@ from typing import Any
 import lmdb
 import pytest
 
-from hikmah.index import (
+from hikmah.ledger import decode_record, encode_record
+from hikmah.payloads import (
     CompactedPayload,
     FeedbackPayload,
     FulfillPayload,
     PinPayload,
+    PurgePayload,
     RedactedPayload,
     RememberPayload,
-    RemovePayload,
+    decode_payload,
 )
-from hikmah.ledger import decode_record, encode_record
-from hikmah.store import decode_payload
 from tests.daemon.conftest import Running, clean_env
 
 from .examples import PersonData, person_setup, variants
@@ -142,7 +142,7 @@ def check_ledger(before: list[bytes], after: list[bytes], data: PersonData) -> d
         payload = decode_payload(decode_record(line))
         kind = type(payload).__name__
         seen[kind] = seen.get(kind, 0) + 1
-        assert not isinstance(payload, RemovePayload | RedactedPayload | CompactedPayload), kind
+        assert not isinstance(payload, PurgePayload | RedactedPayload | CompactedPayload), kind
         if isinstance(payload, RememberPayload):
             locator = payload.trace.provenance.locator or ""
             assert locator.startswith("agent-session:"), payload.trace

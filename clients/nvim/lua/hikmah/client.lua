@@ -8,14 +8,21 @@ local M = {}
 
 local connection = nil
 
+--- A new connection to the daemon at the configured socket (opened on the first request);
+--- `handlers` adds its callbacks (on_unavailable, on_stray, on_notification, on_close).
+function M.connect(handlers)
+  return rpc.new(vim.tbl_extend("keep", handlers, {
+    path = function()
+      return (config.socket_path())
+    end,
+    timeout_ms = config.options.timeout_ms,
+    on_connect = notify.reached,
+  }))
+end
+
 local function open()
   if connection == nil then
-    connection = rpc.new({
-      path = function()
-        return (config.socket_path())
-      end,
-      timeout_ms = config.options.timeout_ms,
-      on_connect = notify.reached,
+    connection = M.connect({
       on_unavailable = notify.missing,
       on_stray = function(message)
         if type(message.error) == "table" then

@@ -7,10 +7,9 @@
 -- reminders of the last minutes again (marked `replayed`); those already shown are not
 -- shown twice.
 
-local config = require("hikmah.config")
+local client = require("hikmah.client")
 local notify = require("hikmah.notify")
 local render = require("hikmah.render")
-local rpc = require("hikmah.rpc")
 
 local uv = vim.uv or vim.loop
 
@@ -98,12 +97,7 @@ function M.start()
   started = true
   first_attempt = true
   attempts = 0
-  connection = rpc.new({
-    path = function()
-      return (config.socket_path())
-    end,
-    timeout_ms = config.options.timeout_ms,
-    on_connect = notify.reached,
+  connection = client.connect({
     on_notification = on_notification,
     on_close = function()
       retry_later()

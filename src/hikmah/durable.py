@@ -1,4 +1,9 @@
-"""Replacing a person's configuration files safely (setup, writeback)."""
+"""Files that survive a crash or a power cut: the one place Hikmah makes a file durable.
+
+Standard library only (the CLI writes exports and a person's configuration
+files with it). Data reaches the disk with ``fsync``, and a new or renamed
+name only once its directory is synced too.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,24 @@ import contextlib
 import os
 import tempfile
 from pathlib import Path
+
+
+def fsync_file(path: Path) -> None:
+    """Make what was written to ``path`` durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_dir(path: Path) -> None:
+    """Make the names in the directory ``path`` durable (a file created, renamed or removed)."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def write_atomic(path: Path, data: bytes, mode: int) -> None:
@@ -22,8 +45,4 @@ def write_atomic(path: Path, data: bytes, mode: int) -> None:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)  # the rename is durable only once the directory is
-    finally:
-        os.close(directory)
+    fsync_dir(path.parent)

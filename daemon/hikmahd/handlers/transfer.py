@@ -1,32 +1,29 @@
-"""The methods that move memory in and out: export, import (JSON Lines of traces and
-reference ledgers) and backup.
+"""``memory.export``, ``memory.import`` and ``memory.import_ledger``: memory in and out, as JSON
+Lines of traces and ledgers of the reference.
 
 The mapping is the kernel's (:mod:`hikmah.transfer`); this module looks up
 what the store already holds, submits the operations so that they share
 commits yet take effect in file order, and counts what happened. Each call
 is bounded (at most 500 lines, and frames are at most 1 MiB), so a client
 imports a large file in many calls, showing progress between them; the
-daemon keeps no state between calls.
+daemon keeps no state between calls (docs/protocol.md, "Import and export").
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import msgspec
-import trio
 
-from hikmah import transfer
-from hikmah.errors import HikmahError, InvalidInput
+from hikmah import queries, transfer
+from hikmah.errors import HikmahError
+from hikmah.headtext import parse_head
 from hikmah.ledger import Head, decode_record
-from hikmah.store import Operation, Outcome, Written
+from hikmah.rules import Operation, Written
 
-from . import backup
-from .context import Context
-from .methods import parse_head, to_json
-from .rpc import JSON, Params, Registry
+from ..context import Context
+from ..rpc import JSON, Params, Registry, to_json
 
 registry = Registry()
 
@@ -43,32 +40,27 @@ class ExportParams(Params, frozen=True):
     include_superseded: bool = False
 
 
-@registry.method("memory.export", ExportParams)
-async def export(ctx: Context, params: ExportParams) -> JSON:
+@registry.blocking("memory.export", ExportParams)
+def export(ctx: Context, params: ExportParams) -> JSON:
     """One page of traces in write order, as JSON Lines objects; purged ones never."""
-    store = ctx.daemon.store
-
-    def page() -> tuple[list[Any], str | None]:
-        entries, after = store.export_page(
-            params.after, params.limit, include_superseded=params.include_superseded
+    lines: list[Any] = []
+    size = 0
+    with ctx.services.store.snapshot() as snapshot:
+        entries, after = queries.export_page(
+            snapshot, params.after, params.limit, include_superseded=params.include_superseded
         )
-        lines: list[Any] = []
-        size = 0
         for entry in entries:
             target = entry.trace.supersedes
-            found = None if target is None else store.lookup(target)
+            found = None if target is None else queries.lookup(snapshot, target)
             keep = found is not None and transfer.exported(
                 found.status, include_superseded=params.include_superseded
             )
             line = transfer.export_line(entry, keep_supersedes=target is None or keep)
             size += len(_ENCODER.encode(line))
             if lines and size > EXPORT_PAGE_BYTES:
-                return lines, lines[-1]["id"]
+                return {"traces": lines, "next": lines[-1]["id"]}
             lines.append(line)
-        return lines, after
-
-    traces, after = await trio.to_thread.run_sync(page)
-    return {"traces": traces, "next": after}
+    return {"traces": lines, "next": after}
 
 
 class ImportLine(Params, frozen=True):
@@ -109,7 +101,7 @@ async def import_(ctx: Context, params: ImportParams) -> JSON:
     settled = 0
     fulfils: list[tuple[int, Operation]] = []
     for due in params.settle:
-        found = ctx.daemon.store.lookup(due.id)
+        found = ctx.services.store.read(queries.lookup, due.id)
         action = transfer.settle(due.id, due.status, found, session=ctx.session)
         if action is None:
             settled += int(found is not None)
@@ -151,7 +143,7 @@ class ImportLedgerParams(Params, frozen=True):
 async def import_ledger(ctx: Context, params: ImportLedgerParams) -> JSON:
     """Verify records of a reference ledger continuing a chain, and import those that verify."""
     after = None if params.after is None else Head(seq=params.after.seq, hash=params.after.hash)
-    pinned = None if params.expect_head is None else parse_head(params.expect_head)
+    pinned = None if params.expect_head is None else Head(*parse_head(params.expect_head))
     rows = [(r.line, r.text.encode()) for r in params.records]
     check = transfer.check_chain(rows, after=after, pinned=pinned)
     reply: dict[str, JSON] = {
@@ -183,16 +175,18 @@ async def import_ledger(ctx: Context, params: ImportLedgerParams) -> JSON:
             planned.append((line, mapped))
     applied = await _apply(ctx, planned)
     refused += [(line, seq_of[line], reason) for line, reason in applied.refused]
-    store = ctx.daemon.store
     linked = 0
-    for line, link in checks:
-        problem = transfer.supersede_problem(
-            link, store.lookup(link.old_id), store.lookup(link.new_id)
-        )
-        if problem is None:
-            linked += 1
-        else:
-            refused.append((line, seq_of[line], problem))
+    with ctx.services.store.snapshot() as snapshot:
+        for line, link in checks:
+            problem = transfer.supersede_problem(
+                link,
+                queries.lookup(snapshot, link.old_id),
+                queries.lookup(snapshot, link.new_id),
+            )
+            if problem is None:
+                linked += 1
+            else:
+                refused.append((line, seq_of[line], problem))
     refused.sort()
     reply.update(
         written=applied.written,
@@ -214,15 +208,16 @@ class _Applied:
 async def _apply(ctx: Context, planned: Sequence[tuple[int, Operation]]) -> _Applied:
     """Submit operations in their order; skip what an earlier import did already."""
     done = _Applied()
-    store = ctx.daemon.store
     todo: list[tuple[int, Operation]] = []
-    for line, operation in planned:
-        own = transfer.target_id(operation)
-        if own is not None and transfer.already_done(operation, store.lookup(own)):
-            done.already += 1
-        else:
-            todo.append((line, operation))
-    outcomes = await submit_in_order(ctx, [operation for _, operation in todo])
+    with ctx.services.store.snapshot() as snapshot:
+        for line, operation in planned:
+            own = transfer.target_id(operation)
+            if own is not None and transfer.already_done(operation, queries.lookup(snapshot, own)):
+                done.already += 1
+            else:
+                todo.append((line, operation))
+    operations = [operation for _, operation in todo]
+    outcomes = await ctx.services.writer.submit_all(operations, in_order=True)
     for (line, _), outcome in zip(todo, outcomes, strict=True):
         if isinstance(outcome, Written):
             done.written += 1
@@ -231,51 +226,3 @@ async def _apply(ctx: Context, planned: Sequence[tuple[int, Operation]]) -> _App
         else:
             done.refused.append((line, str(outcome)))
     return done
-
-
-async def submit_in_order(ctx: Context, operations: Sequence[Operation]) -> list[Outcome]:
-    """Submit operations so that they share commits *and* take effect in their order.
-
-    :func:`~hikmahd.methods.submit_all` starts one task per operation, and trio
-    runs tasks started together in any order, so the writer could apply a
-    correction before the trace it supersedes. Here each task is started only
-    after the one before it ran: a task's first step queues its operation
-    (the writer's channel keeps order), and trio runs every task made runnable
-    before a checkpoint ahead of the tasks made runnable after it. The writer
-    still batches whatever queued while it committed.
-    """
-    outcomes: list[Outcome | None] = [None] * len(operations)
-
-    async def one(position: int, operation: Operation) -> None:
-        outcomes[position] = await ctx.daemon.writer.submit(operation)
-
-    async with trio.open_nursery() as nursery:
-        for position, operation in enumerate(operations):
-            nursery.start_soon(one, position, operation)
-            await trio.lowlevel.checkpoint()
-    return [outcome for outcome in outcomes if outcome is not None]
-
-
-class BackupParams(Params, frozen=True):
-    dir: str  # absolute: the daemon does not share the client's working directory
-
-
-@registry.method("daemon.backup", BackupParams)
-async def backup_(ctx: Context, params: BackupParams) -> JSON:
-    """A consistent copy of the store and its head into an empty directory, while serving."""
-    target = Path(params.dir)
-    if not target.is_absolute():
-        raise InvalidInput("give the backup directory as an absolute path")
-    daemon = ctx.daemon
-    store = daemon.store
-    if target.resolve().is_relative_to(store.data_dir.resolve()):
-        raise InvalidInput("a backup goes outside the data directory it copies")
-    await trio.to_thread.run_sync(backup.prepare_dir, target)
-    snapshot = await daemon.writer.exclusive(lambda: backup.open_snapshot(store))
-    try:
-        manifest = await trio.to_thread.run_sync(
-            backup.write_backup, store, snapshot, target, daemon.now_ms()
-        )
-    finally:
-        snapshot.close()
-    return {"dir": str(target), **to_json(manifest)}

@@ -1,0 +1,553 @@
+"""Every ``hikmah`` command as a row of one table: its name, flags, request and renderer.
+
+A command that is one request says how to build it from its flags
+(``request``: the method and its params) and how to show the result to a
+person (``show``); ``--json`` prints the result as it came. A command that
+runs its own course (several requests, files, another program) has ``run``
+instead, which returns the exit code. The parser is built from the table,
+only for the invoked command (:mod:`hikmah_cli.__main__`).
+"""
+
+# No `from __future__ import annotations` here: NamedTuple compiles every annotation it
+# gets as a string, which cost a millisecond on each command.
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from hikmah.vocabulary import KINDS, PREDICTION_TYPES, PRIVACIES, REMEMBERED_KINDS
+
+from . import render, runners
+from .session import OK, Exit, UsageError, call
+
+Request = tuple[str, dict[str, Any]]
+
+
+class Arg(NamedTuple):
+    """One flag or positional argument, as ``add_argument`` takes it."""
+
+    names: tuple[str, ...]
+    options: dict[str, Any]
+
+
+class OneOf(NamedTuple):
+    """Flags that exclude each other."""
+
+    args: tuple[Arg, ...]
+
+
+class Command(NamedTuple):
+    name: str
+    help: str
+    args: tuple[Arg | OneOf, ...] = ()
+    request: Callable[[argparse.Namespace], Request] | None = None
+    show: Callable[[Any], str] | dict[str, Callable[[Any], str]] = str  # by method, if several
+    run: Callable[[argparse.Namespace], int] | None = None
+    description: str | None = None  # the help, unless it says more
+    daemon: bool = True  # takes the global options (--socket, --json, ...)
+
+
+def arg(*names: str, **options: Any) -> Arg:
+    return Arg(names, options)
+
+
+def _given(args: argparse.Namespace, *names: str) -> dict[str, Any]:
+    """The params named, from the flags of the same name that were given (a switch: set)."""
+    values = ((name, getattr(args, name)) for name in names)
+    return {name: value for name, value in values if value is not None and value is not False}
+
+
+def _pick(args: argparse.Namespace, name: str) -> Any:
+    """A value given positionally (``NAME_arg``) or as ``--NAME``, but not both."""
+    positional, flag = getattr(args, f"{name}_arg"), getattr(args, name)
+    if positional is not None and flag is not None:
+        raise UsageError(f"give {name} once, positionally or with --{name}")
+    return positional if positional is not None else flag
+
+
+SCOPE_HELP = "global (default), project:PATH, person:NAME"
+# The flags of remember that each fill the param of their own name (the others are
+# content, kind and tags).
+WRITE_FLAGS = (
+    arg("--salience", type=float, metavar="F", help="0..1, default 0.5"),
+    arg("--confidence", type=float, metavar="F", help="0..1, default 0.5"),
+    arg("--source", metavar="S", help="kind:name, e.g. human:ana, doc:runbook"),
+    arg("--locator", metavar="L", help="where in the source (file:line, URL)"),
+    arg("--authority", type=float, metavar="F", help="0..1, default 0.5"),
+    arg("--verified", action="store_true", help="a person checked it (never agents)"),
+    arg("--claim-key", metavar="K", help="structured claim key (with --claim-value)"),
+    arg("--claim-value", metavar="V", help="structured claim value"),
+    arg("--supersedes", metavar="ID", help="the trace this one corrects"),
+    arg("--deadline", metavar="D", help="epoch ms, YYYY-MM-DD[THH:MM[:SS]] UTC, +Nh, +Nd"),
+    arg("--privacy", choices=PRIVACIES, help="default private"),
+    arg("--scope", metavar="S", help=SCOPE_HELP),
+    arg("--fulfills", metavar="ID", help="(an outcome) the commitment it reports done"),
+)
+
+
+def dest(flag: Arg) -> str:
+    """The attribute (and param) a flag fills: ``--claim-key`` fills ``claim_key``."""
+    return flag.names[-1].lstrip("-").replace("-", "_")
+
+
+def _remember(args: argparse.Namespace) -> Request:
+    content = _pick(args, "content")
+    if content is None and not sys.stdin.isatty():
+        content = sys.stdin.read()
+    if content is None:
+        raise UsageError("say what to remember: hikmah remember 'TEXT' (or --content, or stdin)")
+    params = {"content": content, "kind": args.kind, "tags": args.tag}
+    return "memory.remember", {**params, **_given(args, *map(dest, WRITE_FLAGS))}
+
+
+def _recall(args: argparse.Namespace) -> Request:
+    params = {"query": _pick(args, "query") or "", "tags": args.tag, "kinds": args.kind}
+    given = _given(args, "limit", "scope", "include_superseded", "include_sensitive", "focus")
+    return "memory.recall", {**params, **given}
+
+
+def _fulfill(args: argparse.Namespace) -> Request:
+    trace_id = _pick(args, "id")
+    if trace_id is None:
+        raise UsageError("say which commitment: hikmah fulfill --id ID")
+    return "memory.fulfill", {"id": trace_id}
+
+
+def _predict(args: argparse.Namespace) -> Request:
+    params = {"family": args.family, "question": args.question, "type": args.type, "p": args.p}
+    if args.answer_space:
+        params["answer_space"] = [a.strip() for a in args.answer_space.split(",")]
+    return "memory.predict", {**params, **_given(args, "value", "source", "scope", "deadline")}
+
+
+def _invalidate(args: argparse.Namespace) -> Request:
+    params = {"pattern": args.pattern, "tags": args.tag, "reason": args.reason, "stale": args.stale}
+    dry = {**params, "dry_run": True}
+    if args.dry_run:
+        return "memory.invalidate", dry
+    preview = call(args, "memory.invalidate", dry)
+    if not preview["matched"]:
+        return "memory.invalidate", dry
+    print(render.invalidated(preview), file=sys.stderr)
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise UsageError("not a terminal: check the list above, then rerun with --yes")
+        answer = input(f"Supersede these {len(preview['matched'])} traces? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            raise Exit(OK)
+    return "memory.invalidate", params
+
+
+def _verify(args: argparse.Namespace) -> Request:
+    params = _given(args, "accept_tail", "reset_head")
+    return "ledger.verify", {
+        "expect_head": args.expect_head,
+        **params,
+    } if args.expect_head else params
+
+
+def _focus(args: argparse.Namespace) -> Request:
+    if args.action == "list":
+        return "focus.list", {}
+    if args.name is None:
+        raise UsageError(f"say which capsule: hikmah focus {args.action} NAME")
+    name = {"name": args.name}
+    if args.action in ("pin", "unpin"):
+        if args.item is None:
+            raise UsageError(f"say which trace: hikmah focus {args.action} NAME ID")
+        return f"focus.{args.action}", {**name, "id": args.item}
+    if args.action == "note":
+        if args.item is None:
+            raise UsageError("say the note: hikmah focus note NAME 'TEXT'")
+        return "focus.note", {**name, "text": args.item, "importance": args.importance}
+    return {"open": "focus.open", "show": "focus.read", "close": "focus.close"}[args.action], name
+
+
+def _show_policy(result: dict[str, Any]) -> str:
+    note = f"# in force, from {result['path']}\n"
+    if result.get("error"):
+        note += f"# NOT APPLIED (previous policy stays): {result['error']}\n"
+    return note + str(result["toml"]).rstrip()
+
+
+# --- the table -----------------------------------------------------------------------------
+
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        "remember",
+        "write a trace",
+        (
+            arg("content_arg", nargs="?", metavar="CONTENT", help="what to remember"),
+            arg("--content", help="what to remember (or give it positionally, or on stdin)"),
+            arg(
+                "--kind",
+                default="observation",
+                choices=REMEMBERED_KINDS,
+                help="default observation",
+            ),
+            arg("--tag", action="append", default=[], metavar="T", help="a tag (repeatable)"),
+            *WRITE_FLAGS,
+        ),
+        _remember,
+        render.remembered,
+    ),
+    Command(
+        "recall",
+        "recall the traces that resonate with a query",
+        (
+            arg("query_arg", nargs="?", metavar="QUERY", help="words to recall by"),
+            arg("--query", help="words to recall by (or give them positionally)"),
+            arg("--tag", action="append", default=[], metavar="T", help="a tag cue (repeatable)"),
+            arg("--kind", action="append", default=[], choices=KINDS, help="only these kinds"),
+            arg("--limit", type=int, metavar="N", help="most results (capped by the policy)"),
+            arg("--scope", metavar="S", help="this scope and global only"),
+            arg("--include-superseded", action="store_true", help="history too"),
+            arg("--include-sensitive", action="store_true", help="sensitive traces too"),
+            arg("--focus", metavar="NAME", help="absorb the results into this focus capsule"),
+        ),
+        _recall,
+        render.recalled,
+    ),
+    Command(
+        "show",
+        "one trace with its history",
+        (arg("id", metavar="ID"),),
+        lambda a: ("memory.show", {"id": a.id}),
+        render.shown,
+    ),
+    Command(
+        "conflicts",
+        "open conflicts: one claim key, several values",
+        request=lambda a: ("memory.conflicts", {}),
+        show=render.conflicts,
+    ),
+    Command(
+        "commitments",
+        "the promise queue, soonest first",
+        (
+            arg("--within-hours", type=float, metavar="H", help="due within H hours"),
+            arg("--overdue", action="store_true", help="only overdue ones"),
+        ),
+        lambda a: ("promises.list", {"overdue": a.overdue, **_given(a, "within_hours")}),
+        render.commitments,
+    ),
+    Command(
+        "fulfill",
+        "mark a commitment done",
+        (
+            arg("id_arg", nargs="?", metavar="ID"),
+            arg("--id", help="the commitment (or give it positionally)"),
+        ),
+        _fulfill,
+        lambda r: f"fulfilled {r['id']}",
+    ),
+    Command(
+        "predict",
+        "record a forecast, to be resolved by an outcome",
+        (
+            arg("--family", required=True, metavar="F", help="what it forecasts, e.g. ci.green"),
+            arg("--question", required=True, metavar="Q", help="the forecast, in words"),
+            arg(
+                "--type",
+                required=True,
+                choices=PREDICTION_TYPES,
+                help="noul: will it happen (outcome yes/no); choice: which of --answer-space;"
+                " score: a number in 0..1",
+            ),
+            arg("--p", required=True, type=float, metavar="P", help="probability, 0..1"),
+            arg("--value", metavar="V", help="(choice) the answer forecast"),
+            arg("--answer-space", metavar="A,B", help="(choice) the possible answers"),
+            arg("--source", metavar="S", help="who forecasts, e.g. human:ana, agent:claude"),
+            arg("--scope", metavar="S", help=SCOPE_HELP),
+            arg("--deadline", metavar="D", help="when the outcome should be known"),
+        ),
+        _predict,
+        render.remembered,
+    ),
+    Command(
+        "outcome",
+        "resolve a prediction, once, with what was observed",
+        (
+            arg("--prediction", required=True, metavar="ID", help="the prediction"),
+            arg("--observed", required=True, metavar="V", help="yes/no, an answer, a score"),
+            arg("--source", metavar="S", help="who observed it (never a model: source)"),
+            arg("--note", metavar="N", help="what happened, in words"),
+        ),
+        lambda a: ("memory.outcome", _given(a, "prediction", "observed", "source", "note")),
+        lambda r: f"resolved {r['resolved']} with {r['trace']['id']}",
+    ),
+    Command(
+        "calibration",
+        "how well forecasts matched outcomes, per family",
+        (
+            OneOf(
+                (
+                    arg("--family", metavar="F", help="only this family"),
+                    arg(
+                        "--family-prefix", metavar="P", help="families starting with P, pooled too"
+                    ),
+                )
+            ),
+        ),
+        lambda a: ("memory.calibration", _given(a, "family", "family_prefix")),
+        render.calibration,
+    ),
+    Command(
+        "consolidate",
+        "proposals of durable beliefs (never writes)",
+        request=lambda a: ("replay.consolidate", {}),
+        show=render.proposals,
+    ),
+    Command(
+        "promote",
+        "write the belief a current proposal describes",
+        (
+            arg("id", metavar="PROPOSAL", help="a proposal id from consolidate (pr_…)"),
+            arg("--verified", action="store_true", help="you checked it (never agents)"),
+            arg("--source", metavar="S", help="who promotes it, e.g. human:ana"),
+        ),
+        lambda a: ("replay.promote", {"id": a.id, "verified": a.verified, **_given(a, "source")}),
+        render.remembered,
+    ),
+    Command(
+        "feedback",
+        "a recalled trace you acted on led to a good or bad outcome",
+        (
+            arg("outcome", choices=["good", "bad"]),
+            arg("ids", nargs="+", metavar="ID", help="the traces acted on"),
+        ),
+        lambda a: ("memory.feedback", {"ids": a.ids, "outcome": a.outcome}),
+        lambda r: f"{r['outcome']} outcome for {', '.join(r['ids'])}",
+    ),
+    *(
+        Command(
+            verb,
+            help_text,
+            (arg("id", metavar="ID"),),
+            lambda a: (f"memory.{a.command}", {"id": a.id}),
+            lambda r: f"{'pinned' if r['pinned'] else 'unpinned'} {r['id']}",
+        )
+        for verb, help_text in (
+            ("pin", "keep a trace at full weight in recall (no decay, no bad feedback)"),
+            ("unpin", "let a pinned trace age again"),
+        )
+    ),
+    Command(
+        "invalidate",
+        "supersede every active trace matching a pattern (shows the list first)",
+        (
+            arg("pattern", metavar="PATTERN", help="text the traces contain (any case)"),
+            arg("--tag", action="append", default=[], metavar="T", help="and carry this tag"),
+            arg("--reason", required=True, help="why they no longer hold (kept in each)"),
+            arg("--stale", action="store_true", help="keep them recallable, marked stale"),
+            arg("--dry-run", action="store_true", help="only show what would be superseded"),
+            arg("--yes", action="store_true", help="do not ask for confirmation"),
+        ),
+        _invalidate,
+        render.invalidated,
+    ),
+    Command(
+        "purge",
+        "retention deletion of a trace (a person only)",
+        (arg("--id", required=True), arg("--reason", required=True, help="kept in the tombstone")),
+        lambda a: ("memory.purge", {"id": a.id, "reason": a.reason}),
+        lambda r: f"purged {r['id']}\n  {r['note']}",
+    ),
+    Command(
+        "compact",
+        "rewrite the ledger without the text of purged traces (a person only)",
+        request=lambda a: ("ledger.compact", {}),
+        show=render.compacted,
+    ),
+    Command(
+        "vault",
+        "the encrypted vault: which keys it uses, or rotate its master key (a person only)",
+        (
+            arg(
+                "action",
+                choices=["status", "rotate"],
+                help="status: key ids and keyring backend; rotate: re-wrap every data key under"
+                " a new master key (payloads are not rewritten; the old master is then deleted)",
+            ),
+        ),
+        lambda a: (f"vault.{a.action}", {}),
+        {"vault.status": render.vault_status, "vault.rotate": render.rotated},
+    ),
+    Command(
+        "verify-ledger",
+        "check the hash chain and the head",
+        (
+            OneOf(
+                (
+                    arg("--expect-head", metavar="SEQ:HASH", help="a head pinned elsewhere"),
+                    arg("--accept-tail", action="store_true", help="acknowledge appended records"),
+                    arg(
+                        "--reset-head", action="store_true", help="rewrite the head from the ledger"
+                    ),
+                )
+            ),
+        ),
+        _verify,
+        render.verified,
+    ),
+    Command(
+        "policy",
+        "the policy in force, as TOML",
+        (arg("--print-defaults", action="store_true", help="every field with its default"),),
+        lambda a: ("policy.get", {"defaults": a.print_defaults}),
+        _show_policy,
+    ),
+    Command(
+        "status",
+        "the daemon, the store, the policy, the reminders",
+        request=lambda a: ("daemon.status", {}),
+        show=render.status,
+    ),
+    Command(
+        "setup",
+        "wire Hikmah into Claude Code or Codex (MCP server and hooks)",
+        (
+            arg("host", choices=["claude", "codex"], help="the coding agent"),
+            arg("--remove", action="store_true", help="take exactly our entries out again"),
+            arg("--no-mcp", action="store_true", help="hooks only, no MCP server"),
+        ),
+        run=runners.setup,
+        description="Add the hikmah-agent MCP server and the session-start and prompt hooks"
+        " to the agent's user configuration (~/.claude.json and ~/.claude/settings.json, or"
+        " ~/.codex/config.toml and ~/.codex/hooks.json). Safe to rerun; everything else in"
+        " those files is kept, and each changed file is backed up beside itself first.",
+        daemon=False,
+    ),
+    Command(
+        "writeback",
+        "write verified rules into a managed block of CLAUDE.md/AGENTS.md",
+        (
+            arg("--to", required=True, metavar="FILE", help="e.g. CLAUDE.md or AGENTS.md"),
+            arg(
+                "--scope",
+                metavar="S",
+                help="default: the project of FILE (its git root or directory)",
+            ),
+            arg("--force", action="store_true", help="overwrite a block edited by hand"),
+        ),
+        run=runners.writeback,
+        description="Render the verified preferences, constraints and procedures of a scope"
+        " (and the global ones) into the block between <!-- hikmah:begin --> and"
+        " <!-- hikmah:end --> of an instruction file. The rest of the file is never touched;"
+        " rerunning changes nothing unless memory changed; a block edited by hand is kept"
+        " unless --force.",
+    ),
+    Command(
+        "ingest",
+        "read Claude Code / Codex session transcripts into memory",
+        (arg("files", nargs="+", metavar="FILE"),),
+        run=runners.ingest,
+        description="Read session transcripts (JSON Lines from ~/.claude/projects/… or"
+        " ~/.codex/sessions/…; the format is detected) into episode traces (your words) and"
+        " observation traces (the agent's), with the transcript as locator. Rerunning is"
+        " safe: messages already ingested are skipped. Rules you stated become proposals in"
+        " `hikmah consolidate`; nothing is promoted on its own.",
+    ),
+    Command(
+        "export",
+        "write memory as JSON Lines of traces (stdout, or --output FILE)",
+        (
+            arg("--include-superseded", action="store_true", help="the history of corrections too"),
+            arg(
+                "--output",
+                metavar="FILE",
+                help="write FILE (mode 0600, atomically) instead of stdout",
+            ),
+        ),
+        run=runners.export,
+        description="Write every trace, in write order, as one JSON object per line: the"
+        " trace as `hikmah show --json` gives it, plus its status. Purged traces are never"
+        " exported; superseded ones only with --include-superseded (without it, a"
+        " correction's link to the trace it superseded is left out). The text is plaintext;"
+        " no key ever leaves the daemon. Progress goes to stderr when it is a terminal.",
+    ),
+    Command(
+        "import",
+        "read JSON Lines of traces, or a reference memory.jsonl ledger, into memory",
+        (
+            arg("file", metavar="FILE"),
+            arg(
+                "--force-broken-chain",
+                action="store_true",
+                help="(ledger) import the records before the first one that does not verify",
+            ),
+            arg(
+                "--expect-head",
+                metavar="SEQ:HASH",
+                help="(ledger) the head you pinned: records past it, or a rewrite, break the chain",
+            ),
+        ),
+        run=runners.import_,
+        description="Import FILE. JSON Lines of traces (as export writes them; missing fields"
+        ' take the write defaults, so {"kind": "observation", "content": "..."} is a'
+        " line) are validated like any write and keep their ids: importing twice writes"
+        " nothing new. A ledger of the reference implementation (memory.jsonl, records v1"
+        " and v2) is recognised by its records; its hash chain is checked first, and a"
+        " broken chain is refused as a whole. Refused lines are reported with their line"
+        " number and reason while the rest is imported. Exit 0 when everything was"
+        " imported, 3 when some lines were refused or the chain is broken, 2 when FILE"
+        " cannot be read.",
+    ),
+    Command(
+        "backup",
+        "a consistent copy of the store into an empty directory, while the daemon serves",
+        (arg("dir", metavar="DIR"),),
+        run=runners.backup,
+        description="Copy the LMDB store (compacted) and its ledger head, as of one moment,"
+        " into DIR (new or empty; made 0700), with a manifest. The daemon keeps serving"
+        " meanwhile. Restore with `hikmahd --restore DIR` while no daemon runs.",
+    ),
+    Command(
+        "eval",
+        "retrieval evaluation: recall vs a BM25 baseline on a cases file",
+        (
+            arg("cases", metavar="CASES.toml"),
+            arg("--k", type=int, default=5, help="results judged per query (default 5)"),
+        ),
+        run=runners.evaluate,
+        description="Build a throwaway store from the traces of CASES.toml (never your memory),"
+        " run each case's query, and report pass/fail per case, recall@k, MRR and nDCG for"
+        " Hikmah and for SQLite FTS5 bm25() side by side. Exit 1 when a case fails."
+        " See docs/evaluation.md for the file format.",
+    ),
+    Command(
+        "hook",
+        "context for a coding agent's hook (reads the hook JSON on stdin)",
+        (
+            arg("event", choices=["session-start", "prompt"], help="the hook event"),
+            arg("--budget", type=int, metavar="TOKENS", help="most tokens of context"),
+        ),
+        run=runners.hook,
+        description="Print the host's hook JSON with memory for this session start or prompt."
+        " Never fails the agent's turn: without a daemon or on any error it prints nothing"
+        " and exits 0. Installed by `hikmah setup claude|codex`.",
+    ),
+    Command(
+        "focus",
+        "working memory: named, bounded focus capsules",
+        (
+            arg(
+                "action",
+                choices=["open", "show", "pin", "unpin", "close", "list", "note"],
+                help="what to do",
+            ),
+            arg("name", nargs="?", metavar="NAME", help="the capsule (e.g. task:fix-login)"),
+            arg("item", nargs="?", metavar="ID|TEXT", help="a trace id (pin, unpin) or a note"),
+            arg("--importance", type=float, default=0.5, help="a note's importance, 0..1"),
+        ),
+        _focus,
+        {
+            "focus.list": render.capsules,
+            "focus.note": render.noted,
+            "focus.close": render.closed,
+            **dict.fromkeys(
+                ("focus.open", "focus.read", "focus.pin", "focus.unpin"), render.capsule
+            ),
+        },
+    ),
+)

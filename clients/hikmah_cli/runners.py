@@ -1,0 +1,230 @@
+"""The ``hikmah`` commands that run their own course: several requests, files, another program.
+
+Each takes the parsed arguments and returns the exit code; the table of
+:mod:`hikmah_cli.commands` names them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from hikmah import paths
+
+from . import render
+from .session import INTERNAL, OK, REFUSED, UNAVAILABLE, USAGE, Exit, Session, UsageError, call
+
+
+def _executable(name: str) -> str:
+    """The installed ``name`` script: beside this Python (a virtualenv), else on PATH."""
+    import shutil  # noqa: PLC0415 -- only setup needs it
+
+    beside = Path(sys.executable).with_name(name)
+    found = str(beside) if beside.exists() else shutil.which(name)
+    if found is None:
+        raise UsageError(f"cannot find the {name} command; install hikmah with `pip install .`")
+    return str(Path(found).absolute())
+
+
+def setup(args: argparse.Namespace) -> int:
+    from . import setup as configure  # noqa: PLC0415 -- a rare command; keep the hot path lean
+
+    hikmah = _executable("hikmah")
+    agent = hikmah if args.no_mcp or args.remove else _executable("hikmah-agent")
+    try:
+        lines = configure.setup(
+            args.host, home=Path.home(), remove=args.remove, mcp=not args.no_mcp,
+            hikmah=hikmah, hikmah_agent=agent,
+        )  # fmt: skip
+    except (configure.SetupError, OSError) as exc:
+        print(f"hikmah setup: {exc}", file=sys.stderr)
+        return INTERNAL
+    print("\n".join(lines))
+    if not args.remove:
+        print(f"Restart {'Claude Code' if args.host == 'claude' else 'Codex'} to load them.")
+    return OK
+
+
+def writeback(args: argparse.Namespace) -> int:
+    from . import writeback as block  # noqa: PLC0415 -- a rare command; keep the hot path lean
+
+    target = Path(args.to)
+    scope = args.scope or paths.project_scope(target.absolute().parent)
+    params = {"scope": scope, "verified_only": True, "within_hours": 0, "limit": 500}
+    traces = [entry["trace"] for entry in call(args, "memory.context", params)["standing"]]
+    label = "global" if scope == "global" else f"{scope} and global"
+    try:
+        done = block.writeback(target, traces, scope_label=label, force=args.force)
+    except block.HandEdited as exc:
+        print(f"hikmah writeback: {exc}", file=sys.stderr)
+        return REFUSED
+    except (block.MalformedBlock, OSError, UnicodeDecodeError) as exc:
+        print(f"hikmah writeback: {exc}", file=sys.stderr)
+        return INTERNAL
+    if args.json:
+        print(json.dumps({"path": str(target), "result": done, "traces": len(traces)}))
+    else:
+        print(f"{done} {target}: {len(traces)} verified trace(s) of {label}")
+    return OK
+
+
+def ingest(args: argparse.Namespace) -> int:
+    reports, failed = [], 0
+    for number, name in enumerate(args.files, 1):
+        try:
+            report = call(args, "replay.ingest", {"path": os.path.abspath(name)})
+        except Exit as exc:
+            if exc.code == UNAVAILABLE:
+                return UNAVAILABLE
+            failed += 1  # the reason is on stderr; go on with the next file
+            continue
+        reports.append(report)
+        if not args.json:
+            print(f"[{number}/{len(args.files)}] {render.ingested(report)}", flush=True)
+    if args.json:
+        print(json.dumps({"files": reports}, ensure_ascii=False))
+    elif reports:
+        print("rules you stated are proposed by: hikmah consolidate")
+    return USAGE if failed else OK
+
+
+def export(args: argparse.Namespace) -> int:
+    from . import transfer  # noqa: PLC0415 -- only export and import use it
+
+    chunks: list[str] = []
+    with Session(args) as session:
+        counts = session.call("daemon.status", {})["counts"]
+        total = counts["active"] + counts["fulfilled"]
+        total += counts["superseded"] if args.include_superseded else 0
+        progress = render.Progress("exported", total, "traces")
+        count = 0
+        for page in transfer.export_pages(session.call, include_superseded=args.include_superseded):
+            text = "".join(json.dumps(t, ensure_ascii=False) + "\n" for t in page)
+            if args.output:
+                chunks.append(text)
+            else:
+                try:
+                    sys.stdout.write(text)
+                except BrokenPipeError:  # `hikmah export | head`: the reader has enough
+                    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                    return OK
+            count += len(page)
+            progress.update(count)
+    progress.end()
+    if args.output:
+        from hikmah.durable import write_atomic  # noqa: PLC0415 -- only export --output writes
+
+        try:
+            write_atomic(Path(args.output), "".join(chunks).encode(), 0o600)
+        except OSError as exc:
+            print(f"hikmah export: cannot write {args.output}: {exc.strerror}", file=sys.stderr)
+            return INTERNAL
+        if args.json:
+            print(json.dumps({"path": os.path.abspath(args.output), "traces": count}))
+        else:
+            print(f"exported {count} traces to {args.output}")
+    return OK
+
+
+def import_(args: argparse.Namespace) -> int:
+    from . import transfer  # noqa: PLC0415 -- only export and import use it
+
+    try:
+        data = Path(args.file).read_bytes()
+    except OSError as exc:
+        print(f"hikmah import: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
+        return USAGE
+    rows = transfer.rows_of(data)
+    ledger = transfer.is_ledger(rows)
+    if not ledger and (args.force_broken_chain or args.expect_head):
+        print(
+            "hikmah import: --force-broken-chain and --expect-head are for reference ledgers;"
+            f" {args.file} holds traces",
+            file=sys.stderr,
+        )
+        return USAGE
+    report = _import_ledger(args, rows) if ledger else _import_traces(args, rows)
+    report = {"file": os.path.abspath(args.file), **report}
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False))
+    else:
+        for refused in report["refused"]:
+            print(f"hikmah import: {render.refused_line(refused)}", file=sys.stderr)
+        print(render.imported(report))
+    return REFUSED if report["refused"] or report.get("break") else OK
+
+
+def _import_traces(args: argparse.Namespace, rows: list[tuple[int, bytes]]) -> dict[str, Any]:
+    from . import transfer  # noqa: PLC0415 -- only export and import use it
+
+    progress = render.Progress("imported", len(rows), "lines")
+    with Session(args) as session:
+        report = transfer.import_traces(session.call, rows, progress.update)
+    progress.end()
+    return report
+
+
+def _import_ledger(args: argparse.Namespace, rows: list[tuple[int, bytes]]) -> dict[str, Any]:
+    from hikmah.errors import InvalidInput  # noqa: PLC0415 -- only import uses these
+    from hikmah.headtext import parse_head  # noqa: PLC0415
+
+    from . import transfer  # noqa: PLC0415
+
+    if args.expect_head is not None:
+        try:
+            parse_head(args.expect_head)
+        except InvalidInput:
+            message = "--expect-head must be SEQ:HASH, as verify-ledger prints it"
+            print(f"hikmah import: {message}", file=sys.stderr)
+            raise Exit(USAGE) from None
+    with Session(args) as session:
+        progress = render.Progress("verified", len(rows), "records")
+        report, records = transfer.verify_ledger(
+            session.call, rows, args.expect_head, progress.update
+        )
+        progress.end()
+        broken = report["break"]
+        if broken is not None and not args.force_broken_chain:
+            print(
+                f"hikmah import: {render.chain_break(broken)}; nothing was imported. Rerun with"
+                f" --force-broken-chain to import the {report['verified']} records before the"
+                " break.",
+                file=sys.stderr,
+            )
+            return report
+        progress = render.Progress("imported", report["verified"], "records")
+        report = transfer.import_ledger(session.call, report, records, progress.update)
+        progress.end()
+    return report
+
+
+def backup(args: argparse.Namespace) -> int:
+    target = os.path.abspath(args.dir)
+    # A large store takes a while to copy: no reply timeout.
+    with Session(args, timeout=None) as session:
+        result = session.call("daemon.backup", {"dir": target})
+    print(json.dumps(result) if args.json else render.backed_up(result))
+    return OK
+
+
+def evaluate(args: argparse.Namespace) -> int:
+    """Run the harness in a process of its own: the CLI never loads the store itself."""
+    argv = [sys.executable, "-m", "hikmah.evaluation", args.cases, "--k", str(args.k)]
+    if args.json:
+        argv.append("--json")
+    if args.policy:
+        argv += ["--policy", args.policy]
+    os.execv(sys.executable, argv)
+
+
+def hook(args: argparse.Namespace) -> int:
+    from . import hooks  # noqa: PLC0415 -- only hooks pay for the tokenizer
+
+    output = hooks.run(args.event, sys.stdin.read(), paths.socket_path(args.socket), args.budget)
+    if output:
+        print(output)
+    return OK

@@ -1,0 +1,77 @@
+"""The CLI's connection to the daemon and its exit codes: a failure is one sentence on
+stderr and the exit code of its category (DESIGN.md §7)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from hikmah import paths
+
+from .client import RemoteError, Unavailable, connect, environment_flags
+
+OK, INTERNAL, USAGE, REFUSED, NOT_FOUND, UNAVAILABLE = 0, 1, 2, 3, 4, 5
+# The exit code of each category of error reasons (hikmah.errors.REASONS); a failure
+# ("failed") exits INTERNAL.
+EXIT_FOR_CATEGORY = {"invalid": USAGE, "refused": REFUSED, "not_found": NOT_FOUND,
+                     "unavailable": UNAVAILABLE}  # fmt: skip
+
+
+class Exit(Exception):
+    """Stop with this exit code; the reason was printed on stderr already."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+class UsageError(Exception):
+    """The command line asks for something it cannot: exit USAGE with this message."""
+
+
+def call(args: argparse.Namespace, method: str, params: dict[str, Any]) -> Any:
+    """One request to the daemon (started if needed); a failure is printed and raised as Exit."""
+    with Session(args) as session:
+        return session.call(method, params)
+
+
+class Session:
+    """A connection to the daemon (started if needed) for one or many requests.
+
+    A failure is printed on stderr and raised as :class:`Exit` with its exit code.
+    """
+
+    def __init__(self, args: argparse.Namespace, timeout: float | None = 60.0) -> None:
+        self.args = args
+        try:
+            self.client = connect(
+                paths.socket_path(args.socket),
+                autostart=not args.no_autostart,
+                daemon_args=environment_flags(args.data_dir, args.policy),
+            )
+        except Unavailable as exc:
+            print(f"hikmah: {exc}", file=sys.stderr)
+            raise Exit(UNAVAILABLE) from None
+        self.client.sock.settimeout(timeout)
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.client.close()
+
+    def call(self, method: str, params: dict[str, Any]) -> Any:
+        try:
+            return self.client.call(method, params)
+        except Unavailable as exc:
+            print(f"hikmah: {exc}", file=sys.stderr)
+            raise Exit(UNAVAILABLE) from None
+        except RemoteError as exc:
+            from hikmah.errors import REASONS  # noqa: PLC0415 -- only a failure needs it
+
+            print(f"hikmah {self.args.command}: {exc}", file=sys.stderr)
+            category = REASONS.get(exc.reason or "")
+            if category in EXIT_FOR_CATEGORY:
+                raise Exit(EXIT_FOR_CATEGORY[category]) from None
+            raise Exit(USAGE if exc.code in (-32600, -32602) else INTERNAL) from None

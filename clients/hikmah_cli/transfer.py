@@ -1,0 +1,216 @@
+"""The client side of moving memory in and out: paging an export, importing a file in calls.
+
+Any client can drive the daemon's ``memory.export``, ``memory.import`` and
+``memory.import_ledger`` with these (docs/protocol.md, "Import and export"
+is the protocol): a file is sent in batches that stay well under the 1 MiB
+frame limit, lines in file order; the statuses a trace file was exported
+with are settled once every line is written; a reference ledger is
+verified whole (``check_only``) before any record is imported. Each function
+takes ``call(method, params)``, which sends one request and returns its
+result (raising as the client sees fit), and a progress callback.
+
+Standard library only, like the rest of the CLI's hot path.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from hikmah.headtext import parse_head
+
+Call = Callable[[str, dict[str, Any]], Any]
+Progress = Callable[[int], None]
+
+# Import batches stay well under the daemon's 1 MiB frame limit.
+BATCH_LINES = 500
+BATCH_BYTES = 512 * 1024
+MAX_LINE_BYTES = 900 * 1024
+EXPORT_PAGE = 500
+LEDGER_KEYS = frozenset({"seq", "prev_hash", "payload", "hash"})
+
+Row = tuple[int, bytes]  # (line number, the line's bytes)
+
+
+def rows_of(data: bytes) -> list[Row]:
+    """The non-blank lines of a file, numbered from 1 (a CR before the LF is dropped)."""
+    return [
+        (number, raw.rstrip(b"\r"))
+        for number, raw in enumerate(data.split(b"\n"), 1)
+        if raw.strip()
+    ]
+
+
+def is_ledger(rows: list[Row]) -> bool:
+    """Whether the file is a ledger (its first line a record), not JSON Lines of traces."""
+    first, _ = json_line(rows[0][1]) if rows else (None, None)
+    return isinstance(first, dict) and first.keys() >= LEDGER_KEYS
+
+
+def export_pages(call: Call, *, include_superseded: bool) -> Iterator[list[dict[str, Any]]]:
+    """Every trace, page by page, in write order (``memory.export`` until ``next`` is null)."""
+    params = {"include_superseded": include_superseded, "limit": EXPORT_PAGE}
+    after = None
+    while True:
+        page = call("memory.export", {**params, "after": after})
+        yield page["traces"]
+        after = page["next"]
+        if after is None:
+            return
+
+
+def import_traces(call: Call, rows: list[Row], progress: Progress) -> dict[str, Any]:
+    """JSON Lines of traces: each line checked locally for JSON, then written by the daemon;
+    the statuses the file was exported with are settled once every line is written."""
+    items: list[dict[str, Any]] = []
+    refused: list[dict[str, Any]] = []
+    settle: list[dict[str, Any]] = []
+    for number, raw in rows:
+        value, problem = json_line(raw)
+        if problem is None and not isinstance(value, dict):
+            problem = f"not a trace object but a JSON {_json_type(value)}"
+        item = {"line": number, "trace": value}
+        if problem is None and len(json.dumps(item, ensure_ascii=False).encode()) > MAX_LINE_BYTES:
+            problem = f"too large to import (over {MAX_LINE_BYTES >> 10} KiB)"
+        if problem is not None:
+            refused.append({"line": number, "reason": problem})
+            continue
+        items.append(item)
+        status, trace_id = value.get("status"), value.get("id")
+        if status in ("fulfilled", "superseded") and isinstance(trace_id, str):
+            settle.append({"line": number, "id": trace_id, "status": status})
+    report: dict[str, Any] = {"format": "traces", "lines": len(rows), "written": 0, "already": 0}
+    notes: list[dict[str, Any]] = []
+    settled = 0
+    done = len(refused)
+    for batch in batches(items):
+        result = call("memory.import", {"lines": batch})
+        report["written"] += result["written"]
+        report["already"] += result["already"]
+        refused += result["refused"]
+        notes += result["notes"]
+        done += len(batch)
+        progress(done)
+    # Statuses that only the whole file makes: fulfil what no imported outcome did.
+    gone = {r["line"] for r in refused}
+    pending = [s for s in settle if s["line"] not in gone]
+    for start in range(0, len(pending), BATCH_LINES):
+        result = call("memory.import", {"settle": pending[start : start + BATCH_LINES]})
+        settled += result["settled"]
+        notes += result["notes"]
+    refused.sort(key=lambda r: r["line"])
+    notes.sort(key=lambda n: n["line"])
+    return {**report, "settled": settled, "refused": refused, "notes": notes}
+
+
+def verify_ledger(
+    call: Call, rows: list[Row], expect_head: str | None, progress: Progress
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A reference ledger's whole chain, checked by the daemon and written nowhere.
+
+    Returns:
+        The report of the import so far (``records``, ``verified``, ``head``: the
+        last record that verifies, and ``break``: where the chain stops verifying,
+        or None; nothing imported yet), and the records to import.
+
+    Raises:
+        InvalidInput: ``expect_head`` is not ``SEQ:HASH``.
+    """
+    records: list[dict[str, Any]] = []
+    broken: dict[str, Any] | None = None
+    for number, raw in rows:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            broken = {"line": number, "seq": None, "reason": "the record is not UTF-8 text"}
+            break
+        if len(raw) > MAX_LINE_BYTES // 2:  # escaped as a JSON string, it may double
+            broken = {"line": number, "seq": None, "reason": "the record is too large to check"}
+            break
+        records.append({"line": number, "text": text})
+    pinned = None if expect_head is None else parse_head(expect_head)[0]
+    after, checked = None, 0
+    for batch in batches(records):
+        params = {"records": batch, "after": after, "expect_head": expect_head}
+        result = call("memory.import_ledger", {**params, "check_only": True})
+        checked += result["checked"]
+        after = result["tail"] or after
+        progress(checked)
+        if result["break"] is not None:
+            broken = result["break"]
+            break
+    ends = 0 if after is None else after["seq"]
+    if broken is None and pinned is not None and ends < pinned:
+        broken = {
+            "line": None,
+            "seq": None,
+            "reason": f"the ledger ends at seq {ends}, before the pinned head (seq {pinned}):"
+            " records were removed",
+        }
+    report: dict[str, Any] = {
+        "format": "reference-ledger",
+        "records": len(rows),
+        "verified": checked,
+        "head": after,
+        "break": broken,
+        "imported": False,
+        "written": 0,
+        "already": 0,
+        "linked": 0,
+        "refused": [],
+        "notes": [],
+    }
+    return report, records
+
+
+def import_ledger(
+    call: Call, report: dict[str, Any], records: list[dict[str, Any]], progress: Progress
+) -> dict[str, Any]:
+    """Import the records :func:`verify_ledger` checked, up to its break, into its report."""
+    report = {**report, "imported": True}
+    after, done = None, 0
+    for batch in batches(records[: report["verified"]]):
+        result = call("memory.import_ledger", {"records": batch, "after": after})
+        after = result["tail"]
+        for key in ("written", "already", "linked", "refused", "notes"):
+            report[key] += result[key]
+        done += len(batch)
+        progress(done)
+    return report
+
+
+def batches(items: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+    """Consecutive runs of at most BATCH_LINES items and about BATCH_BYTES of JSON."""
+    batch: list[dict[str, Any]] = []
+    size = 0
+    for item in items:
+        length = len(json.dumps(item, ensure_ascii=False).encode()) + 1
+        if batch and (len(batch) >= BATCH_LINES or size + length > BATCH_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append(item)
+        size += length
+    if batch:
+        yield batch
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def json_line(raw: bytes) -> tuple[Any, str | None]:
+    """The JSON value of one line, or why it has none (never echoing the line)."""
+    try:
+        return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant), None
+    except UnicodeDecodeError:
+        return None, "not UTF-8 text"
+    except json.JSONDecodeError as exc:
+        return None, f"not JSON ({exc.msg} at column {exc.colno})"
+    except (ValueError, RecursionError) as exc:
+        return None, f"not JSON ({exc})" if isinstance(exc, ValueError) else "nested too deeply"
+
+
+def _json_type(value: Any) -> str:
+    names = {list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+    return "null" if value is None else names.get(type(value), "value")

@@ -1,0 +1,54 @@
+"""``ledger.*``: verify the hash chain (and accept a tail or reset the head), compact it."""
+
+from __future__ import annotations
+
+from hikmah import maintenance
+from hikmah.errors import InvalidInput
+from hikmah.headtext import parse_head
+from hikmah.ledger import Head
+
+from ..context import Context
+from ..rpc import JSON, NoParams, Params, Registry, to_json
+
+registry = Registry()
+
+
+class VerifyParams(Params, frozen=True):
+    expect_head: str | None = None
+    accept_tail: bool = False
+    reset_head: bool = False
+
+    def check(self) -> None:
+        chosen = [self.expect_head is not None, self.accept_tail, self.reset_head]
+        if sum(chosen) > 1:
+            raise InvalidInput("expect_head, accept_tail and reset_head exclude each other")
+
+
+def _moves_the_head(params: VerifyParams) -> str | None:
+    if params.accept_tail:
+        return "verify-ledger --accept-tail"
+    return "verify-ledger --reset-head" if params.reset_head else None
+
+
+@registry.method("ledger.verify", VerifyParams, person=_moves_the_head)
+async def verify(ctx: Context, params: VerifyParams) -> JSON:
+    services = ctx.services
+    if params.accept_tail or params.reset_head:
+        move = maintenance.accept_tail if params.accept_tail else maintenance.reset_head
+        report = await services.writer.exclusive(move)
+        await services.reminders.reload()  # accepted records may hold commitments
+    else:
+        pinned = None if params.expect_head is None else Head(*parse_head(params.expect_head))
+        report = await services.writer.exclusive(
+            lambda store: maintenance.verify(store, expect_head=pinned)
+        )
+    return to_json(report)
+
+
+@registry.method("ledger.compact", NoParams, person="compact")
+async def compact(ctx: Context, params: NoParams) -> JSON:
+    """Rewrite the ledger without purged text, re-chained, the old head recorded."""
+    now = ctx.services.now_ms()
+    done = await ctx.services.writer.exclusive(lambda store: maintenance.compact(store, now))
+    await ctx.services.reminders.reload()
+    return to_json(done)

@@ -1,0 +1,49 @@
+"""``promises.list``: the promise queue, soonest first."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import msgspec
+
+from hikmah import queries
+from hikmah.snapshot import Snapshot
+
+from ..context import Context
+from ..rpc import JSON, Params, Registry, to_json
+
+registry = Registry()
+HOUR_MS = 3_600_000
+MAX_HOURS = 24 * 366 * 100  # a century: any further is "everything"
+
+
+class PromisesParams(Params, frozen=True):
+    within_hours: Annotated[float, msgspec.Meta(ge=0, le=MAX_HOURS)] | None = None
+    overdue: bool = False
+
+
+@registry.method("promises.list", PromisesParams)
+async def promises(ctx: Context, params: PromisesParams) -> JSON:
+    now = ctx.services.now_ms()
+    until = None
+    if params.overdue:
+        until = now
+    elif params.within_hours is not None:
+        until = now + int(params.within_hours * HOUR_MS)
+    with ctx.services.store.snapshot() as snapshot:
+        return {"commitments": due(snapshot, now, until, scope=None)}
+
+
+def due(snapshot: Snapshot, now_ms: int, until: int | None, *, scope: str | None) -> list[JSON]:
+    """Open commitments due by ``until``, soonest first (only those holding in ``scope``),
+    each with whether it is overdue and how long until it is due."""
+    commitments: list[JSON] = []
+    for entry in queries.commitments(snapshot, until_ms=until):
+        if scope is not None and entry.trace.scope not in ("global", scope):
+            continue
+        deadline = entry.trace.deadline
+        assert deadline is not None
+        commitments.append(
+            {**to_json(entry), "overdue": deadline <= now_ms, "due_in_ms": deadline - now_ms}
+        )
+    return commitments

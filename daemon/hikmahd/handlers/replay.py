@@ -1,0 +1,135 @@
+"""``replay.*``: consolidation proposals, their promotion, and ingesting session transcripts."""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+from pathlib import Path
+
+from hikmah.consolidation import proposals
+from hikmah.errors import ConflictError, HikmahError, InvalidInput
+from hikmah.paths import project_scope
+from hikmah.rules import Promote, Remember
+from hikmah.trace import Draft
+from hikmah.transcripts import TRANSCRIPT_TAG, Transcript, parse_transcript
+
+from ..context import Context
+from ..rpc import JSON, NoParams, Params, Registry, to_json
+
+registry = Registry()
+
+# A message longer than this is pasted material (logs, files); its start is kept.
+MAX_MESSAGE_CHARS = 16_000
+MAX_TRANSCRIPT_BYTES = 256 << 20
+
+
+@registry.blocking("replay.consolidate", NoParams)
+def consolidate(ctx: Context, params: NoParams) -> JSON:
+    """Proposals of durable beliefs (REFERENCE.md "Consolidation"); never writes."""
+    found = ctx.services.store.read(proposals, ctx.services.policy)
+    return {"proposals": to_json(found)}
+
+
+class PromoteParams(Params, frozen=True):
+    id: str
+    verified: bool = False
+    source: str | None = None
+
+
+@registry.method("replay.promote", PromoteParams)
+async def promote(ctx: Context, params: PromoteParams) -> JSON:
+    """Write the belief a current proposal describes; refused if its evidence changed."""
+    operation = Promote(
+        proposal=params.id, verified=params.verified, source=params.source, session=ctx.session
+    )
+    written = await ctx.services.writer.write(operation)
+    return {"trace": to_json(written.trace), "conflicts": written.conflicts, "proposal": params.id}
+
+
+class IngestParams(Params, frozen=True):
+    path: str  # absolute: the daemon does not share the client's working directory
+
+
+@registry.method("replay.ingest", IngestParams)
+async def ingest(ctx: Context, params: IngestParams) -> JSON:
+    """Read one Claude Code or Codex session transcript into episode and observation
+    traces, idempotently by message id; candidates appear in replay.consolidate."""
+    path = Path(params.path)
+    if not path.is_absolute():
+        raise InvalidInput("give the transcript's absolute path")
+    # A FIFO or a device would block a worker thread or never end.
+    if not path.is_file():
+        raise InvalidInput(f"{path} is not a regular file (a transcript is a .jsonl file)")
+    if path.stat().st_size > MAX_TRANSCRIPT_BYTES:
+        raise InvalidInput(
+            f"{path} is over {MAX_TRANSCRIPT_BYTES >> 20} MiB: not a session transcript"
+        )
+    try:
+        transcript: Transcript = await ctx.services.offload(lambda: read_transcript(path))
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc.strerror or exc}") from None
+    scope: str = await ctx.services.offload(lambda: transcript_scope(transcript))
+    person = f"human:{getpass.getuser()}"
+    # The person's words become episodes and the agent's replies observations;
+    # tool traffic, injected context and subagent prompts are left out.
+    chosen = [m for m in transcript.messages if m.text and (m.person or m.role == "assistant")]
+    operations = [
+        Remember(
+            draft=Draft(
+                kind="episode" if message.person else "observation",
+                content=message.text[:MAX_MESSAGE_CHARS],
+                source=person if message.person else f"agent:{transcript.format}",
+                locator=f"transcript:{path}#{message.id}",
+                tags=(TRANSCRIPT_TAG, transcript.format),
+                scope=scope,
+            ),
+            session=ctx.session,
+            trace_id=message_trace_id(transcript.session_id, message.id, message.timestamp_ms),
+            created_at=message.timestamp_ms,
+        )
+        for message in chosen
+    ]
+    outcomes = await ctx.services.writer.submit_all(operations)
+    written = already = 0
+    refused = []
+    for message, outcome in zip(chosen, outcomes, strict=True):
+        # Its id is taken: this message was ingested before (ids come from message ids).
+        if isinstance(outcome, ConflictError) and "exists already" in str(outcome):
+            already += 1
+        elif isinstance(outcome, HikmahError):
+            refused.append({"message": message.id, "reason": str(outcome)})
+        else:
+            written += 1
+    return {
+        "path": str(path),
+        "format": transcript.format,
+        "session_id": transcript.session_id,
+        "scope": scope,
+        "messages": len(chosen),
+        "written": written,
+        "already": already,
+        "refused": refused,
+        "skipped_lines": transcript.skipped,
+    }
+
+
+def read_transcript(path: Path) -> Transcript:
+    with path.open("rb") as lines:
+        return parse_transcript(lines)
+
+
+def transcript_scope(transcript: Transcript) -> str:
+    """The project the session worked in, else global."""
+    if transcript.cwd and Path(transcript.cwd).is_absolute():
+        return project_scope(Path(transcript.cwd))
+    return "global"
+
+
+def message_trace_id(session_id: str, message_id: str, at_ms: int | None) -> str:
+    """The same id for the same message every time, so a second ingest writes nothing.
+
+    Time-sortable like every id (``tr_`` + 12 hex digits of milliseconds) with 10
+    hex digits of a digest of the session and message ids in place of randomness.
+    """
+    digest = hashlib.blake2b(f"{session_id}\0{message_id}".encode(), digest_size=5).hexdigest()
+    return f"tr_{(at_ms or 0) & 0xFFFF_FFFF_FFFF:012x}{digest}"

@@ -1,0 +1,106 @@
+"""The daemon itself and the caller's connection: ``daemon.status``, ``daemon.backup``,
+``policy.get``, ``events.subscribe``, ``session.restrict``."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from hikmah import __version__, queries
+from hikmah.errors import InvalidInput
+from hikmah.policy import KernelPolicy, render_policy
+
+from .. import backup
+from ..context import Context
+from ..rpc import JSON, NoParams, Params, Registry, to_json
+
+registry = Registry()
+
+
+@registry.method("daemon.status", NoParams)
+async def status(ctx: Context, params: NoParams) -> JSON:
+    services = ctx.services
+    store, policies = services.store, services.policies
+    head = store.head
+    now = services.now_ms()
+    with store.snapshot() as snapshot:
+        queue = queries.commitments(snapshot)
+        counts = queries.counts(snapshot)
+    return {
+        "pid": os.getpid(),
+        "version": __version__,
+        "uptime_s": round(time.monotonic() - services.started, 3),
+        "socket": str(services.socket_path),
+        "data_dir": str(store.data_dir),
+        "counts": counts,
+        "head": None if head is None else to_json(head),
+        "policy": {"path": str(policies.path), "error": policies.error},
+        "vault": services.vault is not None,
+        "reminders": {
+            "scheduled": len(queue),
+            "overdue": sum(1 for e in queue if (e.trace.deadline or 0) <= now),
+            "next": None if not queue else to_json(queue[0].trace),
+        },
+        "principal": None if ctx.session is None else to_json(ctx.session),
+        "focus": [services.capsules.summary(name, now) for name in services.capsules.names()],
+        "subscribers": len(services.events),
+    }
+
+
+class BackupParams(Params, frozen=True):
+    dir: str  # absolute: the daemon does not share the client's working directory
+
+
+@registry.method("daemon.backup", BackupParams)
+async def backup_(ctx: Context, params: BackupParams) -> JSON:
+    """A consistent copy of the store and its head into an empty directory, while serving."""
+    target = Path(params.dir)
+    if not target.is_absolute():
+        raise InvalidInput("give the backup directory as an absolute path")
+    services = ctx.services
+    if target.resolve().is_relative_to(services.store.data_dir.resolve()):
+        raise InvalidInput("a backup goes outside the data directory it copies")
+    await services.offload(lambda: backup.prepare_dir(target))
+    pinned = await services.writer.exclusive(backup.pin)
+    try:
+        now = services.now_ms()
+        manifest = await services.offload(lambda: backup.write_backup(pinned, target, now))
+    finally:
+        pinned.close()
+    return {"dir": str(target), **to_json(manifest)}
+
+
+class PolicyParams(Params, frozen=True):
+    defaults: bool = False
+
+
+@registry.method("policy.get", PolicyParams)
+async def policy(ctx: Context, params: PolicyParams) -> JSON:
+    policies = ctx.services.policies
+    chosen = KernelPolicy() if params.defaults else policies.policy
+    return {"toml": render_policy(chosen), "path": str(policies.path), "error": policies.error}
+
+
+@registry.method("events.subscribe", NoParams)
+async def subscribe(ctx: Context, params: NoParams) -> JSON:
+    assert ctx.line is not None
+    services = ctx.services
+    fresh = ctx.line.subscribe(services.events, services.reminders.replay(services.now_ms()))
+    return {
+        "subscribed": True,
+        "already": not fresh,
+        "events": ["reminder.due", "memory.changed"],
+    }
+
+
+class RestrictParams(Params, frozen=True):
+    host: str
+    session_id: str | None = None
+
+
+@registry.method("session.restrict", RestrictParams)
+async def restrict(ctx: Context, params: RestrictParams) -> JSON:
+    """Lower this connection (and every later one of this process) to agent privileges."""
+    session = ctx.restrict(params.host, params.session_id)
+    return {"restricted": True, "principal": to_json(session)}

@@ -1,0 +1,153 @@
+"""What runs where and when: the one way work leaves the event loop, the clock, and whose
+recall runs next.
+
+Blocking work (an LMDB sync, a long read, a file) runs through one hook,
+:data:`Offload` (a worker thread; inline under trio's ``MockClock``, whose
+virtual time jumps ahead while the loop waits for a thread). The writer,
+the dispatcher (for methods registered as blocking), recall and the timers
+all take it from the composition root, so nothing picks its own thread.
+
+Recalls run one at a time (:class:`Turns`): timers and small requests are
+not held up behind a burst. When several wait, the next turn goes to the
+longest-waiting connection that has read every reply it was sent; one whose
+replies pile up unread (a client that queues recalls and never reads them)
+waits until no reader does. A well-behaved client then waits for at most the
+recall under way, however many silent connections queue behind it, and a
+silent one is still served whenever the daemon has nothing better to do.
+Each connection also waits for its own previous recall first, so a client
+that queues many takes one turn at a time, not every turn before others.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import time
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+import trio
+
+from hikmah.policy import KernelPolicy
+from hikmah.recall import RecallQuery, RecallResult, recall
+from hikmah.store import Store
+
+T = TypeVar("T")
+# How blocking work is run.
+Offload = Callable[[Callable[[], Any]], Awaitable[Any]]
+
+# Unread bytes of replies above which a connection no longer counts as reading.
+UNREAD_LIMIT = 0
+# A recall shorter than the interpreter's switch interval holds the GIL to its
+# end in a worker thread too, so the thread gives the event loop nothing and
+# costs a hop (about 0.3 ms here); recalls that take longer (large stores) run
+# in a thread, where the loop gets the GIL back every interval and timers
+# (reminders) stay on time. Decided by the recent average.
+INLINE_RECALL_S = sys.getswitchinterval() / 2
+
+
+def wall_ms() -> int:
+    """The wall clock in epoch milliseconds: the daemon's ``now`` (tests pass their own)."""
+    return time.time_ns() // 1_000_000
+
+
+async def in_thread(call: Callable[[], T]) -> T:
+    """Run blocking work in a worker thread: the default :data:`Offload`."""
+    return await trio.to_thread.run_sync(call)
+
+
+class Asker(Protocol):
+    """Who asks for a recall: one connection, which knows how much of its replies the
+    peer has not read yet."""
+
+    def unread(self) -> int: ...
+
+
+@dataclass(eq=False)
+class _Waiter:
+    order: int
+    unread: Callable[[], int]
+    granted: trio.Event = field(default_factory=trio.Event)
+
+
+class Turns:
+    """A one-at-a-time turn that prefers connections that read their replies."""
+
+    def __init__(self) -> None:
+        self._busy = False
+        self._waiting: list[_Waiter] = []
+        self._order = itertools.count()
+
+    @asynccontextmanager
+    async def turn(self, unread: Callable[[], int] = lambda: 0) -> AsyncIterator[None]:
+        """Hold the turn for the body; ``unread`` tells how many bytes of replies the
+        caller's peer has not read yet (asked when a turn is handed on)."""
+        if self._busy or self._waiting:
+            waiter = _Waiter(next(self._order), unread)
+            self._waiting.append(waiter)
+            try:
+                await waiter.granted.wait()
+            except BaseException:
+                if waiter.granted.is_set():
+                    self._hand_on()  # handed the turn as it was cancelled: pass it on
+                else:
+                    self._waiting.remove(waiter)
+                raise
+        else:
+            self._busy = True
+        try:
+            yield
+        finally:
+            self._hand_on()
+
+    def _hand_on(self) -> None:
+        if not self._waiting:
+            self._busy = False
+            return
+        chosen = min(self._waiting, key=lambda w: (w.unread() > UNREAD_LIMIT, w.order))
+        self._waiting.remove(chosen)
+        chosen.granted.set()  # the turn stays busy: it passes straight to ``chosen``
+
+
+class Recalls:
+    """Resonance Recall over the store, one at a time, on the loop or off it."""
+
+    def __init__(
+        self,
+        store: Store,
+        policy: Callable[[], KernelPolicy],
+        now_ms: Callable[[], int],
+        offload: Offload,
+    ) -> None:
+        self.store, self.policy, self.now_ms, self.offload = store, policy, now_ms, offload
+        self.turns = Turns()
+        self._own: weakref.WeakKeyDictionary[Asker, trio.Lock] = weakref.WeakKeyDictionary()
+        # Assumed long until measured: the first recall loads the feature columns.
+        self._took_s = INLINE_RECALL_S
+
+    async def recall(self, query: RecallQuery, asker: Asker | None = None) -> list[RecallResult]:
+        """The results of ``query``, after ``asker``'s previous recall and in a turn."""
+        if asker is None:
+            return await self._in_turn(query, lambda: 0)
+        own = self._own.setdefault(asker, trio.Lock())
+        async with own:
+            return await self._in_turn(query, asker.unread)
+
+    async def _in_turn(self, query: RecallQuery, unread: Callable[[], int]) -> list[RecallResult]:
+        async with self.turns.turn(unread):
+            now, policy = self.now_ms(), self.policy()
+
+            def run() -> list[RecallResult]:
+                return self.store.read(recall, query, now_ms=now, policy=policy)
+
+            began = time.perf_counter()
+            if self._took_s < INLINE_RECALL_S:
+                results = run()
+            else:
+                results = await self.offload(run)
+            took = time.perf_counter() - began
+            self._took_s += (took - self._took_s) / 5  # a moving average
+        return results

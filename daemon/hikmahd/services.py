@@ -1,0 +1,74 @@
+"""What the daemon's method handlers may use: its parts, never the daemon itself.
+
+The composition root (:mod:`hikmahd.daemon`) builds one :class:`Services`
+and every connection's :class:`~hikmahd.context.Context` carries it. The
+store is seen through :class:`Reads` only: every change goes through the
+writer, and store maintenance runs in the writer's turn
+(:meth:`~hikmahd.writer.Writer.exclusive`), which hands it the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Concatenate, ParamSpec, Protocol, TypeVar
+
+from hikmah.ledger import Head
+from hikmah.policy import KernelPolicy
+from hikmah.snapshot import Snapshot
+
+from .capsules import Capsules
+from .events import Events
+from .peers import Restrictions
+from .policywatch import PolicyHolder
+from .reminders import Reminders
+from .scheduling import Offload, Recalls
+from .vaulting import Vault
+from .writer import Writer
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class Reads(Protocol):
+    """The store as handlers see it: snapshots to read, and where it lives."""
+
+    @property
+    def data_dir(self) -> Path: ...
+
+    @property
+    def head(self) -> Head | None: ...
+
+    @property
+    def vault_id(self) -> str | None: ...
+
+    def snapshot(self) -> AbstractContextManager[Snapshot]: ...
+
+    def read(
+        self, query: Callable[Concatenate[Snapshot, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T: ...
+
+
+@dataclass
+class Services:
+    """The daemon's parts a method handler may use."""
+
+    store: Reads
+    writer: Writer
+    recalls: Recalls
+    reminders: Reminders
+    events: Events
+    capsules: Capsules
+    policies: PolicyHolder
+    restrictions: Restrictions
+    vault: Vault | None
+    now_ms: Callable[[], int]
+    offload: Offload
+    started: float  # time.monotonic() at start, for the uptime
+    socket_path: Path  # where the daemon listens (under socket activation: systemd's)
+
+    @property
+    def policy(self) -> KernelPolicy:
+        return self.policies.policy

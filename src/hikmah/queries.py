@@ -1,0 +1,285 @@
+"""Every read query of the store but recall and proposals, over a :class:`Snapshot`.
+
+Each takes the snapshot to read (``with store.snapshot() as snapshot``, or one
+query alone: ``store.read(get, trace_id)``), so that the reads of one request
+agree with each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
+
+import msgspec
+import numpy as np
+
+from hikmah.errors import NotFound
+from hikmah.layout import (
+    GLOBAL_SCOPE_ID,
+    KIND_CODE,
+    PRIVACY_CODE,
+    STATUS_CODE,
+    claim_value_key,
+    reminder_key,
+)
+from hikmah.promises import STAGES, Stage
+from hikmah.snapshot import Snapshot
+from hikmah.trace import Trace, normalize_claim_key, normalize_claim_value
+from hikmah.vocabulary import STATUSES, Status
+
+
+class StoredTrace(msgspec.Struct, frozen=True, kw_only=True):
+    """A trace with the state the ledger has given it since."""
+
+    trace: Trace
+    status: Status
+    superseded_by: str | None = None
+
+
+class ConflictValue(msgspec.Struct, frozen=True):
+    value: str
+    ids: list[str]
+
+
+class ConflictGroup(msgspec.Struct, frozen=True):
+    key: str
+    values: list[ConflictValue]
+
+
+class Scheduled(NamedTuple):
+    """A commitment the promise queue schedules."""
+
+    trace_id: str
+    deadline: int
+    created_at: int
+    delivered: tuple[Stage, ...]
+
+
+def lookup(snapshot: Snapshot, trace_id: str) -> StoredTrace | None:
+    """One trace with its status, purged ones included (as their stub); None if no
+    trace ever had that id. For import, which must tell "already here" from "new"."""
+    docno = snapshot.docno(trace_id)
+    if docno is None:
+        return None
+    return StoredTrace(
+        trace=snapshot.trace_at(docno),
+        status=snapshot.status_of(docno),
+        superseded_by=snapshot.successor(docno),
+    )
+
+
+def get(snapshot: Snapshot, trace_id: str) -> StoredTrace:
+    """One trace with its status.
+
+    Raises:
+        NotFound: no trace has that id, or it was purged.
+    """
+    found = lookup(snapshot, trace_id)
+    if found is None or found.status == "purged":
+        raise NotFound(f"no trace has id {trace_id}")
+    return found
+
+
+def history(snapshot: Snapshot, trace_id: str) -> list[StoredTrace]:
+    """The correction chain a trace belongs to, oldest first.
+
+    Raises:
+        NotFound: no trace has that id, or it was purged.
+    """
+    chain = [get(snapshot, trace_id)]
+    seen = {trace_id}
+    while (older := chain[0].trace.supersedes) and older not in seen:
+        seen.add(older)
+        found = lookup(snapshot, older)
+        if found is None:
+            break
+        chain.insert(0, found)
+    while (newer := chain[-1].superseded_by) and newer not in seen:
+        seen.add(newer)
+        found = lookup(snapshot, newer)
+        if found is None:
+            break
+        chain.append(found)
+    return [entry for entry in chain if entry.status != "purged"]
+
+
+def superseded_by(snapshot: Snapshot, trace_id: str) -> str | None:
+    """The id of the trace that superseded this one, if any."""
+    docno = snapshot.docno(trace_id)
+    return None if docno is None else snapshot.successor(docno)
+
+
+def conflicts_for(snapshot: Snapshot, trace: Trace) -> list[str]:
+    """Ids of active traces claiming a different value for the same key."""
+    if trace.claim_key is None or trace.claim_value is None:
+        return []
+    mine = claim_value_key(snapshot.dbs, trace.claim_value)
+    return [
+        snapshot.bare_trace_at(docno).id
+        for _key, docno, value in snapshot.claim_entries(trace.claim_key)
+        if value != mine
+    ]
+
+
+def conflicts(snapshot: Snapshot) -> list[ConflictGroup]:
+    """Every open conflict, grouped by normalised key and value."""
+    groups: dict[str, dict[str, list[str]]] = {}
+    for _key, docno, _value in snapshot.claim_entries():
+        trace = snapshot.trace_at(docno)
+        assert trace.claim_key is not None and trace.claim_value is not None
+        key = normalize_claim_key(trace.claim_key)
+        value = normalize_claim_value(trace.claim_value)
+        groups.setdefault(key, {}).setdefault(value, []).append(trace.id)
+    return [
+        ConflictGroup(key, [ConflictValue(v, ids) for v, ids in sorted(values.items())])
+        for key, values in sorted(groups.items())
+        if len(values) > 1
+    ]
+
+
+def commitments(snapshot: Snapshot, *, until_ms: int | None = None) -> list[StoredTrace]:
+    """Active commitments with a deadline, soonest first, up to ``until_ms``."""
+    out: list[StoredTrace] = []
+    for deadline, docno in snapshot.deadlines():
+        if until_ms is not None and deadline > until_ms:
+            break
+        out.append(StoredTrace(trace=snapshot.trace_at(docno), status="active"))
+    return out
+
+
+def scheduled(snapshot: Snapshot) -> list[Scheduled]:
+    """Every active commitment with a deadline, with the reminder stages delivered."""
+    out: list[Scheduled] = []
+    txn, reminders = snapshot.txn, snapshot.dbs.reminders
+    for deadline, docno in snapshot.deadlines():
+        trace = snapshot.bare_trace_at(docno)
+        delivered = tuple(
+            stage
+            for stage in STAGES
+            if txn.get(reminder_key(trace.id, stage), db=reminders) is not None
+        )
+        out.append(Scheduled(trace.id, deadline, trace.created_at, delivered))
+    return out
+
+
+def standing(
+    snapshot: Snapshot,
+    *,
+    kinds: Sequence[str],
+    scope: str | None,
+    verified_only: bool = False,
+    limit: int,
+) -> list[StoredTrace]:
+    """Active traces of these kinds that hold in ``scope``: the rules a session starts with.
+
+    Global traces always hold; ``scope`` adds its own. Sensitive traces are
+    never included. Verified first, then the most authoritative, then newest.
+    """
+    columns = snapshot.features
+    mask = (columns["present"] == 1) & (columns["status"] == STATUS_CODE["active"])
+    mask &= np.isin(columns["kind"], [KIND_CODE[kind] for kind in kinds])
+    mask &= columns["privacy"] != PRIVACY_CODE["sensitive"]
+    scopes = [GLOBAL_SCOPE_ID]
+    if scope is not None:
+        found = snapshot.scope_id(scope)
+        scopes += [] if found is None else [found]
+    mask &= np.isin(columns["scope"], scopes)
+    if verified_only:
+        mask &= columns["verified"] == 1
+    docs = np.flatnonzero(mask)
+    # lexsort sorts by the last key first; negate for descending order.
+    order = np.lexsort(
+        (
+            -columns["created"][docs],
+            -columns["authority"][docs],
+            -columns["verified"][docs].astype(np.int8),
+        )
+    )
+    return [
+        StoredTrace(trace=snapshot.trace_at(int(docno)), status="active")
+        for docno in docs[order][:limit]
+    ]
+
+
+def traces(snapshot: Snapshot, *, include_inactive: bool = True) -> Iterator[StoredTrace]:
+    """Every trace in write order (purged ones never), read while ``snapshot`` is open."""
+    statuses = snapshot.features["status"]
+    for docno, value in snapshot.documents():
+        status = STATUSES[int(statuses[docno])]
+        if status == "purged" or (not include_inactive and status != "active"):
+            continue
+        yield StoredTrace(
+            trace=snapshot.load_trace(value),
+            status=status,
+            superseded_by=snapshot.successor(docno),
+        )
+
+
+def export_page(
+    snapshot: Snapshot, after: str | None, limit: int, *, include_superseded: bool
+) -> tuple[list[StoredTrace], str | None]:
+    """Up to ``limit`` traces in write order after the trace ``after``.
+
+    Purged traces never, superseded ones only with ``include_superseded``. At
+    most ``8 * limit`` traces are looked at, so a page may hold fewer than
+    ``limit`` even when more follow.
+
+    Returns:
+        The traces, and the id to continue after (None at the end).
+
+    Raises:
+        NotFound: no trace has the id ``after``.
+    """
+    wanted = {"active", "fulfilled"} | ({"superseded"} if include_superseded else set())
+    out: list[StoredTrace] = []
+    start = 0
+    if after is not None:
+        docno = snapshot.docno(after)
+        if docno is None:
+            raise NotFound(f"no trace has id {after}: cannot continue an export after it")
+        start = docno + 1
+    statuses = snapshot.features["status"]
+    documents = snapshot.documents(start)
+    for looked, (docno, value) in enumerate(documents, 1):
+        status = STATUSES[int(statuses[docno])]
+        if status in wanted:
+            out.append(
+                StoredTrace(
+                    trace=snapshot.load_trace(value),
+                    status=status,
+                    superseded_by=snapshot.successor(docno),
+                )
+            )
+        if len(out) >= limit or looked >= 8 * limit:
+            last = snapshot.bare_trace_at(docno).id
+            return out, (last if next(documents, None) is not None else None)
+    return out, None
+
+
+def counts(snapshot: Snapshot) -> dict[str, int]:
+    """How many traces are in each status."""
+    features = snapshot.features
+    by_status = np.bincount(features["status"][features["present"] == 1], minlength=len(STATUSES))
+    return {status: int(n) for status, n in zip(STATUSES, by_status, strict=True)}
+
+
+def resolutions(snapshot: Snapshot) -> list[tuple[Trace, Trace]]:
+    """Every resolved prediction with the outcome that resolved it, in write order."""
+    pairs = []
+    columns = snapshot.features
+    outcomes = np.flatnonzero(
+        (columns["present"] == 1)
+        & (columns["kind"] == KIND_CODE["outcome"])
+        & (columns["status"] != STATUS_CODE["purged"])
+    )
+    for docno in outcomes:
+        outcome = snapshot.trace_at(int(docno))
+        if outcome.fulfills is None:
+            continue
+        target = snapshot.docno(outcome.fulfills)
+        if target is None:
+            continue
+        prediction = snapshot.trace_at(target)
+        if prediction.kind == "prediction":
+            pairs.append((prediction, outcome))
+    return pairs

@@ -1,0 +1,94 @@
+"""What a method declares at registration, enforced by the dispatcher alone: person-only
+methods, cross-field params checks, and blocking handlers run through the offload hook."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from hikmah.errors import InvalidInput
+from hikmah.principal import AgentSession
+from hikmahd.daemon import REGISTRIES
+from hikmahd.rpc import JSON, Dispatcher, NoParams, Params, Registry
+
+AGENT = AgentSession(host="codex", session_id="1", variables=("CODEX_SESSION_ID",))
+
+
+@dataclass
+class Caller:
+    session: AgentSession | None = None
+
+
+class Both(Params, frozen=True):
+    a: bool = False
+    b: bool = False
+
+    def check(self) -> None:
+        if self.a and self.b:
+            raise InvalidInput("a and b exclude each other")
+
+
+def registry() -> Registry:
+    methods = Registry()
+
+    @methods.method("x.open", NoParams)
+    async def x_open(ctx: Caller, params: NoParams) -> JSON:
+        return "open"
+
+    @methods.method("x.guarded", Both, person=lambda p: "guarded b" if p.b else None)
+    async def x_guarded(ctx: Caller, params: Both) -> JSON:
+        return "done"
+
+    @methods.blocking("x.slow", NoParams)
+    def x_slow(ctx: Caller, params: NoParams) -> JSON:
+        return threading.get_ident()
+
+    return methods
+
+
+async def call(dispatcher: Dispatcher, method: str, caller: Caller, **params: Any) -> Any:
+    request = {"jsonrpc": "2.0", "method": method, "params": params, "id": 1}
+    return await dispatcher.request(request, caller)
+
+
+async def test_a_person_only_call_is_refused_to_an_agent_session_only() -> None:
+    dispatcher = Dispatcher(registry())
+    refused = await call(dispatcher, "x.guarded", Caller(AGENT), b=True)
+    assert refused["error"]["data"]["reason"] == "agent_restricted"
+    assert "guarded b needs a person" in refused["error"]["message"]
+    assert (await call(dispatcher, "x.guarded", Caller(AGENT), a=True))["result"] == "done"
+    assert (await call(dispatcher, "x.guarded", Caller(), b=True))["result"] == "done"
+
+
+async def test_params_are_checked_across_fields_before_the_person_check() -> None:
+    dispatcher = Dispatcher(registry())
+    reply = await call(dispatcher, "x.guarded", Caller(AGENT), a=True, b=True)
+    assert reply["error"]["code"] == -32602
+    assert reply["error"]["data"]["reason"] == "invalid"
+    assert reply["error"]["message"] == "a and b exclude each other"
+
+
+async def test_a_blocking_handler_runs_through_the_offload_hook() -> None:
+    offloaded: list[Callable[[], Any]] = []
+
+    async def inline(work: Callable[[], Any]) -> Any:
+        offloaded.append(work)
+        return work()
+
+    dispatcher = Dispatcher(registry(), offload=inline)
+    assert (await call(dispatcher, "x.slow", Caller()))["result"] == threading.get_ident()
+    assert (await call(dispatcher, "x.open", Caller()))["result"] == "open"
+    assert len(offloaded) == 1
+    # The default hook is a worker thread.
+    thread = (await call(Dispatcher(registry()), "x.slow", Caller()))["result"]
+    assert thread != threading.get_ident()
+
+
+def test_the_served_person_only_and_blocking_methods_are_declared() -> None:
+    methods = Dispatcher(*REGISTRIES).registry.methods
+    person = {name for name, m in methods.items() if m.person is not None}
+    assert person == {"ledger.compact", "ledger.verify", "vault.rotate"}
+    blocking = {name for name, m in methods.items() if m.blocking}
+    assert blocking == {"memory.export", "memory.calibration", "replay.consolidate"}
