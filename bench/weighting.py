@@ -45,8 +45,8 @@ from hikmah.evaluation import (
     load_cases,
     open_fts5,
 )
-from hikmah.fusion import SemanticPolicy, fuse
-from hikmah.policy import KernelPolicy
+from hikmah.fusion import fuse
+from hikmah.policy import KernelPolicy, SemanticPolicy
 from hikmah.recall import RecallQuery, _Scorer
 from hikmah.rules import Remember
 from hikmah.store import Store

@@ -44,6 +44,7 @@ from .reminders import Reminders
 from .replay import Replay
 from .rpc import Dispatcher, error_for, response
 from .scheduling import Offload, Recalls, in_thread, wall_ms
+from .semantics import Semantics
 from .services import Services
 from .vaulting import Vault
 from .writer import Writer
@@ -100,8 +101,13 @@ class Daemon:
             self.policy.reminders.lead_minutes,
             offload,
         )
+        self.semantics = Semantics(store, self.writer, policy, offload)
         # Every durable batch updates the promise queue, then tells the subscribers.
-        self.writer.listeners = (self.reminders.on_commit, self.events.changed)
+        self.writer.listeners = (
+            self.reminders.on_commit,
+            self.events.changed,
+            self.semantics.on_commit,
+        )
         self.replay = Replay(store, self.events, offload, policy)
         self.capsules = Capsules()
         self.services = Services(
@@ -112,6 +118,7 @@ class Daemon:
             events=self.events,
             capsules=self.capsules,
             policies=self.policies,
+            semantics=self.semantics,
             restrictions=Restrictions(),
             vault=vault,
             now_ms=now_ms,
@@ -124,6 +131,7 @@ class Daemon:
 
     def _policy_changed(self) -> None:
         self.reminders.set_lead(self.policy.reminders.lead_minutes)
+        self.semantics.policy_changed()
 
     async def _close_idle_capsules(self) -> None:
         while True:
@@ -165,6 +173,8 @@ class Daemon:
                 nursery.start_soon(self.reminders.run)
                 nursery.start_soon(self.replay.run)
                 nursery.start_soon(self._close_idle_capsules)
+                semantic_scope = trio.CancelScope()
+                nursery.start_soon(self._semantics, semantic_scope)
                 accept_scope = trio.CancelScope()
                 connections = await nursery.start(self._accept, listener, accept_scope)
                 notify_systemd("READY=1")
@@ -179,12 +189,18 @@ class Daemon:
                     break
                 notify_systemd("STOPPING=1")
                 accept_scope.cancel()
+                semantic_scope.cancel()
                 await self.writer.close()
+                await self.semantics.save()
                 with trio.move_on_after(STOP_GRACE_S):
                     while any(not c.closed for c in self.connections):
                         await trio.sleep(0.05)
                 connections.cancel()
                 nursery.cancel_scope.cancel()
+
+    async def _semantics(self, scope: trio.CancelScope) -> None:
+        with scope:
+            await self.semantics.run()
 
     async def _accept(
         self,

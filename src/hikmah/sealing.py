@@ -39,7 +39,9 @@ from hikmah.vault import (
     new_index_key,
     new_master_key,
     open_fields,
+    open_sealed,
     rewrap,
+    seal,
     seal_fields,
     unwrap,
     wrap,
@@ -118,6 +120,25 @@ def open_trace(keys: Keys, sealed: Sealed, entry: bytes) -> Trace:
         claim_value=fields.claim_value,
         provenance=provenance,
     )
+
+
+def seal_file(keys: Keys, plaintext: bytes, *, aad: bytes) -> tuple[bytes, bytes]:
+    """A file's bytes sealed under a fresh data key, and that key's entry (wrapped by the
+    current master) to keep beside them: each save of a file gets a key of its own."""
+    data_key = new_data_key()
+    entry = key_entry(keys.master_id, wrap(keys.master, data_key))
+    return seal(data_key, plaintext, aad=aad), entry
+
+
+def open_file(keys: Keys, sealed: bytes, entry: bytes, *, aad: bytes) -> bytes:
+    """The plaintext :func:`seal_file` sealed.
+
+    Raises:
+        DecryptionFailed: the entry or the bytes do not open.
+        VaultLocked: the keyring holds no master the entry names.
+    """
+    wrapped_by, wrapped = split_key_entry("a sealed file", entry)
+    return open_sealed(unwrap(keys.master_for(wrapped_by), wrapped), sealed, aad=aad)
 
 
 def rewrapped(keys: Keys, trace_id: str, entry: bytes) -> bytes | None:

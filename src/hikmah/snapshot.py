@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -48,6 +48,9 @@ from hikmah.trace import Trace
 from hikmah.vault import KeyDestroyed, VaultLocked
 from hikmah.vocabulary import STATUSES, Status
 
+if TYPE_CHECKING:  # semantic.py reads through snapshots itself
+    from hikmah.semantic import SemanticIndex
+
 # Commits remembered for patching the columns; past it, the next read reloads them.
 _MAX_LOGGED_COMMITS = 4096
 
@@ -55,10 +58,19 @@ _MAX_LOGGED_COMMITS = 4096
 class Snapshot:
     """A transaction of the store with its databases: what every read goes through."""
 
-    def __init__(self, txn: Any, dbs: Databases, cache: FeatureCache | None = None) -> None:
+    def __init__(
+        self,
+        txn: Any,
+        dbs: Databases,
+        cache: FeatureCache | None = None,
+        semantic: SemanticIndex | None = None,
+    ) -> None:
         self.txn = txn
         self.dbs = dbs
         self._cache = cache
+        # The store's vectors (not versioned with the transaction: they may hold
+        # documents written after it began, which recall leaves out).
+        self.semantic = semantic
         self._own: Columns | None = None  # without a cache: the columns of this transaction
 
     @property

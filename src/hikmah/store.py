@@ -36,6 +36,7 @@ import lmdb
 
 from hikmah import index
 from hikmah.durable import fsync_dir, fsync_file
+from hikmah.embedding import Embedder
 from hikmah.errors import ConflictError, HikmahError, InvalidInput, LedgerError, StoreFull
 from hikmah.gate import Gate
 from hikmah.headfile import HeadFile
@@ -58,6 +59,7 @@ from hikmah.promises import STAGES, Stage
 from hikmah.queries import conflicts_for
 from hikmah.rules import Operation, Outcome, Written, payloads_for
 from hikmah.sealing import Keys, Sealed, seal_trace
+from hikmah.semantic import Added, SemanticIndex, remove_vectors, vectors_path
 from hikmah.snapshot import FeatureCache, Snapshot
 from hikmah.vault import VaultLocked
 
@@ -118,6 +120,9 @@ class Store:
             self.head_file.close()
             raise
         self.columns = FeatureCache()
+        # The semantic channel's vectors, when the daemon (or a tool) attached them: every
+        # durable batch reaches them (hikmah.semantic).
+        self.semantic: SemanticIndex | None = None
         # Batches committed, and how many of them are known durable (the writer
         # syncs a batch while it applies the next: see apply).
         self._commits = 0
@@ -222,7 +227,7 @@ class Store:
     def snapshot(self) -> Iterator[Snapshot]:
         """A consistent view of the store (a read transaction), as a context manager."""
         with self._gate.shared(), self.env.begin() as txn:
-            yield Snapshot(txn, self.dbs, self.columns)
+            yield Snapshot(txn, self.dbs, self.columns, self.semantic)
 
     def read(
         self, query: Callable[Concatenate[Snapshot, P], T], *args: P.args, **kwargs: P.kwargs
@@ -231,6 +236,17 @@ class Store:
         snapshot of its own."""
         with self.snapshot() as snapshot:
             return query(snapshot, *args, **kwargs)
+
+    def open_vectors(self, embedder: Embedder, *, ann_at: int) -> SemanticIndex:
+        """Attach the semantic channel's vectors, from their file or built from the store,
+        ready for recall and writes: for tools running the store in-process, with no
+        write under way (the daemon takes the same steps off its event loop)."""
+        semantic = SemanticIndex(vectors_path(self.data_dir), embedder, ann_at=ann_at)
+        self.semantic = semantic
+        with self.snapshot() as snapshot:
+            semantic.prepare(snapshot, self.dbs.vault)
+            semantic.finish(snapshot)
+        return semantic
 
     # -- the head ---------------------------------------------------------------
 
@@ -310,12 +326,13 @@ class Store:
         while True:
             try:
                 with self._gate.shared():
-                    outcomes, scrub = self._apply_once(operations, now_ms, policy)
+                    outcomes, scrub, changes = self._apply_once(operations, now_ms, policy)
                 if sync or scrub:
                     self.sync()
                 if scrub:
                     # A destroyed data key must not stay readable in a free page.
                     self._scrub()
+                self._vectors_follow(*changes)
                 return outcomes
             except lmdb.MapFullError:
                 self._grow()
@@ -361,13 +378,31 @@ class Store:
         log.info("growing the LMDB map from %d to %d MiB", current >> 20, new >> 20)
         self.env.set_mapsize(new)
 
+    def _vectors_follow(self, added: list[Added], removed: list[int]) -> None:
+        """Bring the vectors up to a committed batch; under the vault a purge saves them at
+        once, so its vector leaves the disk with it."""
+        semantic = self.semantic
+        if semantic is None:
+            return
+        try:
+            semantic.committed(added, removed)
+            if removed and self.dbs.vault is not None and semantic.ready:
+                semantic.save(self.dbs.vault)
+        except Exception:
+            # Derived data: the commit stands, and the vectors are built again.
+            log.exception("the vectors could not follow a commit; rebuilding them")
+            semantic.rebuild()
+
     def _apply_once(
         self, operations: Sequence[Operation], now_ms: int, policy: KernelPolicy
-    ) -> tuple[list[Outcome], bool]:
-        """Commit a batch; its outcomes, and whether it destroyed a data key."""
+    ) -> tuple[list[Outcome], bool, tuple[list[Added], list[int]]]:
+        """Commit a batch; its outcomes, whether it destroyed a data key, and the documents
+        it wrote and purged (for the vectors)."""
         outcomes: list[Outcome] = []
         dirty: set[int] = set()
         destroyed = False
+        added: list[Added] = []
+        removed: list[int] = []
         txn = self.env.begin(write=True)
         snapshot = Snapshot(txn, self.dbs)
         try:
@@ -379,7 +414,7 @@ class Store:
                     " hikmah verify-ledger and accepts or resets the head"
                 )
                 txn.abort()
-                return [error for _ in operations], False
+                return [error for _ in operations], False, ([], [])
             seq, prev = (0, GENESIS) if last is None else (last.seq, last.hash)
             for operation in operations:
                 try:
@@ -407,6 +442,14 @@ class Store:
                         )
                     opened = plain.trace if isinstance(plain, RememberPayload) else None
                     index.apply_payload(snapshot, payload, dirty, plain=opened)
+                    if opened is not None:
+                        docno = snapshot.docno(opened.id)
+                        assert docno is not None
+                        added.append(Added(docno, opened.id, opened.content))
+                    elif isinstance(plain, PurgePayload):
+                        purged = snapshot.docno(plain.id)
+                        assert purged is not None
+                        removed.append(purged)
                     self._forget_reminders(txn, payload)
                     shredded = isinstance(payload, PurgePayload) and self._shred(txn, payload.id)
                     destroyed |= shredded
@@ -414,7 +457,7 @@ class Store:
                 outcomes.append(self._written(snapshot, payloads[0], seq, key_destroyed=shredded))
             if (last is not None and seq == last.seq) or (last is None and seq == 0):
                 txn.abort()
-                return outcomes, False
+                return outcomes, False, ([], [])
             txn.put(_INDEXED, SEQ.pack(seq), db=self.dbs.meta)
             if destroyed:
                 txn.put(_SCRUB, b"", db=self.dbs.meta)
@@ -432,7 +475,7 @@ class Store:
         self.head = new_head
         self._commits += 1
         self.columns.committed(seq, dirty)
-        return outcomes, destroyed
+        return outcomes, destroyed, (added, removed)
 
     def _shred(self, txn: Any, trace_id: str) -> bool:
         """Destroy a trace's data key: without it the sealed text is noise for good."""
@@ -513,6 +556,10 @@ class Store:
         txn = snapshot.txn
         after = self._indexed(snapshot)
         if rebuild:
+            # Documents may be numbered anew: the vectors are built again from them.
+            remove_vectors(self.data_dir)
+            if self.semantic is not None:
+                self.semantic.rebuild()
             index.clear(snapshot)
             txn.delete(_INDEXED, db=self.dbs.meta)
             after = 0

@@ -26,14 +26,14 @@ term's idf over its posting list, as ``matched`` comes from counting.
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
+from typing import NamedTuple, get_args
 
 import numpy as np
 import numpy.typing as npt
 
-Weighting = Literal["reference", "idf-cosine"]
-WEIGHTINGS: tuple[Weighting, ...] = ("reference", "idf-cosine")
-DEFAULT_WEIGHTING: Weighting = "idf-cosine"
+from hikmah.policy import Weighting
+
+WEIGHTINGS: tuple[Weighting, ...] = get_args(Weighting)
 
 Floats = npt.NDArray[np.float64]
 

@@ -1,4 +1,8 @@
-"""Resonance Recall: the formula, the modes, the exclusions, folding and annotations."""
+"""Resonance Recall: the formula, the modes, the exclusions, folding and annotations.
+
+Every test here pins the reference's scores, so each runs under the reference policy
+(uniform coverage and Jaccard, no semantic channel): tests/kernel/test_semantic.py covers
+the default weighting and the channel."""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hikmah.policy import KernelPolicy, RecallPolicy, parse_policy
+from hikmah.policy import KernelPolicy, RecallPolicy, parse_policy, reference_policy
 from hikmah.recall import RecallQuery, RecallResult, recall
 from hikmah.rules import Feedback, Fulfill, Pin, Remember
 from hikmah.snapshot import Snapshot
@@ -21,6 +25,7 @@ from hikmah.trace import Draft
 
 from .conftest import DAY, NOW, HeldKeys, remember, write
 
+REFERENCE = reference_policy()
 WORDS = ["deploy", "friday", "cache", "region", "ruff", "lint", "kafka", "queue", "token", "build"]
 _counter = itertools.count()
 
@@ -29,7 +34,7 @@ def ask(
     store: Store, query: str = "", policy: KernelPolicy | None = None, now: int = NOW, **kw: object
 ) -> list[RecallResult]:
     return store.read(
-        recall, RecallQuery(query=query, **kw), now_ms=now, policy=policy or KernelPolicy()
+        recall, RecallQuery(query=query, **kw), now_ms=now, policy=policy or REFERENCE
     )  # type: ignore[arg-type]
 
 
@@ -91,6 +96,7 @@ def policies(draw: st.DrawFn) -> KernelPolicy:
     cue_lex = draw(unit)
     base = draw(st.floats(0.01, 1))
     recall_policy = RecallPolicy(
+        weighting="reference",
         lexical_coverage=cov,
         lexical_jaccard=draw(st.floats(0, 1 - cov)),
         match_floor=draw(unit),
@@ -108,7 +114,9 @@ def policies(draw: st.DrawFn) -> KernelPolicy:
         prospective_scale_days=draw(st.floats(0.1, 60)),
         undated_commitment_urgency=draw(unit),
     )
-    return KernelPolicy(recall=recall_policy, minimum_recall_score=draw(st.floats(0.001, 1)))
+    return reference_policy(
+        KernelPolicy(recall=recall_policy, minimum_recall_score=draw(st.floats(0.001, 1)))
+    )
 
 
 @settings(
@@ -284,7 +292,9 @@ def write_prediction(store: Store) -> None:
 
 def test_sensitive_traces_are_hidden_unless_asked_for(tmp_path: Path) -> None:
 
-    policy = parse_policy("allow_sensitive_persistence = true\n[vault]\nenabled = true")
+    policy = reference_policy(
+        parse_policy("allow_sensitive_persistence = true\n[vault]\nenabled = true")
+    )
     with Store(tmp_path / "d", vault=HeldKeys().loader()) as store:
         store.apply(
             [Remember(draft=Draft(content="diagnosis notes", privacy="sensitive"))],
@@ -390,7 +400,7 @@ def test_the_results_of_a_limit_are_among_those_of_a_larger_one(
                 for i, n in enumerate(notes)
             ),
         )
-        policy = KernelPolicy(recall_limit=12)
+        policy = reference_policy(KernelPolicy(recall_limit=12))
         longest = ask(store, " ".join(query), policy, limit=12)
         for limit in range(1, 12):
             shorter = ask(store, " ".join(query), policy, limit=limit)

@@ -1,8 +1,6 @@
-"""Int8 quantisation and the vector indexes: exact and HNSW search, real removal, files."""
+"""Int8 quantisation and the vector indexes: exact and HNSW search, real removal, dumps."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,14 +10,7 @@ from hypothesis.extra.numpy import arrays
 
 from hikmah.embedding import ModelStamp, normalize_rows
 from hikmah.quantize import dequantize, quantize
-from hikmah.vector_index import (
-    FlatIndex,
-    HnswIndex,
-    StaleVectors,
-    VectorIndex,
-    build_index,
-    load_index,
-)
+from hikmah.vector_index import FlatIndex, HnswIndex, VectorIndex, restore_index
 
 STAMP = ModelStamp(name="test-model", version="1", dimensions=32)
 
@@ -111,15 +102,13 @@ def test_add_replaces_the_vector_an_id_has(kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", ["flat", "hnsw"])
-def test_a_removed_vector_is_not_found_and_not_in_the_saved_file(kind: str, tmp_path: Path) -> None:
+def test_a_removed_vector_is_not_found_and_not_in_the_dump(kind: str) -> None:
     x = unit_rows(1000)
     index = make(kind)
     index.add(np.arange(1000), x)
     victims = [0, 5, 500, 999]
     codes = {v: bytes(index_bytes(index, v)) for v in victims}
-    before = tmp_path / "before.vec"
-    index.save(before, ledger_seq=7)
-    raw = before.read_bytes()
+    raw = bytes(index.dump())
     assert all(raw.find(c) >= 0 for c in codes.values())  # the check can fail
 
     assert index.remove([*victims, 123_456]) == len(victims)
@@ -129,11 +118,9 @@ def test_a_removed_vector_is_not_found_and_not_in_the_saved_file(kind: str, tmp_
         assert v not in index.search(x[v], 20).ids.tolist()
     # Later adds reuse freed slots; the removed bytes stay gone.
     index.add(np.arange(2000, 2003), unit_rows(3, seed=9))
-    after = tmp_path / "after.vec"
-    index.save(after, ledger_seq=7)
-    raw = after.read_bytes()
+    raw = bytes(index.dump())
     assert not any(raw.find(c) >= 0 for c in codes.values())
-    loaded = load_index(after, STAMP)
+    loaded = restore_index(kind, STAMP, raw)
     assert len(loaded) == 999
     assert not set(victims) & set(loaded.ids().tolist())
 
@@ -170,60 +157,15 @@ def test_hnsw_never_keeps_the_bytes_of_a_removed_vector(ops: list[tuple[bool, in
 
 
 @pytest.mark.parametrize("kind", ["flat", "hnsw"])
-def test_save_and_load_round_trip_with_the_stamp(kind: str, tmp_path: Path) -> None:
+def test_a_dump_restores_to_the_same_index(kind: str) -> None:
     x = unit_rows(300)
     index = make(kind)
     index.add(np.arange(300) * 3, x)
-    path = tmp_path / "v.vec"
-    index.save(path, ledger_seq=7)
-    assert not (tmp_path / "v.vec.tmp").exists()
-    for view in (False, True):
-        loaded = load_index(path, STAMP, view=view)
-        assert loaded.kind == kind and len(loaded) == 300
-        hits = loaded.search(x[10], 1)
-        assert int(hits.ids[0]) == 30
-    other = ModelStamp(name="test-model", version="2", dimensions=32)
-    with pytest.raises(StaleVectors, match=r"test-model 1 \(32-d\)"):
-        load_index(path, other)
-
-
-def test_a_viewed_hnsw_file_answers_but_refuses_changes(tmp_path: Path) -> None:
-    index = HnswIndex(STAMP)
-    index.add(np.arange(100), unit_rows(100))
-    path = tmp_path / "v.vec"
-    index.save(path, ledger_seq=7)
-    viewed = load_index(path, STAMP, view=True)
-    assert len(viewed.search(unit_rows(1)[0], 3).ids) == 3
-    with pytest.raises(RuntimeError):
-        viewed.add([500], unit_rows(1))
-
-
-@pytest.mark.parametrize(
-    "damage",
-    [
-        lambda b: b"",
-        lambda b: b[:-3],
-        lambda b: b[: len(b) // 2] + b[-60:],
-        lambda b: b"x" * 100,
-    ],
-)
-def test_a_damaged_or_missing_file_is_stale(damage: object, tmp_path: Path) -> None:
-    index = FlatIndex(STAMP)
-    index.add(np.arange(100), unit_rows(100))
-    path = tmp_path / "v.vec"
-    index.save(path, ledger_seq=7)
-    path.write_bytes(damage(path.read_bytes()))  # type: ignore[operator]
-    with pytest.raises(StaleVectors):
-        load_index(path, STAMP)
-    with pytest.raises(StaleVectors, match="cannot be read"):
-        load_index(tmp_path / "missing.vec", STAMP)
-
-
-def test_build_index_picks_the_kind_by_size() -> None:
-    x = unit_rows(120)
-    assert build_index(STAMP, np.arange(120), x, ann_at=121).kind == "flat"
-    hnsw = build_index(STAMP, np.arange(120), x, ann_at=120)
-    assert hnsw.kind == "hnsw" and len(hnsw) == 120
+    loaded = restore_index(kind, STAMP, memoryview(bytes(index.dump())))
+    assert loaded.kind == kind and len(loaded) == 300
+    assert int(loaded.search(x[10], 1).ids[0]) == 30
+    with pytest.raises(ValueError):
+        restore_index(kind, STAMP, bytes(index.dump())[:-7])
 
 
 def test_bad_shapes_are_refused() -> None:
@@ -245,11 +187,12 @@ def test_held_vectors_can_be_read_back_to_rebuild_another_kind(kind: str) -> Non
     assert sorted(ids.tolist()) == list(range(200))
     back = index.vectors(ids)
     assert np.einsum("ij,ij->i", back, x[ids.astype(np.intp)]).min() > 0.99
-    rebuilt = build_index(STAMP, ids, back, ann_at=1 if kind == "flat" else 10_000)
-    assert rebuilt.kind != kind and len(rebuilt) == 200
+    rebuilt = make("hnsw" if kind == "flat" else "flat")
+    rebuilt.add(ids, back)
+    assert len(rebuilt) == 200
 
 
-def test_hnsw_removal_reuses_slots_and_tombstones_survive_a_reload(tmp_path: Path) -> None:
+def test_hnsw_removal_reuses_slots_and_tombstones_survive_a_restore() -> None:
     x = unit_rows(300)
     index = HnswIndex(STAMP)
     index.add(np.arange(300), x)
@@ -260,9 +203,7 @@ def test_hnsw_removal_reuses_slots_and_tombstones_survive_a_reload(tmp_path: Pat
     assert len(index) == 300
     assert len(index._index) == 300  # every freed slot was taken again: no growth
     index.remove(np.arange(50))
-    path = tmp_path / "v.vec"
-    index.save(path, ledger_seq=7)
-    loaded = load_index(path, STAMP)
+    loaded = restore_index("hnsw", STAMP, index.dump())
     assert isinstance(loaded, HnswIndex) and len(loaded) == 250
     assert len(loaded._tombstones) == 50
     tombstone = np.zeros(32, dtype=np.float32)
@@ -274,22 +215,45 @@ def test_hnsw_removal_reuses_slots_and_tombstones_survive_a_reload(tmp_path: Pat
 
 
 @pytest.mark.parametrize("kind", ["flat", "hnsw"])
-def test_similarities_of_given_ids_match_their_vectors(kind: str, tmp_path: Path) -> None:
+def test_similarities_of_given_ids_match_their_vectors(kind: str) -> None:
     x = unit_rows(500)
     index = make(kind)
     index.add(np.arange(500), x)
     q = unit_rows(1, seed=8)[0]
     ids = np.array([3, 77, 499, 10_000])  # the last is not held
     sims = index.similarities(q, ids)
-    assert sims.dtype == np.float32 and sims[3] == 0.0
+    assert sims.dtype == np.float32 and np.isnan(sims[3])
     assert np.abs(sims[:3] - x[[3, 77, 499]] @ q).max() < 0.02
     index.remove([77])
-    assert index.similarities(q, [77])[0] == 0.0
-    path = tmp_path / "v.vec"
-    index.save(path, ledger_seq=1234)
-    assert index.ledger_seq == 1234
-    assert load_index(path, STAMP).ledger_seq == 1234
-    assert make(kind).ledger_seq == 0
+    assert np.isnan(index.similarities(q, [77])[0])
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+def test_a_filtered_search_asks_about_the_nearest_first(kind: str) -> None:
+    x = unit_rows(5000)
+    index = make(kind)
+    index.add(np.arange(5000), x)
+    asked: list[int] = []
+
+    def allowed(ids: np.ndarray) -> np.ndarray:
+        asked.append(len(ids))
+        return ids % 2 == 0
+
+    hits = index.search(x[10], 5, allowed)
+    assert len(hits.ids) == 5 and all(int(i) % 2 == 0 for i in hits.ids)
+    assert int(hits.ids[0]) == 10 and sum(asked) < 1000  # not every held vector
+
+
+def test_popping_returns_the_last_vectors_and_forgets_them() -> None:
+    x = unit_rows(10)
+    index = FlatIndex(STAMP)
+    index.add(np.arange(10), x)
+    ids, vectors = index.pop(4)
+    assert sorted(ids.tolist()) == [6, 7, 8, 9] and len(index) == 6
+    assert np.einsum("ij,ij->i", vectors, x[6:]).min() > 0.99
+    assert np.isnan(index.similarities(x[0], [7])[0])
+    index.add([7], x[7:8])
+    assert len(index) == 7
 
 
 def test_flat_ids_are_document_numbers() -> None:

@@ -11,15 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hikmah.fusion import SemanticPolicy, fuse, fused_bound, semantic_part
-from hikmah.policy import KernelPolicy
+from hikmah.fusion import fuse, fused_bound, semantic_part
+from hikmah.policy import KernelPolicy, SemanticPolicy, reference_policy
 from hikmah.recall import RecallQuery, recall
 from hikmah.rules import Remember
 from hikmah.store import Store
 from hikmah.tokenizer import terms
 from hikmah.trace import Draft
 from hikmah.weighting import (
-    DEFAULT_WEIGHTING,
     WEIGHTINGS,
     inverse_document_frequency,
     lexical_bound,
@@ -40,11 +39,13 @@ WORDS = ["deploy", "cache", "billing", "token", "replica", "friday", "kafka", "s
 @given(
     st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6), min_size=1, max_size=8),
     st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
+    st.sampled_from(WEIGHTINGS),
 )
-def test_reference_weighting_is_todays_recall_exactly(
-    docs: list[list[str]], query: list[str]
+def test_recall_explains_its_lexical_score_by_the_weighting(
+    docs: list[list[str]], query: list[str], weighting: str
 ) -> None:
-    policy = msgspec.structs.replace(KernelPolicy(), recall_limit=20)
+    base = reference_policy() if weighting == "reference" else KernelPolicy()
+    policy = msgspec.structs.replace(base, recall_limit=20)
     with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "s", map_size=1 << 22) as store:
         ops = [Remember(draft=Draft(content=" ".join(d))) for d in docs]
         store.apply(ops, now_ms=NOW, policy=policy)
@@ -52,18 +53,30 @@ def test_reference_weighting_is_todays_recall_exactly(
             recall, RecallQuery(query=" ".join(query), limit=20), now_ms=NOW, policy=policy
         )
     q = terms(" ".join(query))
+    # Each term's idf from its document frequency, counted here without the index.
+    df = {t: sum(t in terms(" ".join(d)) for d in docs) for t in q}
+    idf = dict(zip(df, inverse_document_frequency(list(df.values()), len(docs)), strict=True))
     for r in results:
+        assert r.why.weighting == weighting
         matched = np.array([float(len(r.why.matched_terms))])
         ours = lexical_scores(
-            "reference",
+            weighting,  # type: ignore[arg-type]
             matched=matched,
             n_query=len(q),
             nterms=[len(terms(r.trace.content))],
+            matched_idf=np.array([sum(idf[t] for t in r.why.matched_terms)]),
+            query_idf=float(sum(idf.values())),
             **WEIGHTS,
         )
-        assert ours.coverage[0] == r.why.coverage
-        assert ours.overlap[0] == r.why.jaccard
-        assert ours.lexical[0] == r.why.lexical
+        assert ours.coverage[0] == pytest.approx(r.why.coverage, rel=1e-12)
+        assert ours.overlap[0] == pytest.approx(r.why.overlap, rel=1e-12)
+        assert ours.lexical[0] == pytest.approx(r.why.lexical, rel=1e-12)
+        if weighting == "reference":  # bit for bit, as the reference computes them
+            assert (ours.coverage[0], ours.overlap[0], ours.lexical[0]) == (
+                r.why.coverage,
+                r.why.jaccard,
+                r.why.lexical,
+            )
 
 
 def test_idf_is_positive_and_falls_with_document_frequency() -> None:
@@ -120,7 +133,7 @@ def test_no_match_is_zero_and_a_match_is_at_least_the_floor() -> None:
             **WEIGHTS,
         )
         assert out.lexical[0] == 0.0 and out.lexical[1] == P.match_floor
-    assert DEFAULT_WEIGHTING == "idf-cosine"
+    assert KernelPolicy().recall.weighting == "idf-cosine"
     with pytest.raises(ValueError, match="matched_idf"):
         lexical_scores("idf-cosine", matched=np.ones(1), n_query=1, nterms=[1], **WEIGHTS)
 
