@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import recall as recall_bench
 from workload import iter_notes, remember
 
-from hikmah.evaluation import surface_words
+from hikmah.fts5 import surface_words
 from hikmah.policy import KernelPolicy
 from hikmah.recall import RecallQuery, recall
 from hikmah.sealing import HeldKeys

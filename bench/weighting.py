@@ -458,7 +458,7 @@ def row(name: str, report: EngineReport, reference: EngineReport | None) -> dict
 
 def longmemeval(path: Path, variants: list[Variant], embed: Any, splits: list[str]) -> None:
     """Rank each question's haystack sessions with every variant and BM25; print the means."""
-    from hikmah.evaluation import fts5_expr, surface_words  # noqa: PLC0415
+    from hikmah.fts5 import fts5_expr, surface_words  # noqa: PLC0415
     from hikmah.longmemeval import (  # noqa: PLC0415
         documents,
         parse_date,

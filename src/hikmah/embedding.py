@@ -119,9 +119,13 @@ class WordLlamaEmbedder:
         self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
         self._tokenizer.no_padding()
         self._tokenizer.no_truncation()
-        # Kept in the file's float16: half the memory, summed in float32.
+        # In float32, though the file has float16: summing float16 rows cost three times
+        # as much (41 against 14 us a short text), for 16 MB more.
         table = load_file(str(weights_file))["embedding.weight"]
-        self._table = np.ascontiguousarray(table[:, :dimensions])
+        self._table = np.ascontiguousarray(table[:, :dimensions], dtype=np.float32)
+        # Without offsets, which the sum needs not: 7-12 us a short text instead of 32.
+        encode = getattr(self._tokenizer, "encode_batch_fast", None)
+        self._encode = encode or self._tokenizer.encode_batch
         self._stamp = ModelStamp(
             name=self.NAME, version=_version("wordllama"), dimensions=dimensions
         )
@@ -135,13 +139,13 @@ class WordLlamaEmbedder:
         if not texts:
             return out
         rows = [i for i, text in enumerate(texts) if text.strip()]
-        encodings = self._tokenizer.encode_batch([texts[i] for i in rows], add_special_tokens=False)
+        encodings = self._encode([texts[i] for i in rows], add_special_tokens=False)
         last = len(self._table) - 1
         for row, encoding in zip(rows, encodings, strict=True):
             ids = np.asarray(encoding.ids[:MAX_TOKENS], dtype=np.int64)
             if len(ids):
                 np.clip(ids, 0, last, out=ids)
-                out[row] = self._table[ids].sum(axis=0, dtype=np.float32)
+                out[row] = self._table[ids].sum(axis=0)
         return normalize_rows(out)
 
 

@@ -1,4 +1,5 @@
-"""The public LongMemEval format: read its questions, split its sessions, score rankings.
+"""The public LongMemEval benchmark: read its questions, split its sessions, score
+rankings, and run Hikmah and the FTS5 baseline on it (``hikmah eval --longmemeval``).
 
 LongMemEval (Wu et al., ICLR 2025) gives each question its own haystack of
 chat sessions and names the sessions that hold the evidence. A file is a JSON
@@ -12,28 +13,44 @@ list of questions::
      "haystack_sessions": [[{"role": "user", "content": "...", "has_answer": true}, ...], ...],
      "answer_session_ids": ["answer_280352e9"]}
 
-This module is pure: it decodes a file (:func:`parse_longmemeval`), turns a
-question's haystack into the documents an engine indexes
-(:func:`documents`, one per session, per user turn or per round), folds a
+It decodes a file (:func:`parse_longmemeval`), turns a question's haystack
+into the documents an engine indexes (:func:`documents`: one per session, per
+message, per user turn, per round, or the user turns and the rounds), folds a
 ranking of documents into a ranking of sessions (:func:`rank_sessions`) and
 scores it the way the benchmark's own retrieval evaluation does
 (:func:`score`): recall_any@k (some evidence session in the top k),
 recall_all@k (every one) and nDCG@10 with binary relevance. Abstention
 questions (ids ending in ``_abs``) have no evidence and are not scored.
+
+:func:`run` gives each question a throwaway store (the documents written as
+episodes at their session's date, recall at the question's date), and ranks
+its sessions with Hikmah, Hikmah with the semantic channel off, and SQLite
+FTS5 ``bm25()`` over the same documents.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Literal
 
 import msgspec
 
-from hikmah.errors import InvalidInput
+from hikmah.embedding import load_embedder
+from hikmah.errors import HikmahError, InvalidInput
+from hikmah.fts5 import fts5_expr, open_fts5, query_words
+from hikmah.policy import KernelPolicy, semantic_off
+from hikmah.recall import RecallQuery, recall
+from hikmah.rules import Remember
+from hikmah.store import Store
+from hikmah.trace import Draft
 
-Split = Literal["session", "turn", "round"]
+Split = Literal["session", "message", "turn", "round", "turn+round"]
+SPLITS: tuple[Split, ...] = ("session", "message", "turn", "round", "turn+round")
+DEPTH = 50  # documents each engine ranks per question
 NDCG_AT = 10
 DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"
 
@@ -138,8 +155,10 @@ def documents(question: Question, split: Split = "session") -> list[Document]:
     """The haystack of ``question`` as documents, in haystack order.
 
     ``session``: one document per session (every turn, ``role: content`` lines);
-    ``turn``: one per user turn; ``round``: one per user turn with the
-    assistant's replies up to the next user turn. Empty turns are skipped.
+    ``message``: one per turn of either side (how ``hikmah ingest`` keeps a
+    transcript); ``turn``: one per user turn; ``round``: one per user turn with
+    the assistant's replies up to the next user turn; ``turn+round``: the user
+    turns and the rounds, each a document of its own. Empty turns are skipped.
     """
     out: list[Document] = []
     for session_id, date, turns in zip(
@@ -159,9 +178,13 @@ def _pieces(turns: Sequence[Turn], split: Split) -> Iterable[str]:
     if split == "session":
         yield "\n".join(f"{t.role}: {t.content}" for t in turns)
         return
-    if split == "turn":
-        yield from (t.content for t in turns if t.role == "user")
+    if split == "message":
+        yield from (t.content for t in turns)
         return
+    if split in ("turn", "turn+round"):
+        yield from (t.content for t in turns if t.role == "user")
+        if split == "turn":
+            return
     current: list[str] = []
     for turn in turns:
         if turn.role == "user" and current:
@@ -224,3 +247,151 @@ def summarize(scores: Sequence[QuestionScore]) -> Summary:
         recall_all={k: mean(s.recall_all[k] for s in scores) for k in ks},
         ndcg=mean(s.ndcg for s in scores),
     )
+
+
+# ---------------------------------------------------------------- a run
+
+
+class EngineScores(msgspec.Struct, frozen=True, kw_only=True):
+    """One engine over a file: the means, and the means per question type."""
+
+    engine: str
+    summary: Summary
+    by_type: dict[str, Summary]
+
+
+class Run(msgspec.Struct, frozen=True, kw_only=True):
+    """Every engine over one file and split."""
+
+    split: Split
+    questions: int  # scored
+    skipped: int  # abstentions and questions without evidence
+    refused: int  # documents the write rules refused (a credential in them, say)
+    engines: list[EngineScores]
+
+
+Ranker = Callable[[Question, list[Document]], list[str]]
+
+
+def run(questions: Sequence[Question], *, policy: KernelPolicy, split: Split = "round") -> Run:
+    """Rank every scorable question's sessions with each engine, and score them.
+
+    Hikmah runs with ``policy`` (its ``recall_limit`` raised to :data:`DEPTH`) and,
+    when the policy has the semantic channel on, once more with it off.
+    """
+    chosen = scorable(questions)
+    policy = msgspec.structs.replace(policy, recall_limit=DEPTH)
+    names = ["hikmah", *(["hikmah, semantic off"] if policy.semantic.enabled else [])]
+    scores: dict[str, list[QuestionScore]] = {name: [] for name in [*names, "bm25 (fts5)"]}
+    refused = 0
+    for question in chosen:
+        docs = documents(question, split)
+        ranked, lost = _hikmah(question, docs, policy)
+        refused += lost
+        for name, sessions in zip(names, ranked, strict=True):
+            scores[name].append(score(question, sessions))
+        scores["bm25 (fts5)"].append(score(question, _bm25(question, docs)))
+    engines = [
+        EngineScores(
+            engine=name,
+            summary=summarize(found),
+            by_type={
+                kind: summarize([s for s in found if s.question_type == kind])
+                for kind in sorted({s.question_type for s in found})
+            },
+        )
+        for name, found in scores.items()
+    ]
+    return Run(
+        split=split,
+        questions=len(chosen),
+        skipped=len(questions) - len(chosen),
+        refused=refused,
+        engines=engines,
+    )
+
+
+def _now(question: Question, docs: Sequence[Document]) -> int:
+    if question.question_date:
+        return parse_date(question.question_date)
+    return max((d.created_ms for d in docs), default=0)
+
+
+def _hikmah(
+    question: Question, docs: list[Document], policy: KernelPolicy
+) -> tuple[list[list[str]], int]:
+    """The sessions Hikmah ranks (with the policy, then with the channel off when it is
+    on), and how many documents the write rules refused."""
+    now = _now(question, docs)
+    with (
+        tempfile.TemporaryDirectory(prefix="hikmah-lme-") as tmp,
+        Store(Path(tmp) / "store", map_size=1 << 28, durable=False) as store,
+    ):
+        operations = [
+            Remember(
+                draft=Draft(content=d.text, kind="episode", source="human:longmemeval"),
+                created_at=d.created_ms,
+            )
+            for d in docs
+        ]
+        outcomes = store.apply(operations, now_ms=now, policy=policy, sync=False)
+        session_of = {
+            o.trace.id: d.session_id
+            for o, d in zip(outcomes, docs, strict=True)
+            if not isinstance(o, HikmahError) and o.trace is not None
+        }
+        policies = [policy]
+        if policy.semantic.enabled:
+            model = load_embedder(policy.semantic.model)
+            store.open_vectors(model, ann_at=policy.semantic.ann_at)
+            policies.append(semantic_off(policy))
+        query = RecallQuery(query=question.question, limit=DEPTH)
+        ranked = [
+            [session_of[r.trace.id] for r in store.read(recall, query, now_ms=now, policy=p)]
+            for p in policies
+        ]
+    return ranked, len(docs) - len(session_of)
+
+
+def _bm25(question: Question, docs: list[Document]) -> list[str]:
+    words = query_words(question.question)
+    if not words:
+        return []
+    db = open_fts5(":memory:", [(i, d.text, "") for i, d in enumerate(docs)])
+    try:
+        rows = db.execute(
+            f"SELECT rowid FROM notes WHERE notes MATCH ? ORDER BY bm25(notes) LIMIT {DEPTH}",
+            (fts5_expr(words),),
+        ).fetchall()
+    finally:
+        db.close()
+    return [docs[row].session_id for (row,) in rows]
+
+
+def format_run(result: Run, origin: str) -> str:
+    """The run as a table: each engine's recall_any/recall_all at 5 and 10 and nDCG@10,
+    then the same per question type."""
+    lines = [
+        f"{origin}: {result.questions} questions scored ({result.skipped} abstention or"
+        f" without evidence skipped), one document per {result.split}"
+        + (f", {result.refused} documents refused by the write rules" if result.refused else ""),
+        "",
+        f"{'engine':<22} {'any@5':>7} {'all@5':>7} {'any@10':>7} {'all@10':>7} {'nDCG@10':>8}",
+    ]
+
+    def cells(s: Summary) -> str:
+        return (
+            f"{s.recall_any.get(5, 0):>7.3f} {s.recall_all.get(5, 0):>7.3f}"
+            f" {s.recall_any.get(10, 0):>7.3f} {s.recall_all.get(10, 0):>7.3f} {s.ndcg:>8.3f}"
+        )
+
+    lines += [f"{e.engine:<22} {cells(e.summary)}" for e in result.engines]
+    kinds = sorted({kind for e in result.engines for kind in e.by_type})
+    for kind in kinds:
+        lines += ["", f"{kind or '(no type)'}:"]
+        lines += [
+            f"  {e.engine:<20} {cells(e.by_type[kind])}"
+            for e in result.engines
+            if kind in e.by_type
+        ]
+    return "\n".join(lines)

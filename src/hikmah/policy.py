@@ -222,14 +222,19 @@ class KernelPolicy(_Section, frozen=True):
             )
 
 
+def semantic_off(policy: KernelPolicy) -> KernelPolicy:
+    """``policy`` with the semantic channel off (what evaluations compare against)."""
+    return msgspec.structs.replace(
+        policy, semantic=msgspec.structs.replace(policy.semantic, enabled=False)
+    )
+
+
 def reference_policy(policy: KernelPolicy | None = None) -> KernelPolicy:
     """``policy`` (the defaults) scoring exactly as the reference: uniform coverage and
     Jaccard, no semantic channel."""
-    base = policy or KernelPolicy()
+    base = semantic_off(policy or KernelPolicy())
     return msgspec.structs.replace(
-        base,
-        recall=msgspec.structs.replace(base.recall, weighting="reference"),
-        semantic=msgspec.structs.replace(base.semantic, enabled=False),
+        base, recall=msgspec.structs.replace(base.recall, weighting="reference")
     )
 
 

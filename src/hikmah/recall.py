@@ -161,6 +161,7 @@ _SCORE_FIELDS = (
 )  # fmt: skip
 # Slack for the float rounding between a bound and the score it bounds.
 _EPSILON = 1e-9
+_MIN_TIER = 128  # candidates scored together at least (see _tiers)
 
 
 class _Candidates(NamedTuple):
@@ -234,14 +235,10 @@ class _Scorer:
         # for, so that every shorter list is the start of a longer one.
         depth = self.policy.recall_limit
         found = self._candidates()
-        bound = self._upper_bounds(found)
-        tiers = [np.flatnonzero(bound == b) for b in np.unique(bound[bound >= 0])[::-1]]
+        tiers, bounds = _tiers(self._upper_bounds(found))
         if not tiers and self.semantic is None:
             return []
-        bounds = [float(bound[t[0]]) for t in tiers] + [-np.inf]
         need = _margin(depth)
-        if self.semantic is not None:
-            need = max(need, self.policy.semantic.candidates)
         parts: list[Rows] = []
         scored_tiers = 0
         while scored_tiers < len(tiers):
@@ -251,7 +248,7 @@ class _Scorer:
             if sum(int(np.count_nonzero(part["score"] >= rest)) for part in parts) >= need:
                 break
         if self.semantic is not None:
-            pool = self._fused(_concat(parts) if parts else None, found, self.semantic)
+            pool = self._fused(_concat(parts) if parts else None, found, self.semantic, depth)
             results = self._select(pool, depth, -np.inf)
         else:
             results = self._select(_concat(parts), depth, bounds[scored_tiers])
@@ -296,9 +293,10 @@ class _Scorer:
             )
             matched_idf = np.zeros(len(docs))
             if idf is not None:
-                weighted = _dense_count(term_lists, size, idf)
-                assert weighted is not None
-                matched_idf = weighted.take(positions)
+                # Each list's idf added where its documents sit among the candidates
+                # (every one of them is a candidate): no pass over every document.
+                for held, weight in zip(term_lists, idf.tolist(), strict=True):
+                    matched_idf[np.searchsorted(docs, held)] += weight
         else:
             term_docs, term_counts = _sparse_count(term_lists)
             tag_docs, tag_counts = _sparse_count(tag_lists)
@@ -401,6 +399,9 @@ class _Scorer:
         cue = self._cue(lexical.lexical, tag_coverage)
         if self.listing:
             cue = np.zeros(len(found.docs))
+        # What the words and tags alone give: a trace they make recallable stays so
+        # (the semantic channel adds and reorders; it never hides a lexical match).
+        lexical_cue = cue
         known = np.zeros(len(found.docs)) if sims is None else np.nan_to_num(sims)
         part = semantic_part(known, self.policy.semantic)
         if sims is not None:
@@ -422,7 +423,8 @@ class _Scorer:
         else:
             score = cue * (p.relevance_base + p.metadata_share * meta)
             score = np.where(overdue, np.maximum(score, p.overdue_floor), score)
-            keep = (cue >= self.policy.minimum_recall_score) | overdue
+            gate = self.policy.minimum_recall_score
+            keep = (cue >= gate) | (lexical_cue >= gate) | overdue
         return {
             "score": score,
             "keep": keep,
@@ -447,15 +449,21 @@ class _Scorer:
             "status": rows["status"],
         }
 
-    def _fused(self, lexical: Rows | None, found: _Candidates, semantic: _Semantic) -> Rows:
-        """The candidates of both channels with their fused scores: the ``candidates``
-        best by lexical score and the ``candidates`` nearest vectors the query may see."""
-        take = self.policy.semantic.candidates
+    def _fused(
+        self, lexical: Rows | None, found: _Candidates, semantic: _Semantic, depth: int
+    ) -> Rows:
+        """The candidates of both channels with their fused scores: the best by lexical
+        score (as many as the walk may read) and the ``candidates`` nearest vectors the
+        query may see."""
         pool = np.zeros(0, dtype=np.uint32)
         if lexical is not None:
-            pool = lexical["doc"][_ranked(lexical["score"], lexical["created"], lexical["doc"])]
-        near, _ = semantic.vectors.search(semantic.query, take, self._allowed)
-        union = _matches_of(found, np.union1d(pool[:take], near.astype(np.uint32)))
+            pool = lexical["doc"][
+                _top(lexical["score"], lexical["created"], lexical["doc"], _margin(depth))
+            ]
+        near, _ = semantic.vectors.search(
+            semantic.query, self.policy.semantic.candidates, self._allowed
+        )
+        union = _matches_of(found, np.union1d(pool, near.astype(np.uint32)))
         need = min(self.query.min_matched_terms, len(self.q_terms))
         if need:
             union = union.take(np.flatnonzero(union.matched >= need))
@@ -608,6 +616,29 @@ class _Scorer:
         )
 
 
+def _tiers(bound: Floats) -> tuple[list[npt.NDArray[np.intp]], list[float]]:
+    """Candidates in tiers of falling upper bound, and each tier's bound (then -inf).
+
+    Candidates of equal bound share a tier, and tiers of fewer than
+    ``_MIN_TIER`` are merged with the next: scoring a tier has a fixed cost, and
+    IDF-weighted bounds make many small ones. Merging scores a few more
+    candidates, never fewer than exactness needs (a tier's bound is the best of
+    all it holds).
+    """
+    live = np.flatnonzero(bound >= 0)
+    if not len(live):
+        return [], [-np.inf]
+    order = live[np.argsort(-bound[live], kind="stable")]
+    ordered = bound[order]
+    kept, start = [], 0
+    for cut in (np.flatnonzero(ordered[1:] != ordered[:-1]) + 1).tolist():
+        if cut - start >= _MIN_TIER:
+            kept.append(cut)
+            start = cut
+    tiers = np.split(order, kept)
+    return tiers, [float(bound[tier[0]]) for tier in tiers] + [-np.inf]
+
+
 def _margin(limit: int) -> int:
     """Candidates to score beyond every unscored bound before folding starts."""
     return limit + 4
@@ -632,6 +663,16 @@ def _ranked(
     return positions[np.lexsort(keys)]
 
 
+def _top(
+    score: Floats, created: npt.NDArray[np.int64], docs: DocArray, count: int
+) -> npt.NDArray[np.intp]:
+    """The positions of the ``count`` best (ties newer first), best first."""
+    if len(score) <= count:
+        return _ranked(score, created, docs)
+    threshold = -np.partition(-score, count - 1)[count - 1]
+    return _ranked(score, created, docs, np.flatnonzero(score >= threshold))[:count]
+
+
 def _best_first(
     score: Floats, created: npt.NDArray[np.int64], docs: DocArray, limit: int
 ) -> Iterator[int]:
@@ -649,17 +690,11 @@ def _best_first(
     yield from _ranked(score, created, docs, np.flatnonzero(score <= threshold)).tolist()
 
 
-def _dense_count(
-    lists: list[DocArray], size: int, weights: Floats | None = None
-) -> npt.NDArray[Any] | None:
-    """How many of the lists hold each document (the sum of their ``weights``), for every
-    document (None: no lists)."""
+def _dense_count(lists: list[DocArray], size: int) -> npt.NDArray[np.intp] | None:
+    """How many of the lists hold each document, for every document (None: no lists)."""
     if not lists:
         return None
-    if weights is None:
-        return np.bincount(np.concatenate(lists), minlength=size)
-    each = np.repeat(weights, [len(docs) for docs in lists])
-    return np.bincount(np.concatenate(lists), weights=each, minlength=size)
+    return np.bincount(np.concatenate(lists), minlength=size)
 
 
 def _sparse_count(lists: list[DocArray], weights: Floats | None = None) -> tuple[DocArray, Floats]:

@@ -77,9 +77,9 @@ def test_vectors_survive_a_stop_and_a_kill_and_catch_up(daemon: Running) -> None
     wait_state(daemon, "ready")
     assert "building the vectors" not in this_run(daemon)
     assert recall_ids(daemon, SPENDING) == [aws]
-    later = daemon.call(
-        "memory.remember", content="Our AWS spending jumped 40% in October."
-    )["trace"]["id"]
+    later = daemon.call("memory.remember", content="Our AWS spending jumped 40% in October.")[
+        "trace"
+    ]["id"]
     daemon.kill()  # written after the last save: caught up from the store
     daemon.start()
     wait_state(daemon, "ready")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from hikmah.errors import InvalidInput
-from hikmah.evaluation import fts5_expr, open_fts5, surface_words
+from hikmah.evaluation import main
 from hikmah.longmemeval import (
     documents,
     parse_date,
@@ -20,7 +20,6 @@ from hikmah.longmemeval import (
     score,
     summarize,
 )
-from hikmah.tokenizer import STOPWORDS
 
 SAMPLE = Path(__file__).parents[1] / "eval" / "longmemeval-sample.json"
 
@@ -134,19 +133,42 @@ def test_scores_follow_the_benchmarks_definitions() -> None:
     assert summarize([]).questions == 0
 
 
-def test_bm25_over_the_sample_sessions_is_scored_end_to_end() -> None:
-    # The baseline `hikmah eval --longmemeval` reports beside Hikmah, on the real format.
-    scores = []
-    for q in scorable(parse_longmemeval(SAMPLE.read_bytes())):
-        docs = documents(q, "session")
-        db = open_fts5(":memory:", [(i, d.text, "") for i, d in enumerate(docs)])
-        words = [w for w in surface_words(q.question) if w not in STOPWORDS and len(w) > 1]
-        rows = db.execute(
-            "SELECT rowid FROM notes WHERE notes MATCH ? ORDER BY bm25(notes)", (fts5_expr(words),)
-        ).fetchall()
-        db.close()
-        scores.append(score(q, [docs[r].session_id for (r,) in rows]))
-    summary = summarize(scores)
-    assert summary.questions == 6
-    assert 0.0 < summary.recall_any[5] <= 1.0
-    assert 0.0 < summary.ndcg <= 1.0
+def test_eval_longmemeval_runs_every_engine_on_the_sample(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["--longmemeval", str(SAMPLE)]) == 0
+    table = capsys.readouterr().out
+    assert "6 questions scored (1 abstention" in table and "one document per round" in table
+    for engine in ("hikmah ", "hikmah, semantic off", "bm25 (fts5)"):
+        assert engine in table
+    assert main(["--longmemeval", str(SAMPLE), "--split", "session", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["split"] == "session" and result["questions"] == 6
+    by_engine = {e["engine"]: e["summary"] for e in result["engines"]}
+    assert set(by_engine) == {"hikmah", "hikmah, semantic off", "bm25 (fts5)"}
+    # Six questions are a format test, not evidence; the baseline is scored end to end.
+    assert 0.0 < by_engine["bm25 (fts5)"]["recall_any"]["5"] <= 1.0
+    assert by_engine["hikmah"]["ndcg"] > by_engine["bm25 (fts5)"]["ndcg"]
+    assert {"single-session-user", "multi-session"} <= set(result["engines"][0]["by_type"])
+
+
+def test_eval_longmemeval_refuses_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("[{}]")
+    assert main(["--longmemeval", str(bad)]) == 2
+    assert "question_id" in capsys.readouterr().err
+    assert main(["--longmemeval", str(tmp_path / "missing.json")]) == 2
+    assert "cannot be read" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([str(SAMPLE), "--longmemeval", str(SAMPLE)])  # one of the two
+
+
+def test_the_person_s_turns_and_the_rounds_as_documents_of_their_own() -> None:
+    (q, *_) = parse_longmemeval(SAMPLE.read_bytes())
+    messages = documents(q, "message")
+    both = documents(q, "turn+round")
+    turns, rounds = documents(q, "turn"), documents(q, "round")
+    assert len(messages) == sum(len(s) for s in q.haystack_sessions)
+    assert sorted(d.text for d in both) == sorted(d.text for d in turns + rounds)
