@@ -306,6 +306,7 @@ class TierResult:
     memory_loaded_kib: dict[str, int] = field(default_factory=dict)
     memory_warm_kib: dict[str, int] = field(default_factory=dict)
     recall: list[RecallTiming] = field(default_factory=list)
+    recall_off: list[RecallTiming] = field(default_factory=list)  # the semantic channel off
     cli: dict[str, Any] = field(default_factory=dict)
     store_bytes: int = 0
 
@@ -358,6 +359,18 @@ def measure_tier(
     warm(client, corpus, sets, repeats.warmup)
     result.memory_warm_kib = memory_kib(daemon.pid)
     result.recall = time_recall(client, corpus, sets, size)
+    if repeats.cli_runs:
+        # The same daemon with the semantic channel off (the policy file reloads).
+        policy = corpus.directory / "policy.toml"
+        kept = policy.read_text()
+        policy.write_text(kept + CHANNEL_OFF)
+        deadline = time.monotonic() + 30
+        while wait_semantic_ready(daemon.socket)["state"] != "off":
+            if time.monotonic() > deadline:
+                raise RuntimeError("the daemon did not turn the semantic channel off")
+            time.sleep(0.05)
+        result.recall_off = time_recall(client, corpus, sets, size)
+        policy.write_text(kept)
     client.close()
     if repeats.cli_runs:
         result.cli = measure_cli(daemon, sets["3-term"].queries[0], repeats.cli_runs)

@@ -206,6 +206,21 @@ def tier_figures(tier: TierResult, empty: Empty, plan: Plan) -> list[Figure]:
     ready = sorted(tier.ready_s)[len(tier.ready_s) // 2]
     loaded = sorted(tier.loaded_s)[len(tier.loaded_s) // 2]
     figures = recall_figures(tier, plan)
+    for on, off in zip(tier.recall, tier.recall_off, strict=True):
+        for q, value, base in (
+            ("p50", on.hikmah_p50_ms, off.hikmah_p50_ms),
+            ("p95", on.hikmah_p95_ms, off.hikmah_p95_ms),
+        ):
+            figures.append(
+                Figure(
+                    f"{name} recall {on.query_set} {q}, socket, semantic channel on vs off",
+                    value,
+                    "ms",
+                    base,
+                    note=f"off: {base / (on.fts5_p50_ms if q == 'p50' else on.fts5_p95_ms):.2f}×"
+                    " FTS5",
+                )
+            )
     figures += [
         Figure(
             f"{name} start to READY (socket accepts) vs empty store",

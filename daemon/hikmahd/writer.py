@@ -11,6 +11,9 @@ are answered, so the batch waits for as many writes as the largest of them,
 until none came for ``GATHER_QUIET_S`` and at most ``GATHER_MAX_S``. Fewer,
 larger batches pay for fewer syncs (docs/performance.md, "Writes"). A lone
 writer never waits.
+
+The semantic channel's vectors follow each batch in its sync task (embedding the
+new traces while the next batch applies), before its callers are answered.
 """
 
 from __future__ import annotations
@@ -231,7 +234,10 @@ class Writer:
         now_ms = self.now_ms()
         policy = self.policy()
         outcomes = await self._run_in_thread(
-            batch, lambda: self.store.apply(operations, now_ms=now_ms, policy=policy, sync=False)
+            batch,
+            lambda: self.store.apply(
+                operations, now_ms=now_ms, policy=policy, sync=False, follow=False
+            ),
         )
         if outcomes is None:
             return  # every caller already has the error
@@ -249,6 +255,9 @@ class Writer:
         # Answers (and the events they cause) keep the order of the batches.
         with trio.CancelScope(shield=True):
             await previous.wait()
+            # The vectors follow while the next batch applies; the callers are answered
+            # after, so a recall by meaning finds what they wrote.
+            await self.offload(self.store.follow_vectors)
         if synced:
             for pending, outcome in zip(batch, outcomes, strict=True):
                 pending.result = outcome

@@ -123,6 +123,9 @@ class Store:
         # The semantic channel's vectors, when the daemon (or a tool) attached them: every
         # durable batch reaches them (hikmah.semantic).
         self.semantic: SemanticIndex | None = None
+        # Committed batches whose vectors have not followed yet (see apply's ``follow``).
+        self._unfollowed: list[tuple[list[Added], list[int]]] = []
+        self._follow_lock = threading.Lock()
         # Batches committed, and how many of them are known durable (the writer
         # syncs a batch while it applies the next: see apply).
         self._commits = 0
@@ -310,6 +313,7 @@ class Store:
         now_ms: int,
         policy: KernelPolicy,
         sync: bool = True,
+        follow: bool = True,
     ) -> list[Outcome]:
         """Check and commit a batch; one outcome per operation, in order.
 
@@ -319,6 +323,10 @@ class Store:
         corrupt it) until :meth:`sync` returns. The daemon's writer uses that to
         sync one batch while it applies the next, and answers a batch's callers
         only after its sync.
+
+        With ``follow`` (the default) the vectors follow the batch before this
+        returns; without it they follow at :meth:`follow_vectors`, which the
+        writer calls beside the sync, so that embedding overlaps the next batch.
 
         Raises:
             StoreFull: the map cannot grow or the disk is full; nothing was written.
@@ -332,7 +340,10 @@ class Store:
                 if scrub:
                     # A destroyed data key must not stay readable in a free page.
                     self._scrub()
-                self._vectors_follow(*changes)
+                with self._follow_lock:
+                    self._unfollowed.append(changes)
+                if follow:
+                    self.follow_vectors()
                 return outcomes
             except lmdb.MapFullError:
                 self._grow()
@@ -378,20 +389,24 @@ class Store:
         log.info("growing the LMDB map from %d to %d MiB", current >> 20, new >> 20)
         self.env.set_mapsize(new)
 
-    def _vectors_follow(self, added: list[Added], removed: list[int]) -> None:
-        """Bring the vectors up to a committed batch; under the vault a purge saves them at
-        once, so its vector leaves the disk with it."""
-        semantic = self.semantic
-        if semantic is None:
-            return
-        try:
-            semantic.committed(added, removed)
-            if removed and self.dbs.vault is not None and semantic.ready:
-                semantic.save(self.dbs.vault)
-        except Exception:
-            # Derived data: the commit stands, and the vectors are built again.
-            log.exception("the vectors could not follow a commit; rebuilding them")
-            semantic.rebuild()
+    def follow_vectors(self) -> None:
+        """Bring the vectors up to every batch committed so far, in commit order; under the
+        vault a purge saves them at once, so its vector leaves the disk with it."""
+        with self._follow_lock:
+            batches, self._unfollowed = self._unfollowed, []
+            semantic = self.semantic
+            if semantic is None:
+                return
+            for added, removed in batches:
+                try:
+                    semantic.committed(added, removed)
+                    if removed and self.dbs.vault is not None and semantic.ready:
+                        semantic.save(self.dbs.vault)
+                except Exception:
+                    # Derived data: the commit stands, and the vectors are built again.
+                    log.exception("the vectors could not follow a commit; rebuilding them")
+                    semantic.rebuild()
+                    return
 
     def _apply_once(
         self, operations: Sequence[Operation], now_ms: int, policy: KernelPolicy
