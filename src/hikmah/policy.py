@@ -178,7 +178,7 @@ class SemanticPolicy(_Section, frozen=True):
     ] = 50
     ann_at: Annotated[
         Count, _doc("traces from which an HNSW graph replaces exact vector search")
-    ] = 50_000
+    ] = 20_000
 
     def __post_init__(self) -> None:
         if self.full <= self.floor:
