@@ -514,6 +514,15 @@ def vault_figures(found: vault.VaultResult) -> list[Figure]:
             writes["off"],
         )
     ]
+    for what, seconds in found.vectors_s.items():
+        figures.append(
+            Figure(
+                f"{size} vault on, the vector file's {what} (sealed) vs vault off",
+                seconds["on"],
+                "s",
+                seconds["off"],
+            )
+        )
     for short, name in QUERY_SETS.items():
         on, off = found.recall_ms[name]["on"], found.recall_ms[name]["off"]
         for i, q in ((0, "p50"), (1, "p95")):

@@ -170,11 +170,10 @@ class Daemon:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.writer.run)
                 nursery.start_soon(self.policies.watch, self._policy_changed)
-                nursery.start_soon(self.reminders.run)
+                semantic_scope = trio.CancelScope()
+                nursery.start_soon(self._reminders_then_semantics, nursery, semantic_scope)
                 nursery.start_soon(self.replay.run)
                 nursery.start_soon(self._close_idle_capsules)
-                semantic_scope = trio.CancelScope()
-                nursery.start_soon(self._semantics, semantic_scope)
                 accept_scope = trio.CancelScope()
                 connections = await nursery.start(self._accept, listener, accept_scope)
                 notify_systemd("READY=1")
@@ -197,6 +196,14 @@ class Daemon:
                         await trio.sleep(0.05)
                 connections.cancel()
                 nursery.cancel_scope.cancel()
+
+    async def _reminders_then_semantics(
+        self, nursery: trio.Nursery, semantic_scope: trio.CancelScope
+    ) -> None:
+        """The promise queue first (reminders are due on time), then the semantic channel,
+        whose file takes a second or more to read at a million traces."""
+        await nursery.start(self.reminders.run)
+        nursery.start_soon(self._semantics, semantic_scope)
 
     async def _semantics(self, scope: trio.CancelScope) -> None:
         with scope:

@@ -58,7 +58,9 @@ class Semantics:
         offload: Offload,
     ) -> None:
         self.store, self.writer, self.policy, self.offload = store, writer, policy, offload
-        self.state: State = "off"
+        # Until run() starts (after the promise queue is loaded), an enabled channel is
+        # about to load.
+        self.state: State = "loading" if policy().semantic.enabled else "off"
         self.error: str | None = None
         self._model: str | None = None  # the model the attached vectors come from
         self._unavailable: str | None = None  # a model that failed to load: not retried

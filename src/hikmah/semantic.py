@@ -12,10 +12,12 @@ vectors live in two indexes (:mod:`hikmah.vector_index`):
   Every new vector lands here, so a write costs one embedding and a copy.
 - ``graph``: a :class:`~hikmah.vector_index.HnswIndex`, made once the store
   holds ``ann_at`` vectors. :meth:`SemanticIndex.fold` moves recent vectors
-  into it a slice at a time, when the daemon is quiet.
+  into it a slice at a time (once there are :data:`FOLD_AT` of them), when
+  the daemon is quiet.
 
 A search asks both and merges. The two are reached under one lock: usearch
-gives no promise about searching while a graph changes.
+gives no promise about searching while a graph changes. The writer's
+:meth:`~hikmah.store.Store.follow_vectors` embeds a batch outside it.
 
 **Keeping up with the store.** The index reflects every document below
 ``upto``. The store hands it each durable batch
