@@ -23,7 +23,8 @@ from hikmah.store import Store
 from hikmah.tokenizer import terms
 from hikmah.trace import Draft
 
-from .conftest import DAY, NOW, HeldKeys, remember, write
+from .conftest import DAY, NOW, HeldKeys, remember, remember_forecast, write
+from .strategies import examples, notes_of, query_of
 
 REFERENCE = reference_policy()
 WORDS = ["deploy", "friday", "cache", "region", "ruff", "lint", "kafka", "queue", "token", "build"]
@@ -264,7 +265,7 @@ def test_fulfilled_commitment_is_no_longer_urgent(store: Store) -> None:
 def test_exclusions_and_what_brings_them_back(store: Store) -> None:
     old = remember(store, "cache ttl is 60")
     new = remember(store, "cache ttl is 300", supersedes=old.id)
-    write_prediction(store)
+    remember_forecast(store, "cache forecast hit rate")
     assert contents(ask(store, "cache ttl")) == ["cache ttl is 300"]
     with_history = ask(store, "cache ttl", include_superseded=True)
     by_id = {r.trace.id: r for r in with_history}
@@ -272,22 +273,6 @@ def test_exclusions_and_what_brings_them_back(store: Store) -> None:
     assert by_id[new.id].supersedes == old.id
     assert all(r.trace.kind != "prediction" for r in ask(store, "cache forecast"))
     assert contents(ask(store, "forecast", kinds=("prediction",))) == ["cache forecast hit rate"]
-
-
-def write_prediction(store: Store) -> None:
-    write(
-        store,
-        Remember(
-            draft=Draft(
-                content="cache forecast hit rate",
-                kind="prediction",
-                family="cache",
-                probability=0.7,
-                prediction_type="noul",
-            ),
-            allow_prediction=True,
-        ),
-    )
 
 
 def test_sensitive_traces_are_hidden_unless_asked_for(tmp_path: Path) -> None:
@@ -380,44 +365,12 @@ def test_candidates_come_from_the_index_not_a_scan(
     assert len(decoded) <= 2
 
 
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(
-    notes=st.lists(
-        st.lists(st.sampled_from(WORDS[:5]), min_size=1, max_size=4), min_size=1, max_size=60
-    ),
-    query=st.lists(st.sampled_from(WORDS[:5]), min_size=1, max_size=3),
-)
-def test_the_results_of_a_limit_are_among_those_of_a_larger_one(
-    tmp_path: Path, notes: list[list[str]], query: list[str]
-) -> None:
-    with Store(tmp_path / f"s{next(_counter)}", map_size=1 << 22) as store:
-        write(
-            store,
-            *(
-                Remember(draft=Draft(content=" ".join(n)), created_at=NOW - i)
-                for i, n in enumerate(notes)
-            ),
-        )
-        policy = reference_policy(KernelPolicy(recall_limit=12))
-        longest = ask(store, " ".join(query), policy, limit=12)
-        for limit in range(1, 12):
-            shorter = ask(store, " ".join(query), policy, limit=limit)
-            assert {r.trace.id for r in shorter} <= {r.trace.id for r in longest}
-            assert [r.score for r in shorter] == sorted((r.score for r in shorter), reverse=True)
+# Stable ranking (every top k the start of the top k+1, under this policy and the
+# default) is tests/kernel/test_semantic.py's property test.
 
 
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(
-    notes=st.lists(
-        st.lists(st.sampled_from(WORDS), min_size=1, max_size=5), min_size=1, max_size=120
-    ),
-    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
-    limit=st.integers(1, 8),
-)
+@examples(40)
+@given(notes=notes_of(WORDS, longest=5, most=120), query=query_of(WORDS), limit=st.integers(1, 8))
 def test_early_stop_returns_what_scoring_everything_returns(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,

@@ -15,7 +15,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from hikmah.embedding import Embedder, load_embedder
@@ -26,7 +26,8 @@ from hikmah.semantic import SemanticIndex, StaleVectors, vectors_path
 from hikmah.store import Store
 from hikmah.trace import Draft
 
-from .conftest import NOW, HeldKeys, remember, write
+from .conftest import NOW, HeldKeys, remember, remember_forecast, write
+from .strategies import examples, notes_of, query_of
 
 AWS = "The AWS bill jumped 40% in October because the staging cluster was left running."
 PAGER = "Page the on-call DBA when Postgres stops accepting connections."
@@ -113,17 +114,9 @@ def test_semantic_matches_follow_every_visibility_rule(tmp_path: Path, embedder:
             store, "The AWS bill jumped in October: a staging cluster was never shut down."
         )
         write(store, Purge(id=purged.id, reason="test"))
-        forecast = Remember(
-            draft=Draft(
-                content="The AWS bill will jump again in November if staging keeps running.",
-                kind="prediction",
-                family="f",
-                probability=0.5,
-                prediction_type="noul",
-            ),
-            allow_prediction=True,
+        forecast = remember_forecast(
+            store, "The AWS bill will jump again in November if staging keeps running."
         )
-        write(store, forecast)
         found = ask(store, SPENDING, policy, scope="project:mine")
         assert contents(found) == [correction]
         assert found[0].why.matched_terms == [] and found[0].why.semantic is not None
@@ -135,9 +128,7 @@ def test_semantic_matches_follow_every_visibility_rule(tmp_path: Path, embedder:
 
         assert brought(include_superseded=True) == {AWS}
         assert brought(include_sensitive=True) == {secret}
-        assert brought(kinds=("prediction",)) == {forecast.draft.content} | {correction} - {
-            correction
-        }
+        assert brought(kinds=("prediction",)) == {forecast.content}
         assert {r.trace.scope for r in ask(store, SPENDING, policy)} == {"global", "project:other"}
         assert purged.id not in {
             r.trace.id
@@ -233,14 +224,10 @@ WORDS = [
 ]
 
 
-@settings(
-    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@examples(30)
 @given(
-    notes=st.lists(
-        st.lists(st.sampled_from(WORDS), min_size=1, max_size=6), min_size=1, max_size=40
-    ),
-    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
+    notes=notes_of(WORDS, longest=6, most=40),
+    query=query_of(WORDS),
     depth=st.integers(2, 12),
     semantic=st.booleans(),
 )
