@@ -254,7 +254,26 @@ def parse_policy(text: str, *, origin: str = "policy") -> KernelPolicy:
     try:
         return msgspec.convert(data, KernelPolicy)
     except msgspec.ValidationError as exc:
-        raise PolicyError(f"{origin}: {exc}") from None
+        raise PolicyError(f"{origin}: {exc}{_choices(str(exc))}") from None
+
+
+def _choices(error: str) -> str:
+    """The values a field takes, when ``error`` is about a field of a few (its path last)."""
+    path = error.rpartition("`$.")[2].rstrip("`").split(".")
+    section: type = KernelPolicy
+    for name in path:
+        info = msgspec.inspect.type_info(section)
+        if not isinstance(info, msgspec.inspect.StructType):
+            return ""
+        kind: object = next((f.type for f in info.fields if f.name == name), None)
+        while isinstance(kind, msgspec.inspect.Metadata):
+            kind = kind.type
+        if isinstance(kind, msgspec.inspect.LiteralType):
+            return f" (one of {', '.join(map(str, kind.values))})"
+        if not isinstance(kind, msgspec.inspect.StructType):
+            return ""
+        section = kind.cls
+    return ""
 
 
 def load_policy(path: Path | None) -> KernelPolicy:
