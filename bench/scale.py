@@ -13,20 +13,24 @@ through its socket against FTS5 on the same notes.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import shutil
 import socket
 import statistics
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import asof
+import browse
 import hooks
 import recall
 import reminders
@@ -187,6 +191,42 @@ class Started:
         return sorted(self.loaded_s)[len(self.loaded_s) // 2]
 
 
+T = TypeVar("T")
+
+
+def measure_alone(
+    argv: list[str] | None,
+    doc: str | None,
+    queries: int,
+    measure: Callable[[Path, list[list[str]]], T],
+) -> tuple[int, dict[str, T]]:
+    """A script run on its own: its flags (``--notes``, ``--queries``, default
+    ``queries``, ``--seed``), then the suite's corpus of that many notes built in a temp
+    dir, hikmahd started on it, and ``measure(socket, queries)`` for the queries of each
+    query set. Returns the notes and the results by set."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0] if doc else None)
+    parser.add_argument("--notes", type=int, default=100_000, help="traces in the store")
+    parser.add_argument("--queries", type=int, default=queries, help="queries per query set")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args(argv)
+    notes, queries, seed = args.notes, args.queries, args.seed
+    root = Path(tempfile.mkdtemp(prefix="hkms", dir="/tmp"))
+    rows = {}
+    try:
+        corpus = Corpus(root / "corpus", seed, time.time_ns() // 1_000_000)
+        corpus.grow(notes)
+        sets = corpus.query_sets(queries, seed)
+        with contextlib.ExitStack() as stack:
+            daemon = start(corpus.directory, root, 1, stack).daemon
+            for name, qs in sets.items():
+                rows[name] = measure(daemon.socket, qs.queries)
+            daemon.stop()
+        corpus.db.close()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return notes, rows
+
+
 def start(directory: Path, env_root: Path, starts: int, stack: contextlib.ExitStack) -> Started:
     """Start hikmahd ``starts`` times on ``directory``; the last one keeps running."""
     ready, loaded, semantic = [], [], []
@@ -308,6 +348,8 @@ class TierResult:
     recall: list[RecallTiming] = field(default_factory=list)
     recall_off: list[RecallTiming] = field(default_factory=list)  # the semantic channel off
     cli: dict[str, Any] = field(default_factory=dict)
+    browse: dict[str, Any] = field(default_factory=dict)  # browse.KeystrokeTiming
+    as_of: dict[str, Any] = field(default_factory=dict)  # asof.AsOfTiming
     store_bytes: int = 0
 
 
@@ -372,6 +414,10 @@ def measure_tier(
         result.recall_off = time_recall(client, corpus, sets, size)
         policy.write_text(kept)
     client.close()
+    typed = [words for qs in sets.values() for words in qs.queries[: browse.QUERIES]]
+    result.browse = asdict(browse.measure(daemon.socket, typed))
+    recalled = [words for qs in sets.values() for words in qs.queries[: asof.QUERIES]]
+    result.as_of = asdict(asof.measure(daemon.socket, recalled))
     if repeats.cli_runs:
         result.cli = measure_cli(daemon, sets["3-term"].queries[0], repeats.cli_runs)
     daemon.stop()

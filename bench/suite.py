@@ -38,6 +38,12 @@ How each figure is made (details in the docstrings of the scripts it reuses):
   wall time, over ``python -c pass`` with the venv's interpreter (the fair baseline:
   the same interpreter and site-packages, judged) and over ``python3 -c pass`` as
   found on PATH (reported).
+- Recall as of the past: each query of the three sets (100 a set) recalled now, as of
+  the record before the last and as of the middle record, taking turns
+  (``bench/asof.py``); the ratio is against the same recall now.
+- Browse: each query of the three sets (40 a set) typed a character at a time into
+  the tier's daemon, each prefix's recall timed with ``hikmah browse``'s asyncio client
+  (the params its search sends), against the CLI's blocking client (``bench/browse.py``).
 - Reminder lateness: ``reminders.lateness_rows`` on a copy of the 100k store, 16
   clients recalling, over the idle run.
 - Bulk import: ``memory.import`` if the daemon serves it (batches of 500 lines, one
@@ -54,6 +60,11 @@ How each figure is made (details in the docstrings of the scripts it reuses):
   the answers to ``initialize`` and ``tools/list`` (sent at once, as a host does),
   over ``python -c pass`` with the venv's interpreter, run by run in turn; the
   import of the MCP SDK's server reported beside them.
+- Import from other tools: ``migration.measure_all``, a generated export of 10k
+  items per source (1k with ``--quick``) through the real CLI, ``hikmah import
+  --from SOURCE PATH``, into an empty durable daemon, over ``hikmah import`` of the
+  same traces as JSON Lines into another; and the re-import (nothing written)
+  over the import (bench/migration.py has the details).
 - The vault: ``vault.measure`` on the load tier's size, two in-process stores with
   the same notes, one sealed: durable remember batches of 8 and recall p50/p95,
   vault on over vault off (bench/vault.py has the details).
@@ -80,7 +91,10 @@ from pathlib import Path
 from typing import Any
 
 import agent
+import asof
+import browse
 import lmdb
+import migration
 import reminders
 import rpc
 import vault
@@ -112,6 +126,8 @@ CLI_TARGET = 2.5
 LATENESS_TARGET_MS = 50.0
 # Codex offers the model only the MCP servers that answered within about a second.
 AGENT_READY_TARGET_MS = 500.0
+# Coming over from another tool costs at most twice importing Hikmah's own export.
+MIGRATION_TARGET = 2.0
 
 
 @dataclass(frozen=True)
@@ -258,6 +274,42 @@ def tier_figures(tier: TierResult, empty: Empty, plan: Plan) -> list[Figure]:
                 note=f"{per_trace:,.0f} B/trace",
             )
         )
+    if tier.browse:
+        typed = tier.browse
+        name_ks = f"{name} browse: each keystroke's recall ({typed['keystrokes']:,} typed)"
+        figures += [
+            Figure(
+                f"{name_ks} p95, browser's asyncio client vs CLI's stdlib client",
+                typed["browser_p95_ms"],
+                "ms",
+                typed["blocking_p95_ms"],
+                Target("value", "<", browse.TARGET_MS, "ms"),
+                judged=not plan.quick,
+            ),
+            Figure(
+                f"{name_ks} p50, browser's asyncio client vs CLI's stdlib client",
+                typed["browser_p50_ms"],
+                "ms",
+                typed["blocking_p50_ms"],
+                note=f"max {typed['browser_max_ms']:.1f} ms",
+            ),
+        ]
+    if tier.as_of:
+        past = tier.as_of
+        points = (("recent", "the record before the last"), ("middle", "the middle record"))
+        for point, what in points:
+            figures.append(
+                Figure(
+                    f"{name} recall as of {what} p50 vs the same recall now"
+                    f" ({past['queries']:,} queries)",
+                    past[f"{point}_p50_ms"],
+                    "ms",
+                    past["present_p50_ms"],
+                    Target("ratio", "<=", asof.RATIO_TARGET),
+                    judged=not plan.quick,
+                    note=f"p95 {past[f'{point}_p95_ms']:.2f} vs {past['present_p95_ms']:.2f} ms",
+                )
+            )
     cli = tier.cli
     if cli:
         figures.append(
@@ -307,6 +359,32 @@ def agent_figures(found: dict[str, Any], plan: Plan) -> list[Figure]:
                 found["import_sdk_ms"],
                 "ms",
                 baseline,
+            )
+        )
+    return figures
+
+
+def migration_figures(rows: list[migration.Row], plan: Plan) -> list[Figure]:
+    figures = []
+    for row in rows:
+        size = label(row.items)
+        figures.append(
+            Figure(
+                f"import --from {row.source}, {size} records end to end vs the same traces"
+                " as JSON Lines",
+                row.import_ms,
+                "ms",
+                row.baseline_ms,
+                Target("ratio", "<=", MIGRATION_TARGET),
+                judged=not plan.quick,
+            )
+        )
+        figures.append(
+            Figure(
+                f"import --from {row.source} again, {size} records (writes nothing) vs the import",
+                row.reimport_ms,
+                "ms",
+                row.import_ms,
             )
         )
     return figures
@@ -433,6 +511,13 @@ def execute(run: Run, root: Path) -> None:
             found = agent.measure(plan.cli_runs)
             run.details["agent"] = found
             run.figures += agent_figures(found, plan)
+        with run.section("import from other tools"):
+            items = 1_000 if plan.quick else 10_000
+            folder = root / "migration"
+            folder.mkdir(mode=0o700)
+            rows = migration.measure_all(folder, items, 1 if plan.quick else 3)
+            run.details["migration"] = [asdict(r) for r in rows]
+            run.figures += migration_figures(rows, plan)
         with run.section("remember throughput"):
             writes = measure_writes(root, plan, stack)
             run.details["writes"] = [asdict(w) for w in writes]

@@ -50,6 +50,20 @@ def _invoked(argv: list[str]) -> str | None:
     return None
 
 
+def _joined(argv: list[str]) -> list[str]:
+    """``--as-of -3d`` as ``--as-of=-3d``: argparse takes a value that starts with a dash
+    for another option."""
+    out: list[str] = []
+    words = iter(argv)
+    for word in words:
+        if word == "--as-of":
+            value = next(words, None)
+            out.append(word if value is None else f"{word}={value}")
+        else:
+            out.append(word)
+    return out
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The CLI's parser; with ``only``, that subcommand's arguments alone are built
     (building every subcommand's would cost about 10 ms on each shell command and
@@ -87,7 +101,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    words = sys.argv[1:] if argv is None else argv
+    words = _joined(sys.argv[1:] if argv is None else argv)
     try:
         parser = build_parser(only=_invoked(words))
     except KeyError:

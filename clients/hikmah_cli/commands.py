@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from hikmah.vocabulary import KINDS, PREDICTION_TYPES, PRIVACIES, REMEMBERED_KINDS
+from hikmah.vocabulary import IMPORT_SOURCES, KINDS, PREDICTION_TYPES, PRIVACIES, REMEMBERED_KINDS
 
 from . import render, runners
 from .session import OK, Exit, UsageError, call
@@ -66,6 +66,11 @@ def _pick(args: argparse.Namespace, name: str) -> Any:
 
 
 SCOPE_HELP = "global (default), project:PATH, person:NAME"
+AS_OF = arg(
+    "--as-of",
+    metavar="WHEN",
+    help="as it stood then: YYYY-MM-DD[THH:MM] UTC, HH:MM, -3d/-12h, or a ledger seq",
+)
 # The flags of remember that each fill the param of their own name (the others are
 # content, kind and tags).
 WRITE_FLAGS = (
@@ -85,6 +90,10 @@ WRITE_FLAGS = (
 )
 
 
+# Recall and verify: the kinds to keep.
+KIND_FILTER = arg("--kind", action="append", default=[], choices=KINDS, help="only these kinds")
+
+
 def dest(flag: Arg) -> str:
     """The attribute (and param) a flag fills: ``--claim-key`` fills ``claim_key``."""
     return flag.names[-1].lstrip("-").replace("-", "_")
@@ -102,7 +111,9 @@ def _remember(args: argparse.Namespace) -> Request:
 
 def _recall(args: argparse.Namespace) -> Request:
     params = {"query": _pick(args, "query") or "", "tags": args.tag, "kinds": args.kind}
-    given = _given(args, "limit", "scope", "include_superseded", "include_sensitive", "focus")
+    given = _given(
+        args, "limit", "scope", "include_superseded", "include_sensitive", "focus", "as_of"
+    )
     return "memory.recall", {**params, **given}
 
 
@@ -136,6 +147,20 @@ def _invalidate(args: argparse.Namespace) -> Request:
         if answer.strip().lower() not in ("y", "yes"):
             raise Exit(OK)
     return "memory.invalidate", params
+
+
+def _verify_traces(args: argparse.Namespace) -> Request:
+    params = {"source": args.source, "kinds": args.kind, **_given(args, "scope")}
+    preview = call(args, "memory.verify", params)
+    if not preview["matched"]:
+        return "memory.verify", params
+    print(render.verify_preview(preview, args.source), file=sys.stderr)
+    if not sys.stdin.isatty():
+        raise UsageError("verifying needs you at a terminal to confirm what you checked")
+    answer = input(f"Verify these {preview['matched']} traces as checked by you? [y/N] ")
+    if answer.strip().lower() not in ("y", "yes"):
+        raise Exit(OK)
+    return "memory.verify", {**params, "confirm": preview["selection"]}
 
 
 def _verify(args: argparse.Namespace) -> Request:
@@ -198,12 +223,13 @@ COMMANDS: tuple[Command, ...] = (
             arg("query_arg", nargs="?", metavar="QUERY", help="words to recall by"),
             arg("--query", help="words to recall by (or give them positionally)"),
             arg("--tag", action="append", default=[], metavar="T", help="a tag cue (repeatable)"),
-            arg("--kind", action="append", default=[], choices=KINDS, help="only these kinds"),
+            KIND_FILTER,
             arg("--limit", type=int, metavar="N", help="most results (capped by the policy)"),
             arg("--scope", metavar="S", help="this scope and global only"),
             arg("--include-superseded", action="store_true", help="history too"),
             arg("--include-sensitive", action="store_true", help="sensitive traces too"),
             arg("--focus", metavar="NAME", help="absorb the results into this focus capsule"),
+            AS_OF,
         ),
         _recall,
         render.recalled,
@@ -211,15 +237,23 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "show",
         "one trace with its history",
-        (arg("id", metavar="ID"),),
-        lambda a: ("memory.show", {"id": a.id}),
+        (arg("id", metavar="ID"), AS_OF),
+        lambda a: ("memory.show", {"id": a.id, **_given(a, "as_of")}),
         render.shown,
     ),
     Command(
         "conflicts",
         "open conflicts: one claim key, several values",
-        request=lambda a: ("memory.conflicts", {}),
-        show=render.conflicts,
+        (arg("--key", metavar="K", help="only the conflict on this claim key"), AS_OF),
+        lambda a: ("memory.conflicts", _given(a, "key", "as_of")),
+        render.conflicts,
+    ),
+    Command(
+        "history",
+        "every value a claim key was given: who set each, when, until when",
+        (arg("key", metavar="CLAIM_KEY"), AS_OF),
+        lambda a: ("memory.history", {"key": a.key, **_given(a, "as_of")}),
+        render.claim_history,
     ),
     Command(
         "commitments",
@@ -227,8 +261,12 @@ COMMANDS: tuple[Command, ...] = (
         (
             arg("--within-hours", type=float, metavar="H", help="due within H hours"),
             arg("--overdue", action="store_true", help="only overdue ones"),
+            AS_OF,
         ),
-        lambda a: ("promises.list", {"overdue": a.overdue, **_given(a, "within_hours")}),
+        lambda a: (
+            "promises.list",
+            {"overdue": a.overdue, **_given(a, "within_hours", "as_of")},
+        ),
         render.commitments,
     ),
     Command(
@@ -347,6 +385,24 @@ COMMANDS: tuple[Command, ...] = (
         render.invalidated,
     ),
     Command(
+        "verify",
+        "verify the unverified traces of a source you checked, such as an import (a person"
+        " only; shows them and asks first)",
+        (
+            arg("--source", required=True, metavar="S", help="their source, e.g. tool:mem0"),
+            arg("--scope", metavar="S", help="only in this scope"),
+            KIND_FILTER,
+        ),
+        _verify_traces,
+        render.vouched,
+        description="Verify every active, unverified trace whose provenance source is S (an"
+        " import's is tool:<tool>, e.g. tool:mem0), optionally only in one scope or of some"
+        " kinds: each is superseded by a verified copy that keeps its text, kind, claim,"
+        " scope, time and locator. It lists them and asks you on the terminal first, and"
+        " verifies exactly what it listed. Agent sessions are refused. A later import of a"
+        " record you verified leaves your verified trace alone.",
+    ),
+    Command(
         "purge",
         "retention deletion of a trace (a person only)",
         (arg("--id", required=True), arg("--reason", required=True, help="kept in the tombstone")),
@@ -458,19 +514,40 @@ COMMANDS: tuple[Command, ...] = (
                 metavar="FILE",
                 help="write FILE (mode 0600, atomically) instead of stdout",
             ),
+            AS_OF,
         ),
         run=runners.export,
         description="Write every trace, in write order, as one JSON object per line: the"
         " trace as `hikmah show --json` gives it, plus its status. Purged traces are never"
         " exported; superseded ones only with --include-superseded (without it, a"
         " correction's link to the trace it superseded is left out). The text is plaintext;"
-        " no key ever leaves the daemon. Progress goes to stderr when it is a terminal.",
+        " no key ever leaves the daemon. Progress goes to stderr when it is a terminal."
+        " With --as-of, memory as it stood then (traces purged since are left out).",
     ),
     Command(
         "import",
-        "read JSON Lines of traces, or a reference memory.jsonl ledger, into memory",
+        "read JSON Lines of traces, a reference memory.jsonl ledger, or another memory"
+        " tool's export (--from) into memory",
         (
-            arg("file", metavar="FILE"),
+            arg("file", metavar="PATH"),
+            arg(
+                "--from",
+                dest="source",
+                choices=IMPORT_SOURCES,
+                help="PATH is this tool's export (docs/migrating.md says where each keeps it)",
+            ),
+            arg(
+                "--dry-run",
+                action="store_true",
+                help="(--from) say what would be written, and write nothing",
+            ),
+            arg(
+                "--project",
+                action="append",
+                default=[],
+                metavar="NAME=DIR",
+                help="(--from claude-mem) the folder of a project claude-mem names NAME",
+            ),
             arg(
                 "--force-broken-chain",
                 action="store_true",
@@ -483,15 +560,20 @@ COMMANDS: tuple[Command, ...] = (
             ),
         ),
         run=runners.import_,
-        description="Import FILE. JSON Lines of traces (as export writes them; missing fields"
+        description="Import PATH. JSON Lines of traces (as export writes them; missing fields"
         ' take the write defaults, so {"kind": "observation", "content": "..."} is a'
         " line) are validated like any write and keep their ids: importing twice writes"
         " nothing new. A ledger of the reference implementation (memory.jsonl, records v1"
         " and v2) is recognised by its records; its hash chain is checked first, and a"
         " broken chain is refused as a whole. Refused lines are reported with their line"
-        " number and reason while the rest is imported. Exit 0 when everything was"
-        " imported, 3 when some lines were refused or the chain is broken, 2 when FILE"
-        " cannot be read.",
+        " number and reason while the rest is imported. With --from, PATH is the memory of"
+        " another tool (mcp-memory's memory.jsonl, claude-mem's database, a mem0 JSON"
+        " export, a basic-memory project folder, a CLAUDE.md or AGENTS.md file): each"
+        " record becomes an unverified trace whose provenance names the record; importing"
+        " again writes only what changed, as corrections; near-duplicates of what memory"
+        " holds are reported; --dry-run shows what would be written. Exit 0 when everything"
+        " was imported, 3 when some lines or records were refused or the chain is broken,"
+        " 2 when PATH cannot be read as what it should be.",
     ),
     Command(
         "backup",
@@ -541,6 +623,13 @@ COMMANDS: tuple[Command, ...] = (
         description="Print the host's hook JSON with memory for this session start or prompt."
         " Never fails the agent's turn: without a daemon or on any error it prints nothing"
         " and exits 0. Installed by `hikmah setup claude|codex`.",
+    ),
+    Command(
+        "browse",
+        "a full-screen terminal inspector of memory (needs: pip install 'hikmah[browse]')",
+        (arg("query", nargs="?", metavar="QUERY", help="start with this search"),),
+        run=runners.browse,
+        description="Search, read, audit and correct memory in the terminal (Textual).",
     ),
     Command(
         "focus",

@@ -19,9 +19,9 @@ def when(ms: int | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.gmtime(ms / 1000)) + "Z"
 
 
-def relative(ms: int) -> str:
-    """``in 3h``, ``2d ago``: how far a moment is from now."""
-    delta = ms - time.time() * 1000
+def relative(ms: int, now_ms: float | None = None) -> str:
+    """``in 3h``, ``2d ago``: how far a moment is from now (``now_ms``, else the clock)."""
+    delta = ms - (time.time() * 1000 if now_ms is None else now_ms)
     ahead = delta >= 0
     seconds = abs(delta) / 1000
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
@@ -85,7 +85,25 @@ _NOTES: Phrases = {
 }
 
 
+def as_of(result: dict[str, Any]) -> str:
+    """The line a read as of the past starts with (empty for the present)."""
+    point = result.get("as_of")
+    if point is None:
+        return ""
+    return f"as of ledger record {point['seq']}, {when(point['at'])}\n"
+
+
+def _purged(entry: dict[str, Any]) -> str:
+    """A trace purged since the point read as of: its text is gone, and when it went."""
+    purged = entry.get("purged")
+    return "" if purged is None else f" · purged {when(purged['at'])} (record {purged['seq']})"
+
+
 def recalled(result: dict[str, Any]) -> str:
+    return as_of(result) + _recalled(result)
+
+
+def _recalled(result: dict[str, Any]) -> str:
     results = result["results"]
     focus = ""
     if "evicted" in result:
@@ -121,7 +139,11 @@ def recalled(result: dict[str, Any]) -> str:
 
 def shown(result: dict[str, Any]) -> str:
     trace = result["trace"]
-    lines = [trace_line(trace, result.get("status")), wrap(trace["content"], "  ")]
+    lines = [trace_line(trace, result.get("status")) + _purged(result)]
+    if result.get("purged"):
+        lines.append("  (its text was purged)")
+    else:
+        lines.append(wrap(trace["content"], "  "))
     fields = [
         ("tags", ", ".join(trace.get("tags", [])) or None),
         ("deadline", when(trace["deadline"]) if trace.get("deadline") is not None else None),
@@ -135,21 +157,25 @@ def shown(result: dict[str, Any]) -> str:
             f"{trace['claim_key']} = {trace['claim_value']}" if trace.get("claim_key") else None,
         ),
     ]
+    record = result.get("record")
+    if record is not None:
+        fields.append(("record", f"{record['seq']} · {when(record['at'])} · {record['hash']}"))
     lines += [f"  {name:<11}{value}" for name, value in fields if value not in (None, "")]
     history = result.get("history", [])
     if len(history) > 1:
         lines.append("  history (oldest first):")
         for entry in history:
             mark = "→" if entry["trace"]["id"] == trace["id"] else " "
-            lines.append(f"   {mark} {trace_line(entry['trace'], entry['status'])}")
-    return "\n".join(lines)
+            line = trace_line(entry["trace"], entry["status"]) + _purged(entry)
+            lines.append(f"   {mark} {line}")
+    return as_of(result) + "\n".join(lines)
 
 
 def conflicts(result: dict[str, Any]) -> str:
     groups = result["conflicts"]
     if not groups:
-        return "no open conflicts"
-    lines = []
+        return as_of(result) + "no open conflicts"
+    lines = [as_of(result).rstrip("\n")] if "as_of" in result else []
     for group in groups:
         lines.append(f"{group['key']}:")
         for value in group["values"]:
@@ -160,16 +186,32 @@ def conflicts(result: dict[str, Any]) -> str:
 def commitments(result: dict[str, Any]) -> str:
     items = result["commitments"]
     if not items:
-        return "no commitments due"
-    lines = []
+        return as_of(result) + "no commitments due"
+    lines = [as_of(result).rstrip("\n")] if "as_of" in result else []
+    now = result["as_of"]["at"] if "as_of" in result else None
     for item in items:
         trace = item["trace"]
         mark = "OVERDUE " if item["overdue"] else ""
-        lines.append(
-            f"{mark}{when(trace['deadline'])} ({relative(trace['deadline'])}) {trace['id']}"
-        )
-        lines.append(wrap(trace["content"]))
+        due = f"{when(trace['deadline'])} ({relative(trace['deadline'], now)})"
+        lines.append(f"{mark}{due} {trace['id']}{_purged(item)}")
+        lines.append(wrap(trace["content"]) if not item.get("purged") else "(its text was purged)")
     return "\n".join(lines)
+
+
+def claim_history(result: dict[str, Any]) -> str:
+    values = result["values"]
+    if not values:
+        return as_of(result) + f"no trace claims {result['key']}"
+    lines = [f"{result['key']}, oldest first:"]
+    for value in values:
+        checked = "verified" if value["verified"] else "unverified"
+        since = when(value["written"]["at"])
+        until = "now" if value["ended"] is None else when(value["ended"]["at"])
+        status = "" if value["status"] == "active" else f" · {value['status']}"
+        by = f" by {value['superseded_by']}" if value.get("superseded_by") else ""
+        lines.append(f"  {value['value']!r}  {since} → {until}{status}{by}")
+        lines.append(f"      {value['id']} · {value['source']} ({checked})")
+    return as_of(result) + "\n".join(lines)
 
 
 def verified(report: dict[str, Any]) -> str:
@@ -421,6 +463,62 @@ def imported(report: dict[str, Any]) -> str:
             lines.append("  nothing was imported")
     for note in report["notes"]:
         lines.append(f"  note: line {note['line']}: {note['note']}")
+    return "\n".join(lines)
+
+
+def imported_source(report: dict[str, Any]) -> str:
+    """An import of another tool's export (the refusals go to stderr on their own)."""
+    dry = report["dry_run"]
+    lines = [f"{'dry run of' if dry else 'imported'} {report['source']} {report['path']}:"]
+    lines += [
+        f"  {p['action']:<10} {p['kind']:<11} {p['locator']}\n    {p['preview']}"
+        for p in report.get("planned", [])
+    ]
+    lines.append(
+        f"  {report['total']} records{', would be' if dry else ''}: {report['written']} new,"
+        f" {report['corrected']} corrected, {report['already']} already imported,"
+        f" {len(report['refused'])} refused"
+    )
+    left = [
+        (report["older"], "older than what was imported"),
+        (report["kept_correction"], "changed, but you corrected or verified the import"),
+        (report["purged"], "purged since they were imported"),
+    ]
+    lines += [f"  {count} left alone: {why}" for count, why in left if count]
+    if report["duplicates"]:
+        lines.append("  near-duplicates of what memory holds (kept; recall folds them):")
+        lines += [f"    {d['locator']} restates {d['of']}" for d in report["duplicates"]]
+    if report["skipped"]:
+        lines.append(f"  {report['skipped']} records not imported:")
+        lines += [f"    {why}" for why in report["skipped_named"]]
+        if report["skipped"] > len(report["skipped_named"]):
+            lines.append(f"    … and {report['skipped'] - len(report['skipped_named'])} more")
+    if dry:
+        lines.append("  nothing was written (--dry-run)")
+    elif report["written"] or report["corrected"]:
+        lines.append("  imported traces are unverified: check them (hikmah recall, hikmah show),")
+        lines.append(
+            f"  then verify what you checked: hikmah verify --source tool:{report['source']}"
+        )
+    return "\n".join(lines)
+
+
+def verify_preview(preview: dict[str, Any], source: str) -> str:
+    lines = [f"{preview['matched']} unverified active traces of {source}:"]
+    lines += [f"  {t['id']}  {t['kind']:<11} {t['preview']}" for t in preview["sample"]]
+    if preview["matched"] > len(preview["sample"]):
+        lines.append(f"  … and {preview['matched'] - len(preview['sample'])} more")
+    return "\n".join(lines)
+
+
+def vouched(result: dict[str, Any]) -> str:
+    if not result["matched"]:
+        return "nothing to verify: no active, unverified trace has that source"
+    lines = [f"verified {result['verified']} traces, each by a verified copy that supersedes it"]
+    if result["already"]:
+        lines.append(f"  {result['already']} were verified already")
+    lines += [f"  refused {r['id']}: {r['reason']}" for r in result["refused"]]
+    lines.append("  see one's history: hikmah show ID")
     return "\n".join(lines)
 
 

@@ -102,7 +102,10 @@ def export(args: argparse.Namespace) -> int:
         total += counts["superseded"] if args.include_superseded else 0
         progress = render.Progress("exported", total, "traces")
         count = 0
-        for page in transfer.export_pages(session.call, include_superseded=args.include_superseded):
+        pages = transfer.export_pages(
+            session.call, include_superseded=args.include_superseded, as_of=args.as_of
+        )
+        for page in pages:
             text = "".join(json.dumps(t, ensure_ascii=False) + "\n" for t in page)
             if args.output:
                 chunks.append(text)
@@ -133,6 +136,12 @@ def export(args: argparse.Namespace) -> int:
 def import_(args: argparse.Namespace) -> int:
     from . import transfer  # noqa: PLC0415 -- only export and import use it
 
+    if args.source is not None:
+        return _import_source(args)
+    if args.dry_run or args.project:
+        flag = "--dry-run" if args.dry_run else "--project"
+        print(f"hikmah import: {flag} is for --from SOURCE", file=sys.stderr)
+        return USAGE
     try:
         data = Path(args.file).read_bytes()
     except OSError as exc:
@@ -156,6 +165,50 @@ def import_(args: argparse.Namespace) -> int:
             print(f"hikmah import: {render.refused_line(refused)}", file=sys.stderr)
         print(render.imported(report))
     return REFUSED if report["refused"] or report.get("break") else OK
+
+
+def _import_source(args: argparse.Namespace) -> int:
+    from . import transfer  # noqa: PLC0415 -- only export and import use it
+
+    if args.force_broken_chain or args.expect_head:
+        print(
+            "hikmah import: --force-broken-chain and --expect-head are for ledgers", file=sys.stderr
+        )
+        return USAGE
+    projects = {}
+    for given in args.project:
+        name, _, folder = given.partition("=")
+        if not name or not folder:
+            print(f"hikmah import: --project takes NAME=DIR, not {given!r}", file=sys.stderr)
+            return USAGE
+        projects[name] = os.path.abspath(os.path.expanduser(folder))
+    params = {
+        "source": args.source,
+        "path": os.path.abspath(os.path.expanduser(args.file)),
+        "dry_run": args.dry_run,
+        "projects": projects,
+    }
+    progress: render.Progress | None = None
+
+    def shown(done: int, total: int) -> None:
+        nonlocal progress
+        if progress is None:
+            progress = render.Progress("checked" if args.dry_run else "imported", total, "records")
+        progress.update(done)
+
+    with Session(args) as session:
+        report = transfer.import_source(session.call, params, shown)
+    if progress is not None:
+        progress.end()
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False))
+    else:
+        for refused in report["refused"]:
+            print(
+                f"hikmah import: {refused['locator']} refused: {refused['reason']}", file=sys.stderr
+            )
+        print(render.imported_source(report))
+    return REFUSED if report["refused"] else OK
 
 
 def _import_traces(args: argparse.Namespace, rows: list[tuple[int, bytes]]) -> dict[str, Any]:
@@ -231,3 +284,9 @@ def hook(args: argparse.Namespace) -> int:
     if output:
         print(output)
     return OK
+
+
+def browse(args: argparse.Namespace) -> int:
+    from hikmah_browse import launch  # noqa: PLC0415 -- only browse loads the browser
+
+    return launch.run(args)

@@ -1,13 +1,15 @@
 """The client side of moving memory in and out: paging an export, importing a file in calls.
 
-Any client can drive the daemon's ``memory.export``, ``memory.import`` and
-``memory.import_ledger`` with these (docs/protocol.md, "Import and export"
-is the protocol): a file is sent in batches that stay well under the 1 MiB
-frame limit, lines in file order; the statuses a trace file was exported
-with are settled once every line is written; a reference ledger is
-verified whole (``check_only``) before any record is imported. Each function
-takes ``call(method, params)``, which sends one request and returns its
-result (raising as the client sees fit), and a progress callback.
+Any client can drive the daemon's ``memory.export``, ``memory.import``,
+``memory.import_ledger`` and ``memory.import_source`` with these
+(docs/protocol.md, "Import and export" is the protocol): a file is sent in
+batches that stay well under the 1 MiB frame limit, lines in file order; the
+statuses a trace file was exported with are settled once every line is
+written; a reference ledger is verified whole (``check_only``) before any
+record is imported; another tool's export is read by the daemon itself and
+imported page by page. Each function takes ``call(method, params)``, which
+sends one request and returns its result (raising as the client sees fit),
+and a progress callback.
 
 Standard library only, like the rest of the CLI's hot path.
 """
@@ -48,13 +50,20 @@ def is_ledger(rows: list[Row]) -> bool:
     return isinstance(first, dict) and first.keys() >= LEDGER_KEYS
 
 
-def export_pages(call: Call, *, include_superseded: bool) -> Iterator[list[dict[str, Any]]]:
-    """Every trace, page by page, in write order (``memory.export`` until ``next`` is null)."""
-    params = {"include_superseded": include_superseded, "limit": EXPORT_PAGE}
+def export_pages(
+    call: Call, *, include_superseded: bool, as_of: int | str | None = None
+) -> Iterator[list[dict[str, Any]]]:
+    """Every trace, page by page, in write order (``memory.export`` until ``next`` is null);
+    as of a point, every page as of the record the first one was read as of."""
+    params: dict[str, Any] = {"include_superseded": include_superseded, "limit": EXPORT_PAGE}
+    if as_of is not None:
+        params["as_of"] = as_of
     after = None
     while True:
         page = call("memory.export", {**params, "after": after})
         yield page["traces"]
+        if "as_of" in page:
+            params["as_of"] = page["as_of"]["seq"]  # "-3d" moves on between pages
         after = page["next"]
         if after is None:
             return
@@ -178,6 +187,36 @@ def import_ledger(
         done += len(batch)
         progress(done)
     return report
+
+
+# What every page of memory.import_source counts, and what it lists.
+SOURCE_COUNTS = ("written", "corrected", "already", "older", "kept_correction", "purged")
+SOURCE_LISTS = ("refused", "duplicates", "planned")
+
+
+def import_source(
+    call: Call, params: dict[str, Any], progress: Callable[[int, int], None]
+) -> dict[str, Any]:
+    """Another memory tool's export, page by page (``memory.import_source`` from ``start``
+    0 until ``next`` is null); the report of the whole import. ``progress`` gets the
+    records done and the total, which the first page tells."""
+    report: dict[str, Any] = {"source": params["source"], "path": params["path"]}
+    start = 0
+    while True:
+        page = call("memory.import_source", {**params, "start": start})
+        if start == 0:
+            report.update(page)
+        else:
+            for key in SOURCE_COUNTS:
+                report[key] += page[key]
+            for key in SOURCE_LISTS:
+                if key in page:  # planned: only in a dry run
+                    report[key] += page[key]
+        progress(page["next"] or page["total"], report["total"])
+        if page["next"] is None:
+            del report["next"]
+            return report
+        start = page["next"]
 
 
 def batches(items: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:

@@ -33,9 +33,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hikmah.durable import write_atomic
+from hikmah.managed_block import BEGIN, END, is_begin, is_end
+from hikmah.managed_block import BEGIN_LINE as _BEGIN_LINE
 
-BEGIN = "<!-- hikmah:begin -->"
-END = "<!-- hikmah:end -->"
+__all__ = ["BEGIN", "END", "HandEdited", "MalformedBlock", "render_block", "writeback"]
 
 EMPTY = "No verified preferences, constraints or procedures for this scope yet."
 NOTICE = (
@@ -47,7 +48,6 @@ SECTIONS = (
     ("procedure", "Procedures"),
 )
 
-_BEGIN_LINE = re.compile(r"<!-- hikmah:begin(?:\s+(?P<attrs>[^>]*?))?\s*-->")
 _CHECKSUM = re.compile(r"(?:^|\s)sha256=(?P<sha>[0-9a-f]{16})(?=\s|$)")
 _SHORT_ID = 15
 
@@ -182,8 +182,8 @@ def _separator(lines: list[str], newline: str) -> str:
 
 def _find_block(lines: list[str], path: Path) -> tuple[int, int] | None:
     """Indices of the begin and end marker lines, or None if there are none."""
-    begins = [i for i, line in enumerate(lines) if _BEGIN_LINE.fullmatch(line.strip())]
-    ends = [i for i, line in enumerate(lines) if line.strip() == END]
+    begins = [i for i, line in enumerate(lines) if is_begin(line)]
+    ends = [i for i, line in enumerate(lines) if is_end(line)]
     if not begins and not ends:
         return None
     fix = f"fix or remove the hikmah markers in {path} by hand, then rerun"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from hikmah.principal import AgentSession, declared_session, named_session
@@ -33,6 +33,9 @@ class Context:
     line: Line | None = None
     # Set (once, for good) when the client lowers its own privileges.
     declared: AgentSession | None = None
+    # What a method keeps for this connection's next call of it, by method name (an
+    # import's reading of its file, for the next page); it goes with the connection.
+    kept: dict[str, object] = field(default_factory=dict)
 
     @property
     def session(self) -> AgentSession | None:

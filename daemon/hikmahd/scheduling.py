@@ -31,8 +31,10 @@ from typing import Any, Protocol, TypeVar
 
 import trio
 
+from hikmah.past import as_of, now_of
 from hikmah.policy import KernelPolicy
 from hikmah.recall import RecallQuery, RecallResult, recall
+from hikmah.snapshot import Moment
 from hikmah.store import Store
 
 T = TypeVar("T")
@@ -128,20 +130,27 @@ class Recalls:
         # Assumed long until measured: the first recall loads the feature columns.
         self._took_s = INLINE_RECALL_S
 
-    async def recall(self, query: RecallQuery, asker: Asker | None = None) -> list[RecallResult]:
-        """The results of ``query``, after ``asker``'s previous recall and in a turn."""
+    async def recall(
+        self, query: RecallQuery, asker: Asker | None = None, *, point: Moment | None = None
+    ) -> list[RecallResult]:
+        """The results of ``query`` (as of ``point``, or now), after ``asker``'s previous
+        recall and in a turn."""
         if asker is None:
-            return await self._in_turn(query, lambda: 0)
+            return await self._in_turn(query, lambda: 0, point)
         own = self._own.setdefault(asker, trio.Lock())
         async with own:
-            return await self._in_turn(query, asker.unread)
+            return await self._in_turn(query, asker.unread, point)
 
-    async def _in_turn(self, query: RecallQuery, unread: Callable[[], int]) -> list[RecallResult]:
+    async def _in_turn(
+        self, query: RecallQuery, unread: Callable[[], int], point: Moment | None
+    ) -> list[RecallResult]:
         async with self.turns.turn(unread):
             now, policy = self.now_ms(), self.policy()
 
             def run() -> list[RecallResult]:
-                return self.store.read(recall, query, now_ms=now, policy=policy)
+                with self.store.snapshot() as present:
+                    snapshot = as_of(present, point, now)
+                    return recall(snapshot, query, now_ms=now_of(snapshot, now), policy=policy)
 
             began = time.perf_counter()
             if self._took_s < INLINE_RECALL_S:

@@ -10,12 +10,25 @@ keeps a column copy, loaded on first use and patched chunk by chunk.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from hikmah.layout import CHUNK, FEATURES, FeatureArray
+
+
+class FeatureColumns(Protocol):
+    """What reads take of the feature columns (the present's :class:`Columns`, or the
+    past's: :class:`hikmah.past.PastColumns`)."""
+
+    size: int
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, name: str) -> npt.NDArray[Any]: ...
+
+    def take(self, names: Iterable[str], docs: npt.NDArray[Any]) -> dict[str, npt.NDArray[Any]]: ...
 
 
 class Columns:

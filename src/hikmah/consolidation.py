@@ -28,14 +28,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from typing import Literal
 
-import msgspec
 import numpy as np
 
 from hikmah.ingest import Candidate, extract_candidates, restates
 from hikmah.layout import KIND_CODE, STATUS_CODE, TAG_PREFIX
 from hikmah.policy import KernelPolicy
+from hikmah.proposal import Origin, Proposal
 from hikmah.snapshot import Snapshot
 from hikmah.tokenizer import terms
 from hikmah.trace import Draft, Trace, is_model_source, normalize_claim_key, normalize_claim_value
@@ -47,27 +46,6 @@ UNATTRIBUTED = frozenset({"", "unknown", "user"})
 # Kinds whose active traces a transcript candidate must not restate.
 _RESTATED_KINDS = ("constraint", "preference", "procedure", "belief", "correction")
 _RESTATE_READS = 2000  # traces compared per candidate, those sharing its words
-
-Origin = Literal["claims", "transcript"]
-
-
-class Proposal(msgspec.Struct, frozen=True, kw_only=True):
-    """A belief consolidation would write if a person (or agent) promoted it."""
-
-    id: str
-    key: str
-    value: str
-    support: int
-    independent_sources: int
-    confidence: float
-    eligible: bool
-    conflicting_values: list[str]
-    evidence: list[str]
-    origin: Origin
-    kind: str = "belief"  # what promotion writes
-    content: str  # the statement promotion writes
-    quote: str | None = None  # transcript origin: the person's own words
-    scope: str = "global"  # where the promoted trace holds
 
 
 def proposal_id(origin: Origin, key: str, value: str, evidence: Iterable[str]) -> str:

@@ -1,4 +1,5 @@
-"""Deadline parsing: epoch milliseconds, ``YYYY-MM-DD[THH:MM[:SS]]`` (UTC), ``+Nh`` / ``+Nd``."""
+"""Times as people write them: deadlines (epoch milliseconds, ``YYYY-MM-DD[THH:MM[:SS]]``
+UTC, ``+Nh`` / ``+Nd``) and moments in the past (``-3d``, a date, ``HH:MM``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ from datetime import UTC, datetime
 from hikmah.errors import InvalidInput
 
 _RELATIVE = re.compile(r"\+(\d{1,6})([mhdw])")
+_AGO = re.compile(r"-(\d{1,6})([mhdw])")
+_CLOCK = re.compile(r"(\d{2}):(\d{2})(?::(\d{2}))?Z?")
+_DAY_MS = 86_400_000
 _UNIT_MS = {"m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
 _ABSOLUTE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?Z?")
 
@@ -50,6 +54,32 @@ def _parse(value: int | str, now_ms: int) -> int:
     raise InvalidInput(
         "deadline is not understood: use epoch milliseconds,"
         " YYYY-MM-DD[THH:MM[:SS]] in UTC, or +Nm/+Nh/+Nd/+Nw from now"
+    )
+
+
+def parse_moment(value: str, now_ms: int) -> int:
+    """A moment as a person writes it, in epoch milliseconds: ``YYYY-MM-DD`` (its
+    start) or ``YYYY-MM-DDTHH:MM[:SS]`` in UTC, ``HH:MM[:SS]`` (today, UTC), or
+    ``-Nm``/``-Nh``/``-Nd``/``-Nw`` before now.
+
+    Raises:
+        InvalidInput: none of these forms.
+    """
+    text = value.strip()
+    if match := _AGO.fullmatch(text):
+        return now_ms - int(match.group(1)) * _UNIT_MS[match.group(2)]
+    if match := _CLOCK.fullmatch(text):
+        hours, minutes, seconds = (int(part or 0) for part in match.groups())
+        if hours < 24 and minutes < 60 and seconds < 60:
+            return now_ms - now_ms % _DAY_MS + ((hours * 60 + minutes) * 60 + seconds) * 1000
+    elif _ABSOLUTE.fullmatch(text):
+        try:
+            return _parse(text, now_ms)
+        except InvalidInput:
+            pass
+    raise InvalidInput(
+        f"{value!r} is not a time: use YYYY-MM-DD[THH:MM[:SS]] in UTC, HH:MM (today),"
+        " -Nm/-Nh/-Nd/-Nw before now, or a ledger sequence number"
     )
 
 

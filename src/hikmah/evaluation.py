@@ -52,7 +52,6 @@ when one fails, 2 when the cases file or the policy cannot be used.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import math
 import sqlite3
 import sys
@@ -73,7 +72,7 @@ from hikmah.policy import KernelPolicy, load_policy, semantic_off
 from hikmah.recall import RecallQuery, recall
 from hikmah.rules import Remember
 from hikmah.store import Store
-from hikmah.trace import Draft, draft_fields, normalize_content
+from hikmah.trace import Draft, derived_trace_id, draft_fields, normalize_content
 from hikmah.vocabulary import Kind
 
 DAY_MS = 86_400_000
@@ -354,12 +353,6 @@ def evaluate(cases: CaseFile, *, k: int = DEFAULT_K, policy: KernelPolicy | None
     )
 
 
-def _trace_id(key: str, created_ms: int) -> str:
-    """A stable id in the shape of :func:`hikmah.trace.new_trace_id`, so runs repeat exactly."""
-    digest = hashlib.blake2b(key.encode(), digest_size=5).hexdigest()
-    return f"tr_{created_ms & 0xFFFF_FFFF_FFFF:012x}{digest}"
-
-
 def _fill_store(store: Store, cases: CaseFile, policy: KernelPolicy) -> dict[str, str]:
     """Write every trace of the file in one batch; the map from trace id to key."""
     now = cases.now_ms
@@ -367,7 +360,7 @@ def _fill_store(store: Store, cases: CaseFile, policy: KernelPolicy) -> dict[str
     operations: list[Remember] = []
     for spec in cases.trace:
         created = now - round(spec.age_days * DAY_MS)
-        ids[spec.key] = _trace_id(spec.key, created)
+        ids[spec.key] = derived_trace_id(created, spec.key)
         deadline = None if spec.deadline_days is None else now + round(spec.deadline_days * DAY_MS)
         # A case names the trace it supersedes by its key.
         supersedes = None if spec.supersedes is None else ids[spec.supersedes]

@@ -21,6 +21,20 @@ grows:
 - ``feedback``: docno → good and bad outcome counts (u32, u32), from
   ``feedback`` records; the ``feedback`` feature is computed from them.
 
+What reads as of a point in the past need (:mod:`hikmah.past`):
+
+- the ``seq_*`` features: the ledger sequence number of the record that wrote
+  the document, and of those that superseded, fulfilled and purged it, and of
+  the last feedback or pin on it (0: none), so the state of any candidate as
+  of any record is a comparison, not a replay;
+- ``clock``: seq → when the record was written (epoch ms, u64 each), never
+  decreasing along the ledger (:func:`hikmah.payloads.written_at`; a record
+  that does not say takes its predecessor's time);
+- ``revisions``: ``docno seq`` (u32, u64) → the ``feedback`` and ``pinned``
+  features after a feedback or pin record (f32, u8);
+- ``claim_log``: as ``claims``, but a claim stays when its trace is
+  superseded or fulfilled (only a purge takes it out, with the text).
+
 ``reminders`` and ``keys`` are not derived: ``reminders`` records which
 reminder stages the daemon delivered, which the ledger does not know, and
 ``keys`` holds the vault's wrapped data keys (:mod:`hikmah.sealing`).
@@ -44,7 +58,7 @@ import numpy.typing as npt
 
 from hikmah.sealing import Keys, Sealed, blind_claim, blind_claim_value, blind_term
 from hikmah.trace import Trace, normalize_claim_key, normalize_claim_value
-from hikmah.vocabulary import KINDS, PRIVACIES, STATUSES
+from hikmah.vocabulary import KINDS, PRIVACIES, SOURCE_CLASSES, STATUSES
 
 CHUNK = 256
 MAX_KEY = 511  # LMDB's key size limit, in bytes
@@ -57,6 +71,11 @@ FEATURES = np.dtype(
     [
         ("created", "<i8"),
         ("deadline", "<i8"),
+        ("seq_written", "<u8"),
+        ("seq_superseded", "<u8"),
+        ("seq_fulfilled", "<u8"),
+        ("seq_purged", "<u8"),
+        ("seq_touched", "<u8"),
         ("salience", "<f4"),
         ("confidence", "<f4"),
         ("authority", "<f4"),
@@ -69,22 +88,26 @@ FEATURES = np.dtype(
         ("privacy", "u1"),
         ("present", "u1"),
         ("pinned", "u1"),
-        ("_pad", "<u4"),
+        ("source", "u1"),  # SOURCE_CODE of hikmah.trace.source_class
+        ("_pad", "<u1", (3,)),
     ]
 )
 # Bumped whenever FEATURES or a derived database changes shape: a store whose
 # indexes were built with another layout rebuilds them from the ledger on open.
-LAYOUT = 2
+LAYOUT = 3
 FeatureArray = npt.NDArray[np.void]
 DocArray = npt.NDArray[np.uint32]
 
 KIND_CODE: dict[str, int] = {kind: code for code, kind in enumerate(KINDS)}
 STATUS_CODE: dict[str, int] = {status: code for code, status in enumerate(STATUSES)}
 PRIVACY_CODE: dict[str, int] = {privacy: code for code, privacy in enumerate(PRIVACIES)}
+SOURCE_CODE: dict[str, int] = {source: code for code, source in enumerate(SOURCE_CLASSES)}
 
 SEQ = struct.Struct(">Q")  # ledger keys, and the store's meta values
 _U32 = struct.Struct(">I")
 _DEADLINE_KEY = struct.Struct(">QI")
+_REVISION_KEY = struct.Struct(">IQ")
+REVISION = struct.Struct("<fB")  # the feedback and pinned features after a record
 _TRACE_ENCODER = msgspec.msgpack.Encoder()
 _TRACE_DECODER = msgspec.msgpack.Decoder(Trace)
 _SEALED_DOC = b"\x00"
@@ -106,6 +129,9 @@ class Databases:
     links: Any
     scopes: Any
     feedback: Any
+    clock: Any
+    revisions: Any
+    claim_log: Any
     # Not derived: which reminder stages were delivered (trace id \0 stage -> ms).
     reminders: Any
     # Not derived: the vault's wrapped data keys (trace id -> key id + wrapped key).
@@ -139,6 +165,15 @@ def deadline_key(deadline: int, docno: int) -> bytes:
 def split_deadline_key(key: bytes) -> tuple[int, int]:
     deadline, docno = _DEADLINE_KEY.unpack(key)
     return int(deadline), int(docno)
+
+
+def revision_key(docno: int, seq: int) -> bytes:
+    return _REVISION_KEY.pack(docno, seq)
+
+
+def split_revision_key(key: bytes) -> tuple[int, int]:
+    docno, seq = _REVISION_KEY.unpack(key)
+    return int(docno), int(seq)
 
 
 def reminder_key(trace_id: str, stage: str) -> bytes:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
@@ -40,18 +39,12 @@ import blake3
 import msgspec
 
 from hikmah.errors import LedgerError
-from hikmah.secrets import redact
+from hikmah.secrets import preview
 
 GENESIS = "GENESIS"
 DOMAIN_V2 = b"hikmah-ledger-v2\n"
 
-PREVIEW_CHARS = 80
-
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-
-# Control, format (bidi overrides among them) and line-break characters could
-# rearrange or split a preview on a terminal; a preview shows them as spaces.
-_UNPRINTABLE = frozenset({"Cc", "Cf", "Zl", "Zp"})
 
 
 class Record(msgspec.Struct, frozen=True):
@@ -296,16 +289,8 @@ def _compact(value: Any) -> str:
 # --- summaries -----------------------------------------------------------------------
 
 
-def _clip(text: str) -> str:
-    # Redact before cutting, so a credential split by the cut is still recognised.
-    flat = "".join(" " if unicodedata.category(ch) in _UNPRINTABLE else ch for ch in redact(text))
-    if len(flat) > PREVIEW_CHARS:
-        return flat[: PREVIEW_CHARS - 1] + "…"
-    return flat
-
-
 def _text(value: object) -> str | None:
-    return _clip(value) if isinstance(value, str) else None
+    return preview(value) if isinstance(value, str) else None
 
 
 def summarise(record: Record) -> Summary:
@@ -354,7 +339,7 @@ def summarise(record: Record) -> Summary:
         )
     # fulfill, and types this version does not know: the event name and the id are all
     # a person needs to decide.
-    return Summary(seq=record.seq, event=_clip(kind), trace_id=_text(payload.get("id")))
+    return Summary(seq=record.seq, event=preview(kind), trace_id=_text(payload.get("id")))
 
 
 # --- verification --------------------------------------------------------------------

@@ -95,7 +95,9 @@ def compact(store: Store, now_ms: int) -> Compacted:
         for record, payload in zip(records, payloads, strict=True):
             if isinstance(payload, RememberPayload | Sealed) and payload.trace.id in purged:
                 trace = payload.trace
-                stub = RedactedPayload(id=trace.id, kind=trace.kind, created_at=trace.created_at)
+                stub = RedactedPayload(
+                    id=trace.id, kind=trace.kind, created_at=trace.created_at, at=payload.at
+                )
                 bodies.append(PAYLOAD_ENCODER.encode(stub))
                 redacted.append(trace.id)
             else:

@@ -23,20 +23,24 @@ class PurgePayload(msgspec.Struct, frozen=True, tag_field="type", tag="purge"):
 
     id: str
     reason: str
+    at: int | None = None  # when it was written (epoch ms); None in records before times
 
 
 class RememberPayload(msgspec.Struct, frozen=True, tag_field="type", tag="remember"):
     trace: Trace
+    at: int | None = None  # when it was written (epoch ms); None in records before times
 
 
 class SupersedePayload(msgspec.Struct, frozen=True, tag_field="type", tag="supersede"):
     old_id: str
     new_id: str
+    at: int | None = None  # when it was written (epoch ms); None in records before times
 
 
 class FulfillPayload(msgspec.Struct, frozen=True, tag_field="type", tag="fulfill"):
     id: str
     by: str | None = None
+    at: int | None = None  # when it was written (epoch ms); None in records before times
 
 
 class FeedbackPayload(msgspec.Struct, frozen=True, tag_field="type", tag="feedback"):
@@ -45,6 +49,7 @@ class FeedbackPayload(msgspec.Struct, frozen=True, tag_field="type", tag="feedba
     id: str
     outcome: Literal["good", "bad"]
     by: str | None = None
+    at: int | None = None  # when it was written (epoch ms); None in records before times
 
 
 class PinPayload(msgspec.Struct, frozen=True, tag_field="type", tag="pin"):
@@ -53,6 +58,7 @@ class PinPayload(msgspec.Struct, frozen=True, tag_field="type", tag="pin"):
     id: str
     pinned: bool
     by: str | None = None
+    at: int | None = None  # when it was written (epoch ms); None in records before times
 
 
 class RedactedPayload(msgspec.Struct, frozen=True, tag_field="type", tag="redacted"):
@@ -61,6 +67,7 @@ class RedactedPayload(msgspec.Struct, frozen=True, tag_field="type", tag="redact
     id: str
     kind: str
     created_at: int
+    at: int | None = None  # when it was written (epoch ms); None in records before times
 
 
 class CompactedPayload(msgspec.Struct, frozen=True, tag_field="type", tag="compacted"):
@@ -95,3 +102,29 @@ def decode_payload(record: Record) -> Payload:
         raise LedgerError(
             f"record {record.seq} has a payload this version cannot read: {exc}"
         ) from None
+
+
+def stamped(payload: Payload, now_ms: int) -> Payload:
+    """The payload with the time it is written at (the ledger's clock: see :func:`written_at`)."""
+    if isinstance(payload, CompactedPayload):
+        return payload  # it has its own time
+    return msgspec.structs.replace(payload, at=now_ms)
+
+
+def written_at(payload: Payload) -> int | None:
+    """When a record was written, as far as its payload says.
+
+    Records written before payloads carried ``at`` (and a reference
+    implementation's) say nothing for a supersede, fulfil, purge, feedback or
+    pin; a remember still has its trace's creation time, which is the write's
+    time but for an import.
+    """
+    if isinstance(payload, CompactedPayload):
+        return payload.at
+    if payload.at is not None:
+        return payload.at
+    if isinstance(payload, RememberPayload | Sealed):
+        return payload.trace.created_at
+    if isinstance(payload, RedactedPayload):
+        return payload.created_at
+    return None

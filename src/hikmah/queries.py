@@ -7,7 +7,7 @@ agree with each other.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 import msgspec
@@ -19,12 +19,14 @@ from hikmah.layout import (
     KIND_CODE,
     PRIVACY_CODE,
     STATUS_CODE,
+    DocArray,
     claim_value_key,
     reminder_key,
 )
 from hikmah.promises import STAGES, Stage
-from hikmah.snapshot import Snapshot
-from hikmah.trace import Trace, normalize_claim_key, normalize_claim_value
+from hikmah.snapshot import Moment, Snapshot
+from hikmah.tokenizer import terms
+from hikmah.trace import Trace, normalize_claim_key, normalize_claim_value, normalize_content
 from hikmah.vocabulary import STATUSES, Status
 
 
@@ -36,6 +38,28 @@ class StoredTrace(msgspec.Struct, frozen=True, kw_only=True):
     superseded_by: str | None = None
 
 
+class PurgedSince(StoredTrace, frozen=True, kw_only=True):
+    """A trace read as of a point before its purge: its stub (the text is gone for
+    good), and when it was purged."""
+
+    purged: Moment
+
+
+def stored(
+    snapshot: Snapshot, docno: int, *, trace: Trace | None = None, status: Status | None = None
+) -> StoredTrace:
+    """The trace at ``docno`` with its status and successor as ``snapshot`` reads them."""
+    entry = StoredTrace(
+        trace=snapshot.trace_at(docno) if trace is None else trace,
+        status=snapshot.status_of(docno) if status is None else status,
+        superseded_by=snapshot.successor(docno),
+    )
+    purged = snapshot.purged_since(docno)
+    if purged is None:
+        return entry
+    return PurgedSince(**msgspec.structs.asdict(entry), purged=purged)
+
+
 class ConflictValue(msgspec.Struct, frozen=True):
     value: str
     ids: list[str]
@@ -44,6 +68,27 @@ class ConflictValue(msgspec.Struct, frozen=True):
 class ConflictGroup(msgspec.Struct, frozen=True):
     key: str
     values: list[ConflictValue]
+
+
+class ClaimValue(msgspec.Struct, frozen=True, kw_only=True):
+    """One value a claim key was given: by which trace, who, when, and until when."""
+
+    id: str
+    value: str  # as its trace wrote it
+    source: str
+    verified: bool
+    written: Moment
+    status: Status
+    ended: Moment | None  # when it stopped holding (superseded or fulfilled)
+    superseded_by: str | None
+
+
+class OwnRecord(msgspec.Struct, frozen=True):
+    """The ledger record that wrote a trace."""
+
+    seq: int
+    hash: str | None  # None only when the ledger no longer holds the record
+    at: int
 
 
 class Scheduled(NamedTuple):
@@ -59,13 +104,7 @@ def lookup(snapshot: Snapshot, trace_id: str) -> StoredTrace | None:
     """One trace with its status, purged ones included (as their stub); None if no
     trace ever had that id. For import, which must tell "already here" from "new"."""
     docno = snapshot.docno(trace_id)
-    if docno is None:
-        return None
-    return StoredTrace(
-        trace=snapshot.trace_at(docno),
-        status=snapshot.status_of(docno),
-        superseded_by=snapshot.successor(docno),
-    )
+    return None if docno is None else stored(snapshot, docno)
 
 
 def get(snapshot: Snapshot, trace_id: str) -> StoredTrace:
@@ -103,6 +142,19 @@ def history(snapshot: Snapshot, trace_id: str) -> list[StoredTrace]:
     return [entry for entry in chain if entry.status != "purged"]
 
 
+def record_of(snapshot: Snapshot, trace_id: str) -> OwnRecord:
+    """The ledger record that wrote ``trace_id``.
+
+    Raises:
+        NotFound: no trace has that id.
+    """
+    docno = snapshot.docno(trace_id)
+    if docno is None:
+        raise NotFound(f"no trace has id {trace_id}")
+    seq = int(snapshot.features.take(("seq_written",), np.array([docno]))["seq_written"][0])
+    return OwnRecord(seq=seq, hash=snapshot.record_hash(seq), at=snapshot.written_at(seq))
+
+
 def superseded_by(snapshot: Snapshot, trace_id: str) -> str | None:
     """The id of the trace that superseded this one, if any."""
     docno = snapshot.docno(trace_id)
@@ -121,20 +173,86 @@ def conflicts_for(snapshot: Snapshot, trace: Trace) -> list[str]:
     ]
 
 
-def conflicts(snapshot: Snapshot) -> list[ConflictGroup]:
-    """Every open conflict, grouped by normalised key and value."""
+def same_content(
+    snapshot: Snapshot, content: str, *, postings: Callable[[str], DocArray] | None = None
+) -> Iterator[str]:
+    """Ids of the active traces that say ``content`` again: the same text once normalised
+    (:func:`~hikmah.trace.normalize_content`), as recall folds near-duplicates; read
+    while ``snapshot`` is open, oldest first.
+
+    Candidates hold every term of ``content`` and as many terms (the postings
+    and the feature columns); only those are read, one by one as the caller
+    asks. A text without terms (only stopwords) has no candidates. ``postings``
+    reads a term's postings (default: the snapshot's), for a caller that asks
+    about many texts sharing terms and keeps them.
+    """
+    words = sorted(terms(content))
+    if not words:
+        return
+    lists = sorted(map(postings or snapshot.postings, words), key=len)
+    docs = lists[0]
+    for other in lists[1:]:  # each sorted: look the few candidates up in the longer lists
+        if not len(docs):
+            return
+        at = np.searchsorted(other, docs)
+        docs = docs[other[np.minimum(at, len(other) - 1)] == docs]
+    columns = snapshot.features
+    docs = docs[
+        (columns["status"][docs] == STATUS_CODE["active"])
+        & (columns["nterms"][docs] == min(len(words), 0xFFFF))
+    ]
+    wanted = normalize_content(content)
+    for docno in docs:
+        trace = snapshot.trace_at(int(docno))
+        if normalize_content(trace.content) == wanted:
+            yield trace.id
+
+
+def conflicts(snapshot: Snapshot, key: str | None = None) -> list[ConflictGroup]:
+    """Every open conflict (or the one on ``key``), grouped by normalised key and value."""
     groups: dict[str, dict[str, list[str]]] = {}
-    for _key, docno, _value in snapshot.claim_entries():
+    for _key, docno, _value in snapshot.claim_entries(key):
         trace = snapshot.trace_at(docno)
         assert trace.claim_key is not None and trace.claim_value is not None
-        key = normalize_claim_key(trace.claim_key)
+        name = normalize_claim_key(trace.claim_key)
         value = normalize_claim_value(trace.claim_value)
-        groups.setdefault(key, {}).setdefault(value, []).append(trace.id)
+        groups.setdefault(name, {}).setdefault(value, []).append(trace.id)
     return [
-        ConflictGroup(key, [ConflictValue(v, ids) for v, ids in sorted(values.items())])
-        for key, values in sorted(groups.items())
+        ConflictGroup(name, [ConflictValue(v, ids) for v, ids in sorted(values.items())])
+        for name, values in sorted(groups.items())
         if len(values) > 1
     ]
+
+
+def claim_history(snapshot: Snapshot, key: str) -> list[ClaimValue]:
+    """Every value ``key`` was given (purged traces' aside), in write order."""
+    docs = sorted(docno for _key, docno, _value in snapshot.claim_log(key))
+    rows = snapshot.features.take(
+        ("seq_written", "seq_superseded", "seq_fulfilled"), np.array(docs, dtype=np.intp)
+    )
+    out = []
+    for i, docno in enumerate(docs):
+        entry = stored(snapshot, docno)
+        trace = entry.trace
+        assert trace.claim_value is not None
+        ended = {"superseded": rows["seq_superseded"][i], "fulfilled": rows["seq_fulfilled"][i]}
+        end = ended.get(entry.status)
+        written = int(rows["seq_written"][i])
+        out.append(
+            ClaimValue(
+                id=trace.id,
+                value=trace.claim_value,
+                source=trace.provenance.source,
+                verified=trace.provenance.verified,
+                written=Moment(seq=written, at=snapshot.written_at(written)),
+                status=entry.status,
+                ended=None
+                if end is None
+                else Moment(seq=int(end), at=snapshot.written_at(int(end))),
+                superseded_by=entry.superseded_by,
+            )
+        )
+    return out
 
 
 def commitments(snapshot: Snapshot, *, until_ms: int | None = None) -> list[StoredTrace]:
@@ -143,7 +261,7 @@ def commitments(snapshot: Snapshot, *, until_ms: int | None = None) -> list[Stor
     for deadline, docno in snapshot.deadlines():
         if until_ms is not None and deadline > until_ms:
             break
-        out.append(StoredTrace(trace=snapshot.trace_at(docno), status="active"))
+        out.append(stored(snapshot, docno, status="active"))
     return out
 
 
@@ -208,11 +326,7 @@ def traces(snapshot: Snapshot, *, include_inactive: bool = True) -> Iterator[Sto
         status = STATUSES[int(statuses[docno])]
         if status == "purged" or (not include_inactive and status != "active"):
             continue
-        yield StoredTrace(
-            trace=snapshot.load_trace(value),
-            status=status,
-            superseded_by=snapshot.successor(docno),
-        )
+        yield stored(snapshot, docno, trace=snapshot.load_trace(value), status=status)
 
 
 def export_page(
@@ -220,7 +334,8 @@ def export_page(
 ) -> tuple[list[StoredTrace], str | None]:
     """Up to ``limit`` traces in write order after the trace ``after``.
 
-    Purged traces never, superseded ones only with ``include_superseded``. At
+    Purged traces never (nor, as of a point, those purged since: their text is
+    gone), superseded ones only with ``include_superseded``. At
     most ``8 * limit`` traces are looked at, so a page may hold fewer than
     ``limit`` even when more follow.
 
@@ -242,14 +357,8 @@ def export_page(
     documents = snapshot.documents(start)
     for looked, (docno, value) in enumerate(documents, 1):
         status = STATUSES[int(statuses[docno])]
-        if status in wanted:
-            out.append(
-                StoredTrace(
-                    trace=snapshot.load_trace(value),
-                    status=status,
-                    superseded_by=snapshot.successor(docno),
-                )
-            )
+        if status in wanted and snapshot.purged_since(docno) is None:
+            out.append(stored(snapshot, docno, trace=snapshot.load_trace(value), status=status))
         if len(out) >= limit or looked >= 8 * limit:
             last = snapshot.bare_trace_at(docno).id
             return out, (last if next(documents, None) is not None else None)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import Annotated, Any, NamedTuple
+from typing import Annotated, Any, Literal, NamedTuple
 
 import msgspec
 import numpy as np
@@ -37,6 +37,7 @@ from hikmah.layout import (
     KIND_CODE,
     NO_DEADLINE,
     PRIVACY_CODE,
+    SOURCE_CODE,
     STATUS_CODE,
     TAG_PREFIX,
     DocArray,
@@ -53,7 +54,7 @@ from hikmah.trace import (
     normalize_content,
     normalize_tag,
 )
-from hikmah.vocabulary import STATUSES, Kind, Status
+from hikmah.vocabulary import STATUSES, Kind, SourceClass, Status
 from hikmah.weighting import inverse_document_frequency, lexical_bound, lexical_scores
 
 DAY_MS = 86_400_000
@@ -71,6 +72,11 @@ class RecallQuery(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     scope: str | None = None
     include_superseded: bool = False
     include_sensitive: bool = False
+    # Only traces in these statuses (instead of active and fulfilled, and superseded
+    # with include_superseded), by these classes of source, verified or not.
+    statuses: tuple[Literal["active", "superseded", "fulfilled"], ...] = ()
+    sources: tuple[SourceClass, ...] = ()
+    verified: bool | None = None
     # Only traces sharing at least this many of the query's terms (all of them
     # when the query has fewer): the agent hooks ask for 2 to stay quiet.
     min_matched_terms: Annotated[int, msgspec.Meta(ge=0, le=64)] = 0
@@ -212,6 +218,8 @@ class _Scorer:
         self.query, self.policy = query, policy
         self.q_terms, self.q_tags, self.now = q_terms, q_tags, now_ms
         self.listing = not q_terms and not q_tags
+        chosen = (("source", query.sources), ("verified", query.verified is not None))
+        self.filter_fields = _FILTER_FIELDS + tuple(name for name, asked in chosen if asked)
         self.weighting = policy.recall.weighting
         self.query_idf = 0.0
         self.semantic = self._semantic()
@@ -357,7 +365,7 @@ class _Scorer:
         to explain it later): the breakdown of a score is recomputed for the
         few results (:meth:`_breakdown`), not carried for every candidate.
         """
-        wanted = self._wanted(self.features.take(_FILTER_FIELDS, found.docs))
+        wanted = self._wanted(self.features.take(self.filter_fields, found.docs))
         if not wanted.all():
             keep_wanted = np.flatnonzero(wanted)
             found = found.take(keep_wanted)
@@ -476,7 +484,7 @@ class _Scorer:
         inside = ids < len(self.features)
         keep = np.zeros(len(ids), dtype=bool)
         if inside.any():
-            rows = self.features.take(_FILTER_FIELDS, ids[inside].astype(np.intp))
+            rows = self.features.take(self.filter_fields, ids[inside].astype(np.intp))
             keep[inside] = self._wanted(rows)
         return keep
 
@@ -484,12 +492,17 @@ class _Scorer:
         """Which candidates the query may see at all (status, kind, privacy, scope)."""
         status = rows["status"]
         mask: npt.NDArray[np.bool_] = (rows["present"] == 1) & (status != STATUS_CODE["purged"])
-        if not self.query.include_superseded:
+        if self.query.statuses:
+            mask &= _among(status, [STATUS_CODE[s] for s in self.query.statuses], STATUS_CODE)
+        elif not self.query.include_superseded:
             mask &= status != STATUS_CODE["superseded"]
+        if self.query.sources:
+            sources = [SOURCE_CODE[s] for s in self.query.sources]
+            mask &= _among(rows["source"], sources, SOURCE_CODE)
+        if self.query.verified is not None:
+            mask &= rows["verified"] == int(self.query.verified)
         if self.query.kinds:
-            wanted_kinds = np.zeros(len(KIND_CODE), dtype=bool)
-            wanted_kinds[[KIND_CODE[k] for k in self.query.kinds]] = True
-            mask &= wanted_kinds[rows["kind"]]
+            mask &= _among(rows["kind"], [KIND_CODE[k] for k in self.query.kinds], KIND_CODE)
         else:
             mask &= rows["kind"] != KIND_CODE["prediction"]
         if not self.query.include_sensitive:
@@ -614,6 +627,15 @@ class _Scorer:
                 redundancy=redundancy,
             ),
         )
+
+
+def _among(
+    column: npt.NDArray[Any], codes: list[int], vocabulary: dict[str, int]
+) -> npt.NDArray[np.bool_]:
+    """Which rows of a coded column hold one of ``codes`` (of ``vocabulary``)."""
+    wanted = np.zeros(len(vocabulary), dtype=bool)
+    wanted[codes] = True
+    return wanted[column]  # type: ignore[no-any-return]
 
 
 def _tiers(bound: Floats) -> tuple[list[npt.NDArray[np.intp]], list[float]]:

@@ -297,6 +297,8 @@ def build_trace(
         raise InvalidInput("give both claim_key and claim_value, or neither")
     if draft.claim_key is not None and not draft.claim_key.strip():
         raise InvalidInput("claim_key is empty")
+    if draft.claim_value is not None and not draft.claim_value.strip():
+        raise InvalidInput("claim_value is empty: a claim says what its key is")
     scope = (draft.scope or GLOBAL_SCOPE).strip()
     if len(scope.encode()) > MAX_SCOPE:
         raise InvalidInput(f"scope is at most {MAX_SCOPE} bytes")

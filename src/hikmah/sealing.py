@@ -74,10 +74,11 @@ class Sealed(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="s
     trace: Trace
     sealed: SealedFields
     key_id: str
+    at: int | None = None  # when it was written (see hikmah.payloads.written_at)
 
 
-def seal_trace(keys: Keys, trace: Trace) -> tuple[Sealed, bytes]:
-    """The sealed form of ``trace`` and its ``keys`` database entry."""
+def seal_trace(keys: Keys, trace: Trace, *, at: int | None = None) -> tuple[Sealed, bytes]:
+    """The sealed form of ``trace`` (written at ``at``) and its ``keys`` database entry."""
     data_key = new_data_key()
     fields = PlainFields(
         content=trace.content,
@@ -95,7 +96,7 @@ def seal_trace(keys: Keys, trace: Trace) -> tuple[Sealed, bytes]:
         provenance=msgspec.structs.replace(trace.provenance, locator=None),
     )
     sealed = Sealed(
-        trace=blank, sealed=seal_fields(data_key, trace.id, fields), key_id=keys.master_id
+        trace=blank, sealed=seal_fields(data_key, trace.id, fields), key_id=keys.master_id, at=at
     )
     return sealed, key_entry(keys.master_id, wrap(keys.master, data_key))
 

@@ -62,18 +62,23 @@ token characters is scanned from its first character only.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from hikmah.errors import SecretDetected
 
-__all__ = ["check_fields", "find_secret", "redact"]
+__all__ = ["check_fields", "find_secret", "preview", "redact"]
 
 _WITHHELD = "[withheld]"
 # The text around a withheld value can read as a new credential once the marker is in
 # (in s://PASSWORD=[withheld];:s@D the marker sits in a URL's user part), so redaction
 # runs again on its own output; a text still flagged after these passes goes whole.
 _REDACT_PASSES = 3
+PREVIEW_CHARS = 80
+# Control, format (bidi overrides among them) and line-break characters could
+# rearrange or split a preview on a terminal; a preview shows them as spaces.
+_UNPRINTABLE = frozenset({"Cc", "Cf", "Zl", "Zp"})
 
 _MIN_VALUE = 8
 
@@ -543,6 +548,13 @@ def redact(text: str) -> str:
             return text
         text = _withhold(text, spans)
     return _WITHHELD if _secret_spans(text) else text
+
+
+def preview(text: str, chars: int = PREVIEW_CHARS) -> str:
+    """A text as a report may show it: redacted, on one line, at most ``chars`` long."""
+    # Redact before cutting, so a credential split by the cut is still recognised.
+    flat = "".join(" " if unicodedata.category(ch) in _UNPRINTABLE else ch for ch in redact(text))
+    return flat if len(flat) <= chars else flat[: chars - 1] + "…"
 
 
 def _secret_spans(text: str) -> list[tuple[int, int]]:

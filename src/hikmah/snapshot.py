@@ -20,10 +20,11 @@ import threading
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from hikmah.columns import Columns
+from hikmah.columns import Columns, FeatureColumns
 from hikmah.layout import (
     CHUNK,
     FEATURES,
@@ -55,8 +56,18 @@ if TYPE_CHECKING:  # semantic.py reads through snapshots itself
 _MAX_LOGGED_COMMITS = 4096
 
 
+class Moment(msgspec.Struct, frozen=True):
+    """A point of the ledger: a record's sequence number and when it was written."""
+
+    seq: int
+    at: int
+
+
 class Snapshot:
-    """A transaction of the store with its databases: what every read goes through."""
+    """A transaction of the store with its databases: what every read goes through.
+
+    It reads the present; :class:`hikmah.past.Past` reads as of a record.
+    """
 
     def __init__(
         self,
@@ -72,9 +83,10 @@ class Snapshot:
         # documents written after it began, which recall leaves out).
         self.semantic = semantic
         self._own: Columns | None = None  # without a cache: the columns of this transaction
+        self.point: Moment | None = None  # the record read as of (None: the present)
 
     @property
-    def features(self) -> Columns:
+    def features(self) -> FeatureColumns:
         """Every document's features as columns indexed by document number."""
         if self._cache is not None:
             return self._cache.at(self)
@@ -86,7 +98,7 @@ class Snapshot:
         """Document numbers of active commitments whose deadline has passed, ascending."""
         if self._cache is not None:
             return self._cache.overdue(self, now_ms)
-        deadlines, docs = _dated(self.features)
+        deadlines, docs = dated_commitments(self.features)
         return np.sort(docs[: int(np.searchsorted(deadlines, now_ms, side="right"))])
 
     # -- documents --------------------------------------------------------------
@@ -159,6 +171,10 @@ class Snapshot:
         row = np.frombuffer(raw, dtype=FEATURES, count=1, offset=at)
         return STATUSES[int(row["status"][0])]
 
+    def purged_since(self, docno: int) -> Moment | None:
+        """When ``docno`` was purged after the point read as of (never, in the present)."""
+        return None
+
     def successor(self, docno: int) -> str | None:
         """The id of the trace that superseded this document, if any."""
         link = self.txn.get(u32(docno), db=self.dbs.links)
@@ -193,8 +209,15 @@ class Snapshot:
         """(key, docno, value) of active claims, for one key or all, as the claims
         database spells them (normalised, or blind under the vault): compare them,
         and read the trace for the text."""
+        return self._claims(self.dbs.claims, key)
+
+    def claim_log(self, key: str | None = None) -> Iterable[tuple[bytes, int, bytes]]:
+        """As :meth:`claim_entries`, for every claim ever written but purged ones."""
+        return self._claims(self.dbs.claim_log, key)
+
+    def _claims(self, db: Any, key: str | None) -> Iterator[tuple[bytes, int, bytes]]:
         prefix = b"" if key is None else claim_name(self.dbs, key) + b"\x00"
-        cursor = self.txn.cursor(db=self.dbs.claims)
+        cursor = self.txn.cursor(db=db)
         if not cursor.set_range(prefix):
             return
         for raw_key, value in cursor:
@@ -220,6 +243,36 @@ class Snapshot:
         cursor = self.txn.cursor(db=self.dbs.ledger)
         return int(SEQ.unpack(cursor.key())[0]) if cursor.last() else 0
 
+    def last_clock(self) -> int:
+        """The last record whose time is known (every record the indexes reflect)."""
+        cursor = self.txn.cursor(db=self.dbs.clock)
+        return int(SEQ.unpack(cursor.key())[0]) if cursor.last() else 0
+
+    def written_at(self, seq: int) -> int:
+        """When record ``seq`` was written (epoch ms; 0 before the first record)."""
+        raw = self.txn.get(SEQ.pack(seq), db=self.dbs.clock) if seq > 0 else None
+        return 0 if raw is None else int(SEQ.unpack(raw)[0])
+
+    def seq_at(self, at_ms: int) -> int:
+        """The last record written at or before ``at_ms`` (0: none was).
+
+        The clock never decreases along the ledger, so this is a bisection (over
+        the records the indexes reflect).
+        """
+        low, high = 0, self.last_clock()
+        while low < high:
+            middle = (low + high + 1) // 2
+            if self.written_at(middle) <= at_ms:
+                low = middle
+            else:
+                high = middle - 1
+        return low
+
+    def record_hash(self, seq: int) -> str | None:
+        """The hash of record ``seq``, as its line states it."""
+        line = self.txn.get(SEQ.pack(seq), db=self.dbs.ledger)
+        return None if line is None else decode_record(bytes(line)).hash
+
     def last_record(self) -> Head | None:
         """The ledger's last record, as a head."""
         cursor = self.txn.cursor(db=self.dbs.ledger)
@@ -239,7 +292,9 @@ def _load_columns(snapshot: Snapshot) -> Columns:
     return columns
 
 
-def _dated(features: Columns) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint32]]:
+def dated_commitments(
+    features: FeatureColumns,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint32]]:
     """Active commitments with a deadline as (deadlines, docnos), soonest first."""
     dated = np.flatnonzero(
         (features["kind"] == KIND_CODE["commitment"])
@@ -292,7 +347,7 @@ class FeatureCache:
     def overdue(self, snapshot: Snapshot, now_ms: int) -> npt.NDArray[np.uint32]:
         features = self.at(snapshot)
         if self._dated is None or self._dated_seq != self._seq:
-            self._dated, self._dated_seq = _dated(features), self._seq
+            self._dated, self._dated_seq = dated_commitments(features), self._seq
         deadlines, docs = self._dated
         return np.sort(docs[: int(np.searchsorted(deadlines, now_ms, side="right"))])
 

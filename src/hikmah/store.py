@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
+import itertools
 import logging
 import os
 import secrets
@@ -53,6 +54,7 @@ from hikmah.payloads import (
     RememberPayload,
     SupersedePayload,
     decode_payload,
+    stamped,
 )
 from hikmah.policy import KernelPolicy
 from hikmah.promises import STAGES, Stage
@@ -143,7 +145,7 @@ class Store:
         env = lmdb.open(
             str(self.data_dir / LMDB_DIR),
             map_size=map_size,
-            max_dbs=16,
+            max_dbs=32,
             # The commit syncs the data pages; the meta page is synced by sync(),
             # which the writer overlaps with the next batch (see apply).
             sync=self.durable,
@@ -443,7 +445,7 @@ class Store:
                     # instead of failing every write of the batch.
                     outcomes.append(InvalidInput(f"the request cannot be stored: {exc}"))
                     continue
-                for plain in payloads:
+                for plain in map(stamped, payloads, itertools.repeat(now_ms)):
                     payload = self._at_rest(txn, plain)
                     record = encode_record(seq + 1, prev, PAYLOAD_ENCODER.encode(payload))
                     if not txn.put(
@@ -456,7 +458,7 @@ class Store:
                             " are out of order; run hikmah verify-ledger"
                         )
                     opened = plain.trace if isinstance(plain, RememberPayload) else None
-                    index.apply_payload(snapshot, payload, dirty, plain=opened)
+                    index.apply_payload(snapshot, record.seq, payload, dirty, plain=opened)
                     if opened is not None:
                         docno = snapshot.docno(opened.id)
                         assert docno is not None
@@ -502,7 +504,7 @@ class Store:
         keys = self.dbs.vault
         if keys is None or not isinstance(payload, RememberPayload):
             return payload
-        sealed, entry = seal_trace(keys, payload.trace)
+        sealed, entry = seal_trace(keys, payload.trace, at=payload.at)
         txn.put(payload.trace.id.encode(), entry, db=self.dbs.keys)
         txn.put(_SEALED, b"", db=self.dbs.meta)
         return sealed
@@ -584,7 +586,7 @@ class Store:
             dirty: set[int] = set()
             for key, line in cursor:
                 record = decode_record(bytes(line))
-                index.apply_payload(snapshot, decode_payload(record), dirty)
+                index.apply_payload(snapshot, record.seq, decode_payload(record), dirty)
                 txn.put(_INDEXED, bytes(key), db=self.dbs.meta)
                 count += 1
                 if progress is not None and count % 10_000 == 0:

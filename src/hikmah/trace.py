@@ -8,13 +8,14 @@ Times are epoch milliseconds (``int``); the kernel never reads the clock.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import unicodedata
 from typing import Any
 
 import msgspec
 
-from hikmah.vocabulary import Kind, PredictionType, Privacy
+from hikmah.vocabulary import Kind, PredictionType, Privacy, SourceClass
 
 DEFAULT_AUTHORITY = 0.5
 DEFAULT_SALIENCE = 0.5
@@ -124,6 +125,17 @@ def new_trace_id(now_ms: int) -> str:
     return f"tr_{now_ms & 0xFFFF_FFFF_FFFF:012x}{os.urandom(5).hex()}"
 
 
+def derived_trace_id(at_ms: int | None, key: str, *, digest_size: int = 5) -> str:
+    """A stable id in the shape of :func:`new_trace_id`: the same ``key`` gives the same id.
+
+    For writes that must be idempotent (an import, an evaluation run): the
+    random part is a BLAKE2b digest of ``key`` (``digest_size`` bytes; wider
+    where many ids share one time), and the time is ``at_ms`` (0 when unknown).
+    """
+    digest = hashlib.blake2b(key.encode(), digest_size=digest_size).hexdigest()
+    return f"tr_{(at_ms or 0) & 0xFFFF_FFFF_FFFF:012x}{digest}"
+
+
 _DRAFT = frozenset(Draft.__struct_fields__)
 
 
@@ -154,3 +166,20 @@ def normalize_content(content: str) -> str:
 def is_model_source(source: str) -> bool:
     """``model:`` sources are model output: never verified, never authoritative."""
     return source.strip().lower().startswith("model:")
+
+
+def source_class(trace: Trace) -> SourceClass:
+    """``person``, ``agent``, ``tool`` or ``other``: who wrote a trace, by its provenance.
+
+    A trace written from a detected agent session is an agent's whatever source it
+    names, since the daemon stamped its locator (``agent-session:``).
+    """
+    source = trace.provenance.source.strip().lower()
+    locator = trace.provenance.locator or ""
+    if source.startswith("agent:") or locator.startswith("agent-session:"):
+        return "agent"
+    if source.startswith("human:"):
+        return "person"
+    if source.startswith("tool:"):
+        return "tool"
+    return "other"

@@ -27,6 +27,8 @@ COMMANDS = [
     "pin",
     "unpin",
     "invalidate",
+    "import",
+    "verify",
     "compact",
     "verify-ledger",
     "policy",

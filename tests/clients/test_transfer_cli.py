@@ -8,10 +8,7 @@ imported, and a break or a forged tail is reported where it is."""
 from __future__ import annotations
 
 import json
-import os
-import pty
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -312,34 +309,7 @@ def test_export_pages_stay_under_the_frame_limit(daemon: Running) -> None:
 def test_progress_is_drawn_on_a_terminal(daemon: Running, tmp_path: Path) -> None:
     dump = tmp_path / "notes.jsonl"
     dump.write_text("".join(json.dumps({"content": f"note {n}"}) + "\n" for n in range(3)))
-    leader, follower = pty.openpty()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "hikmah_cli",
-            "--socket",
-            str(daemon.socket),
-            "--no-autostart",
-            "import",
-            str(dump),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=follower,
-        env=clean_env(),
-    )
-    os.close(follower)
-    out, _ = process.communicate(timeout=60)
-    drawn = b""
-    while True:
-        try:
-            chunk = os.read(leader, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        drawn += chunk
-    os.close(leader)
-    assert process.returncode == 0
-    assert b"imported 3/3 lines" in drawn and b"100%" in drawn
-    assert b"\r" not in out  # the summary on stdout is not the progress bar
+    code, out, shown = daemon.cli_on_terminal("import", str(dump), env=clean_env())
+    assert code == 0
+    assert "imported 3/3 lines" in shown and "100%" in shown
+    assert "\r" not in out  # the summary on stdout is not the progress bar

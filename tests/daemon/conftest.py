@@ -3,8 +3,10 @@ to about 108 bytes)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import pty
 import shutil
 import signal
 import socket
@@ -26,8 +28,15 @@ START_TIMEOUT_S = 20.0
 class Running:
     """One hikmahd process and the paths it uses."""
 
-    def __init__(self, root: Path, *extra: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *extra: str,
+        env: dict[str, str] | None = None,
+        module: tuple[str, ...] = ("hikmahd",),
+    ) -> None:
         self.root = root
+        self.module = module  # what ``python -m`` runs: hikmahd, or a wrapper and its args
         self.socket = root / "run" / "hikmahd.sock"
         self.data = root / "data"
         self.policy = root / "policy.toml"
@@ -39,7 +48,7 @@ class Running:
     def start(self) -> Running:
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "hikmahd", *self.flags(), *self.extra],
+                [sys.executable, "-m", *self.module, *self.flags(), *self.extra],
                 stdout=log,
                 stderr=log,
                 env=self.env,
@@ -97,6 +106,27 @@ class Running:
             timeout=60,
             start_new_session=True,
         )
+
+    def cli_on_terminal(
+        self, *args: str, env: dict[str, str], typed: str = ""
+    ) -> tuple[int, str, str]:
+        """The real CLI at a person's terminal: stdin and stderr a pty (where ``typed`` is
+        typed), stdout a pipe. The exit code, stdout, and what the terminal showed."""
+        leader, follower = pty.openpty()
+        argv = [sys.executable, "-m", "hikmah_cli", "--socket", str(self.socket),
+                "--no-autostart", *args]  # fmt: skip
+        with subprocess.Popen(
+            argv, stdin=follower, stdout=subprocess.PIPE, stderr=follower, env=env
+        ) as process:
+            os.close(follower)
+            os.write(leader, typed.encode())
+            out, _ = process.communicate(timeout=60)
+        shown = b""
+        with contextlib.suppress(OSError):  # EIO: every end of the terminal is closed
+            while chunk := os.read(leader, 4096):
+                shown += chunk
+        os.close(leader)
+        return process.returncode, out.decode(), shown.decode(errors="replace")
 
 
 class Conn:
@@ -175,6 +205,18 @@ def short_tmp() -> Iterator[Path]:
     try:
         yield root
     finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def own_daemon() -> Iterator[Running]:
+    """A daemon in a short temp dir of its own, removed afterwards (for a module's tests)."""
+    root = Path(tempfile.mkdtemp(prefix="hk", dir="/tmp"))
+    running = Running(root).start()
+    try:
+        yield running
+    finally:
+        running.stop()
         shutil.rmtree(root, ignore_errors=True)
 
 

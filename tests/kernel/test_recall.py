@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hikmah.policy import KernelPolicy, RecallPolicy, parse_policy, reference_policy
+from hikmah.principal import AgentSession
 from hikmah.recall import RecallQuery, RecallResult, recall
 from hikmah.rules import Feedback, Fulfill, Pin, Remember
 from hikmah.snapshot import Snapshot
@@ -441,3 +442,32 @@ def test_a_pinned_trace_does_not_age_and_ignores_bad_outcomes(store: Store) -> N
     write(store, Pin(id=old.id, pinned=False))
     (unpinned,) = ask(store, "vpn config")
     assert unpinned.score == pytest.approx(aged.score)
+
+
+def test_recall_filters_by_status_source_and_verified_before_the_limit(store: Store) -> None:
+    session = AgentSession(host="claude-code", session_id="s-1", variables=("CLAUDECODE",))
+    old = remember(store, "the cache lives in redis", source="human:ana", verified=True)
+    new = remember(
+        store,
+        "the cache lives in redis six",
+        supersedes=old.id,
+        source="tool:terraform",
+        verified=True,
+    )
+    (stamped,) = write(
+        store, Remember(draft=Draft(content="the cache lives in memcached"), session=session)
+    )
+    for i in range(12):  # enough others that a filter after the limit would find nothing
+        remember(store, f"the cache lives in redis cluster {i}", source="doc:runbook")
+
+    def ids(**filters: object) -> list[str]:
+        return [r.trace.id for r in ask(store, "cache lives", limit=3, **filters)]
+
+    assert ids(statuses=("superseded",)) == [old.id]
+    assert ids(sources=("agent",)) == [stamped.id]  # stamped from a session: an agent's
+    assert ids(sources=("person",), statuses=("superseded", "active")) == [old.id]
+    assert sorted(ids(verified=True, include_superseded=True)) == sorted([old.id, new.id])
+    assert ids(sources=("tool",)) == [new.id]
+    assert len(ids(sources=("other",))) == 3 and ids(sources=("tool",), verified=False) == []
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.convert({"statuses": ["purged"]}, RecallQuery)

@@ -64,6 +64,7 @@ def test_ids_are_time_sortable_and_distinct(store: Store) -> None:
         (Draft(content="x", salience=float("nan")), InvalidInput),
         (Draft(content="x", claim_key="k"), InvalidInput),
         (Draft(content="x", claim_value="v"), InvalidInput),
+        (Draft(content="x", claim_key="k", claim_value="  "), InvalidInput),
         (Draft(content="x", deadline="next tuesday"), InvalidInput),
         (Draft(content="x", scope="not a scope"), InvalidInput),
         (Draft(content="x", family="f"), InvalidInput),

@@ -19,6 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hikmah.embedding import Embedder, load_embedder
+from hikmah.past import as_of
 from hikmah.policy import KernelPolicy, SemanticPolicy, parse_policy, reference_policy
 from hikmah.recall import RecallQuery, RecallResult, recall
 from hikmah.rules import Purge, Remember
@@ -352,3 +353,18 @@ def test_past_ann_at_the_graph_serves_and_loses_purged_vectors(
         with store.snapshot() as snapshot:
             reopened.load(snapshot, None)
         assert reopened.status().vectors == semantic.status().vectors == len(written) - 1
+
+
+def test_recall_as_of_the_past_finds_by_meaning_what_was_true_then(vstore: Store) -> None:
+    old = remember(vstore, AWS)
+    correction = "The AWS bill rose 40% in October: staging ran all month."
+    remember(vstore, correction, supersedes=old.id)
+    later = remember(vstore, "Our AWS spending jumped 40% in October.")
+    with vstore.snapshot() as snapshot:
+        then = as_of(snapshot, 1, NOW)  # after the first write only
+        found = recall(then, RecallQuery(query=SPENDING), now_ms=NOW, policy=DEFAULT)
+        now = recall(snapshot, RecallQuery(query=SPENDING), now_ms=NOW, policy=DEFAULT)
+    # As of record 1 the first note was active, and nothing written since is seen.
+    assert [r.trace.id for r in found] == [old.id] and found[0].status == "active"
+    assert found[0].why.semantic is not None
+    assert old.id not in {r.trace.id for r in now} and later.id in {r.trace.id for r in now}

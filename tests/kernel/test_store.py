@@ -44,7 +44,7 @@ def put_raw(store: Store, key: int, line: bytes | None) -> None:
 def index_snapshot(store: Store) -> dict[str, list[tuple[bytes, bytes]]]:
     names = [
         "docs", "ids", "features", "postings", "claims", "deadlines", "links", "scopes",
-        "feedback",
+        "feedback", "clock", "revisions", "claim_log",
     ]  # fmt: skip
     with store.snapshot() as snapshot:
         return {
@@ -190,6 +190,7 @@ def test_every_byte_change_deletion_and_swap_is_caught(
 def test_rebuild_index_reproduces_every_derived_database(store: Store) -> None:
     populate(store)
     before = index_snapshot(store)
+    assert all(before[name] for name in ("clock", "revisions", "claim_log"))
     assert store.rebuild_index() == 12
     assert index_snapshot(store) == before
 
@@ -213,6 +214,10 @@ def test_purge_removes_the_trace_from_indexes_and_reads(store: Store) -> None:
     assert all(s.trace.id != trace.id for s in all_traces(store))
     with store.snapshot() as snapshot:
         assert all(b"quarterly" not in k for k, _ in snapshot.txn.cursor(db=store.dbs.postings))
+        # Nor its claim, which reads as of the past would have shown.
+        assert [k for k, _ in snapshot.txn.cursor(db=store.dbs.claim_log)] == [
+            k for k, _ in snapshot.txn.cursor(db=store.dbs.claims)
+        ]
 
 
 def test_supersession_resolves_conflicts_and_keeps_history(store: Store) -> None:

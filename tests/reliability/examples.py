@@ -24,6 +24,7 @@ from tests.daemon.conftest import Running
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TRANSCRIPT = FIXTURES / "transcripts" / "claude-session.jsonl"
+MEM0 = FIXTURES / "peers" / "mem0" / "mem0-v1.json"  # made by mem0 itself
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ def person_setup(daemon: Running, root: Path) -> PersonData:
         )["trace"]["id"]
         transcript = root / "session.jsonl"
         shutil.copy(TRANSCRIPT, transcript)
+        shutil.copy(MEM0, root / "mem0.json")
         conn.call("replay.ingest", path=str(transcript))
         proposals = conn.call("replay.consolidate")["proposals"]
     assert proposals, "the fixture transcript gave no consolidation proposal"
@@ -112,6 +114,9 @@ def known(data: PersonData) -> dict[str, dict[str, Any]]:
         "memory.export": {"limit": 5},
         "memory.import": {"lines": [{"line": 1, "trace": verified_line}]},
         "memory.import_ledger": {"records": reference},
+        "memory.import_source": {"source": "mem0", "path": str(data.root / "mem0.json")},
+        # The person's unverified observation has the default source.
+        "memory.verify": {"source": "unknown", "confirm": "0" * 16},
         "replay.promote": {"id": data.proposal, "source": "human:ana"},
         "replay.ingest": {"path": str(data.root / "session.jsonl")},
         "ledger.verify": {},

@@ -59,6 +59,7 @@ PERSON_ONLY = [
     ("ledger.verify", "reset_head"),
     ("ledger.compact", None),
     ("vault.rotate", None),
+    ("memory.verify", None),
 ]
 
 
@@ -124,6 +125,8 @@ def check_refusals(calls: list[tuple[str, dict[str, Any]]], replies: list[dict[s
             assert reason(reply) == "provenance", reply
         if name == "memory.import":
             assert reply["result"]["written"] == 0 and reply["result"]["refused"], reply
+        if name == "memory.import_source" and not params.get("dry_run"):
+            assert reply["result"]["written"] + reply["result"]["already"] == 5, reply
         if name == "memory.import_ledger" and not params.get("check_only"):
             refused = reply.get("result", {}).get("refused", [])
             assert len(refused) == 2, reply  # the verified remember and the purge

@@ -14,7 +14,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +23,7 @@ import pytest
 
 from hikmah.headfile import HeadFile
 from hikmah.ledger import Head
-from tests.daemon.conftest import Running, clean_env
+from tests.daemon.conftest import Running, clean_env, own_daemon
 
 from .crashes import fill
 from .harness import (
@@ -44,14 +43,9 @@ from .strategies import request_line
 
 @pytest.fixture(scope="module")
 def shared() -> Iterator[Running]:
-    """One daemon for the bugs that leave it usable (a short path: socket length)."""
-    root = Path(tempfile.mkdtemp(prefix="hk", dir="/tmp"))
-    running = Running(root).start()
-    try:
+    """One daemon for the bugs that leave it usable."""
+    with own_daemon() as running:
         yield running
-    finally:
-        running.stop()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 # -- JSON-RPC input -------------------------------------------------------------

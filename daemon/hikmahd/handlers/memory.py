@@ -1,4 +1,5 @@
-"""``memory.*``: write a trace, recall, show, conflicts, fulfil, session context, purge.
+"""``memory.*``: write a trace, recall, show, conflicts, a claim's history, fulfil,
+session context, verify in bulk, purge.
 
 Forecasts, feedback, pins and invalidation are :mod:`.learning`; export and
 import are :mod:`.transfer`.
@@ -10,14 +11,18 @@ from typing import Annotated
 
 import msgspec
 
-from hikmah import queries
+from hikmah import queries, verification
+from hikmah.errors import ConflictError, HikmahError, InvalidInput
+from hikmah.past import AsOf, moment
 from hikmah.recall import RecallQuery
 from hikmah.rules import Fulfill, Purge, Remember
-from hikmah.trace import BaseDraft, Draft
+from hikmah.secrets import preview
+from hikmah.trace import BaseDraft, Draft, Trace
 from hikmah.vocabulary import STANDING_KINDS, Kind
 
 from ..context import Context
-from ..rpc import JSON, NoParams, Params, Registry, to_json
+from ..rpc import JSON, Params, Registry, to_json
+from .asof import past, reading
 from .promises import HOUR_MS, MAX_HOURS, due
 
 registry = Registry()
@@ -36,13 +41,21 @@ async def remember(ctx: Context, params: BaseDraft) -> JSON:
 
 class RecallParams(RecallQuery, frozen=True, kw_only=True, forbid_unknown_fields=True):
     focus: str | None = None  # absorb the results into this focus capsule
+    as_of: AsOf | None = None  # a ledger sequence number, or a time
 
 
 @registry.method("memory.recall", RecallParams)
 async def recall(ctx: Context, params: RecallParams) -> JSON:
     services = ctx.services
-    results = await services.recalls.recall(params, ctx)
+    point = None
+    if params.as_of is not None:
+        if params.focus is not None:
+            raise InvalidInput("a recall as of the past cannot fill a focus capsule (now)")
+        point = services.store.read(moment, params.as_of, services.now_ms())
+    results = await services.recalls.recall(params, ctx, point=point)
     reply: dict[str, JSON] = {"results": to_json(results)}
+    if point is not None:
+        reply["as_of"] = to_json(point)
     if params.focus is not None:
         capsule = services.capsules.open(
             params.focus, services.policy.working_set_limit, services.now_ms()
@@ -51,17 +64,44 @@ async def recall(ctx: Context, params: RecallParams) -> JSON:
     return reply
 
 
-@registry.method("memory.show", IdParams)
-async def show(ctx: Context, params: IdParams) -> JSON:
-    with ctx.services.store.snapshot() as snapshot:
+class ShowParams(Params, frozen=True):
+    id: str
+    as_of: AsOf | None = None  # a ledger sequence number, or a time
+
+
+@registry.method("memory.show", ShowParams)
+async def show(ctx: Context, params: ShowParams) -> JSON:
+    with reading(ctx.services, params.as_of) as snapshot:
         current = queries.get(snapshot, params.id)
         history = queries.history(snapshot, params.id)
-    return {**to_json(current), "history": to_json(history)}
+        record = queries.record_of(snapshot, params.id)
+    reply = {**to_json(current), "history": to_json(history), "record": to_json(record)}
+    return past(reply, snapshot)
 
 
-@registry.method("memory.conflicts", NoParams)
-async def conflicts(ctx: Context, params: NoParams) -> JSON:
-    return {"conflicts": to_json(ctx.services.store.read(queries.conflicts))}
+class ConflictsParams(Params, frozen=True):
+    key: str | None = None  # only the conflict on this claim key
+    as_of: AsOf | None = None
+
+
+@registry.method("memory.conflicts", ConflictsParams)
+async def conflicts(ctx: Context, params: ConflictsParams) -> JSON:
+    with reading(ctx.services, params.as_of) as snapshot:
+        found = queries.conflicts(snapshot, params.key)
+    return past({"conflicts": to_json(found)}, snapshot)
+
+
+class HistoryParams(Params, frozen=True):
+    key: str
+    as_of: AsOf | None = None
+
+
+@registry.method("memory.history", HistoryParams)
+async def history(ctx: Context, params: HistoryParams) -> JSON:
+    """Every value a claim key was given, in write order, with who set it and when."""
+    with reading(ctx.services, params.as_of) as snapshot:
+        values = queries.claim_history(snapshot, params.key)
+    return past({"key": params.key, "values": to_json(values)}, snapshot)
 
 
 @registry.method("memory.fulfill", IdParams)
@@ -99,6 +139,70 @@ async def context(ctx: Context, params: ContextParams) -> JSON:
         "commitments": commitments,
         "conflicts": to_json(open_conflicts),
     }
+
+
+class VerifyParams(Params, frozen=True):
+    source: str  # e.g. tool:mem0: the provenance source of the traces to verify
+    scope: str | None = None
+    kinds: tuple[Kind, ...] = ()
+    # The "selection" of the preview the person confirmed; without it, only the preview.
+    confirm: str | None = None
+
+
+# Traces of a selection shown in its preview.
+VERIFY_SAMPLE = 10
+
+
+@registry.method("memory.verify", VerifyParams, person="verify traces in bulk")
+async def verify(ctx: Context, params: VerifyParams) -> JSON:
+    """Verify what a person checked: every unverified active trace of a source (in a
+    scope, of kinds), each superseded by a verified copy; a preview unless confirmed."""
+    store = ctx.services.store
+
+    def select() -> list[Trace]:
+        with store.snapshot() as snapshot:
+            active = (e.trace for e in queries.traces(snapshot, include_inactive=False))
+            return verification.verifiable(
+                active, source=params.source, scope=params.scope, kinds=params.kinds
+            )
+
+    chosen: list[Trace] = await ctx.services.offload(select)
+    selection = verification.selection_digest(chosen)
+    reply: dict[str, JSON] = {
+        "matched": len(chosen),
+        "selection": selection,
+        "sample": [
+            {"id": t.id, "kind": t.kind, "preview": preview(t.content)}
+            for t in chosen[:VERIFY_SAMPLE]
+        ],
+        "verified": 0,
+        "already": 0,
+        "refused": [],
+    }
+    if params.confirm is None or not chosen:
+        return reply
+    if params.confirm != selection:
+        raise ConflictError(
+            f"the traces to verify changed since you looked ({len(chosen)} match now):"
+            " nothing was verified; run hikmah verify again and check the new list"
+        )
+    operations = [verification.verification(t, ctx.session) for t in chosen]
+    outcomes = await ctx.services.writer.submit_all(operations)
+    failed = [
+        (trace, operation, outcome)
+        for trace, operation, outcome in zip(chosen, operations, outcomes, strict=True)
+        if isinstance(outcome, HikmahError)
+    ]
+    with store.snapshot() as snapshot:  # a copy of its own: verified by a call meanwhile
+        refused = [
+            {"id": trace.id, "reason": str(error)}
+            for trace, operation, error in failed
+            if queries.lookup(snapshot, operation.trace_id or "") is None
+        ]
+    reply.update(
+        verified=len(chosen) - len(failed), already=len(failed) - len(refused), refused=refused
+    )
+    return reply
 
 
 class PurgeParams(Params, frozen=True):

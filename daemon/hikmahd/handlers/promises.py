@@ -7,10 +7,12 @@ from typing import Annotated
 import msgspec
 
 from hikmah import queries
+from hikmah.past import AsOf, now_of
 from hikmah.snapshot import Snapshot
 
 from ..context import Context
 from ..rpc import JSON, Params, Registry, to_json
+from .asof import past, reading
 
 registry = Registry()
 HOUR_MS = 3_600_000
@@ -20,18 +22,19 @@ MAX_HOURS = 24 * 366 * 100  # a century: any further is "everything"
 class PromisesParams(Params, frozen=True):
     within_hours: Annotated[float, msgspec.Meta(ge=0, le=MAX_HOURS)] | None = None
     overdue: bool = False
+    as_of: AsOf | None = None  # the queue as it stood then (its now is then)
 
 
 @registry.method("promises.list", PromisesParams)
 async def promises(ctx: Context, params: PromisesParams) -> JSON:
-    now = ctx.services.now_ms()
-    until = None
-    if params.overdue:
-        until = now
-    elif params.within_hours is not None:
-        until = now + int(params.within_hours * HOUR_MS)
-    with ctx.services.store.snapshot() as snapshot:
-        return {"commitments": due(snapshot, now, until, scope=None)}
+    with reading(ctx.services, params.as_of) as snapshot:
+        now = now_of(snapshot, ctx.services.now_ms())
+        until = None
+        if params.overdue:
+            until = now
+        elif params.within_hours is not None:
+            until = now + int(params.within_hours * HOUR_MS)
+        return past({"commitments": due(snapshot, now, until, scope=None)}, snapshot)
 
 
 def due(snapshot: Snapshot, now_ms: int, until: int | None, *, scope: str | None) -> list[JSON]:

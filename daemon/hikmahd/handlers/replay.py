@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import getpass
-import hashlib
 from pathlib import Path
 
 from hikmah.consolidation import proposals
 from hikmah.errors import ConflictError, HikmahError, InvalidInput
 from hikmah.paths import project_scope
 from hikmah.rules import Promote, Remember
-from hikmah.trace import Draft
+from hikmah.trace import Draft, derived_trace_id
 from hikmah.transcripts import TRANSCRIPT_TAG, Transcript, parse_transcript
 
 from ..context import Context
@@ -84,7 +83,10 @@ async def ingest(ctx: Context, params: IngestParams) -> JSON:
                 scope=scope,
             ),
             session=ctx.session,
-            trace_id=message_trace_id(transcript.session_id, message.id, message.timestamp_ms),
+            # The same id for the same message every time, so a second ingest writes nothing.
+            trace_id=derived_trace_id(
+                message.timestamp_ms, f"{transcript.session_id}\0{message.id}"
+            ),
             created_at=message.timestamp_ms,
         )
         for message in chosen
@@ -123,13 +125,3 @@ def transcript_scope(transcript: Transcript) -> str:
     if transcript.cwd and Path(transcript.cwd).is_absolute():
         return project_scope(Path(transcript.cwd))
     return "global"
-
-
-def message_trace_id(session_id: str, message_id: str, at_ms: int | None) -> str:
-    """The same id for the same message every time, so a second ingest writes nothing.
-
-    Time-sortable like every id (``tr_`` + 12 hex digits of milliseconds) with 10
-    hex digits of a digest of the session and message ids in place of randomness.
-    """
-    digest = hashlib.blake2b(f"{session_id}\0{message_id}".encode(), digest_size=5).hexdigest()
-    return f"tr_{(at_ms or 0) & 0xFFFF_FFFF_FFFF:012x}{digest}"

@@ -1,29 +1,38 @@
-"""``memory.export``, ``memory.import`` and ``memory.import_ledger``: memory in and out, as JSON
-Lines of traces and ledgers of the reference.
+"""``memory.export``, ``memory.import``, ``memory.import_ledger`` and ``memory.import_source``:
+memory in and out, as JSON Lines of traces, ledgers of the reference, and the exports of
+other memory tools.
 
-The mapping is the kernel's (:mod:`hikmah.transfer`); this module looks up
-what the store already holds, submits the operations so that they share
-commits yet take effect in file order, and counts what happened. Each call
-is bounded (at most 500 lines, and frames are at most 1 MiB), so a client
-imports a large file in many calls, showing progress between them; the
-daemon keeps no state between calls (docs/protocol.md, "Import and export").
+The mapping is the kernel's (:mod:`hikmah.transfer`, :mod:`hikmah.migration`);
+this module looks up what the store already holds, submits the operations so
+that they share commits (those of a file in its order), and counts what
+happened. Each call is bounded (at most 500 lines or items, and frames are at
+most 1 MiB), so a client imports a large file in many calls, showing progress
+between them (docs/protocol.md, "Import and export"). The daemon needs no
+state between calls; it keeps an import's reading of a peer's export for the
+same connection's next page only so as not to read the file again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from pathlib import Path
+from typing import Annotated, Any, Literal, NamedTuple
 
 import msgspec
 
-from hikmah import queries, transfer
-from hikmah.errors import HikmahError
+from hikmah import migration, queries, transfer
+from hikmah.errors import HikmahError, InvalidInput
 from hikmah.headtext import parse_head
 from hikmah.ledger import Head, decode_record
-from hikmah.rules import Operation, Written
+from hikmah.past import AsOf
+from hikmah.paths import project_scope
+from hikmah.rules import Operation, Written, payloads_for
+from hikmah.secrets import preview, redact
+from hikmah.vocabulary import ImportSource
 
 from ..context import Context
 from ..rpc import JSON, Params, Registry, to_json
+from .asof import past, reading
 
 registry = Registry()
 
@@ -38,6 +47,7 @@ class ExportParams(Params, frozen=True):
     after: str | None = None  # the "next" of the previous page; None for the first
     limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 500
     include_superseded: bool = False
+    as_of: AsOf | None = None  # memory as it stood then (give every page the same record)
 
 
 @registry.blocking("memory.export", ExportParams)
@@ -45,7 +55,7 @@ def export(ctx: Context, params: ExportParams) -> JSON:
     """One page of traces in write order, as JSON Lines objects; purged ones never."""
     lines: list[Any] = []
     size = 0
-    with ctx.services.store.snapshot() as snapshot:
+    with reading(ctx.services, params.as_of) as snapshot:
         entries, after = queries.export_page(
             snapshot, params.after, params.limit, include_superseded=params.include_superseded
         )
@@ -58,9 +68,10 @@ def export(ctx: Context, params: ExportParams) -> JSON:
             line = transfer.export_line(entry, keep_supersedes=target is None or keep)
             size += len(_ENCODER.encode(line))
             if lines and size > EXPORT_PAGE_BYTES:
-                return {"traces": lines, "next": lines[-1]["id"]}
+                after = lines[-1]["id"]
+                break
             lines.append(line)
-    return {"traces": lines, "next": after}
+    return past({"traces": lines, "next": after}, snapshot)
 
 
 class ImportLine(Params, frozen=True):
@@ -196,6 +207,138 @@ async def import_ledger(ctx: Context, params: ImportLedgerParams) -> JSON:
         notes=notes,
     )
     return reply
+
+
+class ImportSourceParams(Params, frozen=True):
+    source: ImportSource
+    path: str  # absolute: the daemon does not share the client's working directory
+    start: Annotated[int, msgspec.Meta(ge=0)] = 0  # the "next" of the previous page
+    limit: Annotated[int, msgspec.Meta(ge=1, le=MAX_LINES)] = MAX_LINES
+    dry_run: bool = False
+    # claude-mem project names -> their folders (absolute), whose project scope they take
+    projects: dict[str, str] = msgspec.field(default_factory=dict)
+
+    def check(self) -> None:
+        named = [("path", self.path), *((f"projects[{n!r}]", f) for n, f in self.projects.items())]
+        for what, path in named:
+            if not Path(path).is_absolute():
+                raise InvalidInput(
+                    f"{what} must be an absolute path: the daemon does not share your"
+                    " working directory"
+                )
+
+
+# The records a reader left out are named in the first page's reply, up to this many
+# (every one is counted).
+MAX_SKIPPED_NAMED = 100
+
+
+class _Kept(NamedTuple):
+    """An import's reading, kept for the connection's next page of the same import."""
+
+    params: tuple[str, str, tuple[tuple[str, str], ...]]
+    reading: migration.Reading
+    next: int
+
+
+@registry.method("memory.import_source", ImportSourceParams)
+async def import_source(ctx: Context, params: ImportSourceParams) -> JSON:
+    """One page of an import from another memory tool: each item of the export, from
+    ``start``, written as an ordinary remember (never verified), skipped as already
+    imported, or refused; with ``dry_run``, judged by the same rules and not written."""
+    services = ctx.services
+    reading = await _reading(ctx, params)
+    total = len(reading.items)
+    end = min(params.start + params.limit, total)
+    following = end if end < total else None
+    if following is not None:
+        ctx.kept["memory.import_source"] = _Kept(_read_as(params), reading, following)
+    items = reading.items[params.start : end]
+    now, policy, session = services.now_ms(), services.policy, ctx.session
+
+    def judge() -> tuple[migration.Page, dict[str, str]]:
+        # Planning reads each item's versions and its restatements; a dry run also asks
+        # the write rules (the detector among them) what the writer would answer.
+        with services.store.snapshot() as snapshot:
+            page = migration.plan_page(snapshot, items)
+            refused: dict[str, str] = {}
+            for write in page.writes if params.dry_run else ():
+                try:
+                    payloads_for(snapshot, write.operation(session), now_ms=now, policy=policy)
+                except HikmahError as exc:
+                    refused[write.trace_id] = str(exc)
+            return page, refused
+
+    page, refused = await services.offload(judge)
+    raced: set[str] = set()  # written meanwhile, by another import of the same records
+    if not params.dry_run:
+        operations = [write.operation(session) for write in page.writes]
+        outcomes = await services.writer.submit_all(operations)
+        for write, outcome in zip(page.writes, outcomes, strict=True):
+            if isinstance(outcome, Written):
+                continue
+            if transfer.is_taken_id(outcome):
+                raced.add(write.trace_id)
+            else:
+                refused[write.trace_id] = str(outcome)
+    done = [w for w in page.writes if w.trace_id not in refused and w.trace_id not in raced]
+    counts = dict.fromkeys(("already", "older", "kept_correction", "purged"), 0)
+    for skip in page.skips:
+        counts[skip.reason] += 1
+    counts["already"] += len(raced)
+    reply: dict[str, JSON] = {
+        "total": total,
+        "next": following,
+        "dry_run": params.dry_run,
+        "written": sum(1 for w in done if not w.correction),
+        "corrected": sum(1 for w in done if w.correction),
+        **counts,
+        # A locator names a record the peer made: shown redacted, like any preview.
+        "refused": [
+            {"locator": redact(w.item.locator), "reason": refused[w.trace_id]}
+            for w in page.writes
+            if w.trace_id in refused
+        ],
+        "duplicates": [
+            {"locator": redact(w.item.locator), "of": w.duplicate_of}
+            for w in done
+            if w.duplicate_of is not None
+        ],
+        "skipped": len(reading.skipped),
+        "skipped_named": reading.skipped[:MAX_SKIPPED_NAMED] if params.start == 0 else [],
+    }
+    if params.dry_run:
+        reply["planned"] = [
+            {
+                "locator": redact(w.item.locator),
+                "id": w.trace_id,
+                "action": "correction" if w.correction else "new",
+                "kind": w.draft.kind,
+                "preview": preview(w.draft.content),
+            }
+            for w in done
+        ]
+    return reply
+
+
+def _read_as(params: ImportSourceParams) -> tuple[str, str, tuple[tuple[str, str], ...]]:
+    return params.source, params.path, tuple(sorted(params.projects.items()))
+
+
+async def _reading(ctx: Context, params: ImportSourceParams) -> migration.Reading:
+    """The export as read at the first page, for the page after it on this connection;
+    read (off the event loop) otherwise."""
+    kept = ctx.kept.pop("memory.import_source", None)
+    if isinstance(kept, _Kept) and (kept.params, kept.next) == (_read_as(params), params.start):
+        return kept.reading
+
+    def read() -> migration.Reading:
+        scopes = {name: project_scope(Path(folder)) for name, folder in params.projects.items()}
+        path = Path(params.path)
+        return migration.read(params.source, path, home=Path.home(), projects=scopes)
+
+    reading: migration.Reading = await ctx.services.offload(read)
+    return reading
 
 
 class _Applied:

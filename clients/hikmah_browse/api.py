@@ -1,0 +1,238 @@
+"""Everything the browser asks of hikmahd, typed: each read and each write is one method.
+
+Two doors, one each way, so that what must apply to every request is written once:
+
+- every read goes through :meth:`Memory._read`, which reads as of the moment the
+  person travelled to (``as_of``) when the read can be made in the past;
+- every write goes through :meth:`Memory._write`, which refuses locally while the
+  daemon says this is an agent session (the daemon refuses too: this only spares a
+  round trip and says why up front) or while the person looks at the past, and is
+  the one place where a proof that a person is present (a passphrase, issue 18)
+  is to be asked for once the daemon asks for one.
+
+The rules themselves are the daemon's: a write it refuses raises
+:class:`~hikmah_cli.client.RemoteError` with its own words.
+"""
+
+from __future__ import annotations
+
+import getpass
+import tomllib
+from typing import Any, TypeVar
+
+from hikmah.deadlines import format_ms as iso_utc
+from hikmah.trace import Trace
+
+from . import wire
+from .query import Search
+from .rpc import Connection, Unavailable
+
+T = TypeVar("T")
+
+
+class ReadOnly(Exception):
+    """A write asked for in a session that may only read; the message says why."""
+
+
+def person_source() -> str:
+    """``human:<login>``: who the browser's writes come from."""
+    try:
+        return f"human:{getpass.getuser()}"
+    except (KeyError, OSError):  # no login name (a container without a passwd entry)
+        return "human:unknown"
+
+
+def correction_params(
+    original: Trace, content: str, claim_value: str | None, *, verified: bool, source: str
+) -> dict[str, Any]:
+    """``memory.remember`` params of a trace that supersedes ``original``.
+
+    The correction keeps what the original was (its kind, tags, scope, claim key,
+    deadline, privacy, salience, confidence), so a corrected preference is still a
+    standing preference and a corrected commitment stays in the promise queue. A
+    prediction is corrected by a ``correction`` (predictions are made by predict);
+    an outcome does not fulfil its commitment a second time.
+    """
+    params: dict[str, Any] = {
+        "content": content,
+        "kind": "correction" if original.kind == "prediction" else original.kind,
+        "tags": list(original.tags),
+        "scope": original.scope,
+        "privacy": original.privacy,
+        "salience": original.salience,
+        "confidence": original.confidence,
+        "source": source,
+        "verified": verified,
+        "supersedes": original.id,
+    }
+    if original.deadline is not None:
+        params["deadline"] = original.deadline
+    if original.claim_key is not None and claim_value is not None:
+        params["claim_key"] = original.claim_key
+        params["claim_value"] = claim_value
+    return params
+
+
+class Memory:
+    """The daemon as the browser sees it, over the connection it is given."""
+
+    def __init__(self, connection: Connection | None, source: str | None = None) -> None:
+        self.connection = connection
+        self.source = source or person_source()
+        self.principal: wire.Principal | None = None
+        self.as_of: int | str | None = None  # what the person travelled to (None: now)
+        self.point: wire.Moment | None = None  # the record it names, as the daemon said
+
+    @property
+    def read_only(self) -> str | None:
+        """Why this session may only read (an agent session, or the past), or None."""
+        if self.as_of is not None:
+            return (
+                f"read-only: you are looking at memory as of {self.as_of}; memory changes"
+                " only now (t, then an empty time, goes back to now)"
+            )
+        if self.principal is None:
+            return None
+        found = ", ".join(self.principal.variables[:5]) or "declared by the client"
+        return (
+            f"read-only: the daemon sees an agent session ({self.principal.host}, {found});"
+            " a person runs hikmah browse from their own terminal"
+        )
+
+    @property
+    def connected(self) -> bool:
+        return self.connection is not None and not self.connection.closed
+
+    async def _call(self, method: str, params: dict[str, Any]) -> Any:
+        if self.connection is None:
+            raise Unavailable("not connected to hikmahd yet")
+        return await self.connection.call(method, params)
+
+    async def _read(
+        self, method: str, params: dict[str, Any], shape: type[T], *, past: bool = False
+    ) -> T:
+        """A read; with ``past``, one the daemon can make as of the past (docs/protocol.md,
+        "Reading the past"), made as of where the person travelled to."""
+        if past and self.as_of is not None:
+            params = {**params, "as_of": self.as_of}
+        return wire.decode(await self._call(method, params), shape)
+
+    async def _write(self, method: str, params: dict[str, Any], shape: type[T]) -> T:
+        if self.read_only is not None:
+            raise ReadOnly(self.read_only)
+        # A proof that a person is present (issue 18) joins the params here.
+        return wire.decode(await self._call(method, params), shape)
+
+    async def travel(self, when: str) -> wire.Moment | None:
+        """Read as of ``when`` from now on (a date, a time, ``-3d``, a ledger sequence
+        number; empty: now again); the record it names. A relative time is fixed
+        here, so that every view reads the same moment.
+
+        Raises:
+            RemoteError: the daemon does not take ``when`` (nothing changed).
+        """
+        text = when.strip()
+        if not text:
+            self.as_of = self.point = None
+            return None
+        as_of: int | str = int(text) if text.isdigit() else text
+        reply = await self._call("promises.list", {"overdue": True, "as_of": as_of})
+        point = wire.decode(reply, wire.Past).as_of
+        assert point is not None  # a read as of the past says which record
+        self.as_of = as_of if isinstance(as_of, int) else iso_utc(point.at)
+        self.point = point
+        return point
+
+    # --- reads ---------------------------------------------------------------------
+
+    async def status(self) -> wire.DaemonStatus:
+        """The daemon's status; also learns who the daemon thinks this client is."""
+        status = await self._read("daemon.status", {}, wire.DaemonStatus)
+        self.principal = status.principal
+        return status
+
+    async def recall_limit(self) -> int | None:
+        """The policy's ``recall_limit``: the most results one recall returns."""
+        policy = await self._read("policy.get", {}, wire.Policy)
+        try:
+            limit = tomllib.loads(policy.toml).get("recall_limit")
+        except tomllib.TOMLDecodeError:
+            return None
+        return limit if isinstance(limit, int) else None
+
+    async def recall(self, search: Search) -> list[wire.Hit]:
+        params = search.params()
+        return (await self._read("memory.recall", params, wire.Recalled, past=True)).results
+
+    async def show(self, trace_id: str) -> wire.Shown:
+        return await self._read("memory.show", {"id": trace_id}, wire.Shown, past=True)
+
+    async def conflicts(self, key: str | None = None) -> list[wire.Conflict]:
+        params = {} if key is None else {"key": key}
+        found = await self._read("memory.conflicts", params, wire.Conflicts, past=True)
+        return found.conflicts
+
+    async def history(self, key: str) -> list[wire.ClaimValue]:
+        """Every value ``key`` was given, oldest first."""
+        found = await self._read("memory.history", {"key": key}, wire.ClaimHistory, past=True)
+        return found.values
+
+    async def commitments(
+        self, *, within_hours: float | None = None, overdue: bool = False
+    ) -> list[wire.Commitment]:
+        params: dict[str, Any] = {"overdue": overdue}
+        if within_hours is not None:
+            params["within_hours"] = within_hours
+        found = await self._read("promises.list", params, wire.Commitments, past=True)
+        return found.commitments
+
+    async def capsules(self) -> list[wire.CapsuleSummary]:
+        return (await self._read("focus.list", {}, wire.Capsules)).capsules
+
+    async def capsule(self, name: str) -> wire.Capsule:
+        return await self._read("focus.read", {"name": name}, wire.Capsule)
+
+    async def proposals(self) -> list[wire.Proposal]:
+        return (await self._read("replay.consolidate", {}, wire.Proposals)).proposals
+
+    async def verify(self) -> wire.VerifyReport:
+        return await self._read("ledger.verify", {}, wire.VerifyReport)
+
+    async def subscribe(self) -> None:
+        await self._call("events.subscribe", {})
+
+    # --- writes (a person's) ---------------------------------------------------------
+
+    async def correct(
+        self, original: Trace, content: str, claim_value: str | None, *, verified: bool
+    ) -> wire.Written:
+        """Supersede ``original`` with a new trace saying ``content``."""
+        params = correction_params(
+            original, content, claim_value, verified=verified, source=self.source
+        )
+        return await self._write("memory.remember", params, wire.Written)
+
+    async def confirm(self, original: Trace) -> wire.Written:
+        """Confirm ``original`` as verified: a trace is never edited, so a verified
+        copy, written by this person, supersedes it."""
+        return await self.correct(original, original.content, original.claim_value, verified=True)
+
+    async def fulfill(self, trace_id: str) -> dict[str, Any]:
+        return await self._write("memory.fulfill", {"id": trace_id}, dict)
+
+    async def promote(self, proposal_id: str, *, verified: bool) -> wire.Written:
+        params = {"id": proposal_id, "verified": verified, "source": self.source}
+        return await self._write("replay.promote", params, wire.Written)
+
+    async def purge(self, trace_id: str, reason: str) -> wire.Purged:
+        return await self._write("memory.purge", {"id": trace_id, "reason": reason}, wire.Purged)
+
+    async def invalidate(
+        self, pattern: str, reason: str, *, tags: list[str], stale: bool, dry_run: bool
+    ) -> wire.Invalidated:
+        params = {
+            "pattern": pattern, "reason": reason, "tags": tags, "stale": stale, "dry_run": dry_run,
+        }  # fmt: skip
+        if dry_run:  # the preview writes nothing: any session may look
+            return await self._read("memory.invalidate", params, wire.Invalidated)
+        return await self._write("memory.invalidate", params, wire.Invalidated)

@@ -1,0 +1,83 @@
+"""What every view shares: a way to reach the app, a load that never hangs the screen,
+and a status line that says what went wrong in the daemon's words."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, cast
+
+from rich.markup import escape
+from textual.containers import Vertical
+from textual.dom import DOMNode
+from textual.widget import Widget
+from textual.widgets import DataTable, Static
+from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
+
+from .rpc import RemoteError, Unavailable
+
+if TYPE_CHECKING:
+    from .app import BrowseApp
+
+
+def browser_of(node: DOMNode) -> BrowseApp:
+    """The browser app a widget or screen belongs to."""
+    return cast("BrowseApp", node.app)
+
+
+class Part(Widget):
+    """A widget of the browser, with typed access to the app."""
+
+    @property
+    def browser(self) -> BrowseApp:
+        return browser_of(self)
+
+
+class View(Part, Vertical):
+    """One of the main views. ``load`` fetches and shows its data; ``reload`` runs it
+    in a worker of its own (a newer reload cancels an older one), and marks the view
+    fresh. A view out of sight is only marked ``stale`` and reloaded when shown."""
+
+    title = ""
+    stale = True
+
+    async def load(self) -> None:
+        raise NotImplementedError
+
+    def reload(self) -> None:
+        self.stale = False
+        self.run_worker(self._load(), exclusive=True, group=f"load-{self.id}")
+
+    async def _load(self) -> None:
+        try:
+            await self.load()
+        except (RemoteError, Unavailable) as exc:
+            self.say(f"[b]{escape(str(exc))}[/]")
+
+    def say(self, markup: str) -> None:
+        """Put ``markup`` in the view's status line."""
+        self.query_one(".note", Static).update(markup)
+
+
+def room(widget: Widget, *widths: int) -> int:
+    """The width left in ``widget`` for a table's last column, after columns of
+    ``widths`` (each cell has a space either side) and a scroll bar."""
+    return max(widget.size.width - sum(widths) - 2 * (len(widths) + 1) - 2, 12)
+
+
+def selected_key(table: DataTable[object]) -> str | None:
+    """The key of the row under the table's cursor, if any."""
+    if table.row_count == 0:
+        return None
+    try:
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
+    except CellDoesNotExist:  # the cursor is past the rows (the table was just emptied)
+        return None
+    return None if key.value is None else str(key.value)
+
+
+def restore_cursor(table: DataTable[object], key: str | None) -> None:
+    """Put the cursor back on the row ``key`` after the rows were replaced."""
+    if key is None:
+        return
+    with contextlib.suppress(RowDoesNotExist):  # a row gone: the cursor stays where it is
+        table.move_cursor(row=table.get_row_index(key), animate=False)

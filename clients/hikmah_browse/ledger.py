@@ -1,0 +1,89 @@
+"""Ledger health: whether the hash chain verifies, the head, and any tail of records
+written behind the daemon's back (which stops every write until a person decides)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.markup import escape
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.widgets import DataTable, Static
+
+from hikmah_cli.render import clip, when
+
+from .base import View, room
+
+
+class LedgerView(View):
+    """``ledger.verify``'s report. Checking walks the whole chain (about half a second per
+    100k records, during which the daemon answers no one), so it runs when asked for."""
+
+    title = "Ledger"
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("r", "verify", "Verify again")]
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="report")
+        yield Static(id="tail-title", classes="section")
+        tail: DataTable[object] = DataTable(id="tail", cursor_type="row")
+        yield tail
+        yield Static(classes="note line")
+
+    def on_mount(self) -> None:
+        tail = self.query_one("#tail", DataTable)
+        for label, width in (("seq", 8), ("event", 9), ("trace", 25)):
+            tail.add_column(label, width=width, key=label)
+        tail.add_column("what", key="what")
+
+    async def load(self) -> None:
+        await self._show(fresh=False)
+
+    def action_verify(self) -> None:
+        self.run_worker(self._show(fresh=True), exclusive=True, group="verify")
+
+    async def _show(self, *, fresh: bool) -> None:
+        self.say("checking the chain…")
+        report = await self.browser.ledger_report(fresh=fresh)
+        status = self.browser.status
+        assert report is not None
+        verdict = "[b]verifies ✓[/]" if report.ok else "[b]DOES NOT VERIFY[/]"
+        lines = [f"The chain {verdict}: {report.records:,} records read."]
+        if report.head is not None:
+            lines += [f"last verified record {report.head.seq}, hash", f"  {report.head.hash}"]
+        acknowledged = status.head if status is not None else None
+        if acknowledged is None:
+            lines.append("acknowledged head: none (an empty ledger, or its head is unreadable)")
+        elif acknowledged == report.head:
+            lines.append(f"acknowledged head {acknowledged.seq}: the same record")
+        else:
+            lines += [f"acknowledged head {acknowledged.seq}, hash", f"  {acknowledged.hash}"]
+        lines += [f"[b]error[/] {escape(error)}" for error in report.errors]
+        lines += [f"warning {escape(warning)}" for warning in report.warnings]
+        if report.unacknowledged:
+            lines.append(
+                "Writes are refused until a person inspects the records below and runs"
+                " hikmah verify-ledger --accept-tail (or --reset-head)."
+            )
+        self.query_one("#report", Static).update("\n".join(lines))
+        tail = self.query_one("#tail", DataTable)
+        tail.clear()
+        tail.display = bool(report.unacknowledged)
+        self.query_one("#tail-title", Static).update(
+            "[b]Unacknowledged records[/] (past the head)"
+            if report.unacknowledged
+            else "No unacknowledged record: every record was written by this store."
+        )
+        for record in report.unacknowledged:
+            what = " ".join(
+                part for part in (record.kind, record.source, record.claim, record.preview) if part
+            )
+            tail.add_row(
+                record.seq,
+                record.event,
+                record.trace_id or "",
+                clip(what, room(self, 8, 9, 25)),
+                key=str(record.seq),
+            )
+        checked = self.browser.ledger_checked_at
+        at = when(checked) if checked is not None else "never"
+        self.say(f"checked {at} · r checks again (the daemon pauses while it walks the chain)")

@@ -1,0 +1,265 @@
+"""The daemon's replies as the browser reads them (docs/protocol.md), decoded once.
+
+Traces, proposals and the ledger's report are the kernel's own wire types
+(:class:`hikmah.trace.Trace`, :class:`hikmah.proposal.Proposal`,
+:class:`hikmah.ledger.VerifyReport`: modules without the store). The other shapes
+are declared here, for the client, since the kernel declares them beside the store
+(recall's results) or in the daemon: they take what they name and ignore members a
+newer daemon may add.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import msgspec
+
+from hikmah.ledger import Head, VerifyReport
+from hikmah.proposal import Proposal
+from hikmah.trace import Trace
+from hikmah.vocabulary import Status
+
+__all__ = ["Head", "Proposal", "Trace", "VerifyReport", "decode"]
+
+T = TypeVar("T")
+
+
+class _Reply(msgspec.Struct, frozen=True, kw_only=True):
+    """Base of every reply shape."""
+
+
+class Why(_Reply, frozen=True):
+    """Every term of a recall score (``memory.recall``'s ``why``; the kernel's own is
+    in :mod:`hikmah.recall`, which loads the store)."""
+
+    matched_terms: list[str]
+    coverage: float
+    jaccard: float
+    lexical: float
+    tag_coverage: float
+    recency: float
+    salience: float
+    confidence: float
+    provenance: float
+    urgency: float
+    feedback: float = 0.0
+    pinned: bool = False
+    overdue: bool = False
+    redundancy: float = 0.0
+
+
+class Hit(_Reply, frozen=True):
+    """One recall result."""
+
+    trace: Trace
+    status: Status
+    score: float
+    cue: float
+    meta: float
+    duplicates: int
+    conflicts: list[str]
+    supersedes: str | None
+    superseded_by: str | None
+    why: Why
+
+
+class Recalled(_Reply, frozen=True):
+    results: list[Hit]
+
+
+class Moment(_Reply, frozen=True):
+    """A ledger record and when it was written (``as_of``, ``purged``, ``written``)."""
+
+    seq: int
+    at: int
+
+
+class Stored(_Reply, frozen=True):
+    """A trace with the state the ledger gave it (a StoredTrace); read as of the past,
+    ``purged`` when it has been purged since (its text is gone)."""
+
+    trace: Trace
+    status: Status
+    superseded_by: str | None
+    purged: Moment | None = None
+
+
+class OwnRecord(_Reply, frozen=True):
+    """The ledger record that wrote a trace."""
+
+    seq: int
+    hash: str | None
+    at: int
+
+
+class Shown(Stored, frozen=True):
+    """``memory.show``: the trace, its whole correction chain, oldest first, and the
+    record that wrote it."""
+
+    # Defaults only because a field with one (``purged``) comes before; the daemon
+    # always sends them.
+    history: list[Stored] = msgspec.field(default_factory=list)
+    record: OwnRecord | None = None
+
+
+class ClaimValue(_Reply, frozen=True):
+    """One value of a claim key's history (``memory.history``)."""
+
+    id: str
+    value: str
+    source: str
+    verified: bool
+    written: Moment
+    status: Status
+    ended: Moment | None
+    superseded_by: str | None
+
+
+class ClaimHistory(_Reply, frozen=True):
+    key: str
+    values: list[ClaimValue]
+
+
+class Past(_Reply, frozen=True):
+    """The ``as_of`` of a reply read as of the past."""
+
+    as_of: Moment | None = None
+
+
+class ConflictValue(_Reply, frozen=True):
+    value: str
+    ids: list[str]
+
+
+class Conflict(_Reply, frozen=True):
+    key: str
+    values: list[ConflictValue]
+
+
+class Conflicts(_Reply, frozen=True):
+    conflicts: list[Conflict]
+
+
+class Commitment(Stored, frozen=True):
+    overdue: bool = False  # (defaults: see Shown)
+    due_in_ms: int = 0
+
+
+class Commitments(_Reply, frozen=True):
+    commitments: list[Commitment]
+
+
+class CapsuleSummary(_Reply, frozen=True):
+    name: str
+    size: int
+    limit: int
+    pinned: int
+    notes: int
+    idle_s: int
+
+
+class Capsules(_Reply, frozen=True):
+    capsules: list[CapsuleSummary]
+
+
+class Held(Stored, frozen=True):
+    activation: float = 0.0  # (defaults: see Shown)
+    pinned: bool = False
+
+
+class Note(_Reply, frozen=True):
+    text: str
+    importance: float
+    at: int
+
+
+class Capsule(_Reply, frozen=True):
+    """``focus.read``: a capsule's traces, most activated first, and its notes."""
+
+    name: str
+    limit: int
+    traces: list[Held]
+    notes: list[Note]
+
+
+class Proposals(_Reply, frozen=True):
+    proposals: list[Proposal]
+
+
+class Principal(_Reply, frozen=True):
+    """The agent session the daemon detected for this connection."""
+
+    host: str
+    session_id: str
+    variables: list[str] = []
+
+
+class Reminders(_Reply, frozen=True):
+    scheduled: int
+    overdue: int
+
+
+class DaemonStatus(_Reply, frozen=True):
+    pid: int
+    version: str
+    counts: dict[str, int]
+    head: Head | None
+    reminders: Reminders
+    principal: Principal | None
+    data_dir: str
+
+
+class Refusal(_Reply, frozen=True):
+    id: str
+    reason: str
+
+
+class Rewritten(_Reply, frozen=True):
+    id: str
+    correction: str
+
+
+class Invalidated(_Reply, frozen=True):
+    """``memory.invalidate``: what matched, what was refused, what was written."""
+
+    matched: list[Trace]
+    refused: list[Refusal]
+    written: list[Rewritten]
+    dry_run: bool
+
+
+class Written(_Reply, frozen=True):
+    """``memory.remember`` and ``replay.promote``: the new trace and its open conflicts."""
+
+    trace: Trace
+    conflicts: list[str]
+
+
+class Purged(_Reply, frozen=True):
+    id: str
+    note: str
+
+
+class Policy(_Reply, frozen=True):
+    toml: str
+    path: str
+    error: str | None
+
+
+class ReminderDue(_Reply, frozen=True):
+    """A ``reminder.due`` notification."""
+
+    trace: Trace
+    stage: str
+    due_at: int
+    late: bool = False
+    replayed: bool = False
+
+
+def decode(value: Any, shape: type[T]) -> T:
+    """A reply's JSON value as ``shape``.
+
+    Raises:
+        msgspec.ValidationError: the value does not have that shape.
+    """
+    return msgspec.convert(value, shape)

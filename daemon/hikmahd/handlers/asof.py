@@ -1,0 +1,29 @@
+"""What every read that may be made as of the past shares: its snapshot, and its ``as_of``
+reply key.
+
+The ``as_of`` param itself is :data:`hikmah.past.AsOf`, declared by each method's
+params; docs/protocol.md, "Reading the past", says what it accepts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from hikmah.past import AsOf, as_of
+from hikmah.snapshot import Snapshot
+
+from ..rpc import JSON, to_json
+from ..services import Services
+
+
+@contextlib.contextmanager
+def reading(services: Services, point: AsOf | None) -> Iterator[Snapshot]:
+    """A snapshot of the store as of ``point`` (the present one when None)."""
+    with services.store.snapshot() as present:
+        yield as_of(present, point, services.now_ms())
+
+
+def past(reply: dict[str, JSON], snapshot: Snapshot) -> dict[str, JSON]:
+    """A read's reply, saying which record (and time) it was read as of, when it was."""
+    return reply if snapshot.point is None else {**reply, "as_of": to_json(snapshot.point)}

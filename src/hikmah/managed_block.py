@@ -1,0 +1,25 @@
+"""The markers of the block ``hikmah writeback`` keeps in an instruction file.
+
+One definition for the writer (``hikmah_cli.writeback``) and for the import of
+``CLAUDE.md`` / ``AGENTS.md`` files, which skips the block: it holds memory
+that came from Hikmah in the first place. Marker lines are recognised only as
+whole lines, surrounding whitespace allowed.
+"""
+
+from __future__ import annotations
+
+import re
+
+BEGIN = "<!-- hikmah:begin -->"
+END = "<!-- hikmah:end -->"
+BEGIN_LINE = re.compile(r"<!-- hikmah:begin(?:\s+(?P<attrs>[^>]*?))?\s*-->")
+
+
+def is_begin(line: str) -> bool:
+    """Whether ``line`` opens the block (with or without its checksum)."""
+    return BEGIN_LINE.fullmatch(line.strip()) is not None
+
+
+def is_end(line: str) -> bool:
+    """Whether ``line`` closes the block."""
+    return line.strip() == END

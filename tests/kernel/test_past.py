@@ -1,0 +1,127 @@
+"""Reads as of a point in the past, over a real store: the ledger's clock, records
+written before payloads carried their time, the vault, and what a person may write."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from hikmah import maintenance, queries
+from hikmah.deadlines import parse_moment
+from hikmah.errors import InvalidInput
+from hikmah.layout import SEQ
+from hikmah.ledger import GENESIS, encode_record
+from hikmah.past import Past, as_of, moment
+from hikmah.payloads import PAYLOAD_ENCODER, FulfillPayload, RememberPayload
+from hikmah.policy import KernelPolicy
+from hikmah.recall import RecallQuery, recall
+from hikmah.rules import Fulfill
+from hikmah.snapshot import Moment
+from hikmah.store import Store
+from hikmah.trace import Trace
+
+from .conftest import DAY, NOW, HeldKeys, remember, write
+
+HOUR = 3_600_000
+
+
+def test_a_time_names_the_last_record_written_by_then(store: Store) -> None:
+    remember(store, "one", now=NOW)
+    remember(store, "two", now=NOW + HOUR)
+    remember(store, "three", now=NOW - DAY)  # a clock that stepped back
+    with store.snapshot() as snapshot:
+        assert [snapshot.written_at(seq) for seq in (1, 2, 3)] == [NOW, NOW + HOUR, NOW + HOUR]
+        assert snapshot.seq_at(NOW - 1) == 0
+        assert snapshot.seq_at(NOW + HOUR - 1) == 1
+        assert snapshot.seq_at(NOW + DAY) == 3
+        later = NOW + 2 * HOUR
+        assert moment(snapshot, "-1h", later) == Moment(seq=3, at=NOW + HOUR)
+        assert moment(snapshot, 2, later) == Moment(seq=2, at=NOW + HOUR)
+        assert moment(snapshot, "1", later) == Moment(seq=1, at=NOW)
+        for bad in (4, -1, "+1h", "tomorrow", True):
+            with pytest.raises(InvalidInput):
+                moment(snapshot, bad, later)  # type: ignore[arg-type]
+
+
+def test_the_forms_of_a_moment() -> None:
+    now = 1_780_000_000_000  # 2026-05-28T20:26:40Z
+    assert parse_moment("-3d", now) == now - 3 * DAY
+    assert parse_moment("2026-05-28", now) == now - (20 * 3600 + 26 * 60 + 40) * 1000
+    assert parse_moment("2026-05-28T20:00", now) == now - (26 * 60 + 40) * 1000
+    assert parse_moment("20:26:40", now) == now
+    for bad in ("25:00", "2026-13-01", "+3d", "3d", ""):
+        with pytest.raises(InvalidInput):
+            parse_moment(bad, now)
+
+
+def test_records_without_their_time_verify_and_read_as_of(tmp_path: Path) -> None:
+    """A ledger written before payloads said when (and a reference's): its hashes are
+    what they were, and each record takes the time of the last one that said."""
+    old = Trace(id="tr_old", kind="commitment", content="file the taxes", created_at=NOW)
+    # An old remember had no "at" at all (None is written out: take it out again).
+    remembered = PAYLOAD_ENCODER.encode(RememberPayload(trace=old))
+    assert b',"at":null' in remembered
+    bodies = [remembered.replace(b',"at":null', b""), b'{"type":"fulfill","id":"tr_old","by":null}']
+    with Store(tmp_path / "data") as store:
+        prev, lines = GENESIS, []
+        for seq, body in enumerate(bodies, 1):
+            record = encode_record(seq, prev, body)
+            lines.append(record.line)
+            prev = record.hash
+        with store.transaction() as snapshot:
+            for seq, line in enumerate(lines, 1):
+                snapshot.txn.put(SEQ.pack(seq), line, db=store.dbs.ledger)
+        maintenance.reset_head(store)
+        assert maintenance.verify(store).ok
+        assert store.read(lambda s: [line for _seq, line in s.records()]) == lines
+        assert msgspec.json.decode(bodies[1], type=FulfillPayload).at is None
+        # A new record says when it was written.
+        later = remember(store, "a new one", now=NOW + DAY)
+        with store.snapshot() as snapshot:
+            assert [snapshot.written_at(seq) for seq in (1, 2, 3)] == [NOW, NOW, NOW + DAY]
+            assert b'"at":%d' % (NOW + DAY) in dict(snapshot.records())[3]
+            before = as_of(snapshot, 1, NOW + DAY)
+            assert queries.get(before, "tr_old").status == "active"
+            assert queries.get(snapshot, "tr_old").status == "fulfilled"
+            assert before.docno(later.id) is None
+
+
+def test_as_of_under_the_vault_reads_blind_claims(tmp_path: Path) -> None:
+    keys = HeldKeys()
+    with Store(tmp_path / "data", vault=keys.loader()) as store:
+        first = remember(store, "deploys go out on friday", claim_key="deploy", claim_value="fri")
+        remember(
+            store, "deploys go out on monday", claim_key="deploy", claim_value="mon", now=NOW + HOUR
+        )
+        remember(
+            store, "monday it is", claim_key="deploy", claim_value="mon", supersedes=first.id,
+            now=NOW + 2 * HOUR,
+        )  # fmt: skip
+        with store.snapshot() as snapshot:
+            assert queries.conflicts(snapshot) == []
+            then = as_of(snapshot, 2, NOW)
+            assert isinstance(then, Past)
+            groups = queries.conflicts(then, "DEPLOY")
+            assert [[v.value for v in g.values] for g in groups] == [["fri", "mon"]]
+            history = queries.claim_history(snapshot, "deploy")
+            assert [(v.value, v.status) for v in history] == [
+                ("fri", "superseded"), ("mon", "active"), ("mon", "active"),
+            ]  # fmt: skip
+            assert history[0].ended == Moment(seq=4, at=NOW + 2 * HOUR)
+            found = recall(
+                then, RecallQuery(query="deploys friday"), now_ms=NOW + HOUR, policy=KernelPolicy()
+            )
+            assert found[0].trace.id == first.id and found[0].status == "active"
+            assert found[0].conflicts and found[0].superseded_by is None
+
+
+def test_a_fulfilment_made_later_is_not_made_yet(store: Store) -> None:
+    todo = remember(store, "renew the domain", kind="commitment", deadline="+1d")
+    write(store, Fulfill(id=todo.id), now=NOW + HOUR)
+    with store.snapshot() as snapshot:
+        then = as_of(snapshot, 1, NOW + 2 * HOUR)
+        assert [e.trace.id for e in queries.commitments(then)] == [todo.id]
+        assert queries.commitments(snapshot) == []
+        assert then.overdue(NOW + 2 * DAY).tolist() == [0]
