@@ -68,6 +68,11 @@ How each figure is made (details in the docstrings of the scripts it reuses):
 - The vault: ``vault.measure`` on the load tier's size, two in-process stores with
   the same notes, one sealed: durable remember batches of 8 and recall p50/p95,
   vault on over vault off (bench/vault.py has the details).
+- Sync: ``sync.measure``: a commit on one real daemon to recallable on another
+  through git (the hook of docs/sync.md) and through two Syncthing instances on
+  loopback, over the engine alone carrying a small file; the load tier's notes
+  applied from another device's chain (looked at and applied, durable) over the
+  origin rebuilding its own indexes (bench/sync.py has the details).
 """
 
 from __future__ import annotations
@@ -97,6 +102,7 @@ import lmdb
 import migration
 import reminders
 import rpc
+import sync
 import vault
 from report import Figure, Target, label, plot, table
 from scale import (
@@ -511,6 +517,11 @@ def execute(run: Run, root: Path) -> None:
             found = agent.measure(plan.cli_runs)
             run.details["agent"] = found
             run.figures += agent_figures(found, plan)
+        with run.section("sync"):
+            samples, records = (2, 2_000) if plan.quick else (10, plan.load_tier)
+            found = sync.measure(root / "sync", samples, records)
+            run.details["sync"] = asdict(found)
+            run.figures += sync_figures(found)
         with run.section("import from other tools"):
             items = 1_000 if plan.quick else 10_000
             folder = root / "migration"
@@ -586,6 +597,33 @@ def load_figures(
         )
         run.details["vault"] = asdict(sealed)
         run.figures += vault_figures(sealed)
+
+
+def sync_figures(found: sync.SyncResult) -> list[Figure]:
+    figures = [
+        Figure(
+            "git: commit on one device to recallable on another vs the git round trip alone",
+            found.git.median,
+            "s",
+            found.git.baseline,
+        )
+    ]
+    st = found.syncthing
+    name = "Syncthing: commit to recallable on another device vs a 300-byte file crossing"
+    if st is None:
+        figures.append(Figure(name, None, "s", note="not measured (no syncthing)"))
+    else:
+        figures.append(Figure(name, st.median, "s", st.baseline))
+    a = found.apply
+    figures.append(
+        Figure(
+            f"{label(a.records)} remote records looked at and applied vs rebuilt locally",
+            a.look_s + a.apply_s,
+            "s",
+            a.rebuild_s,
+        )
+    )
+    return figures
 
 
 def vault_figures(found: vault.VaultResult) -> list[Figure]:

@@ -188,6 +188,28 @@ def _focus(args: argparse.Namespace) -> Request:
     return {"open": "focus.open", "show": "focus.read", "close": "focus.close"}[args.action], name
 
 
+SYNC_ACTIONS = ("invite", "join", "status", "remove")
+
+
+def _sync(args: argparse.Namespace) -> Request:
+    if args.action is None:
+        if args.target is not None:
+            raise UsageError(f"no sync action {args.target!r}: {', '.join(SYNC_ACTIONS)}")
+        return "sync.exchange", {}
+    if args.action in ("join", "remove") and args.target is None:
+        what = "CODE" if args.action == "join" else "DEVICE"
+        raise UsageError(f"say which: hikmah sync {args.action} {what}")
+    if args.action == "join":
+        return "sync.join", {"code": args.target}
+    if args.action == "remove":
+        return "sync.remove", {"device": args.target, "delete": args.delete}
+    if args.target is not None:
+        raise UsageError(f"hikmah sync {args.action} takes no argument")
+    if args.action == "status":
+        return "sync.status", {"verify": args.verify}
+    return "sync.invite", {}
+
+
 def _show_policy(result: dict[str, Any]) -> str:
     note = f"# in force, from {result['path']}\n"
     if result.get("error"):
@@ -452,6 +474,31 @@ COMMANDS: tuple[Command, ...] = (
         (arg("--print-defaults", action="store_true", help="every field with its default"),),
         lambda a: ("policy.get", {"defaults": a.print_defaults}),
         _show_policy,
+    ),
+    Command(
+        "sync",
+        "one memory on every machine: exchange with the sync folder, pair, remove, status",
+        (
+            arg("action", nargs="?", choices=SYNC_ACTIONS, help="nothing: one exchange now"),
+            arg("target", nargs="?", metavar="CODE|DEVICE", help="join: the code; remove: the id"),
+            arg("--verify", action="store_true", help="(status) check every chain in the folder"),
+            arg("--delete", action="store_true", help="(remove) delete its directory too"),
+        ),
+        _sync,
+        {
+            "sync.exchange": render.synced,
+            "sync.invite": render.invited,
+            "sync.join": render.joined,
+            "sync.remove": render.sync_removed,
+            "sync.status": render.sync_status,
+        },
+        description="Sync memory through a folder a file-sync engine keeps equal on your"
+        " machines (Syncthing, a git clone, a cloud drive; [sync] folder in the policy)."
+        " `hikmah sync` exchanges now: applies what the other devices published and"
+        " publishes this one's. `invite` prints a one-time code; `join CODE` on another"
+        " device pairs it (a person only, both). `status` lists the devices, their heads,"
+        " what is pending and anything refused; `remove DEVICE` stops trusting one."
+        " See docs/sync.md.",
     ),
     Command(
         "status",

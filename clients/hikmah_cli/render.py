@@ -127,6 +127,8 @@ def _recalled(result: dict[str, Any]) -> str:
         meta = [trace["id"], f"{item['score']:.2f}", day(trace.get("created_at"))]
         if item.get("status", "active") != "active":
             meta.append(item["status"])
+        if (origin := item.get("origin")) and not origin["this_device"]:
+            meta.append(f"from {clip(origin['name'] or origin['device'], 16)}")
         head = "    " + " · ".join(meta) + " · "
         tail = " (verified)" if prov.get("verified") else " (unverified)"
         room = max(WIDTH - len(head) - len(tail), 8)
@@ -152,6 +154,8 @@ def shown(result: dict[str, Any]) -> str:
         ("authority", trace.get("provenance", {}).get("authority")),
         ("locator", trace.get("provenance", {}).get("locator")),
         ("privacy", trace.get("privacy")),
+        ("written on", _device(result.get("origin"))),
+        ("superseded", ", ".join(result.get("successors", [])) or None),
         (
             "claim",
             f"{trace['claim_key']} = {trace['claim_value']}" if trace.get("claim_key") else None,
@@ -169,6 +173,13 @@ def shown(result: dict[str, Any]) -> str:
             line = trace_line(entry["trace"], entry["status"]) + _purged(entry)
             lines.append(f"   {mark} {line}")
     return as_of(result) + "\n".join(lines)
+
+
+def _device(origin: dict[str, Any] | None) -> str | None:
+    if not origin:
+        return None
+    here = " (this device)" if origin["this_device"] else ""
+    return f"{origin['name']} {origin['device']}{here}"
 
 
 def conflicts(result: dict[str, Any]) -> str:
@@ -569,3 +580,88 @@ def rotated(result: dict[str, Any]) -> str:
         f"rotated the vault's master key: {result['old_master_id']} -> {result['master_id']}\n"
         f"  {result['rewrapped']} data key(s) re-wrapped; the old master was deleted"
     )
+
+
+def synced(report: dict[str, Any]) -> str:
+    """What one sync exchange did."""
+    lines = []
+    for device, count in report["applied"].items():
+        lines.append(f"applied {count} record(s) from {device}")
+    for device in report["paired"]:
+        lines.append(f"paired with {device}")
+    if report["taken_back"]:
+        lines.append(
+            f"took back {report['taken_back']} record(s) this device had published and its"
+            " ledger lacked: check them with hikmah verify-ledger, then --accept-tail"
+        )
+    lines.append("published" if report["published"] else "the folder already holds this device")
+    lines += [_finding(f) for f in report["findings"] if f["problem"] != "waiting"]
+    waiting = [f for f in report["findings"] if f["problem"] == "waiting"]
+    if waiting:
+        lines.append(f"waiting for {len(waiting)} thing(s) to arrive (hikmah sync status)")
+    return "\n".join(lines)
+
+
+def _finding(finding: dict[str, Any]) -> str:
+    return wrap(f"{finding['problem']}: {finding['why']}", "  ! ")
+
+
+def invited(result: dict[str, Any]) -> str:
+    return (
+        f"{result['code']}\n"
+        "On the other device, with the same sync folder, run:\n"
+        f"  hikmah sync join {result['code']}\n"
+        f"The code works once, until {when(result['expires_at'])}; keep it private."
+    )
+
+
+def joined(result: dict[str, Any]) -> str:
+    return (
+        f"paired with {result['name']} ({result['device']}); its memory arrives with the"
+        " next exchanges (hikmah sync, or when the folder changes)"
+    )
+
+
+def sync_removed(result: dict[str, Any]) -> str:
+    done = f"removed {result['device']}: nothing it writes from now on is applied here"
+    return done + ("\n  its directory was deleted from the folder" if result["deleted"] else "")
+
+
+def sync_status(result: dict[str, Any]) -> str:
+    if not result["enabled"]:
+        return "sync: off (set [sync] folder in the policy to the folder your engine keeps)"
+    lines = [f"sync folder: {result['folder']}", "devices:"]
+    for device in result["devices"]:
+        head = device.get("head")
+        at = "-" if head is None else str(head["seq"])
+        if device["this"]:
+            acks = ", ".join(f"{d[:10]}… {seq}" for d, seq in device["acknowledged_by"].items())
+            vault = "vault on" if device["vault"] else "vault off"
+            lines.append(f"  * {device['name']} {device['id']} (this device) head {at}, {vault}")
+            lines.append(f"      applied elsewhere: {acks or 'not yet'}")
+            continue
+        state = []
+        if device["halted"]:
+            state.append("HALTED")
+        if device["removed_at"] is not None:
+            state.append(f"removed at {device['removed_at']}")
+        lines.append(
+            f"    {device['name']} {device['id']} head {at}, applied {device['applied']},"
+            f" pending {device['pending']}" + (f" ({', '.join(state)})" if state else "")
+        )
+    if result["removed_by"]:
+        lines.append(f"this device was removed by {result['removed_by']}: it no longer syncs")
+    if result["ahead"]:
+        lines.append(
+            f"this device published up to seq {result['ahead']['seq']}, beyond its ledger:"
+            " writes wait until hikmah sync takes those records back"
+        )
+    if result["sealed_unreadable"]:
+        lines.append(
+            f"{result['sealed_unreadable']} sealed trace(s) of other devices cannot be read"
+            " here: this device runs without the vault"
+        )
+    if result["error"]:
+        lines.append(wrap(f"last exchange failed: {result['error']}", "  ! "))
+    lines += [_finding(f) for f in result["findings"]]
+    return "\n".join(lines)

@@ -77,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         level=args.log_level.upper(),
         format="%(asctime)s hikmahd[%(process)d] %(levelname)s %(name)s: %(message)s",
     )
+    # It says "1 change detected" at info for every change of the watched folders.
+    logging.getLogger("watchfiles").setLevel(max(logging.WARNING, logging.root.level))
     config = Config(
         socket_path=paths.socket_path(args.socket),
         data_dir=paths.data_dir(args.data_dir),

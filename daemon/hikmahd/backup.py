@@ -4,6 +4,7 @@ A backup directory holds what a data directory holds, and a manifest::
 
     DIR/lmdb/data.mdb   LMDB's compacting copy of the environment
     DIR/head            the acknowledged head of that copy
+    DIR/sync/device.key the sync signing key, when it is a file (vault off; docs/sync.md)
     DIR/manifest.json   format, version, records, head, time, size and BLAKE3 of data.mdb
 
 **The head matches the copy.** The copy is taken from one read snapshot
@@ -50,6 +51,8 @@ from hikmah.ledger import Head, decode_record, verify
 from hikmah.sealing import Keys
 from hikmah.semantic import remove_vectors
 from hikmah.store import HEAD_FILE, LMDB_DIR, Store
+
+from .synckeys import KEY_FILE, SYNC_DIR
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +102,7 @@ class Pinned:
     last: Head | None
     head: Head | None
     head_error: str | None
+    data_dir: Path
     _open: bool = True
 
     def close(self) -> None:
@@ -148,6 +152,7 @@ def pin(store: Store) -> Pinned:
         last=None if last is None else Head(seq=last.seq, hash=last.hash),
         head=store.head,
         head_error=store.head_error,
+        data_dir=store.data_dir,
     )
 
 
@@ -194,6 +199,7 @@ def _write_backup(pinned: Pinned, target: Path, now_ms: int) -> Manifest:
         head_file = HeadFile(target / HEAD_FILE)
         head_file.write(head, None)
         head_file.close()
+    _copy_device_key(pinned.data_dir, target)
     manifest = Manifest(
         format=FORMAT,
         version=VERSION,
@@ -336,8 +342,23 @@ def _install(source: Path, target: Path) -> None:
         shutil.copyfile(source / HEAD_FILE, head)
         head.chmod(0o600)
         fsync_file(head)
+    _copy_device_key(source, target)
     fsync_dir(lmdb_dir)
     fsync_dir(target)
+
+
+def _copy_device_key(source: Path, target: Path) -> None:
+    """The sync signing key goes with the store it signs for (vault off: a file; with the
+    vault it is in the keyring, under the store's vault id, which the copy keeps)."""
+    key = source / SYNC_DIR / KEY_FILE
+    if not key.is_file():
+        return
+    (target / SYNC_DIR).mkdir(mode=0o700, exist_ok=True)
+    copied = target / SYNC_DIR / KEY_FILE
+    shutil.copyfile(key, copied)
+    copied.chmod(0o600)
+    fsync_file(copied)
+    fsync_dir(target / SYNC_DIR)
 
 
 def _verify_copy(directory: Path, head: Head | None) -> int:

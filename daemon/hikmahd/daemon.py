@@ -28,7 +28,18 @@ from .capsules import Capsules
 from .connection import Connection
 from .context import Context
 from .events import Events
-from .handlers import focus, learning, ledger, memory, promises, replay, service, transfer, vault
+from .handlers import (
+    focus,
+    learning,
+    ledger,
+    memory,
+    promises,
+    replay,
+    service,
+    sync,
+    transfer,
+    vault,
+)
 from .listen import (
     SocketError,
     bind_socket,
@@ -46,6 +57,7 @@ from .rpc import Dispatcher, error_for, response
 from .scheduling import Offload, Recalls, in_thread, wall_ms
 from .semantics import Semantics
 from .services import Services
+from .syncing import Syncing
 from .vaulting import Vault
 from .writer import Writer
 
@@ -53,7 +65,18 @@ log = logging.getLogger(__name__)
 # Every module of JSON-RPC methods the daemon serves.
 REGISTRIES = tuple(
     module.registry
-    for module in (memory, learning, transfer, replay, ledger, promises, focus, vault, service)
+    for module in (
+        memory,
+        learning,
+        transfer,
+        replay,
+        ledger,
+        promises,
+        focus,
+        vault,
+        sync,
+        service,
+    )
 )
 
 # How long in-flight replies may take once a stop was asked for.
@@ -102,10 +125,15 @@ class Daemon:
             offload,
         )
         self.semantics = Semantics(store, self.writer, policy, offload)
-        # Every durable batch updates the promise queue, then tells the subscribers.
+        self.syncing = Syncing(
+            store, self.writer, self.policies, vault, self.reminders, now_ms, offload
+        )
+        # Every durable batch updates the promise queue, tells the subscribers, is
+        # published to the sync folder, and marks when the vectors may fold and save.
         self.writer.listeners = (
             self.reminders.on_commit,
             self.events.changed,
+            self.syncing.on_commit,
             self.semantics.on_commit,
         )
         self.replay = Replay(store, self.events, offload, policy)
@@ -121,6 +149,7 @@ class Daemon:
             semantics=self.semantics,
             restrictions=Restrictions(),
             vault=vault,
+            syncing=self.syncing,
             now_ms=now_ms,
             offload=offload,
             started=time.monotonic(),
@@ -174,6 +203,8 @@ class Daemon:
                 nursery.start_soon(self._reminders_then_semantics, nursery, semantic_scope)
                 nursery.start_soon(self.replay.run)
                 nursery.start_soon(self._close_idle_capsules)
+                # Before any write: a store restored behind what it published takes it back.
+                await nursery.start(self.syncing.run)
                 accept_scope = trio.CancelScope()
                 connections = await nursery.start(self._accept, listener, accept_scope)
                 notify_systemd("READY=1")

@@ -13,7 +13,7 @@ from typing import Any
 
 import trio
 
-from hikmah.rules import Outcome, Written
+from hikmah.rules import Applied, Outcome, Written
 from hikmah.vocabulary import Status
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ class Events:
         self._subscribers.add(send)
         return receive
 
-    def changed(self, outcomes: Sequence[Outcome]) -> None:
+    def changed(self, outcomes: Sequence[Outcome | Applied]) -> None:
         """Publish ``memory.changed`` for every trace a durable batch changed."""
         for outcome in outcomes:
             if isinstance(outcome, Written):

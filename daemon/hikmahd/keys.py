@@ -333,6 +333,27 @@ class Keyring:
             old_key_id,
         )
 
+    def read_entry(self, kind: str) -> str | None:
+        """Another secret of this data directory (``<kind>:<data dir id>``), such as the
+        sync device key; None when it has none.
+
+        Raises:
+            VaultError, VaultLocked: as for the vault's own keys.
+        """
+        self.check_backend()
+        return self._get(f"{kind}:{self.data_dir_id}")
+
+    def write_entry(self, kind: str, value: str) -> None:
+        """Keep another secret of this data directory, read back before it is relied on."""
+        self.check_backend()
+        user = f"{kind}:{self.data_dir_id}"
+        self._set(user, value)
+        if self._get(user) != value:
+            raise VaultLocked(
+                f"the keyring ({_name(self._backend)}) accepted {SERVICE}/{user} but does not"
+                " return it. Check that the keyring is unlocked and writable."
+            )
+
     # -- entries -------------------------------------------------------------
 
     @property

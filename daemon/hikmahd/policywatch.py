@@ -4,7 +4,7 @@ reported and the policy in force stays."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import trio
@@ -74,15 +74,26 @@ class PolicyHolder:
             return Path(path).name == name
 
         task_status.started()
-        # The watcher waits in a thread that cancellation cannot interrupt; a short
-        # timeout bounds how long shutdown waits for it (5 s by default).
-        async for _changes in watchfiles.awatch(
-            directory,
-            watch_filter=concerns_policy,
-            debounce=200,
-            step=20,
-            rust_timeout=WATCH_TIMEOUT_MS,
-            recursive=False,
-        ):
-            if self.reload() and on_change is not None:
+        async for changes in watched(directory, concerns_policy, recursive=False):
+            if changes and self.reload() and on_change is not None:
                 on_change()
+
+
+def watched(
+    directory: Path, keep: Callable[[watchfiles.Change, str], bool], *, recursive: bool
+) -> AsyncIterator[set[tuple[watchfiles.Change, str]]]:
+    """The changes in ``directory`` that ``keep`` keeps, debounced, and an empty set at
+    least every ``WATCH_TIMEOUT_MS`` (so that a watcher can look at what else changed).
+
+    The watcher waits in a thread that cancellation cannot interrupt; the short
+    timeout also bounds how long shutdown waits for it (5 s by default).
+    """
+    return watchfiles.awatch(
+        directory,
+        watch_filter=keep,
+        debounce=200,
+        step=20,
+        rust_timeout=WATCH_TIMEOUT_MS,
+        yield_on_timeout=True,
+        recursive=recursive,
+    )

@@ -19,7 +19,7 @@ from hikmah import queries
 from hikmah.deadlines import format_ms
 from hikmah.errors import HikmahError
 from hikmah.promises import PromiseQueue, Reminder, Stage
-from hikmah.rules import Outcome, Written
+from hikmah.rules import Applied, Outcome, Written
 from hikmah.store import Store
 
 from .events import Events
@@ -52,12 +52,12 @@ class Reminders:
         self.queue = PromiseQueue(lead_minutes * MINUTE_MS)
         self._wake = trio.Event()
         # Commits seen while the queue is being loaded, applied once it is.
-        self._early: list[Sequence[Outcome]] | None = []
+        self._early: list[Sequence[Outcome | Applied]] | None = []
         self.delivered = 0
         self.recording = 0  # delivery records not yet durable
         self.recent: deque[tuple[int, dict[str, Any]]] = deque()
 
-    def on_commit(self, outcomes: Sequence[Outcome]) -> None:
+    def on_commit(self, outcomes: Sequence[Outcome | Applied]) -> None:
         """Keep the queue in step with what was written."""
         if self._early is not None:
             self._early.append(outcomes)
@@ -90,7 +90,7 @@ class Reminders:
                     await self._wake.wait()
                 self._wake = trio.Event()
 
-    def _apply(self, outcomes: Sequence[Outcome]) -> None:
+    def _apply(self, outcomes: Sequence[Outcome | Applied]) -> None:
         for outcome in outcomes:
             if not isinstance(outcome, Written):
                 continue

@@ -32,7 +32,7 @@ import trio
 
 from hikmah.embedding import EmbedderUnavailable, load_embedder
 from hikmah.policy import KernelPolicy
-from hikmah.rules import Outcome
+from hikmah.rules import Applied, Outcome
 from hikmah.semantic import SemanticIndex, vectors_path
 from hikmah.store import Store
 
@@ -68,7 +68,7 @@ class Semantics:
         self._last_save = 0.0
         self._wake = trio.Event()
 
-    def on_commit(self, outcomes: Sequence[Outcome]) -> None:
+    def on_commit(self, outcomes: Sequence[Outcome | Applied]) -> None:
         """A writer listener: remember when the last write came."""
         self._last_write = trio.current_time()
 

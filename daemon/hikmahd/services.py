@@ -26,6 +26,7 @@ from .policywatch import PolicyHolder
 from .reminders import Reminders
 from .scheduling import Offload, Recalls
 from .semantics import Semantics
+from .syncing import Syncing
 from .vaulting import Vault
 from .writer import Writer
 
@@ -41,6 +42,9 @@ class Reads(Protocol):
 
     @property
     def head(self) -> Head | None: ...
+
+    @property
+    def durable_head(self) -> Head | None: ...
 
     @property
     def vault_id(self) -> str | None: ...
@@ -66,6 +70,7 @@ class Services:
     semantics: Semantics
     restrictions: Restrictions
     vault: Vault | None
+    syncing: Syncing
     now_ms: Callable[[], int]
     offload: Offload
     started: float  # time.monotonic() at start, for the uptime

@@ -79,6 +79,11 @@ class Vault:
         log.info("vault: %d data keys re-wrapped under master %s", count, self.keys.master_id)
         return count
 
+    @property
+    def keyring(self) -> Keyring:
+        """The keyring of this data directory (other secrets live beside the vault's)."""
+        return self._opened()
+
     def _opened(self) -> Keyring:
         if self._keyring is None:
             raise VaultError(VAULT_OFF)

@@ -28,7 +28,7 @@ import trio
 
 from hikmah.errors import HikmahError, Unavailable
 from hikmah.policy import KernelPolicy
-from hikmah.rules import Operation, Outcome, Written
+from hikmah.rules import Applied, ApplyRemote, Change, Operation, Outcome, Written
 from hikmah.store import Store
 
 from .scheduling import Offload, in_thread, wall_ms
@@ -47,7 +47,7 @@ SHUTTING_DOWN = "the daemon is shutting down: nothing was written"
 @dataclass
 class _Pending:
     # A write to batch, or a store maintenance call (a head move) to run alone.
-    work: Operation | Callable[[Store], Any]
+    work: Change | Callable[[Store], Any]
     done: trio.Event = field(default_factory=trio.Event)
     result: Any = None
     error: BaseException | None = None
@@ -60,7 +60,7 @@ class Writer:
         self,
         store: Store,
         policy: Callable[[], KernelPolicy],
-        listeners: Sequence[Callable[[Sequence[Outcome]], None]] = (),
+        listeners: Sequence[Callable[[Sequence[Outcome | Applied]], None]] = (),
         now_ms: Callable[[], int] = wall_ms,
         offload: Offload = in_thread,
     ) -> None:
@@ -115,10 +115,19 @@ class Writer:
         (the channel keeps order), and trio runs every task made runnable before a
         checkpoint ahead of those made runnable after it. Batching is unchanged.
         """
-        outcomes: list[Outcome | None] = [None] * len(operations)
+        found: list[Outcome] = await self._all(operations, in_order)
+        return found
 
-        async def one(position: int, operation: Operation) -> None:
-            outcomes[position] = await self.submit(operation)
+    async def receive(self, steps: Sequence[ApplyRemote]) -> list[Applied | HikmahError]:
+        """Apply paired devices' records (a step each), in batches with the writes."""
+        found: list[Applied | HikmahError] = await self._all(steps, False)
+        return found
+
+    async def _all(self, operations: Sequence[Change], in_order: bool) -> list[Any]:
+        outcomes: list[Outcome | Applied | None] = [None] * len(operations)
+
+        async def one(position: int, operation: Change) -> None:
+            outcomes[position] = await self._queue(operation)
 
         async with trio.open_nursery() as nursery:
             for position, operation in enumerate(operations):
@@ -133,7 +142,7 @@ class Writer:
         result: T = await self._queue(call)
         return result
 
-    async def _queue(self, work: Operation | Callable[[Store], Any]) -> Any:
+    async def _queue(self, work: Change | Callable[[Store], Any]) -> Any:
         # Shielded: a caller whose client hung up cannot pull its write back out
         # of a batch that is already committing, nor leave the batch unanswered.
         pending = _Pending(work)
@@ -230,7 +239,7 @@ class Writer:
         await self._send.aclose()
 
     async def _commit(self, batch: list[_Pending], syncing: trio.Nursery) -> None:
-        operations: list[Operation] = [p.work for p in batch]  # type: ignore[misc]
+        operations: list[Change] = [p.work for p in batch]  # type: ignore[misc]
         now_ms = self.now_ms()
         policy = self.policy()
         outcomes = await self._run_in_thread(
@@ -247,7 +256,7 @@ class Writer:
     async def _sync_and_answer(
         self,
         batch: list[_Pending],
-        outcomes: list[Outcome],
+        outcomes: list[Outcome | Applied],
         previous: trio.Event,
         answered: trio.Event,
     ) -> None:

@@ -34,15 +34,19 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(path: Path, data: Data | Iterable[Data], mode: int) -> None:
+def write_atomic(
+    path: Path, data: Data | Iterable[Data], mode: int, *, temp_prefix: str | None = None
+) -> None:
     """Replace ``path`` so readers see the old file or the new one, never half, even after
-    a crash: a temporary file in the same directory, fsync, rename, fsync of the directory.
+    a crash: a temporary file in the same directory (named from ``temp_prefix``, which a
+    sync folder's engines are told to ignore), fsync, rename, fsync of the directory.
 
     ``data`` may come in parts, written one after the other (a large file need not be
     joined in memory first).
     """
     parts = [data] if isinstance(data, bytes | bytearray | memoryview) else data
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    prefix = f".{path.name}." if temp_prefix is None else temp_prefix
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=prefix, suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as file:
             for part in parts:

@@ -1,8 +1,9 @@
-"""The derived indexes: how each ledger record changes them, registered in one place.
+"""The derived indexes: how each record changes them, registered in one place.
 
-Every derived database (:mod:`hikmah.layout`) is a function of the ledger:
+Every derived database (:mod:`hikmah.layout`) is a function of the records
+(this device's ledger and the chains of the devices it syncs with):
 :func:`apply_payload` is the one place a payload changes them, used by live
-writes and by rebuilding from the ledger alike, and :data:`INDEXES` lists
+writes, by other devices' records and by rebuilding alike, and :data:`INDEXES` lists
 every derived index with the databases it owns, so that a rebuild knows what
 to empty. A new derived index (say, vectors for a semantic channel) is one
 more entry there: its databases and its ``apply``.
@@ -16,6 +17,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from hikmah import fates
 from hikmah.layout import (
     CHUNK,
     KIND_CODE,
@@ -40,18 +42,16 @@ from hikmah.layout import (
     u32,
 )
 from hikmah.payloads import (
-    CompactedPayload,
-    FeedbackPayload,
-    FulfillPayload,
     Payload,
-    PinPayload,
     RedactedPayload,
+    Remembering,
     RememberPayload,
-    SupersedePayload,
+    TracePayload,
     written_at,
 )
 from hikmah.sealing import Sealed
 from hikmah.snapshot import Snapshot
+from hikmah.sync.merge import Feedback, Pinned, RecordId
 from hikmah.tokenizer import terms
 from hikmah.trace import Trace, source_class
 from hikmah.vault import KeyDestroyed
@@ -65,33 +65,48 @@ _NEXT_DOC = b"next_doc"  # meta: the next document number
 
 
 class DerivedIndex(NamedTuple):
-    """Databases rebuilt from the ledger, and how one record changes them.
+    """Databases rebuilt from the records, and how one record changes them.
 
-    ``apply(snapshot, seq, payload, plain, dirty)`` runs in the write
-    transaction of ``snapshot`` for the record ``seq``; ``plain`` is the trace a
-    live write sealed (None on replay), and ``dirty`` collects the feature
-    chunks it changed.
+    ``apply(snapshot, seq, payload, plain, dirty, at)`` runs in the write
+    transaction of ``snapshot`` for a record that counts from this ledger's
+    record ``seq`` (its own, or, for a paired device's record, the next of
+    this ledger after it arrived: what reads as of the past go by); ``plain``
+    is the trace a live write sealed (None on replay), ``dirty`` collects the
+    feature chunks it changed, and ``at`` names the record: this device's
+    ledger (:data:`hikmah.fates.LOCAL`) or a paired device's chain, and its seq
+    there. Records arrive from several chains in any order, so what an index
+    derives must not depend on that order (docs/sync.md, "Merge").
     """
 
     databases: tuple[str, ...]
-    apply: Callable[[Snapshot, int, Payload, Trace | None, set[int]], None]
+    apply: Callable[[Snapshot, int, Payload, Trace | None, set[int], RecordId], None]
 
 
 def apply_payload(
-    snapshot: Snapshot, seq: int, payload: Payload, dirty: set[int], *, plain: Trace | None = None
+    snapshot: Snapshot,
+    seq: int,
+    payload: Payload,
+    dirty: set[int],
+    *,
+    at: RecordId | None = None,
+    plain: Trace | None = None,
 ) -> None:
-    """Make every derived index reflect one more ledger record.
+    """Make every derived index reflect one more record, of this device's ledger or of a
+    paired device's chain.
 
     Args:
         snapshot: a snapshot of an open write transaction.
-        seq: the record's sequence number.
+        seq: the record of this ledger it counts from (its own sequence number).
         payload: the record's decoded payload.
         dirty: collects the feature chunks this changed (for the column cache).
+        at: where the record was written, when not this ledger's record ``seq``
+            (the line is already stored there).
         plain: for a live write of a sealed trace, the trace it sealed (saves
             opening it again).
     """
+    where = RecordId(fates.LOCAL, seq) if at is None else at
     for derived in INDEXES:
-        derived.apply(snapshot, seq, payload, plain, dirty)
+        derived.apply(snapshot, seq, payload, plain, dirty, where)
 
 
 def clear(snapshot: Snapshot) -> None:
@@ -121,74 +136,191 @@ def doc_terms(trace: Trace) -> list[str]:
 # --- the trace index: documents, features, postings, claims, deadlines, links ------------
 
 
+class _Arrival(NamedTuple):
+    """A remember record as it arrives: its payload, where it was written, and for a
+    live write of a sealed trace the trace it sealed."""
+
+    payload: Remembering
+    at: RecordId
+    plain: Trace | None
+    seq: int  # the record of this ledger it counts from
+
+    @property
+    def trace_id(self) -> str:
+        payload = self.payload
+        return payload.id if isinstance(payload, RedactedPayload) else payload.trace.id
+
+
 def _apply_traces(
-    snapshot: Snapshot, seq: int, payload: Payload, plain: Trace | None, dirty: set[int]
+    snapshot: Snapshot,
+    seq: int,
+    payload: Payload,
+    plain: Trace | None,
+    dirty: set[int],
+    at: RecordId,
 ) -> None:
-    if isinstance(payload, RememberPayload):
-        _add(snapshot, seq, payload.trace, encode_trace(payload.trace), dirty)
+    if isinstance(payload, Remembering):
+        _remember(snapshot, _Arrival(payload, at, plain, seq), dirty)
+    elif isinstance(payload, TracePayload):
+        _fact(snapshot, seq, payload, dirty, at)
+    # A compaction's last record and the roster's records change no trace.
+
+
+def _remember(snapshot: Snapshot, arrival: _Arrival, dirty: set[int]) -> None:
+    trace_id = arrival.trace_id
+    docno = snapshot.docno(trace_id)
+    if docno is not None:
+        _rival(snapshot, arrival, docno, dirty)
         return
-    if isinstance(payload, Sealed):
-        if plain is None:
-            _add_sealed(snapshot, seq, payload, dirty)
-        else:
-            _add(snapshot, seq, plain, encode_sealed(payload), dirty)
+    docno = snapshot.next_docno()
+    snapshot.txn.put(_NEXT_DOC, u32(docno + 1), db=snapshot.dbs.meta)
+    _write_doc(snapshot, docno, arrival, dirty)
+    fates.set_origin(snapshot, docno, arrival.at)
+    waiting = fates.take_feedback(snapshot, trace_id)
+    for feedback in waiting:
+        _add_feedback(snapshot, docno, feedback.good, dirty)
+    if isinstance(arrival.payload, RedactedPayload) or fates.stored(snapshot, trace_id):
+        _settle(snapshot, arrival.seq, trace_id, docno, dirty)
+    if waiting or fates.stored(snapshot, trace_id):
+        _revise(snapshot, arrival.seq, docno, dirty)
+
+
+def _rival(snapshot: Snapshot, arrival: _Arrival, docno: int, dirty: set[int]) -> None:
+    """A second remember of an id: identical bytes are one trace; otherwise the record
+    with the lowest (device, seq) is the trace, everywhere, and the other is a rival.
+    The record already applied again (a compaction redacted it) folds anew."""
+    at, kept = arrival.at, fates.origin(snapshot, docno)
+    trace_id = arrival.trace_id
+    new_wins = fates.resolve(snapshot, at) < fates.resolve(snapshot, kept)
+    digest = fates.digest(snapshot, at)
+    if at != kept and digest and digest == fates.digest(snapshot, kept):
+        if new_wins:  # which device it came from, decided like a rival
+            fates.set_origin(snapshot, docno, at)
         return
-    if isinstance(payload, RedactedPayload):
-        _add_stub(snapshot, seq, payload.id, payload.kind, payload.created_at, dirty)
+    if at != kept:
+        loser = kept if new_wins else at
+        fates.add(snapshot, fates.remembered(snapshot, trace_id, loser))
+    if new_wins:
+        old = snapshot.trace_at(docno)
+        status = snapshot.status_of(docno)
+        if status != "purged":
+            _remove_postings(snapshot, old, docno)
+        if status == "active":
+            _leave_active_indexes(snapshot, old, docno)
+        _write_doc(snapshot, docno, arrival, dirty)
+        fates.set_origin(snapshot, docno, at)
+    _settle(snapshot, arrival.seq, trace_id, docno, dirty)
+
+
+def _fact(
+    snapshot: Snapshot, seq: int, payload: TracePayload, dirty: set[int], at: RecordId
+) -> None:
+    fact = fates.fact_for(snapshot, payload, at)
+    docno = snapshot.docno(fact.trace)
+    if isinstance(fact, Feedback) and docno is not None:
+        _add_feedback(snapshot, docno, fact.good, dirty)
+        _revise(snapshot, seq, docno, dirty)
         return
-    if isinstance(payload, CompactedPayload):
-        return
-    target = payload.old_id if isinstance(payload, SupersedePayload) else payload.id
-    docno = snapshot.docno(target)
-    if docno is None:
-        # A reference ledger may name a trace that never existed; the importer
-        # reports it, and the index has nothing to change.
-        return
-    if isinstance(payload, FeedbackPayload | PinPayload):
-        _revise(snapshot, seq, docno, payload, dirty)
-        return
+    # Kept even when the trace is here: its state is a function of all its facts.
+    fates.add(snapshot, fact)
+    if docno is not None:
+        _settle(snapshot, seq, fact.trace, docno, dirty)
+        if isinstance(fact, Pinned):
+            _revise(snapshot, seq, docno, dirty)
+
+
+def _settle(snapshot: Snapshot, seq: int, trace_id: str, docno: int, dirty: set[int]) -> None:
+    """Give the document the status, successor and pin its facts fold to (a change of
+    status counting from this ledger's record ``seq``)."""
     txn, dbs = snapshot.txn, snapshot.dbs
-    trace = snapshot.trace_at(docno)
-    if isinstance(payload, SupersedePayload):
-        _set_status(snapshot, seq, docno, "superseded", dirty)
-        txn.put(u32(docno), payload.new_id.encode(), db=dbs.links)
-    elif isinstance(payload, FulfillPayload):
-        _set_status(snapshot, seq, docno, "fulfilled", dirty)
+    fate = fates.fold(snapshot, trace_id, docno)
+    old = snapshot.status_of(docno)
+    if fate.status != old:
+        # Facts only accumulate, and every status outranks the ones it replaces
+        # (a rival that wins is written afresh as active first), so a trace
+        # only ever leaves the active indexes, and a purge is final.
+        trace = snapshot.trace_at(docno)
+        if old == "active":
+            _leave_active_indexes(snapshot, trace, docno)
+        if fate.status == "purged":
+            _remove_postings(snapshot, trace, docno)
+            if trace.claim_key is not None:
+                txn.delete(claim_key(dbs, trace.claim_key, docno), db=dbs.claim_log)
+            # Nothing of its text stays in the indexes; only the ledger holds it
+            # until compaction (or the vault destroys its key).
+            blank = stub(trace.id, trace.kind, trace.created_at)
+            txn.put(u32(docno), encode_trace(blank), db=dbs.docs)
+            snapshot.wrote(docno, blank)
+            _set_features(snapshot, docno, dirty, nterms=0)  # as its stub has
+        _set_status(snapshot, seq, docno, fate.status, dirty)
+    successor = fate.successors[0].encode() if fate.successors else None
+    if successor != snapshot.txn.get(u32(docno), db=dbs.links):
+        if successor is None:
+            txn.delete(u32(docno), db=dbs.links)
+        else:
+            txn.put(u32(docno), successor, db=dbs.links)
+    pinned = int(fate.pinned)
+    if int(snapshot.chunk(docno // CHUNK)[docno % CHUNK]["pinned"]) != pinned:
+        _set_features(snapshot, docno, dirty, pinned=pinned)
+
+
+def _write_doc(snapshot: Snapshot, docno: int, arrival: _Arrival, dirty: set[int]) -> None:
+    """Index the trace a remember record holds at ``docno``, active (a document rewritten
+    by a rival keeps the record it was first written at: documents stay in that order)."""
+    row = snapshot.chunk(docno // CHUNK)[docno % CHUNK]
+    seq = int(row["seq_written"]) if row["present"] else arrival.seq
+    payload = arrival.payload
+    if isinstance(payload, RememberPayload):
+        _add(snapshot, docno, seq, payload.trace, encode_trace(payload.trace), dirty)
+    elif isinstance(payload, RedactedPayload):
+        _add_stub(snapshot, docno, seq, payload.id, payload.kind, payload.created_at, dirty)
+    elif arrival.plain is not None:
+        _add(snapshot, docno, seq, arrival.plain, encode_sealed(payload), dirty)
     else:
-        _set_status(snapshot, seq, docno, "purged", dirty)
-        _remove_postings(snapshot, trace, docno)
-        if trace.claim_key is not None:
-            txn.delete(claim_key(dbs, trace.claim_key, docno), db=dbs.claim_log)
-        # Nothing of its text stays in the indexes; only the ledger holds it
-        # until compaction (or the vault destroys its key).
-        txn.put(u32(docno), encode_trace(stub(trace.id, trace.kind, trace.created_at)), db=dbs.docs)
-    _leave_active_indexes(snapshot, trace, docno)
+        _add_sealed(snapshot, docno, seq, payload, dirty)
 
 
-def _add_sealed(snapshot: Snapshot, seq: int, sealed: Sealed, dirty: set[int]) -> None:
+def _add_sealed(snapshot: Snapshot, docno: int, seq: int, sealed: Sealed, dirty: set[int]) -> None:
+    blank = sealed.trace
     try:
         trace = snapshot.open_sealed(sealed)
     except KeyDestroyed:
-        # Replaying a trace purged since: its text is gone, its tombstone follows.
-        blank = sealed.trace
-        _add_stub(snapshot, seq, blank.id, blank.kind, blank.created_at, dirty)
+        # Replaying a trace purged since (its tombstone follows), or another
+        # device's sealed trace on a device without the vault, which has no
+        # key to open it: indexed without its text, and hidden when unreadable.
+        readable = snapshot.dbs.vault is not None
+        _add_stub(snapshot, docno, seq, blank.id, blank.kind, blank.created_at, dirty, readable)
         return
-    _add(snapshot, seq, trace, encode_sealed(sealed), dirty)
+    _add(snapshot, docno, seq, trace, encode_sealed(sealed), dirty)
 
 
 def _add_stub(
-    snapshot: Snapshot, seq: int, trace_id: str, kind: str, created_at: int, dirty: set[int]
+    snapshot: Snapshot,
+    docno: int,
+    seq: int,
+    trace_id: str,
+    kind: str,
+    created_at: int,
+    dirty: set[int],
+    present: bool = True,
 ) -> None:
     blank = stub(trace_id, kind, created_at)
-    _add(snapshot, seq, blank, encode_trace(blank), dirty)
+    _add(snapshot, docno, seq, blank, encode_trace(blank), dirty, present)
 
 
-def _add(snapshot: Snapshot, seq: int, trace: Trace, stored: bytes, dirty: set[int]) -> None:
+def _add(
+    snapshot: Snapshot,
+    docno: int,
+    seq: int,
+    trace: Trace,
+    stored: bytes,
+    dirty: set[int],
+    present: bool = True,
+) -> None:
     txn, dbs = snapshot.txn, snapshot.dbs
-    docno = snapshot.next_docno()
-    txn.put(_NEXT_DOC, u32(docno + 1), db=dbs.meta)
     txn.put(u32(docno), stored, db=dbs.docs)
     txn.put(trace.id.encode(), u32(docno), db=dbs.ids)
+    snapshot.wrote(docno, trace)
 
     chunk = snapshot.chunk(docno // CHUNK)
     row = chunk[docno % CHUNK]
@@ -204,7 +336,7 @@ def _add(snapshot: Snapshot, seq: int, trace: Trace, stored: bytes, dirty: set[i
     row["status"] = STATUS_CODE["active"]
     row["verified"] = trace.provenance.verified
     row["privacy"] = PRIVACY_CODE[trace.privacy]
-    row["present"] = 1
+    row["present"] = int(present)
     row["source"] = SOURCE_CODE[source_class(trace)]
     txn.put(u32(docno // CHUNK), chunk.tobytes(), db=dbs.features)
     dirty.add(docno // CHUNK)
@@ -248,28 +380,23 @@ def _set_features(snapshot: Snapshot, docno: int, dirty: set[int], **values: flo
     dirty.add(docno // CHUNK)
 
 
-def _revise(
-    snapshot: Snapshot,
-    seq: int,
-    docno: int,
-    payload: FeedbackPayload | PinPayload,
-    dirty: set[int],
-) -> None:
-    """A feedback or pin record: the feature it changes, and the revision kept for reads
-    as of an earlier record."""
-    txn, dbs = snapshot.txn, snapshot.dbs
+def _revise(snapshot: Snapshot, seq: int, docno: int, dirty: set[int]) -> None:
+    """After a feedback or pin record: the revision kept for reads as of an earlier record
+    (the ``feedback`` and ``pinned`` features from this ledger's record ``seq`` on)."""
     row = snapshot.chunk(docno // CHUNK)[docno % CHUNK]
-    feedback, pinned = float(row["feedback"]), int(row["pinned"])
-    if isinstance(payload, PinPayload):
-        pinned = int(payload.pinned)
-    else:
-        raw = txn.get(u32(docno), db=dbs.feedback)
-        good, bad = (0, 0) if raw is None else _COUNTS.unpack(raw)
-        good, bad = (good + 1, bad) if payload.outcome == "good" else (good, bad + 1)
-        txn.put(u32(docno), _COUNTS.pack(good, bad), db=dbs.feedback)
-        feedback = (good - bad) / (good + bad + FEEDBACK_PRIOR)
-    txn.put(revision_key(docno, seq), REVISION.pack(feedback, pinned), db=dbs.revisions)
-    _set_features(snapshot, docno, dirty, feedback=feedback, pinned=pinned, seq_touched=seq)
+    revision = REVISION.pack(float(row["feedback"]), int(row["pinned"]))
+    snapshot.txn.put(revision_key(docno, seq), revision, db=snapshot.dbs.revisions)
+    _set_features(snapshot, docno, dirty, seq_touched=seq)
+
+
+def _add_feedback(snapshot: Snapshot, docno: int, is_good: bool, dirty: set[int]) -> None:
+    txn, dbs = snapshot.txn, snapshot.dbs
+    raw = txn.get(u32(docno), db=dbs.feedback)
+    good, bad = (0, 0) if raw is None else _COUNTS.unpack(raw)
+    good, bad = (good + 1, bad) if is_good else (good, bad + 1)
+    txn.put(u32(docno), _COUNTS.pack(good, bad), db=dbs.feedback)
+    term = (good - bad) / (good + bad + FEEDBACK_PRIOR)
+    _set_features(snapshot, docno, dirty, feedback=term)
 
 
 def _leave_active_indexes(snapshot: Snapshot, trace: Trace, docno: int) -> None:
@@ -300,21 +427,28 @@ def _remove_postings(snapshot: Snapshot, trace: Trace, docno: int) -> None:
 
 
 def _apply_clock(
-    snapshot: Snapshot, seq: int, payload: Payload, plain: Trace | None, dirty: set[int]
+    snapshot: Snapshot,
+    seq: int,
+    payload: Payload,
+    plain: Trace | None,
+    dirty: set[int],
+    at: RecordId,
 ) -> None:
+    if at.device != fates.LOCAL:
+        return  # this ledger's clock: another device's record counts from one of its records
     # Never decreasing, so that a time maps to one prefix of the ledger: a clock that
     # stepped back, or a record that does not say, takes its predecessor's time.
     before = snapshot.written_at(seq - 1)
     own = written_at(payload)
-    at = before if own is None else max(own, before)
-    snapshot.txn.put(SEQ.pack(seq), SEQ.pack(at), db=snapshot.dbs.clock)
+    when = before if own is None else max(own, before)
+    snapshot.txn.put(SEQ.pack(seq), SEQ.pack(when), db=snapshot.dbs.clock)
 
 
-# The trace index owns every database of hikmah.layout but meta, ledger, clock, reminders
-# and keys.
+# The trace index owns every database of hikmah.layout but meta, ledger, clock, reminders,
+# keys, chains, peers and arrivals.
 _TRACE_DATABASES = (
     "docs", "ids", "features", "postings", "claims", "deadlines", "links", "scopes", "feedback",
-    "revisions", "claim_log",
+    "revisions", "claim_log", "fates", "origins",
 )  # fmt: skip
 # Every derived index.
 INDEXES: tuple[DerivedIndex, ...] = (

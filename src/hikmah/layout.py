@@ -21,12 +21,20 @@ grows:
 - ``feedback``: docno → good and bad outcome counts (u32, u32), from
   ``feedback`` records; the ``feedback`` feature is computed from them.
 
+- ``fates``: trace id → what records other than its remember say about it
+  (supersessions, fulfilments, purges, pins, rival remembers: the facts of
+  :mod:`hikmah.sync.merge`, as one msgpack list), including facts about a
+  trace not seen yet, which wait for it (:mod:`hikmah.fates`).
+- ``origins``: docno → the record that remembered the trace
+  (:func:`chain_key` of its device, ``""`` for this one, and its seq).
+
 What reads as of a point in the past need (:mod:`hikmah.past`):
 
 - the ``seq_*`` features: the ledger sequence number of the record that wrote
   the document, and of those that superseded, fulfilled and purged it, and of
   the last feedback or pin on it (0: none), so the state of any candidate as
-  of any record is a comparison, not a replay;
+  of any record is a comparison, not a replay (a paired device's record counts
+  from the next record of this ledger after it arrived: ``arrivals``);
 - ``clock``: seq → when the record was written (epoch ms, u64 each), never
   decreasing along the ledger (:func:`hikmah.payloads.written_at`; a record
   that does not say takes its predecessor's time);
@@ -37,7 +45,18 @@ What reads as of a point in the past need (:mod:`hikmah.past`):
 
 ``reminders`` and ``keys`` are not derived: ``reminders`` records which
 reminder stages the daemon delivered, which the ledger does not know, and
-``keys`` holds the vault's wrapped data keys (:mod:`hikmah.sealing`).
+``keys`` holds the vault's wrapped data keys (:mod:`hikmah.sealing`). Nor are
+the two databases of sync (docs/sync.md, :mod:`hikmah.replicas`):
+
+- ``chains``: :func:`chain_key` (device id ‖ seq) → a paired device's record
+  line exactly as it published it, or, once the trace it remembers is
+  purged, a redaction (:data:`REDACTED` and the hashes that keep the chain
+  verifiable): the source of truth of what other devices wrote.
+- ``peers``: device id → what this device keeps about a paired device
+  (its key, name, how far its chain is applied).
+- ``arrivals``: :func:`chain_key` → when a paired device's record arrived
+  here: the next record of this ledger then, and a count of arrivals (u64,
+  u64), so that a rebuild replays every chain in the order it came.
 
 **Under the vault** (``Databases.vault`` set) nothing here holds a writer's
 text: ``docs`` keeps the sealed trace (behind a 0x00 byte, which no msgpack
@@ -94,7 +113,7 @@ FEATURES = np.dtype(
 )
 # Bumped whenever FEATURES or a derived database changes shape: a store whose
 # indexes were built with another layout rebuilds them from the ledger on open.
-LAYOUT = 3
+LAYOUT = 4
 FeatureArray = npt.NDArray[np.void]
 DocArray = npt.NDArray[np.uint32]
 
@@ -104,10 +123,14 @@ PRIVACY_CODE: dict[str, int] = {privacy: code for code, privacy in enumerate(PRI
 SOURCE_CODE: dict[str, int] = {source: code for code, source in enumerate(SOURCE_CLASSES)}
 
 SEQ = struct.Struct(">Q")  # ledger keys, and the store's meta values
+INDEX_VERSION = b"index_version"  # meta: commits that changed the derived indexes
+SEALED_MARK = b"sealed"  # meta: some trace was sealed: the store never opens without its keys
+DEVICE_ID = b"sync_device"  # meta: this device's id, once it syncs (docs/sync.md)
 _U32 = struct.Struct(">I")
 _DEADLINE_KEY = struct.Struct(">QI")
 _REVISION_KEY = struct.Struct(">IQ")
 REVISION = struct.Struct("<fB")  # the feedback and pinned features after a record
+ARRIVAL = struct.Struct(">QQ")  # the local seq a paired device's record counts from, its count
 _TRACE_ENCODER = msgspec.msgpack.Encoder()
 _TRACE_DECODER = msgspec.msgpack.Decoder(Trace)
 _SEALED_DOC = b"\x00"
@@ -136,6 +159,16 @@ class Databases:
     reminders: Any
     # Not derived: the vault's wrapped data keys (trace id -> key id + wrapped key).
     keys: Any
+    # Not derived: paired devices' records as published (chain_key -> line or redaction).
+    chains: Any
+    # Not derived: the paired devices (device id -> hikmah.replicas.Paired).
+    peers: Any
+    # Not derived: when each of those records arrived (chain_key -> ARRIVAL).
+    arrivals: Any
+    # Derived: the facts about each trace besides its remember (trace id -> msgpack facts).
+    fates: Any
+    # Derived: where each document's remember was written (docno -> chain_key).
+    origins: Any
     # The vault's keys when it is in use: terms are blinded, sealed docs opened.
     vault: Keys | None = None
 
@@ -165,6 +198,44 @@ def deadline_key(deadline: int, docno: int) -> bytes:
 def split_deadline_key(key: bytes) -> tuple[int, int]:
     deadline, docno = _DEADLINE_KEY.unpack(key)
     return int(deadline), int(docno)
+
+
+def chain_key(device: str, seq: int) -> bytes:
+    """Where a record of ``device``'s chain is kept (``""``: this device's own ledger)."""
+    return device.encode() + SEQ.pack(seq)
+
+
+def split_chain_key(key: bytes) -> tuple[str, int]:
+    return key[:-8].decode(), int(SEQ.unpack(key[-8:])[0])
+
+
+# A chain record whose remembered trace was purged: this byte, then a Redaction.
+REDACTED = b"\x00"
+
+
+class Redaction(msgspec.Struct, frozen=True, array_like=True):
+    """What a purge leaves of a paired device's remember record: the hashes that keep
+    its chain verifiable, and the trace's id, kind and time (its stub)."""
+
+    prev_hash: str
+    hash: str
+    id: str
+    kind: str
+    created_at: int
+
+
+_REDACTION_DECODER = msgspec.json.Decoder(Redaction)
+
+
+def encode_redaction(redaction: Redaction) -> bytes:
+    return REDACTED + msgspec.json.encode(redaction)
+
+
+def decode_redaction(stored: bytes) -> Redaction | None:
+    """The redaction a ``chains`` value holds, or None when it holds the record's line."""
+    if stored[:1] != REDACTED:
+        return None
+    return _REDACTION_DECODER.decode(stored[1:])
 
 
 def revision_key(docno: int, seq: int) -> bytes:

@@ -40,11 +40,11 @@ from typing import Literal
 import msgspec
 
 from hikmah.embedding import load_embedder
-from hikmah.errors import HikmahError, InvalidInput
+from hikmah.errors import InvalidInput
 from hikmah.fts5 import fts5_expr, open_fts5, query_words
 from hikmah.policy import KernelPolicy, semantic_off
 from hikmah.recall import RecallQuery, recall
-from hikmah.rules import Remember
+from hikmah.rules import Remember, Written
 from hikmah.store import Store
 from hikmah.trace import Draft
 
@@ -338,7 +338,7 @@ def _hikmah(
         session_of = {
             o.trace.id: d.session_id
             for o, d in zip(outcomes, docs, strict=True)
-            if not isinstance(o, HikmahError) and o.trace is not None
+            if isinstance(o, Written) and o.trace is not None
         }
         policies = [policy]
         if policy.semantic.enabled:

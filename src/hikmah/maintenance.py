@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import msgspec
 
-from hikmah import ledger
+from hikmah import ledger, replicas
 from hikmah.errors import ConflictError, LedgerError
 from hikmah.layout import SEQ
 from hikmah.ledger import GENESIS, Head, VerifyReport, decode_record, encode_record
 from hikmah.payloads import (
     PAYLOAD_ENCODER,
     CompactedPayload,
-    PurgePayload,
     RedactedPayload,
     RememberPayload,
     decode_payload,
 )
 from hikmah.sealing import Keys, Sealed, rewrapped
+from hikmah.snapshot import Snapshot
 from hikmah.store import Store
 
 
@@ -36,11 +36,21 @@ class Compacted(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def verify(store: Store, *, expect_head: Head | None = None) -> VerifyReport:
-    """Check the hash chain and the head (REFERENCE.md, "Ledger")."""
+    """Check the hash chain and the head (REFERENCE.md, "Ledger"), and every paired
+    device's chain as the store keeps it (docs/sync.md)."""
     with store.snapshot() as snapshot:
-        return ledger.verify(
+        report = ledger.verify(
             snapshot.records(), store.head, expect_head=expect_head, head_error=store.head_error
         )
+        errors, warnings = replicas.verify_chains(snapshot)
+    if not errors and not warnings:
+        return report
+    return msgspec.structs.replace(
+        report,
+        ok=report.ok and not errors,
+        errors=[*report.errors, *errors],
+        warnings=[*report.warnings, *warnings],
+    )
 
 
 def accept_tail(store: Store) -> VerifyReport:
@@ -68,7 +78,8 @@ def reset_head(store: Store) -> VerifyReport:
 def compact(store: Store, now_ms: int) -> Compacted:
     """Rewrite the ledger without the text of purged traces, and re-chain it.
 
-    Each purged trace's remember record becomes a ``redacted`` record (id,
+    Each purged trace's remember record (purged here or by a paired device)
+    becomes a ``redacted`` record (id,
     kind, time: no text); every other payload keeps its exact bytes. The
     chain is recomputed from genesis and ends with a ``compacted`` record
     naming the head it replaced, so the rewrite is itself in the audit
@@ -90,10 +101,9 @@ def compact(store: Store, now_ms: int) -> Compacted:
             )
         records = [decode_record(line) for _seq, line in snapshot.records()]
         payloads = [decode_payload(record) for record in records]
-        purged = {p.id for p in payloads if isinstance(p, PurgePayload)}
         bodies, redacted = [], []
         for record, payload in zip(records, payloads, strict=True):
-            if isinstance(payload, RememberPayload | Sealed) and payload.trace.id in purged:
+            if isinstance(payload, RememberPayload | Sealed) and _purged(snapshot, payload):
                 trace = payload.trace
                 stub = RedactedPayload(
                     id=trace.id, kind=trace.kind, created_at=trace.created_at, at=payload.at
@@ -115,12 +125,20 @@ def compact(store: Store, now_ms: int) -> Compacted:
             prev = record.hash
         new_head = Head(seq=len(bodies), hash=prev)
         store.reindex(snapshot, rebuild=True)
+        # Synced devices receive the re-chained ledger as a new epoch of its chain.
+        replicas.next_epoch(snapshot)
         store.set_head(old_head, pending=new_head)  # pending: see hikmah.store
     store.sync()
     store.set_head(new_head)
     store.columns.forget()
     store.drop_free_pages()
     return Compacted(old_head=old_head, head=new_head, records=len(bodies), redacted=redacted)
+
+
+def _purged(snapshot: Snapshot, payload: RememberPayload | Sealed) -> bool:
+    """Whether the trace a remember wrote is purged, by a purge of any device's chain."""
+    docno = snapshot.docno(payload.trace.id)
+    return docno is not None and snapshot.status_of(docno) == "purged"
 
 
 def rotate(store: Store, keys: Keys) -> int:

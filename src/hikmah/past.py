@@ -182,9 +182,6 @@ class Past(Snapshot):
                 return
             yield seq, line
 
-    def last_seq(self) -> int:
-        return self.point.seq
-
     def last_record(self) -> Head | None:
         line = self.txn.get(SEQ.pack(self.point.seq), db=self.dbs.ledger)
         if line is None:

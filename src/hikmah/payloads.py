@@ -53,11 +53,18 @@ class FeedbackPayload(msgspec.Struct, frozen=True, tag_field="type", tag="feedba
 
 
 class PinPayload(msgspec.Struct, frozen=True, tag_field="type", tag="pin"):
-    """Keep a trace at full weight (no decay, no negative feedback), or stop."""
+    """Keep a trace at full weight (no decay, no negative feedback), or stop.
+
+    ``overrides`` names (``device:seq``) the pins of other devices' chains that
+    were in force where this record was written: an unpin removes those and the
+    pins before it in its own chain, never a pin it had not seen
+    (:mod:`hikmah.sync.merge`).
+    """
 
     id: str
     pinned: bool
     by: str | None = None
+    overrides: tuple[str, ...] = ()
     at: int | None = None  # when it was written (epoch ms); None in records before times
 
 
@@ -79,6 +86,27 @@ class CompactedPayload(msgspec.Struct, frozen=True, tag_field="type", tag="compa
     at: int
 
 
+class DeviceAddedPayload(msgspec.Struct, frozen=True, tag_field="type", tag="device_added"):
+    """A device paired by a person: every device that trusts this chain trusts it too
+    (docs/sync.md, "Pairing"). Its id is a fingerprint of ``key``."""
+
+    device: str
+    key: bytes
+    name: str
+    at: int | None = None  # when it was written (epoch ms)
+
+
+class DeviceRemovedPayload(msgspec.Struct, frozen=True, tag_field="type", tag="device_removed"):
+    """A device removed by a person: its records up to ``seq`` (the position of its
+    chain applied where this was written) count, none after (the lowest cutoff wins)."""
+
+    device: str
+    epoch: int
+    seq: int
+    hash: str
+    at: int | None = None  # when it was written (epoch ms)
+
+
 Payload = (
     RememberPayload
     | Sealed
@@ -89,13 +117,24 @@ Payload = (
     | PurgePayload
     | FeedbackPayload
     | PinPayload
+    | DeviceAddedPayload
+    | DeviceRemovedPayload
 )
+# What a remember record holds: a trace, a sealed one, or what compaction left of it.
+Remembering = RememberPayload | Sealed | RedactedPayload
+# Payloads that state something about one trace, named by ``id`` (``old_id``: supersede).
+TracePayload = SupersedePayload | FulfillPayload | PurgePayload | FeedbackPayload | PinPayload
 PAYLOAD_DECODER = msgspec.json.Decoder(Payload)
 PAYLOAD_ENCODER = msgspec.json.Encoder()
 
 
 def decode_payload(record: Record) -> Payload:
-    """The typed payload of one of our own ledger records."""
+    """The typed payload of a ledger record (our own, or a paired device's).
+
+    Raises:
+        LedgerError: it is not a payload this version knows (a newer version
+            wrote it: upgrade), or it is malformed.
+    """
     try:
         return PAYLOAD_DECODER.decode(record.payload)
     except msgspec.DecodeError as exc:

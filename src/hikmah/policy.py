@@ -8,6 +8,7 @@ declaration. Unknown keys are an error, named with their path.
 
 from __future__ import annotations
 
+import json
 import math
 import tomllib
 from pathlib import Path
@@ -185,6 +186,28 @@ class SemanticPolicy(_Section, frozen=True):
             raise ValueError("semantic.full must be greater than semantic.floor")
 
 
+class SyncPolicy(_Section, frozen=True):
+    """Sync through a folder a file-sync engine keeps equal on every machine (docs/sync.md)."""
+
+    folder: Annotated[
+        str,
+        _doc(
+            "the sync folder (Syncthing, a git clone, a cloud drive; ~ is your home);"
+            " empty: no sync"
+        ),
+    ] = ""
+    name: Annotated[
+        str, _doc("this device's name as other devices list it; empty: the host name")
+    ] = ""
+    interval_seconds: Annotated[
+        int, msgspec.Meta(ge=1, description="look at the folder at least this often, seconds")
+    ] = 60
+    watch: Annotated[bool, _doc("also look whenever the folder changes (watchfiles)")] = True
+    invite_minutes: Annotated[
+        int, msgspec.Meta(ge=1, le=7 * 24 * 60, description="how long a pairing code lives")
+    ] = 60
+
+
 class KernelPolicy(_Section, frozen=True):
     """Everything the kernel decides by number. Defaults match the reference but for
     ``[recall] weighting`` and ``[semantic]``: :func:`reference_policy` is the reference's."""
@@ -213,6 +236,7 @@ class KernelPolicy(_Section, frozen=True):
     replay: ReplayPolicy = ReplayPolicy()
     vault: VaultPolicy = VaultPolicy()
     semantic: SemanticPolicy = SemanticPolicy()
+    sync: SyncPolicy = SyncPolicy()
 
     def __post_init__(self) -> None:
         if self.allow_sensitive_persistence and not self.vault.enabled:
@@ -341,5 +365,5 @@ def _toml_scalar(value: object) -> str:
     if isinstance(value, float):
         return repr(value)
     if isinstance(value, str):
-        return msgspec.json.encode(value).decode()  # a TOML basic string
+        return json.dumps(value)  # a JSON string is a TOML basic string
     return str(value)

@@ -13,6 +13,7 @@ from typing import NamedTuple
 import msgspec
 import numpy as np
 
+from hikmah import fates, replicas
 from hikmah.errors import NotFound
 from hikmah.layout import (
     GLOBAL_SCOPE_ID,
@@ -84,11 +85,13 @@ class ClaimValue(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class OwnRecord(msgspec.Struct, frozen=True):
-    """The ledger record that wrote a trace."""
+    """The ledger record that wrote a trace (``device``: a paired device's chain, whose
+    record it is; None for this device's ledger)."""
 
     seq: int
     hash: str | None  # None only when the ledger no longer holds the record
     at: int
+    device: str | None = None
 
 
 class Scheduled(NamedTuple):
@@ -151,6 +154,10 @@ def record_of(snapshot: Snapshot, trace_id: str) -> OwnRecord:
     docno = snapshot.docno(trace_id)
     if docno is None:
         raise NotFound(f"no trace has id {trace_id}")
+    where = fates.origin(snapshot, docno)
+    if where.device != fates.LOCAL:
+        kept = fates.remembered_record(snapshot, where)
+        return OwnRecord(seq=where.seq, hash=kept[0], at=kept[1], device=where.device)
     seq = int(snapshot.features.take(("seq_written",), np.array([docno]))["seq_written"][0])
     return OwnRecord(seq=seq, hash=snapshot.record_hash(seq), at=snapshot.written_at(seq))
 
@@ -159,6 +166,40 @@ def superseded_by(snapshot: Snapshot, trace_id: str) -> str | None:
     """The id of the trace that superseded this one, if any."""
     docno = snapshot.docno(trace_id)
     return None if docno is None else snapshot.successor(docno)
+
+
+def successors(snapshot: Snapshot, trace_id: str) -> tuple[str, ...]:
+    """Every trace that supersedes this one, by id (two devices may correct one trace at
+    once; ``superseded_by`` names the first)."""
+    docno = snapshot.docno(trace_id)
+    if docno is None:
+        return ()
+    if snapshot.point is not None:  # as of the past: the link in force then
+        first = snapshot.successor(docno)
+        return () if first is None else (first,)
+    return fates.fold(snapshot, trace_id, docno).successors
+
+
+class Origin(NamedTuple):
+    """The device a trace was written on: its id, whether it is this one, and the name it
+    was paired with (None for this device, whose name the daemon knows)."""
+
+    device: str
+    here: bool
+    name: str | None
+
+
+def origin(snapshot: Snapshot, trace_id: str) -> Origin | None:
+    """Where a trace was written (None: no such trace, or this device does not sync)."""
+    docno = snapshot.docno(trace_id)
+    if docno is None:
+        return None
+    at = fates.origin(snapshot, docno)
+    if at.device == fates.LOCAL:
+        me = fates.this_device(snapshot)
+        return Origin(me, True, None) if me else None
+    entry = replicas.paired(snapshot, at.device)
+    return Origin(at.device, False, None if entry is None else entry.name)
 
 
 def conflicts_for(snapshot: Snapshot, trace: Trace) -> list[str]:
@@ -218,7 +259,7 @@ def conflicts(snapshot: Snapshot, key: str | None = None) -> list[ConflictGroup]
         value = normalize_claim_value(trace.claim_value)
         groups.setdefault(name, {}).setdefault(value, []).append(trace.id)
     return [
-        ConflictGroup(name, [ConflictValue(v, ids) for v, ids in sorted(values.items())])
+        ConflictGroup(name, [ConflictValue(v, sorted(ids)) for v, ids in sorted(values.items())])
         for name, values in sorted(groups.items())
         if len(values) > 1
     ]
@@ -256,12 +297,14 @@ def claim_history(snapshot: Snapshot, key: str) -> list[ClaimValue]:
 
 
 def commitments(snapshot: Snapshot, *, until_ms: int | None = None) -> list[StoredTrace]:
-    """Active commitments with a deadline, soonest first, up to ``until_ms``."""
+    """Active commitments with a deadline, soonest first (ties by id: every device lists
+    them in one order), up to ``until_ms``."""
     out: list[StoredTrace] = []
     for deadline, docno in snapshot.deadlines():
         if until_ms is not None and deadline > until_ms:
             break
         out.append(stored(snapshot, docno, status="active"))
+    out.sort(key=lambda entry: (entry.trace.deadline, entry.trace.id))
     return out
 
 
@@ -320,11 +363,14 @@ def standing(
 
 
 def traces(snapshot: Snapshot, *, include_inactive: bool = True) -> Iterator[StoredTrace]:
-    """Every trace in write order (purged ones never), read while ``snapshot`` is open."""
-    statuses = snapshot.features["status"]
+    """Every trace in write order (purged ones never, nor another device's sealed traces
+    on a device without the vault), read while ``snapshot`` is open."""
+    statuses, present = snapshot.features["status"], snapshot.features["present"]
     for docno, value in snapshot.documents():
         status = STATUSES[int(statuses[docno])]
-        if status == "purged" or (not include_inactive and status != "active"):
+        if not present[docno] or status == "purged":
+            continue
+        if not include_inactive and status != "active":
             continue
         yield stored(snapshot, docno, trace=snapshot.load_trace(value), status=status)
 
@@ -353,11 +399,11 @@ def export_page(
         if docno is None:
             raise NotFound(f"no trace has id {after}: cannot continue an export after it")
         start = docno + 1
-    statuses = snapshot.features["status"]
+    statuses, present = snapshot.features["status"], snapshot.features["present"]
     documents = snapshot.documents(start)
     for looked, (docno, value) in enumerate(documents, 1):
         status = STATUSES[int(statuses[docno])]
-        if status in wanted and snapshot.purged_since(docno) is None:
+        if status in wanted and present[docno] and snapshot.purged_since(docno) is None:
             out.append(stored(snapshot, docno, trace=snapshot.load_trace(value), status=status))
         if len(out) >= limit or looked >= 8 * limit:
             last = snapshot.bare_trace_at(docno).id

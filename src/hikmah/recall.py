@@ -576,6 +576,9 @@ class _Scorer:
             selected.append(candidate)
         if len(selected) < depth and unscored > -np.inf:
             return None
+        # Ties newer first, then by id: document numbers follow arrival order, which
+        # differs between synced devices, and ids do not.
+        selected.sort(key=lambda s: s.trace.id, reverse=True)
         selected.sort(key=lambda s: (-s.score, -s.trace.created_at))
         chosen = np.array([s.position for s in selected], dtype=np.intp)
         found = _Candidates(

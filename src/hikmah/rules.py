@@ -21,6 +21,7 @@ from typing import Literal
 
 import msgspec
 
+from hikmah import replicas
 from hikmah.consolidation import promotion_draft, proposals
 from hikmah.deadlines import parse_deadline
 from hikmah.errors import (
@@ -31,7 +32,10 @@ from hikmah.errors import (
     PolicyError,
     ProvenanceRefused,
 )
+from hikmah.fates import pins_in_force
 from hikmah.payloads import (
+    DeviceAddedPayload,
+    DeviceRemovedPayload,
     FeedbackPayload,
     FulfillPayload,
     Payload,
@@ -44,6 +48,10 @@ from hikmah.policy import KernelPolicy
 from hikmah.principal import AgentSession, is_agent_locator, refuse_in_agent_session, stamp_locator
 from hikmah.secrets import check_fields
 from hikmah.snapshot import Snapshot
+from hikmah.sync.chain import Position
+from hikmah.sync.device import KEY_BYTES, device_id
+from hikmah.sync.manifest import MAX_NAME, valid_name
+from hikmah.sync.plan import Step
 from hikmah.trace import (
     DEFAULT_AUTHORITY,
     DEFAULT_CONFIDENCE,
@@ -118,7 +126,50 @@ class Purge(msgspec.Struct, frozen=True, kw_only=True):
     session: AgentSession | None = None
 
 
-Operation = Remember | Fulfill | Feedback | Pin | Promote | Purge
+class Pair(msgspec.Struct, frozen=True, kw_only=True):
+    """Trust a device a person paired (``hikmah sync invite`` / ``join``): its records
+    count from now on, here and on every device that trusts this one."""
+
+    device: str
+    key: bytes
+    name: str
+
+
+class RemoveDevice(msgspec.Struct, frozen=True, kw_only=True):
+    """Stop trusting a paired device past what this device has applied of it."""
+
+    device: str
+
+
+class ApplyRemote(msgspec.Struct, frozen=True, kw_only=True):
+    """Apply a paired device's records (one step of :func:`hikmah.sync.plan.plan_apply`).
+
+    Nothing is appended to this device's ledger: the records are kept as that
+    device published them, and the derived indexes reflect them
+    (:mod:`hikmah.receive`). ``keys`` are the data keys of its sealed traces
+    the daemon opened from envelopes (trace id → key), ``opened`` the seq of
+    its chain they reach.
+    """
+
+    step: Step
+    keys: dict[str, bytes] = msgspec.field(default_factory=dict)
+    opened: int | None = None
+
+
+# What a writer on this device asks for: each becomes records of its own ledger.
+Operation = Remember | Fulfill | Feedback | Pin | Promote | Purge | Pair | RemoveDevice
+# Every way memory changes: this device's operations and other devices' records.
+Change = Operation | ApplyRemote
+
+
+class Applied(msgspec.Struct, frozen=True, kw_only=True):
+    """What applying a paired device's records did: how many, the position reached, or
+    why its chain halted (a record broke a rule: nothing of the step was applied)."""
+
+    device: str
+    records: int
+    position: Position
+    halted: str | None = None
 
 
 class Written(msgspec.Struct, frozen=True, kw_only=True):
@@ -164,7 +215,10 @@ def payloads_for(
         by = stamp_locator(operation.session, None)
         if isinstance(operation, Feedback):
             return [FeedbackPayload(id=operation.id, outcome=operation.outcome, by=by)]
-        return [PinPayload(id=operation.id, pinned=operation.pinned, by=by)]
+        overrides = pins_in_force(snapshot, operation.id)
+        return [PinPayload(id=operation.id, pinned=operation.pinned, by=by, overrides=overrides)]
+    if isinstance(operation, Pair | RemoveDevice):
+        return [_roster(snapshot, operation)]
     refuse_in_agent_session(operation.session, "purge")
     docno = snapshot.docno(operation.id)
     if docno is None:
@@ -176,6 +230,33 @@ def payloads_for(
     if status == "purged":
         raise ConflictError(f"{operation.id} is already purged")
     return [PurgePayload(id=operation.id, reason=operation.reason.strip())]
+
+
+def _roster(snapshot: Snapshot, operation: Pair | RemoveDevice) -> Payload:
+    entry = replicas.paired(snapshot, operation.device)
+    if isinstance(operation, RemoveDevice):
+        if entry is None:
+            raise NotFound(f"no paired device has id {operation.device}")
+        if entry.peer.upto is not None:
+            raise ConflictError(f"device {operation.device} is already removed")
+        at = entry.peer.applied
+        return DeviceRemovedPayload(
+            device=operation.device, epoch=at.epoch, seq=at.seq, hash=at.hash
+        )
+    if len(operation.key) != KEY_BYTES or device_id(operation.key) != operation.device:
+        raise InvalidInput(f"{operation.device} is not the id of the key given")
+    if not valid_name(operation.name):
+        raise InvalidInput(f"a device name is 1 to {MAX_NAME} printable characters")
+    if operation.device == replicas.device(snapshot):
+        raise ConflictError("a device cannot pair with itself")
+    if entry is not None:
+        removed = entry.peer.upto is not None
+        raise ConflictError(
+            f"device {operation.device} was removed; pair it again as a new device"
+            if removed
+            else f"device {operation.device} is already paired"
+        )
+    return DeviceAddedPayload(device=operation.device, key=operation.key, name=operation.name)
 
 
 def _remember(
@@ -261,6 +342,10 @@ def build_trace(
 ) -> Trace:
     """Validate a draft and make the trace it describes.
 
+    What the writer's session, the policy and the store's state allow is
+    checked here; what a trace must be whoever wrote it is :func:`check_trace`,
+    which every device also runs on the traces other devices send it.
+
     Args:
         draft: what the writer asked for.
         now_ms: the time of the write, epoch milliseconds.
@@ -277,75 +362,21 @@ def build_trace(
         InvalidInput, SecretDetected, ProvenanceRefused, AgentRestricted,
         NotFound, ConflictError, PolicyError: the first rule the draft breaks.
     """
-    content = draft.content.strip()
-    if not content:
-        raise InvalidInput("content is empty: say what should be remembered")
     if draft.kind == "prediction" and not allow_prediction:
         raise InvalidInput("kind prediction is written with predict, which records the forecast")
-    if draft.kind == "prediction":
-        _check_forecast(draft)
-    elif draft.family or draft.answer_space or draft.prediction_type or draft.probability:
-        raise InvalidInput("family, answer_space, type and p belong to predictions only")
-    elif draft.value is not None and not (draft.kind == "outcome" and draft.fulfills):
-        raise InvalidInput("value belongs to a prediction, or to the outcome that resolves one")
-    for name, number in _scores(draft):
-        if not (math.isfinite(number) and 0.0 <= number <= 1.0):
-            raise InvalidInput(f"{name} must be between 0 and 1")
-    if draft.fulfills is not None and draft.kind != "outcome":
-        raise InvalidInput("only an outcome fulfills a commitment (kind outcome)")
-    if (draft.claim_key is None) != (draft.claim_value is None):
-        raise InvalidInput("give both claim_key and claim_value, or neither")
-    if draft.claim_key is not None and not draft.claim_key.strip():
-        raise InvalidInput("claim_key is empty")
-    if draft.claim_value is not None and not draft.claim_value.strip():
-        raise InvalidInput("claim_value is empty: a claim says what its key is")
-    scope = (draft.scope or GLOBAL_SCOPE).strip()
-    if len(scope.encode()) > MAX_SCOPE:
-        raise InvalidInput(f"scope is at most {MAX_SCOPE} bytes")
-    if not _SCOPE.fullmatch(scope):
-        raise InvalidInput(
-            "scope must be 'global' or 'kind:value', e.g. project:/path or person:ana"
-        )
-    tags = tuple(dict.fromkeys(t for t in map(normalize_tag, draft.tags) if t))
-    if any(len(tag.encode()) > MAX_TAG for tag in tags):
-        raise InvalidInput(f"a tag is at most {MAX_TAG} bytes")
-    if draft.claim_key is not None and len(draft.claim_key.encode()) > MAX_CLAIM_KEY:
-        raise InvalidInput(f"claim_key is at most {MAX_CLAIM_KEY} bytes")
-    if any(not tag.isprintable() for tag in tags):
-        raise InvalidInput("tags must be printable text without control characters")
-    if draft.claim_key is not None and not draft.claim_key.isprintable():
-        raise InvalidInput("claim_key must be printable text without control characters")
-    source = (draft.source or "").strip() or DEFAULT_SOURCE
-    check_fields(_writer_fields(draft, tags, source, scope))
-
     if session is not None and draft.verified:
         refuse_in_agent_session(session, "remember --verified")
-    locator = stamp_locator(session, draft.locator)
-    if draft.verified and is_model_source(source):
-        raise ProvenanceRefused(
-            "a model: source cannot be verified: model output never verifies itself;"
-            " a person can verify it by superseding it with a verified correction"
-        )
-    if draft.verified and is_agent_locator(locator):
-        raise ProvenanceRefused(
-            "a trace written in an agent session cannot be verified; a person verifies it"
-            " from their own terminal with remember --verified --supersedes ID"
-        )
     if draft.privacy == "sensitive" and not policy.allow_sensitive_persistence:
         raise PolicyError(
             "sensitive traces are refused: enable [vault] and allow_sensitive_persistence"
             " in the policy to keep them encrypted, or store a reference instead"
         )
-
-    new_id = trace_id or new_trace_id(now_ms)
-    if draft.supersedes is not None:
-        _check_supersession(draft, new_id, source, superseded)
-
-    return Trace(
-        id=new_id,
+    source = (draft.source or "").strip() or DEFAULT_SOURCE
+    trace = Trace(
+        id=trace_id or new_trace_id(now_ms),
         kind=draft.kind,
-        content=content,
-        tags=tags,
+        content=draft.content.strip(),
+        tags=tuple(dict.fromkeys(t for t in map(normalize_tag, draft.tags) if t)),
         created_at=now_ms if created_at is None else created_at,
         deadline=None if draft.deadline is None else parse_deadline(draft.deadline, now_ms),
         salience=_or(draft.salience, DEFAULT_SALIENCE),
@@ -353,7 +384,7 @@ def build_trace(
         privacy=draft.privacy or DEFAULT_PRIVACY,
         provenance=Provenance(
             source=source,
-            locator=locator,
+            locator=stamp_locator(session, draft.locator),
             observed_at=now_ms if created_at is None else created_at,
             authority=_or(draft.authority, DEFAULT_AUTHORITY),
             verified=draft.verified,
@@ -362,7 +393,7 @@ def build_trace(
         claim_key=None if draft.claim_key is None else draft.claim_key.strip(),
         claim_value=None if draft.claim_value is None else draft.claim_value.strip(),
         supersedes=draft.supersedes,
-        scope=scope,
+        scope=(draft.scope or GLOBAL_SCOPE).strip(),
         fulfills=draft.fulfills,
         family=draft.family,
         value=draft.value,
@@ -370,47 +401,111 @@ def build_trace(
         prediction_type=draft.prediction_type,
         probability=draft.probability,
     )
+    check_trace(trace)
+    if trace.supersedes is not None:
+        _check_superseded(trace, superseded)
+    return trace
 
 
-def _check_supersession(
-    draft: Draft, new_id: str, source: str, superseded: tuple[Trace, Status] | None
-) -> None:
-    if draft.supersedes == new_id:
-        raise InvalidInput("a trace cannot supersede itself")
-    if is_model_source(source):
-        raise ProvenanceRefused(
-            "a model: source cannot supersede a trace: model output never corrects memory"
-            " on its own; record an observation and let a person correct it"
+def check_trace(trace: Trace, *, sealed: bool = False) -> None:
+    """The rules a trace obeys whoever wrote it, checked from the trace alone: when it is
+    written, and on every device that receives it from another (docs/sync.md, "Which
+    rules are checked where").
+
+    Args:
+        sealed: the writer's text (content, tags, claim, locator) is sealed and
+            cannot be opened here; the rest is checked.
+
+    Raises:
+        InvalidInput, SecretDetected, ProvenanceRefused: the first rule it breaks.
+    """
+    if not sealed and not trace.content:
+        raise InvalidInput("content is empty: say what should be remembered")
+    if trace.kind == "prediction":
+        _check_forecast(trace)
+    elif trace.family or trace.answer_space or trace.prediction_type or trace.probability:
+        raise InvalidInput("family, answer_space, type and p belong to predictions only")
+    elif trace.value is not None and not (trace.kind == "outcome" and trace.fulfills):
+        raise InvalidInput("value belongs to a prediction, or to the outcome that resolves one")
+    for name, number in _trace_scores(trace):
+        if not (math.isfinite(number) and 0.0 <= number <= 1.0):
+            raise InvalidInput(f"{name} must be between 0 and 1")
+    if trace.fulfills is not None and trace.kind != "outcome":
+        raise InvalidInput("only an outcome fulfills a commitment (kind outcome)")
+    if (trace.claim_key is None) != (trace.claim_value is None):
+        raise InvalidInput("give both claim_key and claim_value, or neither")
+    if trace.claim_key is not None and not trace.claim_key:
+        raise InvalidInput("claim_key is empty")
+    if trace.claim_value is not None and not trace.claim_value:
+        raise InvalidInput("claim_value is empty: a claim says what its key is")
+    if len(trace.scope.encode()) > MAX_SCOPE:
+        raise InvalidInput(f"scope is at most {MAX_SCOPE} bytes")
+    if not _SCOPE.fullmatch(trace.scope):
+        raise InvalidInput(
+            "scope must be 'global' or 'kind:value', e.g. project:/path or person:ana"
         )
+    if any(len(tag.encode()) > MAX_TAG for tag in trace.tags):
+        raise InvalidInput(f"a tag is at most {MAX_TAG} bytes")
+    if trace.claim_key is not None and len(trace.claim_key.encode()) > MAX_CLAIM_KEY:
+        raise InvalidInput(f"claim_key is at most {MAX_CLAIM_KEY} bytes")
+    if any(not tag.isprintable() for tag in trace.tags):
+        raise InvalidInput("tags must be printable text without control characters")
+    if trace.claim_key is not None and not trace.claim_key.isprintable():
+        raise InvalidInput("claim_key must be printable text without control characters")
+    check_fields(_writer_fields(trace))
+    provenance = trace.provenance
+    if provenance.verified and is_model_source(provenance.source):
+        raise ProvenanceRefused(
+            "a model: source cannot be verified: model output never verifies itself;"
+            " a person can verify it by superseding it with a verified correction"
+        )
+    if provenance.verified and is_agent_locator(provenance.locator):
+        raise ProvenanceRefused(
+            "a trace written in an agent session cannot be verified; a person verifies it"
+            " from their own terminal with remember --verified --supersedes ID"
+        )
+    if trace.supersedes is not None:
+        if trace.supersedes == trace.id:
+            raise InvalidInput("a trace cannot supersede itself")
+        if is_model_source(provenance.source):
+            raise ProvenanceRefused(
+                "a model: source cannot supersede a trace: model output never corrects"
+                " memory on its own; record an observation and let a person correct it"
+            )
+
+
+def _check_superseded(trace: Trace, superseded: tuple[Trace, Status] | None) -> None:
+    """What the store's state allows a correction: its target exists, is active, and is
+    not verified when the correction is not."""
     if superseded is None:
-        raise NotFound(f"cannot supersede {draft.supersedes}: no trace has that id")
+        raise NotFound(f"cannot supersede {trace.supersedes}: no trace has that id")
     old, status = superseded
     if status != "active":
         raise ConflictError(
             f"cannot supersede {old.id}: it is {status}; correct the trace that replaced it"
         )
-    if old.provenance.verified and not draft.verified:
+    if old.provenance.verified and not trace.provenance.verified:
         raise ProvenanceRefused(
             f"an unverified trace cannot supersede the verified trace {old.id};"
             " a person can write a verified correction"
         )
 
 
-def _check_forecast(draft: Draft) -> None:
+def _check_forecast(trace: Trace) -> None:
     """A prediction says what family it belongs to, how it is scored, and how sure it is."""
-    if not (draft.family or "").strip():
+    if not (trace.family or "").strip():
         raise InvalidInput("a prediction needs a family (e.g. build.ci-green), to be calibrated")
-    if draft.prediction_type is None or draft.probability is None:
+    if trace.prediction_type is None or trace.probability is None:
         raise InvalidInput("a prediction needs a type (noul, choice or score) and p")
-    if draft.verified:
+    if trace.provenance.verified:
         raise ProvenanceRefused("a forecast is never verified; an outcome resolves it")
-    if draft.fulfills is not None:
+    if trace.fulfills is not None:
         raise InvalidInput("a prediction fulfills nothing; an outcome resolves it")
-    space = draft.answer_space
-    if draft.prediction_type == "choice":
+    space = trace.answer_space
+    if trace.prediction_type == "choice":
         if len(set(space)) < 2 or len(set(space)) != len(space):
             raise InvalidInput("a choice prediction needs an answer_space of 2+ distinct answers")
-        if draft.value not in space:
+        if trace.value not in space:
             raise InvalidInput("a choice prediction's value must be one of its answer_space")
     elif space:
         raise InvalidInput("answer_space belongs to choice predictions only")
@@ -456,25 +551,24 @@ def _or(value: float | None, default: float) -> float:
     return default if value is None else value
 
 
-def _scores(draft: Draft) -> Iterator[tuple[str, float]]:
-    for name in ("salience", "confidence", "authority", "probability"):
-        number = getattr(draft, name)
-        if number is not None:
-            yield name, float(number)
+def _trace_scores(trace: Trace) -> Iterator[tuple[str, float]]:
+    yield "salience", trace.salience
+    yield "confidence", trace.confidence
+    yield "authority", trace.provenance.authority
+    if trace.probability is not None:
+        yield "probability", trace.probability
 
 
-def _writer_fields(
-    draft: Draft, tags: tuple[str, ...], source: str, scope: str
-) -> Iterator[tuple[str, str | None]]:
-    yield "content", draft.content
-    for index, tag in enumerate(tags):
+def _writer_fields(trace: Trace) -> Iterator[tuple[str, str | None]]:
+    yield "content", trace.content
+    for index, tag in enumerate(trace.tags):
         yield f"tags[{index}]", tag
-    yield "claim_key", draft.claim_key
-    yield "claim_value", draft.claim_value
-    yield "source", source
-    yield "locator", draft.locator
-    yield "scope", scope
-    yield "family", draft.family
-    yield "value", draft.value
-    for index, answer in enumerate(draft.answer_space):
+    yield "claim_key", trace.claim_key
+    yield "claim_value", trace.claim_value
+    yield "source", trace.provenance.source
+    yield "locator", trace.provenance.locator
+    yield "scope", trace.scope
+    yield "family", trace.family
+    yield "value", trace.value
+    for index, answer in enumerate(trace.answer_space):
         yield f"answer_space[{index}]", answer

@@ -27,6 +27,7 @@ from hikmah.trace import Provenance, Trace
 from hikmah.vault import (
     KEY_ID_HEX,
     WRAPPED_BYTES,
+    DataKey,
     DecryptionFailed,
     IndexKey,
     MasterKey,
@@ -98,7 +99,7 @@ def seal_trace(keys: Keys, trace: Trace, *, at: int | None = None) -> tuple[Seal
     sealed = Sealed(
         trace=blank, sealed=seal_fields(data_key, trace.id, fields), key_id=keys.master_id, at=at
     )
-    return sealed, key_entry(keys.master_id, wrap(keys.master, data_key))
+    return sealed, wrapped_entry(keys, data_key)
 
 
 def open_trace(keys: Keys, sealed: Sealed, entry: bytes) -> Trace:
@@ -109,7 +110,15 @@ def open_trace(keys: Keys, sealed: Sealed, entry: bytes) -> Trace:
         VaultLocked: the keyring holds no master the entry names.
     """
     wrapped_by, wrapped = split_key_entry(sealed.trace.id, entry)
-    data_key = unwrap(keys.master_for(wrapped_by), wrapped)
+    return open_with(sealed, unwrap(keys.master_for(wrapped_by), wrapped))
+
+
+def open_with(sealed: Sealed, data_key: DataKey) -> Trace:
+    """The plaintext trace of ``sealed`` under its own data key (another device sent it).
+
+    Raises:
+        DecryptionFailed: the text does not open under ``data_key``.
+    """
     fields = open_fields(data_key, sealed.trace.id, sealed.sealed)
     blank = sealed.trace
     provenance: Provenance = msgspec.structs.replace(blank.provenance, locator=fields.locator)
@@ -123,12 +132,27 @@ def open_trace(keys: Keys, sealed: Sealed, entry: bytes) -> Trace:
     )
 
 
+def wrapped_entry(keys: Keys, data_key: DataKey) -> bytes:
+    """The ``keys`` database entry of a data key another device sent: wrapped under this
+    device's current master, like the keys of its own traces."""
+    return key_entry(keys.master_id, wrap(keys.master, data_key))
+
+
+def data_key_of(keys: Keys, trace_id: str, entry: bytes) -> DataKey:
+    """The data key a ``keys`` database entry wraps (to send it to a paired device).
+
+    Raises:
+        DecryptionFailed, VaultLocked: the entry does not open.
+    """
+    wrapped_by, wrapped = split_key_entry(trace_id, entry)
+    return unwrap(keys.master_for(wrapped_by), wrapped)
+
+
 def seal_file(keys: Keys, plaintext: bytes, *, aad: bytes) -> tuple[bytes, bytes]:
     """A file's bytes sealed under a fresh data key, and that key's entry (wrapped by the
     current master) to keep beside them: each save of a file gets a key of its own."""
     data_key = new_data_key()
-    entry = key_entry(keys.master_id, wrap(keys.master, data_key))
-    return seal(data_key, plaintext, aad=aad), entry
+    return seal(data_key, plaintext, aad=aad), wrapped_entry(keys, data_key)
 
 
 def open_file(keys: Keys, sealed: bytes, entry: bytes, *, aad: bytes) -> bytes:
@@ -138,8 +162,7 @@ def open_file(keys: Keys, sealed: bytes, entry: bytes, *, aad: bytes) -> bytes:
         DecryptionFailed: the entry or the bytes do not open.
         VaultLocked: the keyring holds no master the entry names.
     """
-    wrapped_by, wrapped = split_key_entry("a sealed file", entry)
-    return open_sealed(unwrap(keys.master_for(wrapped_by), wrapped), sealed, aad=aad)
+    return open_sealed(data_key_of(keys, "a sealed file", entry), sealed, aad=aad)
 
 
 def rewrapped(keys: Keys, trace_id: str, entry: bytes) -> bytes | None:

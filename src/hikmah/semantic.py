@@ -21,10 +21,16 @@ gives no promise about searching while a graph changes. The writer's
 
 **Keeping up with the store.** The index reflects every document below
 ``upto``. The store hands it each durable batch
-(:meth:`SemanticIndex.committed`: the documents written, the ones purged); a
-batch committed while the index is not ready is skipped, and
-:meth:`SemanticIndex.catch_up` embeds what it missed from the store itself
-(documents from ``upto`` on, and forgets the purged). So loading or building
+(:meth:`SemanticIndex.committed`: the documents whose text it changed, a
+purge's stub included, whether the records were this device's or came from
+another by sync, :attr:`hikmah.snapshot.Snapshot.written`); a batch committed
+while the index is not ready is skipped, and :meth:`SemanticIndex.catch_up`
+embeds what it missed from the store itself (documents from ``upto`` on, and
+forgets the purged; a document a rival rewrote below ``upto`` meanwhile is
+embedded again at :meth:`SemanticIndex.finish`). A trace's vector depends on
+its text alone, so two devices that hold the same records hold the same
+vectors whatever order the records came in (under different document
+numbers, which recall never shows). So loading or building
 can run in the background while writes go on, and only the last catch-up, in
 the writer's turn, holds writes off.
 
@@ -47,7 +53,7 @@ import struct
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import Literal
 
 import msgspec
 import numpy as np
@@ -58,7 +64,7 @@ from hikmah.embedding import Embedder, ModelStamp, Vectors
 from hikmah.errors import HikmahError
 from hikmah.layout import STATUS_CODE
 from hikmah.sealing import Keys, open_file, rewrapped, seal_file
-from hikmah.snapshot import Snapshot
+from hikmah.snapshot import Added, Snapshot
 from hikmah.vault import VaultError
 from hikmah.vector_index import (
     Allowed,
@@ -86,14 +92,6 @@ FOLD_AT = 2048
 
 class StaleVectors(HikmahError):
     """A vector file cannot be used (another model, damaged, behind a lost commit)."""
-
-
-class Added(NamedTuple):
-    """A document a batch wrote: its number, its trace id and the text to embed."""
-
-    docno: int
-    trace_id: str
-    text: str
 
 
 class SemanticStatus(msgspec.Struct, frozen=True, kw_only=True):
@@ -139,6 +137,7 @@ class SemanticIndex:
         self._graph: HnswIndex | None = None
         self._upto = 0
         self._last_id: str | None = None
+        self._rewritten: set[int] = set()  # below upto, while not ready
         self._changed = False  # since the last save
 
     @property
@@ -201,32 +200,49 @@ class SemanticIndex:
 
     # -- writes -----------------------------------------------------------------------
 
-    def committed(self, added: Sequence[Added], removed: Sequence[int]) -> None:
-        """A durable batch wrote ``added`` and purged ``removed`` (in that order): the
-        vectors follow. Skipped while not ready (:meth:`catch_up` reads it all later)."""
-        if not self.ready or not (added or removed):
-            return
-        vectors = self._embed(added)
+    def committed(self, written: Sequence[Added]) -> int:
+        """A durable batch gave ``written`` their text (a trace, a rival's in its place, a
+        purge's stub): the vectors follow; returns how many vectors left. While not ready
+        the batch is skipped: :meth:`catch_up` embeds what lies past :attr:`upto`, and
+        :meth:`finish` what was rewritten below it."""
+        if not written:
+            return 0
+        if not self.ready:
+            with self._lock:
+                self._rewritten.update(doc.docno for doc in written if doc.docno < self._upto)
+            return 0
+        vectors = self._embed(written)
         with self._lock:
-            self._apply(added, vectors, removed)
+            return self._apply(written, vectors)
 
     def _embed(self, added: Sequence[Added]) -> Vectors:
         return self.embedder.embed([doc.text for doc in added])
 
-    def _apply(self, added: Sequence[Added], vectors: Vectors, removed: Sequence[int]) -> None:
-        """Hold the new vectors and drop the purged ones; the lock is held."""
-        if added:
-            nonzero = vectors.any(axis=1)
-            docs = np.array([doc.docno for doc in added], dtype=np.uint64)
-            if nonzero.any():
-                self._recent.add(docs[nonzero], vectors[nonzero])
-            last = max(added, key=lambda doc: doc.docno)
-            if last.docno >= self._upto:
-                self._upto, self._last_id = last.docno + 1, last.trace_id
-        if removed:
-            for index in self._indexes():
-                index.remove(removed)
+    def _apply(self, added: Sequence[Added], vectors: Vectors) -> int:
+        """Hold the documents' new vectors (none for an empty text), dropping any they had;
+        the lock is held. Returns how many vectors were dropped."""
+        docs = np.array([doc.docno for doc in added], dtype=np.uint64)
+        # Only a document below upto can hold a vector: a local write costs no removal.
+        held = docs[docs < self._upto]
+        removed = sum(index.remove(held) for index in self._indexes()) if len(held) else 0
+        nonzero = vectors.any(axis=1)
+        if nonzero.any():
+            self._recent.add(docs[nonzero], vectors[nonzero])
+        last = max(added, key=lambda doc: doc.docno)
+        if last.docno >= self._upto:
+            self._upto, self._last_id = last.docno + 1, last.trace_id
         self._changed = True
+        return removed
+
+    def _read(self, snapshot: Snapshot, docnos: Sequence[int]) -> list[Added]:
+        """The documents as ``snapshot`` holds them, their text empty unless they are
+        present and not purged."""
+        live = _live(snapshot)
+        out = []
+        for docno in docnos:
+            trace = snapshot.trace_at(docno)
+            out.append(Added(docno, trace.id, trace.content if live[docno] else ""))
+        return out
 
     # -- loading, building, folding (the daemon, off the event loop) --------------------
 
@@ -248,18 +264,14 @@ class SemanticIndex:
         end = snapshot.next_docno()
         if self._upto > end:
             raise StaleVectors(f"{self.path}: the vectors reflect documents the store lacks")
-        features = snapshot.features
-        live = (features["present"] == 1) & (features["status"] != STATUS_CODE["purged"])
         embedded = 0
         for start in range(self._upto, end, EMBED_BATCH):
-            batch = []
-            for docno in range(start, min(start + EMBED_BATCH, end)):
-                trace = snapshot.trace_at(docno)
-                batch.append(Added(docno, trace.id, trace.content if live[docno] else ""))
+            batch = self._read(snapshot, range(start, min(start + EMBED_BATCH, end)))
             vectors = self._embed(batch)
             with self._lock:
-                self._apply(batch, vectors, ())
+                self._apply(batch, vectors)
             embedded += len(batch)
+        live = _live(snapshot)
         with self._lock:
             held = np.concatenate([index.ids() for index in self._indexes()])
             purged = held[~live[held.astype(np.intp)]]
@@ -280,9 +292,18 @@ class SemanticIndex:
         self.catch_up(snapshot)
 
     def finish(self, snapshot: Snapshot) -> None:
-        """Embed the last writes and serve: from now on every commit reaches the vectors
-        and recall uses them. Call with no write under way (in the writer's turn)."""
+        """Embed the last writes, and the documents rewritten below :attr:`upto` meanwhile
+        (a rival of another device took a trace's place), and serve: from now on every
+        commit reaches the vectors and recall uses them. Call with no write under way (in
+        the writer's turn)."""
         self.catch_up(snapshot)
+        with self._lock:
+            rewritten, self._rewritten = sorted(self._rewritten), set()
+        if rewritten:
+            batch = self._read(snapshot, rewritten)
+            vectors = self._embed(batch)
+            with self._lock:
+                self._apply(batch, vectors)
         self._state = "ready"
 
     def wants_fold(self) -> bool:
@@ -376,6 +397,15 @@ class SemanticIndex:
             self._recent, self._graph = recent, graph
             self._upto, self._last_id = header.upto, header.last_id
             self._changed = False
+
+
+def _live(snapshot: Snapshot) -> npt.NDArray[np.bool_]:
+    """Which documents hold a vector when they have text: present and not purged."""
+    features = snapshot.features
+    live: npt.NDArray[np.bool_] = (features["present"] == 1) & (
+        features["status"] != STATUS_CODE["purged"]
+    )
+    return live
 
 
 def _split(path: Path, data: bytes) -> tuple[_Header, memoryview]:

@@ -9,16 +9,18 @@ as of). The writer reads through a snapshot of its own write transaction
 while it validates and indexes a batch, and so sees the batch's own writes.
 
 The feature columns are shared by every read snapshot of a store
-(:class:`FeatureCache`): a copy of one ledger position, patched forward to a
-newer snapshot's position by the chunks each commit changed. A snapshot of a
-write transaction reads its own (the batch's writes are not committed yet).
+(:class:`FeatureCache`): a copy of one index version (every commit that
+changes the indexes, a local batch or another device's records, counts one),
+patched forward to a newer snapshot's version by the chunks each commit
+changed. A snapshot of a write transaction reads its own (the batch's writes
+are not committed yet).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 import numpy as np
@@ -28,6 +30,7 @@ from hikmah.columns import Columns, FeatureColumns
 from hikmah.layout import (
     CHUNK,
     FEATURES,
+    INDEX_VERSION,
     KIND_CODE,
     MAX_KEY,
     NO_DEADLINE,
@@ -36,6 +39,7 @@ from hikmah.layout import (
     Databases,
     DocArray,
     FeatureArray,
+    chain_key,
     claim_name,
     decode_doc,
     split_deadline_key,
@@ -63,6 +67,15 @@ class Moment(msgspec.Struct, frozen=True):
     at: int
 
 
+class Added(NamedTuple):
+    """A document a batch wrote: its number, its trace id and the text to embed (empty:
+    it holds no vector, purged or unreadable here)."""
+
+    docno: int
+    trace_id: str
+    text: str
+
+
 class Snapshot:
     """A transaction of the store with its databases: what every read goes through.
 
@@ -83,6 +96,9 @@ class Snapshot:
         # documents written after it began, which recall leaves out).
         self.semantic = semantic
         self._own: Columns | None = None  # without a cache: the columns of this transaction
+        # In a batch's write transaction: the documents whose text it changed, by number,
+        # whichever chain their records came from (the vectors follow them).
+        self.written: dict[int, Added] | None = None
         self.point: Moment | None = None  # the record read as of (None: the present)
 
     @property
@@ -100,6 +116,12 @@ class Snapshot:
             return self._cache.overdue(self, now_ms)
         deadlines, docs = dated_commitments(self.features)
         return np.sort(docs[: int(np.searchsorted(deadlines, now_ms, side="right"))])
+
+    def wrote(self, docno: int, trace: Trace) -> None:
+        """Note that this transaction gave ``docno`` the text of ``trace`` (a stub's is
+        empty), when it collects what it wrote."""
+        if self.written is not None:
+            self.written[docno] = Added(docno, trace.id, trace.content)
 
     # -- documents --------------------------------------------------------------
 
@@ -238,10 +260,19 @@ class Snapshot:
         for key, value in self.txn.cursor(db=self.dbs.ledger):
             yield int(SEQ.unpack(key)[0]), bytes(value)
 
-    def last_seq(self) -> int:
-        """The seq of the ledger's last record (0 when it is empty)."""
-        cursor = self.txn.cursor(db=self.dbs.ledger)
-        return int(SEQ.unpack(cursor.key())[0]) if cursor.last() else 0
+    def line_at(self, device: str, seq: int) -> bytes | None:
+        """The stored record ``seq`` of ``device``'s chain (``""``: this device's ledger):
+        its line, or a redaction (:func:`hikmah.layout.decode_redaction`); None if absent."""
+        if device:
+            raw = self.txn.get(chain_key(device, seq), db=self.dbs.chains)
+        else:
+            raw = self.txn.get(SEQ.pack(seq), db=self.dbs.ledger)
+        return None if raw is None else bytes(raw)
+
+    def index_version(self) -> int:
+        """How many commits have changed the derived indexes (the feature cache's clock)."""
+        raw = self.txn.get(INDEX_VERSION, db=self.dbs.meta)
+        return 0 if raw is None else int(SEQ.unpack(raw)[0])
 
     def last_clock(self) -> int:
         """The last record whose time is known (every record the indexes reflect)."""
@@ -307,7 +338,7 @@ def dated_commitments(
 
 
 class FeatureCache:
-    """The feature columns of one ledger position, shared by the snapshots of a store.
+    """The feature columns of one index version, shared by the snapshots of a store.
 
     Loaded on first use (not at open, so start-up does not grow with the
     store), then patched forward to each reader's snapshot: commits log the
@@ -329,7 +360,7 @@ class FeatureCache:
 
     def at(self, snapshot: Snapshot) -> Columns:
         """The columns as of ``snapshot``."""
-        seq = snapshot.last_seq()
+        seq = snapshot.index_version()
         with self._lock:
             if self._columns is None or self._seq < self._forgotten_upto:
                 self._columns, self._seq = _load_columns(snapshot), seq
@@ -352,7 +383,7 @@ class FeatureCache:
         return np.sort(docs[: int(np.searchsorted(deadlines, now_ms, side="right"))])
 
     def committed(self, seq: int, dirty: set[int]) -> None:
-        """A commit up to ``seq`` changed the feature chunks ``dirty``."""
+        """The commit that made index version ``seq`` changed the feature chunks ``dirty``."""
         with self._lock:
             self._changes.append((seq, dirty))
             if len(self._changes) > _MAX_LOGGED_COMMITS:

@@ -35,21 +35,22 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import lmdb
 
-from hikmah import index
+from hikmah import index, receive, replicas
 from hikmah.durable import fsync_dir, fsync_file
+from hikmah.effects import effects
 from hikmah.embedding import Embedder
 from hikmah.errors import ConflictError, HikmahError, InvalidInput, LedgerError, StoreFull
+from hikmah.fates import LOCAL
 from hikmah.gate import Gate
 from hikmah.headfile import HeadFile
-from hikmah.layout import LAYOUT, SEQ, Databases, reminder_key
+from hikmah.layout import INDEX_VERSION, LAYOUT, SEALED_MARK, SEQ, Databases, reminder_key
 from hikmah.ledger import GENESIS, Head, decode_record, encode_record
 from hikmah.payloads import (
     PAYLOAD_ENCODER,
     CompactedPayload,
-    FeedbackPayload,
+    DeviceAddedPayload,
+    DeviceRemovedPayload,
     Payload,
-    PinPayload,
-    PurgePayload,
     RedactedPayload,
     RememberPayload,
     SupersedePayload,
@@ -57,12 +58,12 @@ from hikmah.payloads import (
     stamped,
 )
 from hikmah.policy import KernelPolicy
-from hikmah.promises import STAGES, Stage
+from hikmah.promises import Stage
 from hikmah.queries import conflicts_for
-from hikmah.rules import Operation, Outcome, Written, payloads_for
+from hikmah.rules import Applied, ApplyRemote, Change, Outcome, Written, payloads_for
 from hikmah.sealing import Keys, Sealed, seal_trace
-from hikmah.semantic import Added, SemanticIndex, remove_vectors, vectors_path
-from hikmah.snapshot import FeatureCache, Snapshot
+from hikmah.semantic import SemanticIndex, remove_vectors, vectors_path
+from hikmah.snapshot import Added, FeatureCache, Snapshot
 from hikmah.vault import VaultLocked
 
 log = logging.getLogger(__name__)
@@ -75,11 +76,19 @@ _INDEXED = b"indexed_seq"  # meta: the last ledger record the indexes reflect
 _LAYOUT = b"layout"  # meta: layout.LAYOUT of the derived indexes
 _VAULT_ID = b"vault_id"  # meta: names this data directory's keys in the keyring
 _BLIND_INDEX = b"blind_index"  # meta: key id of the index key the indexes are blind under
-_SEALED = b"sealed"  # meta: some trace was sealed, so the store cannot open without its keys
 _SCRUB = b"scrub"  # meta: a destroyed data key may remain in free pages until they are dropped
 _NEARLY_FULL = 8 << 20  # free bytes under which an I/O error means a full disk
 P = ParamSpec("P")
 T = TypeVar("T")
+
+
+def _ahead_error(head: Head) -> ConflictError:
+    return ConflictError(
+        f"this device published records up to seq {head.seq} of its chain that its ledger"
+        " does not hold (was its data directory restored from a backup?): nothing is"
+        " written until hikmah sync has taken them back from the sync folder and a"
+        " person has accepted them with hikmah verify-ledger --accept-tail"
+    )
 
 
 class Store:
@@ -126,7 +135,7 @@ class Store:
         # durable batch reaches them (hikmah.semantic).
         self.semantic: SemanticIndex | None = None
         # Committed batches whose vectors have not followed yet (see apply's ``follow``).
-        self._unfollowed: list[tuple[list[Added], list[int]]] = []
+        self._unfollowed: list[list[Added]] = []
         self._follow_lock = threading.Lock()
         # Batches committed, and how many of them are known durable (the writer
         # syncs a batch while it applies the next: see apply).
@@ -135,6 +144,9 @@ class Store:
         self._synced_lock = threading.Lock()
         self.head_error: str | None = None
         self.head: Head | None = self._load_head()
+        # The head as of the last sync: what sync may publish (never a record a crash
+        # could still take back).
+        self.durable_head = self.head
         self._check_layout()
         with self.env.begin() as txn:
             scrub = txn.get(_SCRUB, db=self.dbs.meta) is not None
@@ -159,7 +171,7 @@ class Store:
     def _open_vault(self, load: Callable[[str], Keys] | None) -> str | None:
         """Fetch the vault's keys (naming them by the store's vault id); the vault id."""
         with self.env.begin(write=True) as txn:
-            sealed = txn.get(_SEALED, db=self.dbs.meta) is not None
+            sealed = txn.get(SEALED_MARK, db=self.dbs.meta) is not None
             vault_id = txn.get(_VAULT_ID, db=self.dbs.meta)
             if load is not None and vault_id is None:
                 vault_id = secrets.token_hex(8).encode()
@@ -282,6 +294,7 @@ class Store:
         self.head_file.write(head, pending)
         if pending is None:
             self.head, self.head_error = head, None
+            self.durable_head = head  # callers sync before they move the head
 
     def acknowledge_ledger(self) -> None:
         """Make the ledger's last record the head, indexing the records it acknowledges.
@@ -297,6 +310,7 @@ class Store:
                 self.head_file.write(last, None)
         self.sync()
         self.head, self.head_error = last, None
+        self.durable_head = last
         self.columns.forget()
 
     # -- writing ----------------------------------------------------------------
@@ -310,13 +324,13 @@ class Store:
 
     def apply(
         self,
-        operations: Sequence[Operation],
+        operations: Sequence[Change],
         *,
         now_ms: int,
         policy: KernelPolicy,
         sync: bool = True,
         follow: bool = True,
-    ) -> list[Outcome]:
+    ) -> list[Outcome | Applied]:
         """Check and commit a batch; one outcome per operation, in order.
 
         With ``sync`` (the default) the batch is durable on return. Without it
@@ -372,6 +386,7 @@ class Store:
 
     def sync(self) -> None:
         """Make every commit so far durable (a no-op for a store that is not durable)."""
+        head = self.head  # committed before it was set: durable once the sync returns
         if self.durable:
             committed = self._commits
             try:
@@ -380,6 +395,7 @@ class Store:
                 raise self._write_failure(exc) from None
             with self._synced_lock:
                 self._synced_commits = max(self._synced_commits, committed)
+        self.durable_head = head
 
     def _grow(self) -> None:
         current = int(self.env.info()["map_size"])
@@ -393,15 +409,16 @@ class Store:
 
     def follow_vectors(self) -> None:
         """Bring the vectors up to every batch committed so far, in commit order; under the
-        vault a purge saves them at once, so its vector leaves the disk with it."""
+        vault a batch that removed a vector (a purge, here or on another device) saves
+        them at once, so the vector leaves the disk with its text."""
         with self._follow_lock:
             batches, self._unfollowed = self._unfollowed, []
             semantic = self.semantic
             if semantic is None:
                 return
-            for added, removed in batches:
+            for written in batches:
                 try:
-                    semantic.committed(added, removed)
+                    removed = semantic.committed(written)
                     if removed and self.dbs.vault is not None and semantic.ready:
                         semantic.save(self.dbs.vault)
                 except Exception:
@@ -411,17 +428,16 @@ class Store:
                     return
 
     def _apply_once(
-        self, operations: Sequence[Operation], now_ms: int, policy: KernelPolicy
-    ) -> tuple[list[Outcome], bool, tuple[list[Added], list[int]]]:
+        self, operations: Sequence[Change], now_ms: int, policy: KernelPolicy
+    ) -> tuple[list[Outcome | Applied], bool, list[Added]]:
         """Commit a batch; its outcomes, whether it destroyed a data key, and the documents
-        it wrote and purged (for the vectors)."""
-        outcomes: list[Outcome] = []
+        whose text it changed, whichever chain their records came from (for the vectors)."""
+        outcomes: list[Outcome | Applied] = []
         dirty: set[int] = set()
         destroyed = False
-        added: list[Added] = []
-        removed: list[int] = []
         txn = self.env.begin(write=True)
         snapshot = Snapshot(txn, self.dbs)
+        snapshot.written = {}
         try:
             last = snapshot.last_record()
             if self.head_error is not None or (last is not None and last != self.head):
@@ -431,9 +447,27 @@ class Store:
                     " hikmah verify-ledger and accepts or resets the head"
                 )
                 txn.abort()
-                return [error for _ in operations], False, ([], [])
+                return [error for _ in operations], False, []
             seq, prev = (0, GENESIS) if last is None else (last.seq, last.hash)
+            ahead = replicas.ahead(snapshot)
+            received = rebuild = False
             for operation in operations:
+                if isinstance(operation, ApplyRemote):
+                    try:
+                        # Another device's records count from this ledger's next record.
+                        applied, found = receive.apply_step(snapshot, operation, dirty, seq + 1)
+                    except HikmahError as exc:
+                        outcomes.append(exc)
+                        continue
+                    outcomes.append(applied)
+                    received = True
+                    # Purged text or keys left the store: its free pages are scrubbed.
+                    destroyed |= found.destroyed or found.redacted
+                    rebuild |= found.rebuild
+                    continue
+                if ahead is not None:
+                    outcomes.append(_ahead_error(ahead))
+                    continue
                 try:
                     payloads = payloads_for(snapshot, operation, now_ms=now_ms, policy=policy)
                 except HikmahError as exc:
@@ -459,44 +493,45 @@ class Store:
                         )
                     opened = plain.trace if isinstance(plain, RememberPayload) else None
                     index.apply_payload(snapshot, record.seq, payload, dirty, plain=opened)
-                    if opened is not None:
-                        docno = snapshot.docno(opened.id)
-                        assert docno is not None
-                        added.append(Added(docno, opened.id, opened.content))
-                    elif isinstance(plain, PurgePayload):
-                        purged = snapshot.docno(plain.id)
-                        assert purged is not None
-                        removed.append(purged)
-                    self._forget_reminders(txn, payload)
-                    shredded = isinstance(payload, PurgePayload) and self._shred(txn, payload.id)
-                    destroyed |= shredded
+                    found = effects(snapshot, payload, LOCAL)
+                    shredded = found.destroyed
+                    destroyed |= shredded or found.redacted
+                    rebuild |= found.rebuild
                     seq, prev = record.seq, record.hash
                 outcomes.append(self._written(snapshot, payloads[0], seq, key_destroyed=shredded))
-            if (last is not None and seq == last.seq) or (last is None and seq == 0):
+            appended = seq != (0 if last is None else last.seq)
+            if not (appended or received):
                 txn.abort()
-                return outcomes, False, ([], [])
+                return outcomes, False, []
+            if rebuild:
+                # A device was cut off behind what was applied of it: only a rebuild
+                # from the records that still count is right.
+                self.reindex(snapshot, rebuild=True)
             txn.put(_INDEXED, SEQ.pack(seq), db=self.dbs.meta)
+            version = snapshot.index_version() + 1
+            txn.put(INDEX_VERSION, SEQ.pack(version), db=self.dbs.meta)
             if destroyed:
                 txn.put(_SCRUB, b"", db=self.dbs.meta)
-            new_head = Head(seq=seq, hash=prev)
-            if self._synced_commits < self._commits:
-                # The head file is about to call the previous batch acknowledged: its
-                # commit must be durable first, or a power cut could leave the head
-                # naming records the store lost (its sync may still be under way).
-                self.sync()
-            self.head_file.write(self.head, new_head)
+            new_head = Head(seq=seq, hash=prev) if appended else self.head
+            if appended:
+                if self._synced_commits < self._commits:
+                    # The head file is about to call the previous batch acknowledged:
+                    # its commit must be durable first, or a power cut could leave the
+                    # head naming records the store lost (its sync may still be under way).
+                    self.sync()
+                self.head_file.write(self.head, new_head)
             txn.commit()
         except BaseException:
             txn.abort()
             raise
         self.head = new_head
         self._commits += 1
-        self.columns.committed(seq, dirty)
-        return outcomes, destroyed, (added, removed)
-
-    def _shred(self, txn: Any, trace_id: str) -> bool:
-        """Destroy a trace's data key: without it the sealed text is noise for good."""
-        return bool(txn.delete(trace_id.encode(), db=self.dbs.keys))
+        if rebuild:
+            self.columns.forget()
+        else:
+            self.columns.committed(version, dirty)
+        written = snapshot.written
+        return outcomes, destroyed, [] if written is None else list(written.values())
 
     def _at_rest(self, txn: Any, payload: Payload) -> Payload:
         """The payload as the ledger keeps it: a trace sealed under the vault, its
@@ -506,7 +541,7 @@ class Store:
             return payload
         sealed, entry = seal_trace(keys, payload.trace, at=payload.at)
         txn.put(payload.trace.id.encode(), entry, db=self.dbs.keys)
-        txn.put(_SEALED, b"", db=self.dbs.meta)
+        txn.put(SEALED_MARK, b"", db=self.dbs.meta)
         return sealed
 
     def _written(
@@ -517,29 +552,16 @@ class Store:
             return Written(
                 id=trace.id, seq=seq, trace=trace, conflicts=conflicts_for(snapshot, trace)
             )
+        if isinstance(payload, DeviceAddedPayload | DeviceRemovedPayload):
+            return Written(id=payload.device, seq=seq)
         # Writes never make supersede (second of a pair) or compaction records first,
         # and this is the payload before sealing.
         assert not isinstance(payload, SupersedePayload | CompactedPayload | Sealed)
+        assert not isinstance(payload, RedactedPayload)
         docno = snapshot.docno(payload.id)
         assert docno is not None
         status = snapshot.status_of(docno)
         return Written(id=payload.id, seq=seq, status=status, key_destroyed=key_destroyed)
-
-    def _forget_reminders(self, txn: Any, payload: Payload) -> None:
-        """A commitment that leaves the queue needs no delivery records any more."""
-        if isinstance(
-            payload,
-            RememberPayload
-            | Sealed
-            | FeedbackPayload
-            | PinPayload
-            | RedactedPayload
-            | CompactedPayload,
-        ):
-            return
-        gone = payload.old_id if isinstance(payload, SupersedePayload) else payload.id
-        for stage in STAGES:
-            txn.delete(reminder_key(gone, stage), db=self.dbs.reminders)
 
     def mark_reminded(self, delivered: Sequence[tuple[str, Stage]], at_ms: int) -> None:
         """Record durably that these reminder stages were delivered."""
@@ -568,8 +590,9 @@ class Store:
         progress: Callable[[int], None] | None = None,
     ) -> int:
         """Apply the ledger records the indexes do not reflect yet to them (all of them,
-        from empty indexes, when ``rebuild``), in the write transaction of ``snapshot``;
-        returns how many were applied. The caller syncs and forgets the columns."""
+        from empty indexes, when ``rebuild``, and then every paired device's kept
+        records), in the write transaction of ``snapshot``; returns how many were
+        applied. The caller syncs and forgets the columns."""
         txn = snapshot.txn
         after = self._indexed(snapshot)
         if rebuild:
@@ -577,20 +600,33 @@ class Store:
             remove_vectors(self.data_dir)
             if self.semantic is not None:
                 self.semantic.rebuild()
+            snapshot.written = None
             index.clear(snapshot)
             txn.delete(_INDEXED, db=self.dbs.meta)
             after = 0
         count = 0
         cursor = txn.cursor(db=self.dbs.ledger)
+        dirty: set[int] = set()
+        # A rebuild replays the paired devices' kept records among this ledger's own,
+        # each after the record it arrived after: the same documents, in the same order.
+        remote = iter(receive.arrived(snapshot) if rebuild else ())
+        pending = next(remote, None)
         if cursor.set_range(SEQ.pack(after + 1)):
-            dirty: set[int] = set()
             for key, line in cursor:
                 record = decode_record(bytes(line))
-                index.apply_payload(snapshot, record.seq, decode_payload(record), dirty)
+                while pending is not None and pending.seq <= record.seq:
+                    receive.replay(snapshot, pending, dirty)
+                    pending, count = next(remote, None), count + 1
+                payload = decode_payload(record)
+                index.apply_payload(snapshot, record.seq, payload, dirty)
+                effects(snapshot, payload, LOCAL)
                 txn.put(_INDEXED, bytes(key), db=self.dbs.meta)
                 count += 1
                 if progress is not None and count % 10_000 == 0:
                     progress(count)
+        while pending is not None:
+            receive.replay(snapshot, pending, dirty)
+            pending, count = next(remote, None), count + 1
         return count
 
     def _indexed(self, snapshot: Snapshot) -> int:

@@ -89,6 +89,9 @@ async def test_a_blocking_handler_runs_through_the_offload_hook() -> None:
 def test_the_served_person_only_and_blocking_methods_are_declared() -> None:
     methods = Dispatcher(*REGISTRIES).registry.methods
     person = {name for name, m in methods.items() if m.person is not None}
-    assert person == {"ledger.compact", "ledger.verify", "memory.verify", "vault.rotate"}
+    assert person == {
+        "ledger.compact", "ledger.verify", "memory.verify", "vault.rotate",
+        "sync.invite", "sync.join", "sync.remove",
+    }  # fmt: skip
     blocking = {name for name, m in methods.items() if m.blocking}
     assert blocking == {"memory.export", "memory.calibration", "replay.consolidate"}

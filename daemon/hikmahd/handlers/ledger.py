@@ -1,6 +1,9 @@
-"""``ledger.*``: verify the hash chain (and accept a tail or reset the head), compact it."""
+"""``ledger.*``: verify the hash chains (this device's, the paired devices' it keeps, and
+the sync folder's), accept a tail or reset the head, compact."""
 
 from __future__ import annotations
+
+import msgspec
 
 from hikmah import maintenance
 from hikmah.errors import InvalidInput
@@ -42,6 +45,11 @@ async def verify(ctx: Context, params: VerifyParams) -> JSON:
         report = await services.writer.exclusive(
             lambda store: maintenance.verify(store, expect_head=pinned)
         )
+    if services.syncing.folder is not None:
+        # Every chain published in the sync folder, checked whole (docs/sync.md).
+        found = [f"sync folder: {f.device}: {f.why}" for f in await services.syncing.audit()]
+        if found:
+            report = msgspec.structs.replace(report, ok=False, errors=[*report.errors, *found])
     return to_json(report)
 
 

@@ -17,6 +17,7 @@ from hikmah.past import AsOf, moment
 from hikmah.recall import RecallQuery
 from hikmah.rules import Fulfill, Purge, Remember
 from hikmah.secrets import preview
+from hikmah.snapshot import Snapshot
 from hikmah.trace import BaseDraft, Draft, Trace
 from hikmah.vocabulary import STANDING_KINDS, Kind
 
@@ -44,6 +45,15 @@ class RecallParams(RecallQuery, frozen=True, kw_only=True, forbid_unknown_fields
     as_of: AsOf | None = None  # a ledger sequence number, or a time
 
 
+def origin(ctx: Context, snapshot: Snapshot, trace_id: str) -> JSON:
+    """The device a trace was written on, for a result (None: this device does not sync)."""
+    found = queries.origin(snapshot, trace_id)
+    if found is None:
+        return None
+    name = ctx.services.syncing.name if found.here else found.name
+    return {"device": found.device, "name": name, "this_device": found.here}
+
+
 @registry.method("memory.recall", RecallParams)
 async def recall(ctx: Context, params: RecallParams) -> JSON:
     services = ctx.services
@@ -53,7 +63,11 @@ async def recall(ctx: Context, params: RecallParams) -> JSON:
             raise InvalidInput("a recall as of the past cannot fill a focus capsule (now)")
         point = services.store.read(moment, params.as_of, services.now_ms())
     results = await services.recalls.recall(params, ctx, point=point)
-    reply: dict[str, JSON] = {"results": to_json(results)}
+    found = to_json(results)
+    with services.store.snapshot() as snapshot:
+        for result in found:
+            result["origin"] = origin(ctx, snapshot, result["trace"]["id"])
+    reply: dict[str, JSON] = {"results": found}
     if point is not None:
         reply["as_of"] = to_json(point)
     if params.focus is not None:
@@ -75,7 +89,15 @@ async def show(ctx: Context, params: ShowParams) -> JSON:
         current = queries.get(snapshot, params.id)
         history = queries.history(snapshot, params.id)
         record = queries.record_of(snapshot, params.id)
-    reply = {**to_json(current), "history": to_json(history), "record": to_json(record)}
+        successors = queries.successors(snapshot, params.id)
+        where = origin(ctx, snapshot, params.id)
+    reply = {
+        **to_json(current),
+        "history": to_json(history),
+        "record": to_json(record),
+        "successors": list(successors),
+        "origin": where,
+    }
     return past(reply, snapshot)
 
 
