@@ -175,8 +175,11 @@ class SemanticPolicy(_Section, frozen=True):
     ] = 0.34
     candidates: Annotated[
         Count,
-        _doc("traces each channel brings to the fusion: the best lexical and the nearest vectors"),
-    ] = 50
+        _doc(
+            "nearest vectors the index brings to the fusion (at least recall_limit + 4,"
+            " as many as the lexical channel brings)"
+        ),
+    ] = 16
     ann_at: Annotated[
         Count, _doc("traces from which an HNSW graph replaces exact vector search")
     ] = 20_000

@@ -86,8 +86,9 @@ _AAD = b"hikmah vectors"
 EMBED_BATCH = 1024  # documents embedded at a time while catching up
 FOLD_SLICE = 256  # vectors moved into the graph per lock hold (about 0.2 s at 1M)
 # Recent vectors past which a graph takes them in: an exact search of 2k vectors
-# costs about 0.1 ms beside the graph's, of 20k ten times that under load.
-FOLD_AT = 2048
+# costs about 0.12 ms between a recall's lexical work (the graph's 0.35 ms), of 512
+# a third of that, and folding them is a second's work once the daemon is quiet.
+FOLD_AT = 512
 
 
 class StaleVectors(HikmahError):

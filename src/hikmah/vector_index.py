@@ -375,7 +375,8 @@ class HnswIndex:
         if np.any(held):
             got = self._index.get(keys[held], dtype="i8")
             codes = np.asarray(got, dtype=np.int8).reshape(-1, self.stamp.dimensions)
-            norms = np.sqrt(np.einsum("ij,ij->i", codes, codes, dtype=np.int64))
+            wide = codes.astype(np.float64)  # integer sums: exact in any order
+            norms = np.sqrt(np.einsum("ij,ij->i", wide, wide))
             out[held] = exact_dot(codes, _query(query, self.stamp)) / np.maximum(norms, 1)
         return out
 

@@ -48,7 +48,7 @@ def test_the_new_defaults_and_the_reference_policy() -> None:
     assert (s.enabled, s.model, s.weight, s.floor, s.full, s.alone) == (
         True, "wordllama", 0.5, 0.15, 0.5, 0.34,
     )  # fmt: skip
-    assert (s.candidates, s.ann_at) == (50, 20_000)
+    assert (s.candidates, s.ann_at) == (16, 20_000)
     reference = reference_policy(p)
     assert reference.recall.weighting == "reference" and not reference.semantic.enabled
     assert msgspec.structs.replace(reference, recall=p.recall, semantic=p.semantic) == p
