@@ -260,13 +260,22 @@ class Writer:
         previous: trio.Event,
         answered: trio.Event,
     ) -> None:
-        synced = await self._run_in_thread(batch, self._sync)
-        # Answers (and the events they cause) keep the order of the batches.
+        synced: bool | None = None
+
+        async def sync() -> None:
+            nonlocal synced
+            synced = await self._run_in_thread(batch, self._sync)
+
         with trio.CancelScope(shield=True):
+            # The vectors follow beside the sync (and while the next batch applies), in
+            # commit order whichever call gets there: the callers are answered after
+            # both, so a recall by meaning finds what they wrote, and a single client
+            # waits for the longer of the two, not for both in turn.
+            async with trio.open_nursery() as both:
+                both.start_soon(sync)
+                both.start_soon(self.offload, self.store.follow_vectors)
+            # Answers (and the events they cause) keep the order of the batches.
             await previous.wait()
-            # The vectors follow while the next batch applies; the callers are answered
-            # after, so a recall by meaning finds what they wrote.
-            await self.offload(self.store.follow_vectors)
         if synced:
             for pending, outcome in zip(batch, outcomes, strict=True):
                 pending.result = outcome
