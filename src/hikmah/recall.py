@@ -14,8 +14,9 @@ top k is the start of the top k+1.
 The lexical cue follows ``[recall] weighting`` (:mod:`hikmah.weighting`).
 With the semantic channel on and its vectors ready (:mod:`hikmah.semantic`),
 the candidates are the best by lexical score that the walk may read and the
-``[semantic] candidates`` nearest vectors the query may see (at least as many) (the same status, kind, privacy and
-scope rules: one filter serves both), and their cue is the lexical one with
+``[semantic] candidates`` nearest vectors the query may see (at least as
+many; the same status, kind, privacy and scope rules: one filter serves
+both), and their cue is the lexical one with
 the semantic part blended in (:mod:`hikmah.fusion`); the gate, meta, the
 overdue floor and folding are the same for both channels.
 """
