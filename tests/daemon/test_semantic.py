@@ -20,26 +20,11 @@ from hikmah.embedding import load_embedder
 from hikmah.policy import KernelPolicy
 from hikmah.quantize import quantize
 from hikmah.semantic import VECTORS_FILE
-from tests.daemon.conftest import Running, clean_env
+from tests.daemon.conftest import Running, clean_env, semantic, wait_state
 from tests.daemon.secret_service import SecretServiceSession, needs_secret_service
 
 AWS = "The AWS bill jumped 40% in October because the staging cluster was left running."
 SPENDING = "why did our cloud spending go up"  # shares no term with AWS
-READY_S = 30.0
-
-
-def semantic(running: Running) -> dict[str, Any]:
-    return dict(running.call("daemon.status")["semantic"])
-
-
-def wait_state(running: Running, state: str, timeout: float = READY_S) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        now = semantic(running)
-        if now["state"] == state:
-            return now
-        time.sleep(0.05)
-    raise AssertionError(f"the channel stayed {now} (wanted {state}):\n{running.log.read_text()}")
 
 
 def this_run(running: Running) -> str:
