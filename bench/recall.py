@@ -52,7 +52,7 @@ from pathlib import Path
 
 from workload import NOW_MS, Note, make_notes, remember
 
-from hikmah.evaluation import fts5_expr, open_fts5, surface_words
+from hikmah.fts5 import fts5_expr, open_fts5, surface_words
 from hikmah.policy import KernelPolicy
 from hikmah.recall import RecallQuery, recall
 from hikmah.store import Store

@@ -77,7 +77,15 @@ from typing import Any
 
 import lmdb
 import trio
-from servers import OK_PREFIX, Server, call_many, cpu_seconds, hikmahd_argv
+from servers import (
+    CHANNEL_OFF,
+    OK_PREFIX,
+    Server,
+    call_many,
+    cpu_seconds,
+    hikmahd_argv,
+    wait_semantic_ready,
+)
 from workload import fmt, note_lines, request_body, with_id, zipf_words
 
 RESULTS = Path(__file__).with_name("results-rpc.json")
@@ -439,15 +447,27 @@ def write_phase(root: Path, opts: Options, stack: contextlib.ExitStack) -> list[
     stack.callback(durable.stop)
     nosync = hikmahd(root, "nosync", "--unsafe-no-sync").start()
     stack.callback(nosync.stop)
+    # The same durable daemon with the semantic channel off: what embedding each write costs.
+    (root / "dur-off").mkdir(mode=0o700)
+    (root / "dur-off" / "policy.toml").write_text(CHANNEL_OFF)
+    lexical = hikmahd(root, "dur-off").start()
+    stack.callback(lexical.stop)
+    servers = (
+        (durable, "hikmahd durable"),
+        (nosync, "hikmahd no-sync"),
+        (lexical, "hikmahd durable, semantic off"),
+    )
+    for server, _name in servers:
+        wait_semantic_ready(server.socket)
     runs: dict[tuple[str, int], list[Observed]] = {}
     for _ in range(opts.rounds):
         for n in opts.clients:
-            for server, name in ((durable, "hikmahd durable"), (nosync, "hikmahd no-sync")):
+            for server, name in servers:
                 run = observe(server, write_maker, n, opts)
                 runs.setdefault((name, n), []).append(run)
                 progress(measured(name, "memory.remember", n, [run]))
-    durable.stop()
-    nosync.stop()
+    for server, _name in servers:
+        server.stop()
     return rows + [measured(name, "memory.remember", n, r) for (name, n), r in runs.items()]
 
 

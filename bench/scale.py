@@ -1,8 +1,10 @@
 """The store at scale: one corpus grown tier by tier, hikmahd started on it, measured.
 
 A :class:`Corpus` holds the same notes in a Hikmah store (written in-process,
-``Store(durable=False)``, batches of 1,000: a million RPC writes would take an hour)
-and in an FTS5 table, and grows from one tier to the next, since the notes of
+``Store(durable=False)``, batches of 1,000: a million RPC writes would take an hour;
+then the semantic channel's vectors brought up to date and saved, as the daemon
+keeps them, with the HNSW graph built on two threads) and in an FTS5 table, and
+grows from one tier to the next, since the notes of
 ``workload.iter_notes`` for a seed are a prefix of the notes of any larger tier. At
 each tier the daemon is started on the store (a separate process, as a person runs
 it) and :func:`measure_tier` times its start, reads its memory, and times recall
@@ -33,10 +35,20 @@ import hooks
 import recall
 import reminders
 from report import label
-from servers import OK_PREFIX, Server, call_many, hikmahd_argv, memory_kib, wait_for_socket
+from servers import (
+    CHANNEL_OFF,
+    OK_PREFIX,
+    Server,
+    call_many,
+    hikmahd_argv,
+    memory_kib,
+    wait_for_socket,
+    wait_semantic_ready,
+)
 from workload import Note, exported_trace, iter_notes, make_notes, remember
 
-from hikmah.evaluation import fts5_expr, open_fts5, surface_words
+from hikmah.embedding import load_embedder
+from hikmah.fts5 import fts5_expr, open_fts5, surface_words
 from hikmah.policy import KernelPolicy
 from hikmah.store import Store
 
@@ -70,6 +82,7 @@ class Corpus:
         self.refused: Counter[str] = Counter()
         self.hikmah_s = 0.0
         self.fts5_s = 0.0
+        self.vectors_s = 0.0  # embedding the notes and building the HNSW graph
 
     @property
     def data_dir(self) -> Path:
@@ -103,6 +116,13 @@ class Corpus:
                 for note in kept:
                     self.notes_with.update(surface_words(note.content))
                 self.kept += len(kept)
+            began = time.perf_counter()
+            semantic = policy.semantic
+            vectors = store.open_vectors(load_embedder(semantic.model), ann_at=semantic.ann_at)
+            while vectors.wants_fold():
+                vectors.fold(threads=2, slice_size=4096)
+            vectors.save(None)
+            self.vectors_s += time.perf_counter() - began
         began = time.perf_counter()
         self.db.execute("INSERT INTO notes(notes) VALUES ('optimize')")
         self.fts5_s += time.perf_counter() - began
@@ -160,6 +180,7 @@ class Started:
     daemon: reminders.Daemon
     ready_s: list[float]
     loaded_s: list[float]
+    semantic_s: list[float]  # from Popen to the semantic channel ready (or off)
 
     @property
     def ready_median_s(self) -> float:
@@ -208,7 +229,7 @@ def measure_alone(
 
 def start(directory: Path, env_root: Path, starts: int, stack: contextlib.ExitStack) -> Started:
     """Start hikmahd ``starts`` times on ``directory``; the last one keeps running."""
-    ready, loaded = [], []
+    ready, loaded, semantic = [], [], []
     for attempt in range(starts):
         daemon = hikmahd(directory, env_root)
         stack.callback(daemon.stop)
@@ -218,9 +239,11 @@ def start(directory: Path, env_root: Path, starts: int, stack: contextlib.ExitSt
         wait_for_socket(daemon.socket, daemon.process, daemon.log, poll_s=0.002)
         ready.append(time.monotonic() - daemon.started_at)
         loaded.append(daemon.wait_for_log("promise queue loaded"))
+        wait_semantic_ready(daemon.socket)
+        semantic.append(time.monotonic() - daemon.started_at)
         if attempt < starts - 1:
             daemon.stop()
-    return Started(daemon, ready, loaded)
+    return Started(daemon, ready, loaded, semantic)
 
 
 # --- measurements -----------------------------------------------------------------------
@@ -288,6 +311,7 @@ class Empty:
 
     ready_s: float
     loaded_s: float
+    semantic_s: float
     memory_loaded_kib: dict[str, int]
     memory_warm_kib: dict[str, int]
 
@@ -306,7 +330,8 @@ def measure_empty(root: Path, starts: int, stack: contextlib.ExitStack) -> Empty
     client.close()
     warm_kib = memory_kib(started.daemon.pid)
     started.daemon.stop()
-    return Empty(started.ready_median_s, started.loaded_median_s, loaded, warm_kib)
+    semantic = sorted(started.semantic_s)[len(started.semantic_s) // 2]
+    return Empty(started.ready_median_s, started.loaded_median_s, semantic, loaded, warm_kib)
 
 
 @dataclass
@@ -316,9 +341,12 @@ class TierResult:
     build_s: dict[str, float]
     ready_s: list[float] = field(default_factory=list)
     loaded_s: list[float] = field(default_factory=list)
+    semantic_s: list[float] = field(default_factory=list)
+    vectors: dict[str, Any] = field(default_factory=dict)  # daemon.status's semantic part
     memory_loaded_kib: dict[str, int] = field(default_factory=dict)
     memory_warm_kib: dict[str, int] = field(default_factory=dict)
     recall: list[RecallTiming] = field(default_factory=list)
+    recall_off: list[RecallTiming] = field(default_factory=list)  # the semantic channel off
     cli: dict[str, Any] = field(default_factory=dict)
     browse: dict[str, Any] = field(default_factory=dict)  # browse.KeystrokeTiming
     as_of: dict[str, Any] = field(default_factory=dict)  # asof.AsOfTiming
@@ -349,7 +377,8 @@ def measure_tier(
     corpus.grow(size)
     print(
         f"{label(size)}: {corpus.kept:,} traces kept, build {time.monotonic() - began:.1f} s"
-        f" (Hikmah so far {corpus.hikmah_s:.1f} s, FTS5 {corpus.fts5_s:.1f} s)",
+        f" (Hikmah so far {corpus.hikmah_s:.1f} s, its vectors {corpus.vectors_s:.1f} s,"
+        f" FTS5 {corpus.fts5_s:.1f} s)",
         file=sys.stderr,
         flush=True,
     )
@@ -358,18 +387,32 @@ def measure_tier(
     result = TierResult(
         size=size,
         kept=corpus.kept,
-        build_s={"hikmah": corpus.hikmah_s, "fts5": corpus.fts5_s},
+        build_s={"hikmah": corpus.hikmah_s, "fts5": corpus.fts5_s, "vectors": corpus.vectors_s},
         store_bytes=sum(f.stat().st_size for f in corpus.data_dir.rglob("*") if f.is_file()),
     )
     sets = corpus.query_sets(repeats.queries, seed)
     started = start(corpus.directory, root, repeats.starts, stack)
     daemon = started.daemon
     result.ready_s, result.loaded_s = started.ready_s, started.loaded_s
+    result.semantic_s = started.semantic_s
+    result.vectors = wait_semantic_ready(daemon.socket)
     result.memory_loaded_kib = memory_kib(daemon.pid)
     client = Client(daemon.socket)
     warm(client, corpus, sets, repeats.warmup)
     result.memory_warm_kib = memory_kib(daemon.pid)
     result.recall = time_recall(client, corpus, sets, size)
+    if repeats.cli_runs:
+        # The same daemon with the semantic channel off (the policy file reloads).
+        policy = corpus.directory / "policy.toml"
+        kept = policy.read_text()
+        policy.write_text(kept + CHANNEL_OFF)
+        deadline = time.monotonic() + 30
+        while wait_semantic_ready(daemon.socket)["state"] != "off":
+            if time.monotonic() > deadline:
+                raise RuntimeError("the daemon did not turn the semantic channel off")
+            time.sleep(0.05)
+        result.recall_off = time_recall(client, corpus, sets, size)
+        policy.write_text(kept)
     client.close()
     typed = [words for qs in sets.values() for words in qs.queries[: browse.QUERIES]]
     result.browse = asdict(browse.measure(daemon.socket, typed))
@@ -458,14 +501,24 @@ def import_lines(notes: list[Note]) -> list[bytes]:
 
 
 def measure_import(
-    root: Path, size: int, seed: int, now_ms: int, stack: contextlib.ExitStack
+    root: Path,
+    size: int,
+    seed: int,
+    now_ms: int,
+    stack: contextlib.ExitStack,
+    *,
+    semantic: bool = True,
 ) -> ImportResult:
-    """``size`` notes through ``memory.import`` into an empty durable daemon."""
-    directory = root / "import"
+    """``size`` notes through ``memory.import`` into an empty durable daemon (with the
+    semantic channel on, ready before the import starts, or off)."""
+    directory = root / ("import" if semantic else "import-off")
     directory.mkdir(mode=0o700)
+    if not semantic:
+        (directory / "policy.toml").write_text(CHANNEL_OFF)
     daemon = hikmahd(directory, root)
     stack.callback(daemon.stop)
     daemon.start()
+    wait_semantic_ready(daemon.socket)
     try:
         if not serves(daemon.socket, "memory.import"):
             return ImportResult(available=False)

@@ -122,6 +122,26 @@ class Server:
             self.process.wait(timeout=5)
 
 
+# The semantic channel loads in the background after the socket accepts; a figure of
+# the channel on waits until it is ready (a rebuild at 1M takes minutes).
+SEMANTIC_TIMEOUT_S = 3600.0
+CHANNEL_OFF = "[semantic]\nenabled = false\n"
+
+
+def wait_semantic_ready(path: Path, timeout_s: float = SEMANTIC_TIMEOUT_S) -> dict[str, Any]:
+    """``daemon.status``'s semantic part once the channel is ready (or off)."""
+    deadline = time.monotonic() + timeout_s
+    request = b'{"jsonrpc":"2.0","method":"daemon.status","id":1}\n'
+    while True:
+        (reply,) = call_many(path, [request], window=1)
+        channel: dict[str, Any] = reply["semantic"]
+        if channel["state"] in ("ready", "off"):
+            return channel
+        if channel["state"] == "unavailable" or time.monotonic() > deadline:
+            raise RuntimeError(f"the semantic channel did not come up: {channel}")
+        time.sleep(0.01)
+
+
 def call_many(path: Path, lines: list[bytes], window: int = 64) -> list[dict[str, Any]]:
     """Send ``lines`` pipelined, ``window`` at a time; every result, in order."""
     results = []

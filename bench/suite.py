@@ -48,7 +48,14 @@ How each figure is made (details in the docstrings of the scripts it reuses):
   clients recalling, over the idle run.
 - Bulk import: ``memory.import`` if the daemon serves it (batches of 500 lines, one
   request at a time, into an empty durable daemon), over the in-process build rate
-  of the same notes; "not available" otherwise.
+  of the same notes ("not available" otherwise), and over the same import into a
+  daemon with the semantic channel off.
+- The semantic channel is on (the default) wherever a daemon serves, and every
+  figure waits until it is ready: recall is fused, writes embed. Its vectors are
+  built in-process with the store at each tier (the HNSW graph past 50k on two
+  threads) and saved, so the daemon loads them at start; "start to semantic
+  channel ready" is how long that takes in the background after READY. Remember
+  throughput is also measured against a durable daemon with the channel off.
 - hikmah-agent's start: ``agent.measure``, the installed script from its start to
   the answers to ``initialize`` and ``tools/list`` (sent at once, as a host does),
   over ``python -c pass`` with the venv's interpreter, run by run in turn; the
@@ -119,6 +126,8 @@ RATIO_TIER, RATIO_TARGET = 100_000, 0.5  # recall p50/p95 at most 0.5x FTS5 at 1
 BIG_TIER, BIG_P50_MS, BIG_P95_MS = 1_000_000, 25.0, 100.0
 READY_TARGET_S = 1.0
 WRITE_TARGET = 0.8  # 16 durable clients at least 0.8x the no-sync daemon
+SEMANTIC_WRITE_TARGET = 0.9  # durable remember within 10% of the semantic channel off
+SEMANTIC_IMPORT_TARGET = 0.8  # bulk import at least 0.8x its rate with the channel off
 CLI_TARGET = 2.5
 LATENESS_TARGET_MS = 50.0
 # Codex offers the model only the MCP servers that answered within about a second.
@@ -219,6 +228,21 @@ def tier_figures(tier: TierResult, empty: Empty, plan: Plan) -> list[Figure]:
     ready = sorted(tier.ready_s)[len(tier.ready_s) // 2]
     loaded = sorted(tier.loaded_s)[len(tier.loaded_s) // 2]
     figures = recall_figures(tier, plan)
+    for on, off in zip(tier.recall, tier.recall_off, strict=True):
+        for q, value, base in (
+            ("p50", on.hikmah_p50_ms, off.hikmah_p50_ms),
+            ("p95", on.hikmah_p95_ms, off.hikmah_p95_ms),
+        ):
+            figures.append(
+                Figure(
+                    f"{name} recall {on.query_set} {q}, socket, semantic channel on vs off",
+                    value,
+                    "ms",
+                    base,
+                    note=f"off: {base / (on.fts5_p50_ms if q == 'p50' else on.fts5_p95_ms):.2f}×"
+                    " FTS5",
+                )
+            )
     figures += [
         Figure(
             f"{name} start to READY (socket accepts) vs empty store",
@@ -229,6 +253,14 @@ def tier_figures(tier: TierResult, empty: Empty, plan: Plan) -> list[Figure]:
             judged=not plan.quick,
         ),
         Figure(f"{name} start to promise queue loaded vs empty store", loaded, "s", empty.loaded_s),
+        Figure(
+            f"{name} start to semantic channel ready (in the background) vs empty store",
+            sorted(tier.semantic_s)[len(tier.semantic_s) // 2],
+            "s",
+            empty.semantic_s,
+            note=f"{tier.vectors.get('vectors', 0):,} vectors, {tier.vectors.get('graph', 0):,}"
+            " in the graph",
+        ),
     ]
     # VmRSS counts the LMDB pages the daemon has mapped (RssFile: page cache, shared and
     # reclaimable; the kernel maps 64 KiB around each fault); RssAnon is its own heap.
@@ -374,9 +406,18 @@ def write_figures(rows: list[rpc.Measured], plan: Plan) -> list[Figure]:
     for n in (1, 16):
         durable = per_s("hikmahd durable", "memory.remember", n)
         nosync = per_s("hikmahd no-sync", "memory.remember", n)
+        lexical = per_s("hikmahd durable, semantic off", "memory.remember", n)
         clients = "1 client" if n == 1 else f"{n} clients"
         target = Target("ratio", ">=", WRITE_TARGET) if n == 16 else None
         figures += [
+            Figure(
+                f"remember durable, {clients}, writes/s vs durable with the semantic channel off",
+                durable,
+                "/s",
+                lexical,
+                Target("ratio", ">=", SEMANTIC_WRITE_TARGET),
+                judged=not plan.quick,
+            ),
             Figure(
                 f"remember durable, {clients}, writes/s vs daemon no-sync",
                 durable,
@@ -419,13 +460,25 @@ def lateness_figures(rows: list[reminders.LatenessRow], size: int, plan: Plan) -
     ]
 
 
-def import_figures(found: ImportResult, corpus_rate: float, size: int) -> list[Figure]:
+def import_figures(
+    found: ImportResult, lexical: ImportResult, corpus_rate: float, size: int, plan: Plan
+) -> list[Figure]:
     name = f"bulk import {label(size)} traces, traces/s vs in-process Store.apply (no sync)"
     if not found.available:
         return [Figure(name, None, "/s", corpus_rate, note="not available (no memory.import)")]
     if found.error is not None:
         return [Figure(name, None, "/s", corpus_rate, note=f"refused: {found.error[:60]}")]
-    return [Figure(name, found.per_s, "/s", corpus_rate)]
+    return [
+        Figure(name, found.per_s, "/s", corpus_rate),
+        Figure(
+            f"bulk import {label(size)} traces, traces/s vs the semantic channel off",
+            found.per_s,
+            "/s",
+            lexical.per_s,
+            Target("ratio", ">=", SEMANTIC_IMPORT_TARGET),
+            judged=not plan.quick,
+        ),
+    ]
 
 
 # --- the run ----------------------------------------------------------------------------
@@ -530,11 +583,14 @@ def load_figures(
         run.figures += lateness_figures(rows, size, run.plan)
     with run.section(f"bulk import ({label(size)})"):
         found = measure_import(root, size, run.seed, run.now_ms, stack)
+        lexical = measure_import(root, size, run.seed, run.now_ms, stack, semantic=False)
         run.details["import"] = asdict(found) | {"per_s": found.per_s}
-        if found.error is not None:
-            run.problems.append(f"bulk import: {found.error}")
+        run.details["import_semantic_off"] = asdict(lexical) | {"per_s": lexical.per_s}
+        for result in (found, lexical):
+            if result.error is not None:
+                run.problems.append(f"bulk import: {result.error}")
         rate = corpus.kept / corpus.hikmah_s
-        run.figures += import_figures(found, rate, size)
+        run.figures += import_figures(found, lexical, rate, size, run.plan)
     with run.section(f"the vault ({label(size)})"):
         sealed = vault.measure(
             root / "vault", size, run.plan.queries, 20 if run.plan.quick else 300
@@ -581,6 +637,15 @@ def vault_figures(found: vault.VaultResult) -> list[Figure]:
             writes["off"],
         )
     ]
+    for what, seconds in found.vectors_s.items():
+        figures.append(
+            Figure(
+                f"{size} vault on, the vector file's {what} (sealed) vs vault off",
+                seconds["on"],
+                "s",
+                seconds["off"],
+            )
+        )
     for short, name in QUERY_SETS.items():
         on, off = found.recall_ms[name]["on"], found.recall_ms[name]["off"]
         for i, q in ((0, "p50"), (1, "p95")):

@@ -9,7 +9,10 @@ between the two so that load on the shared machine falls on both alike:
 
 - remember: durable batches of 8 writes (the writer's batch under 16 clients),
   traces per second;
-- recall: the suite's query sets (1, 3 and 8 terms), in-process p50 and p95.
+- recall: the suite's query sets (1, 3 and 8 terms), in-process p50 and p95;
+- the semantic channel's vector file (both stores have their vectors, built
+  and folded as the daemon keeps them): a save (sealed under a fresh data key
+  with the vault) and a load (opened and restored), median of three.
 
 Prints a table with each vault figure, its plain baseline from the same run
 and the ratio, and writes ``bench/results-vault.json``.
@@ -33,10 +36,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 import recall as recall_bench
 from workload import iter_notes, remember
 
-from hikmah.evaluation import surface_words
+from hikmah.embedding import load_embedder
+from hikmah.fts5 import surface_words
 from hikmah.policy import KernelPolicy
 from hikmah.recall import RecallQuery, recall
 from hikmah.sealing import HeldKeys
+from hikmah.semantic import SemanticIndex, vectors_path
 from hikmah.store import Store
 
 SEED = 7
@@ -52,6 +57,7 @@ class VaultResult:
     writes_per_s: dict[str, float]  # "on", "off"
     recall_ms: dict[str, dict[str, tuple[float, float]]]  # query set -> on/off -> p50, p95
     store_bytes: dict[str, int]
+    vectors_s: dict[str, dict[str, float]]  # "save", "load" -> on/off -> seconds
 
 
 def build(root: Path, size: int) -> tuple[Path, Path, Counter[str], int]:
@@ -97,6 +103,28 @@ def time_writes(stores: dict[str, Store], batches: int) -> dict[str, float]:
     return {name: batches * WRITE_BATCH / s for name, s in spent.items()}
 
 
+def vectors(stores: dict[str, Store], keys: HeldKeys) -> dict[str, dict[str, float]]:
+    """Give both stores their vectors; the median seconds of a save and a load of each."""
+    policy = KernelPolicy().semantic
+    embedder = load_embedder(policy.model)
+    times: dict[str, dict[str, list[float]]] = {"save": {}, "load": {}}
+    for name, store in stores.items():
+        semantic = store.open_vectors(embedder, ann_at=policy.ann_at)
+        while semantic.wants_fold():
+            semantic.fold(threads=2, slice_size=4096)
+        sealing = keys if name == "on" else None
+        for _ in range(3):
+            began = time.perf_counter()
+            semantic.save(sealing)
+            times["save"].setdefault(name, []).append(time.perf_counter() - began)
+            loaded = SemanticIndex(vectors_path(store.data_dir), embedder, ann_at=policy.ann_at)
+            began = time.perf_counter()
+            with store.snapshot() as snapshot:
+                loaded.load(snapshot, sealing)
+            times["load"].setdefault(name, []).append(time.perf_counter() - began)
+    return {what: {n: sorted(t)[1] for n, t in by.items()} for what, by in times.items()}
+
+
 def time_recalls(
     stores: dict[str, Store], sets: list[recall_bench.QuerySet]
 ) -> dict[str, dict[str, tuple[float, float]]]:
@@ -134,6 +162,7 @@ def measure(root: Path, size: int, queries: int, batches: int) -> VaultResult:
             Store(sealed_dir, vault=keys.loader()) as sealed,
         ):
             stores = {"off": plain, "on": sealed}
+            files = vectors(stores, keys)
             recalls = time_recalls(stores, sets)  # first: on the stores as built
             writes = time_writes(stores, batches)
         sizes = {
@@ -142,7 +171,7 @@ def measure(root: Path, size: int, queries: int, batches: int) -> VaultResult:
         }
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    return VaultResult(kept, writes, recalls, sizes)
+    return VaultResult(kept, writes, recalls, sizes, files)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -167,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
             for i, q in ((0, 50), (1, 95))
         ),
         ("store size (MiB)", sizes["on"] / 2**20, sizes["off"] / 2**20),
+        *((f"vector file {what} (s)", t["on"], t["off"]) for what, t in found.vectors_s.items()),
     ]
     print(f"vault on against off, {kept:,} traces")
     print(f"{'figure':44} {'vault on':>10} {'vault off':>10} {'ratio':>7}")

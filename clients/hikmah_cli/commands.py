@@ -675,16 +675,31 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "eval",
-        "retrieval evaluation: recall vs a BM25 baseline on a cases file",
+        "retrieval evaluation: recall vs a BM25 baseline on a cases or LongMemEval file",
         (
-            arg("cases", metavar="CASES.toml"),
+            arg("cases", metavar="CASES.toml", nargs="?"),
             arg("--k", type=int, default=5, help="results judged per query (default 5)"),
+            arg(
+                "--longmemeval",
+                metavar="FILE",
+                help="rank the haystack sessions of a LongMemEval file instead",
+            ),
+            arg(
+                "--split",
+                choices=["session", "message", "turn", "round", "turn+round"],
+                default="round",
+                help="with --longmemeval: one document per session, message, user turn,"
+                " round (the default), or user turns and rounds",
+            ),
         ),
         run=runners.evaluate,
         description="Build a throwaway store from the traces of CASES.toml (never your memory),"
         " run each case's query, and report pass/fail per case, recall@k, MRR and nDCG for"
-        " Hikmah and for SQLite FTS5 bm25() side by side. Exit 1 when a case fails."
-        " See docs/evaluation.md for the file format.",
+        " Hikmah, Hikmah with the semantic channel off, and SQLite FTS5 bm25() side by side."
+        " Exit 1 when a case fails. With --longmemeval FILE (the benchmark's public JSON"
+        " format), each question's haystack goes into a store of its own and its sessions"
+        " are ranked: recall_any/recall_all@5 and @10 and nDCG@10 per engine and question"
+        " type. See docs/evaluation.md.",
     ),
     Command(
         "hook",

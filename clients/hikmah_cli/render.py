@@ -264,6 +264,8 @@ def status(result: dict[str, Any]) -> str:
         lines.append(f"  POLICY NOT APPLIED: {policy['error']}")
     if "vault" in result:
         lines.append("  vault     " + ("on (text sealed at rest)" if result["vault"] else "off"))
+    if "semantic" in result:
+        lines.append("  semantic  " + _semantic(result["semantic"]))
     lines.append(f"  reminders {reminders['scheduled']} scheduled, {reminders['overdue']} overdue")
     lines.append(f"  events    {result.get('subscribers', 0)} subscribed connections")
     if reminders.get("next"):
@@ -327,6 +329,20 @@ def presence(state: dict[str, Any]) -> list[str]:
             f" {when(failures['last_at'])} (each is in hikmahd's log)"
         )
     return [clip(head, WIDTH), *(wrap(note, indent) for note in notes)]
+
+
+def _semantic(channel: dict[str, Any]) -> str:
+    """The semantic channel's line of ``hikmah status``."""
+    state = channel["state"]
+    if state == "off":
+        return "off ([semantic] enabled = false)"
+    model = channel["model"]
+    if state == "unavailable":
+        return f"unavailable ({model}): {channel.get('error')}; recall is lexical"
+    held = f", {channel['vectors']:,} vectors" if "vectors" in channel else ""
+    if state == "ready":
+        return f"ready ({model}{held})"
+    return f"{state} ({model}{held}); recall is lexical until ready"
 
 
 def capsule(result: dict[str, Any]) -> str:

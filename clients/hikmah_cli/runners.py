@@ -283,7 +283,10 @@ def backup(args: argparse.Namespace) -> int:
 
 def evaluate(args: argparse.Namespace) -> int:
     """Run the harness in a process of its own: the CLI never loads the store itself."""
-    argv = [sys.executable, "-m", "hikmah.evaluation", args.cases, "--k", str(args.k)]
+    argv = [sys.executable, "-m", "hikmah.evaluation", "--k", str(args.k)]
+    argv += [args.cases] if args.cases else []
+    if args.longmemeval:
+        argv += ["--longmemeval", args.longmemeval, "--split", args.split]
     if args.json:
         argv.append("--json")
     if args.policy:

@@ -1,6 +1,13 @@
 """hikmahd: the Hikmah daemon. Trio owns every socket, thread and timer here;
 the kernel (:mod:`hikmah`) stays pure and synchronous."""
 
+import os
+
+# One BLAS thread, set before numpy is first imported: OpenBLAS's default of one
+# thread per core spins on two shared cores and made a 20k-row vector search 40x
+# slower (docs/semantic.md, "One BLAS thread"). The daemon's threads are its own.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 from hikmah import __version__
 
 __all__ = ["__version__"]

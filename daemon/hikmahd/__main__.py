@@ -9,6 +9,7 @@ from pathlib import Path
 
 from hikmah import __version__, paths
 from hikmah.errors import HikmahError
+from hikmah.policy import load_policy
 from hikmah.store import MAX_MAP_SIZE
 
 from .backup import restore, summary
@@ -44,7 +45,8 @@ def parser() -> argparse.ArgumentParser:
     instead.add_argument(
         "--rebuild-index",
         action="store_true",
-        help="recreate every derived index from the ledger, then exit",
+        help="recreate every derived index from the ledger (the semantic channel's vectors"
+        " too, when it is enabled), then exit",
     )
     instead.add_argument(
         "--restore",
@@ -96,8 +98,9 @@ def main(argv: list[str] | None = None) -> int:
         vault = vault_for(config.policy_path)
         keys = None if vault is None else vault.load
         if args.rebuild_index:
+            semantic = load_policy(config.policy_path).semantic
             with DataDirLock(config.data_dir):
-                rebuild_index(config.data_dir, vault=keys)
+                rebuild_index(config.data_dir, vault=keys, semantic=semantic)
             return 0
         if args.reset_passphrase:
             with DataDirLock(config.data_dir):

@@ -49,6 +49,7 @@ from hikmah.errors import HikmahError, InvalidInput, LedgerError
 from hikmah.headfile import HeadFile
 from hikmah.ledger import Head, decode_record, verify
 from hikmah.sealing import Keys
+from hikmah.semantic import remove_vectors
 from hikmah.store import HEAD_FILE, LMDB_DIR, Store
 
 from .synckeys import KEY_FILE, SYNC_DIR
@@ -317,6 +318,8 @@ def restore(
             raise BackupError(f"cannot move the backup into place: {exc.strerror}") from None
         fsync_dir(data_dir.parent)
     else:
+        # Vectors left from another store would number other traces: made anew.
+        remove_vectors(data_dir)
         _install(source, data_dir)
     with Store(data_dir, vault=vault) as store:
         report = maintenance.verify(store)

@@ -61,6 +61,7 @@ from .reminders import Reminders
 from .replay import Replay
 from .rpc import Dispatcher, error_for, response
 from .scheduling import Offload, Recalls, in_thread, threads_of_their_own, wall_ms
+from .semantics import Semantics
 from .services import Services
 from .syncing import Syncing
 from .tickets import Tickets
@@ -137,15 +138,17 @@ class Daemon:
             self.policy.reminders.lead_minutes,
             offload,
         )
+        self.semantics = Semantics(store, self.writer, policy, offload)
         self.syncing = Syncing(
             store, self.writer, self.policies, vault, self.reminders, now_ms, offload
         )
-        # Every durable batch updates the promise queue, tells the subscribers, and is
-        # published to the sync folder.
+        # Every durable batch updates the promise queue, tells the subscribers, is
+        # published to the sync folder, and marks when the vectors may fold and save.
         self.writer.listeners = (
             self.reminders.on_commit,
             self.events.changed,
             self.syncing.on_commit,
+            self.semantics.on_commit,
         )
         self.replay = Replay(store, self.events, offload, policy)
         self.capsules = Capsules()
@@ -157,6 +160,7 @@ class Daemon:
             events=self.events,
             capsules=self.capsules,
             policies=self.policies,
+            semantics=self.semantics,
             restrictions=Restrictions(),
             tickets=Tickets(),
             vault=vault,
@@ -174,6 +178,7 @@ class Daemon:
 
     def _policy_changed(self) -> None:
         self.reminders.set_lead(self.policy.reminders.lead_minutes)
+        self.semantics.policy_changed()
 
     async def _close_idle_capsules(self) -> None:
         while True:
@@ -212,7 +217,8 @@ class Daemon:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.writer.run)
                 nursery.start_soon(self.policies.watch, self._policy_changed)
-                nursery.start_soon(self.reminders.run)
+                semantic_scope = trio.CancelScope()
+                nursery.start_soon(self._reminders_then_semantics, nursery, semantic_scope)
                 nursery.start_soon(self.replay.run)
                 nursery.start_soon(self._close_idle_capsules)
                 # Before any write: a store restored behind what it published takes it back.
@@ -231,12 +237,26 @@ class Daemon:
                     break
                 notify_systemd("STOPPING=1")
                 accept_scope.cancel()
+                semantic_scope.cancel()
                 await self.writer.close()
+                await self.semantics.save()
                 with trio.move_on_after(STOP_GRACE_S):
                     while any(not c.closed for c in self.connections):
                         await trio.sleep(0.05)
                 connections.cancel()
                 nursery.cancel_scope.cancel()
+
+    async def _reminders_then_semantics(
+        self, nursery: trio.Nursery, semantic_scope: trio.CancelScope
+    ) -> None:
+        """The promise queue first (reminders are due on time), then the semantic channel,
+        whose file takes a second or more to read at a million traces."""
+        await nursery.start(self.reminders.run)
+        nursery.start_soon(self._semantics, semantic_scope)
+
+    async def _semantics(self, scope: trio.CancelScope) -> None:
+        with scope:
+            await self.semantics.run()
 
     async def _accept(
         self,

@@ -26,6 +26,7 @@ from .peers import Restrictions
 from .policywatch import PolicyHolder
 from .reminders import Reminders
 from .scheduling import Offload, Recalls
+from .semantics import Semantics
 from .syncing import Syncing
 from .tickets import Tickets
 from .vaulting import Vault
@@ -71,6 +72,7 @@ class Services:
     events: Events
     capsules: Capsules
     policies: PolicyHolder
+    semantics: Semantics
     restrictions: Restrictions
     tickets: Tickets
     vault: Vault | None

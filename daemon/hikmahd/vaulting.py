@@ -15,6 +15,7 @@ from pathlib import Path
 from hikmah import maintenance
 from hikmah.errors import PolicyError
 from hikmah.policy import load_policy
+from hikmah.semantic import rewrap_vectors
 from hikmah.store import Store
 from hikmah.vault import VaultError
 
@@ -70,6 +71,7 @@ class Vault:
         keyring, keys = self._opened(), self.keys
         assert keys is not None
         count = maintenance.rotate(store, keys)  # durable when it returns
+        rewrap_vectors(store.data_dir, keys)  # the vector file's key, too
         for old in keys.retiring:
             keyring.finish_rotation(old)
         self.keys = keyring.load_or_create()

@@ -11,6 +11,9 @@ are answered, so the batch waits for as many writes as the largest of them,
 until none came for ``GATHER_QUIET_S`` and at most ``GATHER_MAX_S``. Fewer,
 larger batches pay for fewer syncs (docs/performance.md, "Writes"). A lone
 writer never waits.
+
+The semantic channel's vectors follow each batch in its sync task (embedding the
+new traces while the next batch applies), before its callers are answered.
 """
 
 from __future__ import annotations
@@ -240,7 +243,10 @@ class Writer:
         now_ms = self.now_ms()
         policy = self.policy()
         outcomes = await self._run_in_thread(
-            batch, lambda: self.store.apply(operations, now_ms=now_ms, policy=policy, sync=False)
+            batch,
+            lambda: self.store.apply(
+                operations, now_ms=now_ms, policy=policy, sync=False, follow=False
+            ),
         )
         if outcomes is None:
             return  # every caller already has the error
@@ -254,9 +260,21 @@ class Writer:
         previous: trio.Event,
         answered: trio.Event,
     ) -> None:
-        synced = await self._run_in_thread(batch, self._sync)
-        # Answers (and the events they cause) keep the order of the batches.
+        synced: bool | None = None
+
+        async def sync() -> None:
+            nonlocal synced
+            synced = await self._run_in_thread(batch, self._sync)
+
         with trio.CancelScope(shield=True):
+            # The vectors follow beside the sync (and while the next batch applies), in
+            # commit order whichever call gets there: the callers are answered after
+            # both, so a recall by meaning finds what they wrote, and a single client
+            # waits for the longer of the two, not for both in turn.
+            async with trio.open_nursery() as both:
+                both.start_soon(sync)
+                both.start_soon(self.offload, self.store.follow_vectors)
+            # Answers (and the events they cause) keep the order of the batches.
             await previous.wait()
         if synced:
             for pending, outcome in zip(batch, outcomes, strict=True):

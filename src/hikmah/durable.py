@@ -10,7 +10,10 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
+
+Data = bytes | bytearray | memoryview
 
 
 def fsync_file(path: Path) -> None:
@@ -31,15 +34,23 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(path: Path, data: bytes, mode: int, *, temp_prefix: str | None = None) -> None:
+def write_atomic(
+    path: Path, data: Data | Iterable[Data], mode: int, *, temp_prefix: str | None = None
+) -> None:
     """Replace ``path`` so readers see the old file or the new one, never half, even after
     a crash: a temporary file in the same directory (named from ``temp_prefix``, which a
-    sync folder's engines are told to ignore), fsync, rename, fsync of the directory."""
+    sync folder's engines are told to ignore), fsync, rename, fsync of the directory.
+
+    ``data`` may come in parts, written one after the other (a large file need not be
+    joined in memory first).
+    """
+    parts = [data] if isinstance(data, bytes | bytearray | memoryview) else data
     prefix = f".{path.name}." if temp_prefix is None else temp_prefix
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=prefix, suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as file:
-            file.write(data)
+            for part in parts:
+                file.write(part)
             os.fchmod(file.fileno(), mode)  # mkstemp creates 0600
             file.flush()
             os.fsync(file.fileno())

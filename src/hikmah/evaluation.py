@@ -53,32 +53,30 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import sqlite3
 import sys
 import tempfile
 import tomllib
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
 import msgspec
 
+from hikmah import longmemeval
+from hikmah.embedding import load_embedder
 from hikmah.errors import HikmahError, InvalidInput, PolicyError
-from hikmah.policy import KernelPolicy, load_policy
+from hikmah.fts5 import fts5_expr, open_fts5, query_words
+from hikmah.policy import KernelPolicy, load_policy, semantic_off
 from hikmah.recall import RecallQuery, recall
 from hikmah.rules import Remember
 from hikmah.store import Store
-from hikmah.tokenizer import STOPWORDS
 from hikmah.trace import Draft, derived_trace_id, draft_fields, normalize_content
 from hikmah.vocabulary import Kind
 
 DAY_MS = 86_400_000
 DEFAULT_K = 5
-FTS5_TOKENIZER = "unicode61 tokenchars '_'"  # keeps load_user_cache one token, like Hikmah
-_COLUMN = re.compile(r"[a-z_][a-z0-9_]*")
-_SURFACE = re.compile(r"\w+")
 
 Share = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 
@@ -174,13 +172,16 @@ class EngineReport(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Report(msgspec.Struct, frozen=True, kw_only=True):
-    """Both engines on one cases file; ``losses`` and ``wins`` are Hikmah's, by case name."""
+    """The engines on one cases file; ``losses`` and ``wins`` are Hikmah's against BM25,
+    by case name. ``semantic_off`` is Hikmah with ``[semantic] enabled = false`` (None
+    when the policy has the channel off already)."""
 
     now: str
     k: int
     traces: int
     superseded_traces: int
     hikmah: EngineReport
+    semantic_off: EngineReport | None
     bm25: EngineReport
     losses: list[str]
     wins: list[str]
@@ -297,55 +298,6 @@ def case_name(case: Case, number: int) -> str:
     return case.name or f"case {number}"
 
 
-# ---------------------------------------------------------------- the baseline
-
-
-def surface_words(text: str) -> list[str]:
-    """Distinct words as FTS5's ``unicode61`` tokenizer (``_`` a token character) sees
-    them, lowercased, in order."""
-    return list(dict.fromkeys(_SURFACE.findall(text.lower())))
-
-
-def fts5_expr(words: Iterable[str]) -> str:
-    """An FTS5 query matching any of ``words`` (each quoted, so no word is an operator)."""
-    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
-
-
-def open_fts5(
-    path: Path | str,
-    rows: Iterable[Sequence[object]],
-    *,
-    unindexed: Sequence[str] = ("tags",),
-) -> sqlite3.Connection:
-    """An FTS5 table ``notes(content, *unindexed)`` holding ``rows``, optimized.
-
-    Each row is ``(rowid, content, *values of the unindexed columns)``; only
-    ``content`` is searched. The connection is tuned as a deployment would be:
-    WAL, no fsync, a 64 MiB page cache and one b-tree segment after the build.
-    """
-    for column in unindexed:
-        if not _COLUMN.fullmatch(column) or column == "content":
-            raise ValueError(f"not a usable column name: {column!r}")
-    db = sqlite3.connect(path, isolation_level=None)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=OFF")
-    db.execute("PRAGMA cache_size=-65536")
-    columns = ", ".join(["content", *(f"{c} UNINDEXED" for c in unindexed)])
-    db.execute(f'CREATE VIRTUAL TABLE notes USING fts5({columns}, tokenize="{FTS5_TOKENIZER}")')
-    placeholders = ", ".join("?" * (len(unindexed) + 2))
-    names = ", ".join(["rowid", "content", *unindexed])
-    db.execute("BEGIN")
-    db.executemany(f"INSERT INTO notes({names}) VALUES ({placeholders})", rows)
-    db.execute("COMMIT")
-    db.execute("INSERT INTO notes(notes) VALUES ('optimize')")
-    return db
-
-
-def _query_words(text: str) -> list[str]:
-    """The baseline's query: surface words without stopwords and one-letter words."""
-    return [w for w in surface_words(text) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
-
-
 # ---------------------------------------------------------------- running
 
 Ranker = Callable[[Case, int], list[str]]
@@ -363,11 +315,16 @@ def evaluate(cases: CaseFile, *, k: int = DEFAULT_K, policy: KernelPolicy | None
     base = policy or KernelPolicy()
     largest = max([k, *(c.k for c in cases.case if c.k is not None)])
     policy = msgspec.structs.replace(base, recall_limit=max(base.recall_limit, largest))
+    off: EngineReport | None = None
     with (
         tempfile.TemporaryDirectory(prefix="hikmah-eval-") as tmp,
         Store(Path(tmp) / "store", map_size=1 << 24, durable=False) as store,
     ):
         key_of = _fill_store(store, cases, policy)
+        if policy.semantic.enabled:
+            store.open_vectors(load_embedder(policy.semantic.model), ann_at=policy.semantic.ann_at)
+            lexical = _hikmah_ranker(store, cases.now_ms, semantic_off(policy), key_of)
+            off = _run("hikmah, semantic off", cases, k, lexical)
         hikmah = _hikmah_ranker(store, cases.now_ms, policy, key_of)
         hikmah_report = _run("hikmah", cases, k, hikmah)
     db = open_fts5(
@@ -389,6 +346,7 @@ def evaluate(cases: CaseFile, *, k: int = DEFAULT_K, policy: KernelPolicy | None
         traces=len(cases.trace),
         superseded_traces=len(cases.superseded()),
         hikmah=hikmah_report,
+        semantic_off=off,
         bm25=bm25_report,
         losses=losses,
         wins=wins,
@@ -433,7 +391,7 @@ def _bm25_ranker(db: sqlite3.Connection, cases: CaseFile) -> Ranker:
     keys = [t.key for t in cases.trace]
 
     def rank(case: Case, k: int) -> list[str]:
-        words = _query_words(case.query)
+        words = query_words(case.query)
         if not words:
             return []
         where, params = ["notes MATCH ?"], [fts5_expr(words)]
@@ -538,24 +496,33 @@ def _compare(hikmah: list[CaseResult], bm25: list[CaseResult]) -> tuple[list[str
 
 
 def format_report(report: Report) -> str:
-    """The report as a table, Hikmah and BM25 side by side, then every case that
-    failed for either engine or that Hikmah loses, with the reasons."""
+    """The report as a table, the engines side by side, then every case that failed for
+    either Hikmah or BM25 or that Hikmah loses, with the reasons."""
     h, b = report.hikmah.summary, report.bm25.summary
+    engines = [("Hikmah", h)]
+    if report.semantic_off is not None:
+        engines.append(("semantic off", report.semantic_off.summary))
+    engines.append(("BM25 (FTS5)", b))
+
+    def row(label: str, cell: Callable[[Summary], str]) -> str:
+        return f"{label:<24}" + "".join(f" {cell(s):>13}" for _, s in engines)
+
     lines = [
         f"{report.traces} traces ({report.superseded_traces} superseded), {h.cases} cases,"
         f" k = {report.k} unless a case sets its own, now = {report.now}",
         "",
-        f"{'':<24} {'Hikmah':>12} {'BM25 (FTS5)':>12}",
-        f"{'cases passed':<24} {f'{h.passed}/{h.cases}':>12} {f'{b.passed}/{b.cases}':>12}",
-        f"{'pass rate':<24} {h.pass_rate:>12.3f} {b.pass_rate:>12.3f}",
-        f"{'recall@k':<24} {_num(h.recall_at_k):>12} {_num(b.recall_at_k):>12}",
-        f"{'MRR':<24} {_num(h.mrr):>12} {_num(b.mrr):>12}",
-        f"{'nDCG@k':<24} {_num(h.ndcg_at_k):>12} {_num(b.ndcg_at_k):>12}",
-        f"{'superseded in top k':<24} {h.superseded_in_top_k:>12} {b.superseded_in_top_k:>12}",
-        f"{'  (cases affected)':<24} {h.cases_with_superseded:>12} {b.cases_with_superseded:>12}",
+        f"{'':<24}" + "".join(f" {name:>13}" for name, _ in engines),
+        row("cases passed", lambda s: f"{s.passed}/{s.cases}"),
+        row("pass rate", lambda s: f"{s.pass_rate:.3f}"),
+        row("recall@k", lambda s: _num(s.recall_at_k)),
+        row("MRR", lambda s: _num(s.mrr)),
+        row("nDCG@k", lambda s: _num(s.ndcg_at_k)),
+        row("superseded in top k", lambda s: str(s.superseded_in_top_k)),
+        row("  (cases affected)", lambda s: str(s.cases_with_superseded)),
         f"(means over the {h.with_expectations} cases with expected keys)",
         "",
-        f"Hikmah wins {len(report.wins)} cases, loses {len(report.losses)}, ties the rest.",
+        f"Hikmah wins {len(report.wins)} cases against BM25, loses {len(report.losses)},"
+        " ties the rest.",
     ]
     losses = set(report.losses)
     for hr, br in zip(report.hikmah.cases, report.bm25.cases, strict=True):
@@ -577,19 +544,36 @@ def _num(value: float | None) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="hikmah eval",
-        description="Run a cases file through Hikmah recall and an SQLite FTS5 bm25() baseline.",
+        description="Run a cases file, or a LongMemEval file, through Hikmah recall (with"
+        " the semantic channel on and off) and an SQLite FTS5 bm25() baseline.",
     )
-    parser.add_argument("cases", type=Path, help="the cases file (TOML)")
+    parser.add_argument("cases", type=Path, nargs="?", help="the cases file (TOML)")
     parser.add_argument("--k", type=int, default=DEFAULT_K, help="top k for cases without k")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--policy", type=Path, help="a kernel policy file (defaults otherwise)")
+    parser.add_argument(
+        "--longmemeval",
+        type=Path,
+        metavar="FILE",
+        help="rank the haystack sessions of a LongMemEval file (its public JSON format)",
+    )
+    parser.add_argument(
+        "--split",
+        choices=longmemeval.SPLITS,
+        default="round",
+        help="with --longmemeval: what one document of a haystack is (default round)",
+    )
     args = parser.parse_args(argv)
     if args.k < 1:
         parser.error("--k must be at least 1")
+    if (args.cases is None) == (args.longmemeval is None):
+        parser.error("give a cases file or --longmemeval FILE (one of them)")
     try:
         if args.policy is not None and not args.policy.is_file():
             raise PolicyError(f"{args.policy}: no such policy file")
         policy = load_policy(args.policy)
+        if args.longmemeval is not None:
+            return _longmemeval(args.longmemeval, policy, args.split, json=args.json)
         report = evaluate(load_cases(args.cases), k=args.k, policy=policy)
     except HikmahError as exc:
         print(f"hikmah eval: {exc}", file=sys.stderr)
@@ -599,6 +583,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         print(format_report(report))
     return 0 if report.hikmah.summary.passed == report.hikmah.summary.cases else 1
+
+
+def _longmemeval(path: Path, policy: KernelPolicy, split: longmemeval.Split, *, json: bool) -> int:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InvalidInput(f"{path}: cannot be read: {exc.strerror or exc}") from None
+    questions = longmemeval.parse_longmemeval(data, origin=str(path))
+    result = longmemeval.run(questions, policy=policy, split=split)
+    if json:
+        print(msgspec.json.format(msgspec.json.encode(result).decode(), indent=2))
+    else:
+        print(longmemeval.format_run(result, str(path)))
+    return 0
 
 
 if __name__ == "__main__":

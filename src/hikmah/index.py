@@ -251,6 +251,7 @@ def _settle(snapshot: Snapshot, seq: int, trace_id: str, docno: int, dirty: set[
             # until compaction (or the vault destroys its key).
             blank = stub(trace.id, trace.kind, trace.created_at)
             txn.put(u32(docno), encode_trace(blank), db=dbs.docs)
+            snapshot.wrote(docno, blank)
             _set_features(snapshot, docno, dirty, nterms=0)  # as its stub has
         _set_status(snapshot, seq, docno, fate.status, dirty)
     successor = fate.successors[0].encode() if fate.successors else None
@@ -320,6 +321,7 @@ def _add(
     txn, dbs = snapshot.txn, snapshot.dbs
     txn.put(u32(docno), stored, db=dbs.docs)
     txn.put(trace.id.encode(), u32(docno), db=dbs.ids)
+    snapshot.wrote(docno, trace)
 
     chunk = snapshot.chunk(docno // CHUNK)
     row = chunk[docno % CHUNK]

@@ -12,7 +12,7 @@ import json
 import math
 import tomllib
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -23,6 +23,11 @@ Weight = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 
 Days = Annotated[float, msgspec.Meta(gt=0.0)]
 Count = Annotated[int, msgspec.Meta(ge=1)]
+Similarity = Annotated[float, msgspec.Meta(ge=-1.0, le=1.0)]
+# How the lexical cue weighs matched terms (hikmah.weighting has the formulas).
+Weighting = Literal["reference", "idf-cosine"]
+# The embedding models hikmah.embedding can load (EMBEDDERS names the same ones).
+Model = Literal["wordllama", "wordllama-128", "minilm"]
 
 
 def _doc(description: str) -> msgspec.Meta:
@@ -42,6 +47,14 @@ class _Section(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
 class RecallPolicy(_Section, frozen=True):
     """Resonance Recall weights (primary seed, "Resonance Recall")."""
 
+    weighting: Annotated[
+        Weighting,
+        _doc(
+            "how matched query terms make the lexical score: idf-cosine weighs rare terms"
+            " above common ones and buries no long trace; reference is the seed's uniform"
+            " coverage and Jaccard"
+        ),
+    ] = "idf-cosine"
     lexical_coverage: Annotated[
         Weight, _doc("weight of query-term coverage in the lexical score")
     ] = 0.7
@@ -150,6 +163,46 @@ class PresencePolicy(_Section, frozen=True):
     ] = 5.0
 
 
+class SemanticPolicy(_Section, frozen=True):
+    """The offline semantic recall channel: trace and query vectors of an embedding model,
+    blended into the cue (hikmah.fusion; docs/semantic.md has the measurements)."""
+
+    enabled: Annotated[
+        bool, _doc("blend the similarity of trace and query vectors into the cue")
+    ] = True
+    model: Annotated[
+        Model,
+        _doc(
+            "embedding model: wordllama ships in its wheel; minilm needs pip install"
+            " 'hikmah[semantic-torch]' and floor 0.2, full 0.6, alone 0.4; a change"
+            " rebuilds the vectors"
+        ),
+    ] = "wordllama"
+    weight: Annotated[Weight, _doc("share of the cue the semantic part takes")] = 0.5
+    floor: Annotated[
+        Similarity, _doc("cosine similarity at or below which the semantic part is 0")
+    ] = 0.15
+    full: Annotated[Similarity, _doc("cosine similarity from which the semantic part is 1")] = 0.5
+    alone: Annotated[
+        Similarity,
+        _doc("cosine similarity a trace matching no query term or tag needs to be recalled"),
+    ] = 0.34
+    candidates: Annotated[
+        Count,
+        _doc(
+            "nearest vectors the index brings to the fusion (at least recall_limit + 4,"
+            " as many as the lexical channel brings)"
+        ),
+    ] = 16
+    ann_at: Annotated[
+        Count, _doc("traces from which an HNSW graph replaces exact vector search")
+    ] = 20_000
+
+    def __post_init__(self) -> None:
+        if self.full <= self.floor:
+            raise ValueError("semantic.full must be greater than semantic.floor")
+
+
 class SyncPolicy(_Section, frozen=True):
     """Sync through a folder a file-sync engine keeps equal on every machine (docs/sync.md)."""
 
@@ -173,7 +226,8 @@ class SyncPolicy(_Section, frozen=True):
 
 
 class KernelPolicy(_Section, frozen=True):
-    """Everything the kernel decides by number. Defaults match the reference."""
+    """Everything the kernel decides by number. Defaults match the reference but for
+    ``[recall] weighting`` and ``[semantic]``: :func:`reference_policy` is the reference's."""
 
     working_set_limit: Annotated[Count, _doc("most traces a focus capsule holds")] = 12
     recall_limit: Annotated[
@@ -199,6 +253,7 @@ class KernelPolicy(_Section, frozen=True):
     replay: ReplayPolicy = ReplayPolicy()
     vault: VaultPolicy = VaultPolicy()
     presence: PresencePolicy = PresencePolicy()
+    semantic: SemanticPolicy = SemanticPolicy()
     sync: SyncPolicy = SyncPolicy()
 
     def __post_init__(self) -> None:
@@ -207,6 +262,22 @@ class KernelPolicy(_Section, frozen=True):
                 "allow_sensitive_persistence needs [vault] enabled = true: sensitive text"
                 " is only ever stored encrypted"
             )
+
+
+def semantic_off(policy: KernelPolicy) -> KernelPolicy:
+    """``policy`` with the semantic channel off (what evaluations compare against)."""
+    return msgspec.structs.replace(
+        policy, semantic=msgspec.structs.replace(policy.semantic, enabled=False)
+    )
+
+
+def reference_policy(policy: KernelPolicy | None = None) -> KernelPolicy:
+    """``policy`` (the defaults) scoring exactly as the reference: uniform coverage and
+    Jaccard, no semantic channel."""
+    base = semantic_off(policy or KernelPolicy())
+    return msgspec.structs.replace(
+        base, recall=msgspec.structs.replace(base.recall, weighting="reference")
+    )
 
 
 def parse_policy(text: str, *, origin: str = "policy") -> KernelPolicy:
@@ -225,7 +296,26 @@ def parse_policy(text: str, *, origin: str = "policy") -> KernelPolicy:
     try:
         return msgspec.convert(data, KernelPolicy)
     except msgspec.ValidationError as exc:
-        raise PolicyError(f"{origin}: {exc}") from None
+        raise PolicyError(f"{origin}: {exc}{_choices(str(exc))}") from None
+
+
+def _choices(error: str) -> str:
+    """The values a field takes, when ``error`` is about a field of a few (its path last)."""
+    path = error.rpartition("`$.")[2].rstrip("`").split(".")
+    section: type = KernelPolicy
+    for name in path:
+        info = msgspec.inspect.type_info(section)
+        if not isinstance(info, msgspec.inspect.StructType):
+            return ""
+        kind: object = next((f.type for f in info.fields if f.name == name), None)
+        while isinstance(kind, msgspec.inspect.Metadata):
+            kind = kind.type
+        if isinstance(kind, msgspec.inspect.LiteralType):
+            return f" (one of {', '.join(map(str, kind.values))})"
+        if not isinstance(kind, msgspec.inspect.StructType):
+            return ""
+        section = kind.cls
+    return ""
 
 
 def load_policy(path: Path | None) -> KernelPolicy:
@@ -277,6 +367,8 @@ def _describe(kind: msgspec.inspect.Type) -> str:
     while isinstance(kind, msgspec.inspect.Metadata):
         description = (kind.extra_json_schema or {}).get("description", description)
         kind = kind.type
+    if isinstance(kind, msgspec.inspect.LiteralType):
+        return f"{description} (one of {', '.join(map(str, kind.values))})"
     bounds = [
         f"{symbol} {bound:g}"
         for attr, symbol in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))

@@ -1,4 +1,5 @@
-"""Resonance Recall (primary seed; REFERENCE.md, "Recall details").
+"""Resonance Recall (primary seed; REFERENCE.md, "Recall details"), with the semantic
+channel blended into its cue (issue 17).
 
 Candidates come from the inverted index only (plus overdue commitments from
 the deadline index); the listing mode, a query with neither terms nor tags,
@@ -6,18 +7,32 @@ is the one place that reads every feature row. Scoring runs over all
 candidates at once on the feature columns (NumPy), then a short greedy pass
 walks the best-scored candidates in score order, folds near-duplicates into
 the results already chosen, penalises partial overlaps, and stops when
-``limit`` results are chosen; they are returned by their penalised score.
+``recall_limit`` results are chosen, whatever the limit asked for; they are
+ordered by their penalised score and the first ``limit`` returned. So every
+top k is the start of the top k+1.
+
+The lexical cue follows ``[recall] weighting`` (:mod:`hikmah.weighting`).
+With the semantic channel on and its vectors ready (:mod:`hikmah.semantic`),
+the candidates are the best by lexical score that the walk may read and the
+``[semantic] candidates`` nearest vectors the query may see (at least as
+many; the same status, kind, privacy and scope rules: one filter serves
+both), and their cue is the lexical one with
+the semantic part blended in (:mod:`hikmah.fusion`); the gate, meta, the
+overdue floor and folding are the same for both channels.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from hikmah.embedding import Vectors
+from hikmah.fusion import fuse, semantic_part
 from hikmah.layout import (
     GLOBAL_SCOPE_ID,
     KIND_CODE,
@@ -30,6 +45,7 @@ from hikmah.layout import (
 )
 from hikmah.policy import KernelPolicy
 from hikmah.queries import conflicts_for, superseded_by
+from hikmah.semantic import SemanticIndex
 from hikmah.snapshot import Snapshot
 from hikmah.tokenizer import terms
 from hikmah.trace import (
@@ -40,6 +56,7 @@ from hikmah.trace import (
     normalize_tag,
 )
 from hikmah.vocabulary import STATUSES, Kind, SourceClass, Status
+from hikmah.weighting import inverse_document_frequency, lexical_bound, lexical_scores
 
 DAY_MS = 86_400_000
 Floats = npt.NDArray[np.float64]
@@ -70,10 +87,14 @@ class Why(msgspec.Struct, frozen=True, kw_only=True):
     """Every term of a result's score, so a person can see why it came back."""
 
     matched_terms: list[str]
+    weighting: str  # [recall] weighting: how coverage and overlap were computed
     coverage: float
     jaccard: float
+    overlap: float  # the weighting's overlap term (the Jaccard under "reference")
     lexical: float
     tag_coverage: float
+    semantic: float | None  # cosine of trace and query vectors; None: the channel had none
+    semantic_part: float  # what it added to the cue, before the blend's weight
     recency: float
     salience: float
     confidence: float
@@ -136,7 +157,7 @@ def recall(
     q_tags = sorted({t for t in map(normalize_tag, query.tags) if t})
     if limit < 1 or (query.query.strip() and not q_terms and not q_tags):
         return []  # a query of stopwords only asks for nothing
-    return _Scorer(snapshot, query, q_terms, q_tags, now_ms, policy).run(limit)
+    return _Scorer(snapshot, query, q_terms, q_tags, now_ms, policy).run()[:limit]
 
 
 Rows = dict[str, npt.NDArray[Any]]
@@ -147,16 +168,42 @@ _SCORE_FIELDS = (
 )  # fmt: skip
 # Slack for the float rounding between a bound and the score it bounds.
 _EPSILON = 1e-9
+_MIN_TIER = 128  # candidates scored together at least (see _tiers)
+
+
+class _Candidates(NamedTuple):
+    """Lexical candidates (ascending), with what scoring needs of each."""
+
+    docs: DocArray
+    matched: Floats  # query terms held
+    tagged: Floats  # query tags held
+    matched_idf: Floats  # summed idf of the query terms held (idf-cosine only; else zeros)
+    overdue: npt.NDArray[np.bool_]
+
+    def take(self, positions: npt.NDArray[np.intp]) -> _Candidates:
+        return _Candidates(
+            self.docs[positions],
+            self.matched[positions],
+            self.tagged[positions],
+            self.matched_idf[positions],
+            self.overdue[positions],
+        )
+
+
+class _Semantic(NamedTuple):
+    vectors: SemanticIndex
+    query: Vectors
 
 
 class _Scorer:
     """One recall over one snapshot.
 
     Candidates are scored in tiers of equal upper bound, best tier first: a
-    candidate's cue is bounded by its matched term and tag counts alone (the
-    Jaccard overlap is at most coverage), and meta by the sum of its weights.
-    Scoring stops once enough candidates beat every bound still unscored, so
-    the feature columns of a common word's long tail are never gathered.
+    candidate's cue is bounded by its matched terms and tags alone (the
+    overlap is at most what coverage allows), and meta by the sum of its
+    weights. Scoring stops once enough candidates beat every bound still
+    unscored, so the feature columns of a common word's long tail are never
+    gathered.
     """
 
     def __init__(
@@ -174,43 +221,70 @@ class _Scorer:
         self.listing = not q_terms and not q_tags
         chosen = (("source", query.sources), ("verified", query.verified is not None))
         self.filter_fields = _FILTER_FIELDS + tuple(name for name, asked in chosen if asked)
+        self.weighting = policy.recall.weighting
+        self.query_idf = 0.0
+        self.semantic = self._semantic()
 
-    def run(self, limit: int) -> list[RecallResult]:
-        docs, matched, tagged, overdue = self._candidates()
-        bound = self._upper_bounds(matched, tagged, overdue)
-        tiers = [np.flatnonzero(bound == b) for b in np.unique(bound[bound >= 0])[::-1]]
-        if not tiers:
+    def _semantic(self) -> _Semantic | None:
+        """The vectors and the query's own, when the channel takes part in this recall."""
+        index = self.snapshot.semantic
+        if (
+            self.listing
+            or not self.policy.semantic.enabled
+            or index is None
+            or not index.ready
+            or not self.query.query.strip()
+        ):
+            return None
+        vector = index.embed_query(self.query.query)
+        return None if vector is None else _Semantic(index, vector)
+
+    def run(self) -> list[RecallResult]:
+        # The walk always chooses recall_limit results, whatever the limit asked
+        # for, so that every shorter list is the start of a longer one.
+        depth = self.policy.recall_limit
+        found = self._candidates()
+        tiers, bounds = _tiers(self._upper_bounds(found))
+        if not tiers and self.semantic is None:
             return []
-        bounds = [float(bound[t[0]]) for t in tiers] + [-np.inf]
-        need = _margin(limit)
+        need = _margin(depth)
         parts: list[Rows] = []
         scored_tiers = 0
         while scored_tiers < len(tiers):
-            tier = tiers[scored_tiers]
-            parts.append(self._score(docs[tier], matched[tier], tagged[tier]))
+            parts.append(self._score(found.take(tiers[scored_tiers])))
             scored_tiers += 1
             rest = bounds[scored_tiers]
             if sum(int(np.count_nonzero(part["score"] >= rest)) for part in parts) >= need:
                 break
-        results = self._select(_concat(parts), limit, bounds[scored_tiers])
-        if results is None:
-            # Folding consumed more than the margin: score every tier and select again.
-            for tier in tiers[scored_tiers:]:
-                parts.append(self._score(docs[tier], matched[tier], tagged[tier]))
-            results = self._select(_concat(parts), limit, -np.inf)
+        if self.semantic is not None:
+            pool = self._fused(_concat(parts) if parts else None, found, self.semantic, depth)
+            results = self._select(pool, depth, -np.inf)
+        else:
+            results = self._select(_concat(parts), depth, bounds[scored_tiers])
+            if results is None:
+                # Folding consumed more than the margin: score every tier and select again.
+                for tier in tiers[scored_tiers:]:
+                    parts.append(self._score(found.take(tier)))
+                results = self._select(_concat(parts), depth, -np.inf)
         assert results is not None
         return results
 
-    def _candidates(self) -> tuple[DocArray, Floats, Floats, npt.NDArray[np.bool_]]:
-        """Candidate documents (ascending), their matched term and tag counts, and
-        which of them are overdue commitments."""
+    def _candidates(self) -> _Candidates:
+        """Candidate documents (ascending), their matched term and tag counts (and summed
+        idf), and which of them are overdue commitments."""
         size = len(self.features)
         if self.listing:
             zeros = np.zeros(size)
-            return np.arange(size, dtype=np.uint32), zeros, zeros, np.zeros(size, dtype=bool)
+            everyone = np.arange(size, dtype=np.uint32)
+            return _Candidates(everyone, zeros, zeros, zeros, np.zeros(size, dtype=bool))
         term_lists = [self.snapshot.postings(t) for t in self.q_terms]
         tag_lists = [self.snapshot.postings(TAG_PREFIX + t) for t in self.q_tags]
         overdue = self.snapshot.overdue(self.now)
+        # Each term's idf, by how many documents hold it (idf-cosine weighs by it).
+        idf = None
+        if self.weighting == "idf-cosine" and term_lists:
+            idf = inverse_document_frequency([len(docs) for docs in term_lists], size)
+            self.query_idf = float(idf.sum())
         total = sum(map(len, term_lists)) + sum(map(len, tag_lists)) + len(overdue)
         if total * 64 > size:
             # Dense enough that counting into an array of every document beats sorting.
@@ -226,35 +300,45 @@ class _Scorer:
                 np.zeros(len(docs)) if count is None else count.take(positions).astype(np.float64)
                 for count in dense
             )
-            counts = matched, tagged
+            matched_idf = np.zeros(len(docs))
+            if idf is not None:
+                # Each list's idf added where its documents sit among the candidates
+                # (every one of them is a candidate): no pass over every document.
+                for held, weight in zip(term_lists, idf.tolist(), strict=True):
+                    matched_idf[np.searchsorted(docs, held)] += weight
         else:
             term_docs, term_counts = _sparse_count(term_lists)
             tag_docs, tag_counts = _sparse_count(tag_lists)
             docs = np.unique(np.concatenate([term_docs, tag_docs, overdue]))
-            counts = _align(docs, term_docs, term_counts), _align(docs, tag_docs, tag_counts)
+            matched = _align(docs, term_docs, term_counts)
+            tagged = _align(docs, tag_docs, tag_counts)
+            matched_idf = np.zeros(len(docs))
+            if idf is not None:
+                idf_docs, idf_sums = _sparse_count(term_lists, idf)
+                matched_idf = _align(docs, idf_docs, idf_sums)
         is_overdue = np.zeros(len(docs), dtype=bool)
         if len(overdue):
             is_overdue[np.searchsorted(docs, overdue)] = True
+        found = _Candidates(docs, matched, tagged, matched_idf, is_overdue)
         need = min(self.query.min_matched_terms, len(self.q_terms))
-        if need:
-            keep = counts[0] >= need
-            return docs[keep], counts[0][keep], counts[1][keep], is_overdue[keep]
-        return docs, counts[0], counts[1], is_overdue
+        return found.take(np.flatnonzero(matched >= need)) if need else found
 
-    def _upper_bounds(
-        self, matched: Floats, tagged: Floats, overdue: npt.NDArray[np.bool_]
-    ) -> Floats:
+    def _upper_bounds(self, found: _Candidates) -> Floats:
         """The best score each candidate could have; -1 where it cannot be recalled."""
         p = self.policy.recall
         if self.listing:
-            return np.full(len(matched), np.inf)
-        coverage = matched / max(len(self.q_terms), 1)
-        lexical = np.where(
-            matched > 0,
-            np.maximum((p.lexical_coverage + p.lexical_jaccard) * coverage, p.match_floor),
-            0.0,
+            return np.full(len(found.docs), np.inf)
+        lexical = lexical_bound(
+            self.weighting,
+            matched=found.matched,
+            n_query=len(self.q_terms),
+            matched_idf=found.matched_idf,
+            query_idf=self.query_idf,
+            coverage_weight=p.lexical_coverage,
+            overlap_weight=p.lexical_jaccard,
+            match_floor=p.match_floor,
         )
-        cue = self._cue(lexical, tagged / max(len(self.q_tags), 1))
+        cue = self._cue(lexical, found.tagged / max(len(self.q_tags), 1))
         meta = (
             p.meta_recency
             + p.meta_salience
@@ -265,7 +349,7 @@ class _Scorer:
         )
         bound = cue * (p.relevance_base + p.metadata_share * meta) * (1 + _EPSILON)
         bound[cue < self.policy.minimum_recall_score - _EPSILON] = -1.0
-        bound[overdue] = np.inf
+        bound[found.overdue] = np.inf
         return bound
 
     def _cue(self, lexical: Floats, tag_coverage: Floats) -> Floats:
@@ -274,42 +358,64 @@ class _Scorer:
             return p.cue_lexical * lexical + p.cue_tag * tag_coverage
         return lexical if self.q_terms else tag_coverage
 
-    def _score(self, docs: DocArray, matched: Floats, tagged: Floats) -> Rows:
-        """The scores of the candidates the query may see and recall.
+    def _score(self, found: _Candidates, sims: Floats | None = None) -> Rows:
+        """The scores of the candidates the query may see and recall (fused with their
+        similarities ``sims`` when given; NaN: no vector).
 
         Only what folding needs is kept (document, score, time, and the counts
         to explain it later): the breakdown of a score is recomputed for the
         few results (:meth:`_breakdown`), not carried for every candidate.
         """
-        rows = self.features.take(self.filter_fields, docs)
-        wanted = self._wanted(rows)
+        wanted = self._wanted(self.features.take(self.filter_fields, found.docs))
         if not wanted.all():
-            docs, matched, tagged = docs[wanted], matched[wanted], tagged[wanted]
-        terms = self._breakdown(docs, matched, tagged)
+            keep_wanted = np.flatnonzero(wanted)
+            found = found.take(keep_wanted)
+            sims = None if sims is None else sims[keep_wanted]
+        terms = self._breakdown(found, sims)
         keep = terms["keep"]
         return {
-            "doc": docs[keep],
+            "doc": found.docs[keep],
             "score": terms["score"][keep],
             "created": terms["created"][keep],
-            "matched": matched[keep],
-            "tagged": tagged[keep],
+            "matched": found.matched[keep],
+            "tagged": found.tagged[keep],
+            "matched_idf": found.matched_idf[keep],
+            "overdue": found.overdue[keep],
+            "sim": np.full(int(keep.sum()), np.nan) if sims is None else sims[keep],
         }
 
-    def _breakdown(self, docs: DocArray, matched: Floats, tagged: Floats) -> Rows:
+    def _breakdown(self, found: _Candidates, sims: Floats | None) -> Rows:
         """Every term of the score of these candidates, and which of them may be recalled."""
-        rows = self.features.take((*_SCORE_FIELDS, "status", "kind"), docs)
+        rows = self.features.take((*_SCORE_FIELDS, "status", "kind"), found.docs)
         p = self.policy.recall
 
-        n_q = max(len(self.q_terms), 1)
-        coverage = matched / n_q
-        jaccard = matched / np.maximum(n_q + rows["nterms"] - matched, 1)
-        lexical = np.where(
-            matched > 0,
-            np.maximum(p.lexical_coverage * coverage + p.lexical_jaccard * jaccard, p.match_floor),
-            0.0,
+        lexical = lexical_scores(
+            self.weighting,
+            matched=found.matched,
+            n_query=len(self.q_terms),
+            nterms=rows["nterms"],
+            matched_idf=found.matched_idf,
+            query_idf=self.query_idf,
+            coverage_weight=p.lexical_coverage,
+            overlap_weight=p.lexical_jaccard,
+            match_floor=p.match_floor,
         )
-        tag_coverage = tagged / max(len(self.q_tags), 1)
-        cue = np.zeros(len(docs)) if self.listing else self._cue(lexical, tag_coverage)
+        jaccard = lexical.overlap
+        if self.weighting != "reference":
+            n_q = max(len(self.q_terms), 1)
+            jaccard = found.matched / np.maximum(n_q + rows["nterms"] - found.matched, 1)
+        tag_coverage = found.tagged / max(len(self.q_tags), 1)
+        cue = self._cue(lexical.lexical, tag_coverage)
+        if self.listing:
+            cue = np.zeros(len(found.docs))
+        # What the words and tags alone give: a trace they make recallable stays so
+        # (the semantic channel adds and reorders; it never hides a lexical match).
+        lexical_cue = cue
+        known = np.zeros(len(found.docs)) if sims is None else np.nan_to_num(sims)
+        part = semantic_part(known, self.policy.semantic)
+        if sims is not None:
+            hit = (found.matched > 0) | (found.tagged > 0)
+            cue = fuse(cue, known, hit, self.policy.semantic)
 
         recency, provenance, urgency, feedback, overdue = self._meta_terms(rows)
         meta = (
@@ -322,20 +428,24 @@ class _Scorer:
         )
         if self.listing:
             score = p.listing_scale * meta
-            keep = np.ones(len(docs), dtype=bool)
+            keep = np.ones(len(found.docs), dtype=bool)
         else:
             score = cue * (p.relevance_base + p.metadata_share * meta)
             score = np.where(overdue, np.maximum(score, p.overdue_floor), score)
-            keep = (cue >= self.policy.minimum_recall_score) | overdue
+            gate = self.policy.minimum_recall_score
+            keep = (cue >= gate) | (lexical_cue >= gate) | overdue
         return {
             "score": score,
             "keep": keep,
             "cue": cue,
             "meta": meta,
-            "coverage": coverage,
+            "coverage": lexical.coverage,
             "jaccard": jaccard,
-            "lexical": lexical,
+            "overlap": lexical.overlap,
+            "lexical": lexical.lexical,
             "tag_coverage": tag_coverage,
+            "semantic": np.full(len(found.docs), np.nan) if sims is None else sims,
+            "semantic_part": part if sims is not None else np.zeros(len(found.docs)),
             "recency": recency,
             "provenance": provenance,
             "urgency": urgency,
@@ -347,6 +457,39 @@ class _Scorer:
             "created": rows["created"],
             "status": rows["status"],
         }
+
+    def _fused(
+        self, lexical: Rows | None, found: _Candidates, semantic: _Semantic, depth: int
+    ) -> Rows:
+        """The candidates of both channels with their fused scores: the best by lexical
+        score (as many as the walk may read) and the ``candidates`` nearest vectors the
+        query may see (no fewer)."""
+        pool = np.zeros(0, dtype=np.uint32)
+        if lexical is not None:
+            pool = lexical["doc"][
+                _top(lexical["score"], lexical["created"], lexical["doc"], _margin(depth))
+            ]
+        # As many as the walk may read at least: a nearer vector's trace can lose only by
+        # its meta (at most 0.55 against 1), and the evaluation sets scored the same with
+        # 1, 16, 24 and 50 of them (docs/semantic.md), each costing the search and scoring.
+        wanted = max(self.policy.semantic.candidates, _margin(depth))
+        near, _ = semantic.vectors.search(semantic.query, wanted, self._allowed)
+        union = _matches_of(found, np.union1d(pool, near.astype(np.uint32)))
+        need = min(self.query.min_matched_terms, len(self.q_terms))
+        if need:
+            union = union.take(np.flatnonzero(union.matched >= need))
+        sims = semantic.vectors.similarities(semantic.query, union.docs).astype(np.float64)
+        return self._score(union, sims)
+
+    def _allowed(self, ids: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
+        """Which documents the query may see, for the vector search (vectors may hold
+        documents written after this snapshot: those it may not)."""
+        inside = ids < len(self.features)
+        keep = np.zeros(len(ids), dtype=bool)
+        if inside.any():
+            rows = self.features.take(self.filter_fields, ids[inside].astype(np.intp))
+            keep[inside] = self._wanted(rows)
+        return keep
 
     def _wanted(self, rows: Rows) -> npt.NDArray[np.bool_]:
         """Which candidates the query may see at all (status, kind, privacy, scope)."""
@@ -399,14 +542,17 @@ class _Scorer:
         overdue = active & commitment & dated & (days_left <= 0)
         return recency, provenance, urgency, feedback.astype(np.float64), overdue
 
-    def _select(self, scored: Rows, limit: int, unscored: float) -> list[RecallResult] | None:
-        """Fold near-duplicates best first until ``limit`` results are chosen.
+    def _select(self, scored: Rows, depth: int, unscored: float) -> list[RecallResult] | None:
+        """Fold near-duplicates best first until ``depth`` results are chosen.
 
-        The walk is in raw-score order, as in the reference, so the results of
-        a limit are always among those of a larger one. Their order is by
-        penalised score, so a larger limit may slot a result in between (a
-        lazy greedy choice by penalised score would not, but it read ten times
-        as many candidates on the benchmark and lost two evaluation cases).
+        The walk is in raw-score order, as in the reference, and chooses
+        ``depth`` (the policy's ``recall_limit``) results whatever the limit
+        asked for; they are ordered by penalised score, and a limit takes the
+        first of them. So the top k is the start of the top k+1 at the cost of
+        folding a few more candidates for a short limit (a lazy greedy choice
+        by penalised score is stable too, but read ten times as many
+        candidates on the benchmark and lost two evaluation cases;
+        docs/storage.md).
 
         Returns None when that would need a candidate not scored yet (one whose
         bound is ``unscored``).
@@ -415,8 +561,8 @@ class _Scorer:
         score = scored["score"]
         selected: list[_Selected] = []
         redundancy: dict[int, float] = {}
-        for i in _best_first(score, scored["created"], scored["doc"], limit):
-            if len(selected) == limit:
+        for i in _best_first(score, scored["created"], scored["doc"], depth):
+            if len(selected) == depth:
                 break
             if score[i] < unscored:
                 return None
@@ -431,22 +577,29 @@ class _Scorer:
             candidate.score *= 1.0 - p.redundancy_penalty * worst
             redundancy[i] = worst
             selected.append(candidate)
-        if len(selected) < limit and unscored > -np.inf:
+        if len(selected) < depth and unscored > -np.inf:
             return None
         # Ties newer first, then by id: document numbers follow arrival order, which
         # differs between synced devices, and ids do not.
         selected.sort(key=lambda s: s.trace.id, reverse=True)
         selected.sort(key=lambda s: (-s.score, -s.trace.created_at))
         chosen = np.array([s.position for s in selected], dtype=np.intp)
-        terms = self._breakdown(
-            scored["doc"][chosen], scored["matched"][chosen], scored["tagged"][chosen]
+        found = _Candidates(
+            scored["doc"][chosen],
+            scored["matched"][chosen],
+            scored["tagged"][chosen],
+            scored["matched_idf"][chosen],
+            scored["overdue"][chosen],
         )
+        sims = None if self.semantic is None else scored["sim"][chosen]
+        terms = self._breakdown(found, sims)
         return [self._result(s, terms, j, redundancy[s.position]) for j, s in enumerate(selected)]
 
     def _result(self, chosen: _Selected, scored: Rows, i: int, redundancy: float) -> RecallResult:
         """A chosen candidate as a result; ``scored`` holds its breakdown at row ``i``."""
         trace = chosen.trace
         status: Status = STATUSES[int(scored["status"][i])]
+        similarity = float(scored["semantic"][i])
         return RecallResult(
             trace=trace,
             status=status,
@@ -461,10 +614,14 @@ class _Scorer:
             else None,
             why=Why(
                 matched_terms=[t for t in self.q_terms if t in chosen.terms],
+                weighting=self.weighting,
                 coverage=float(scored["coverage"][i]),
                 jaccard=float(scored["jaccard"][i]),
+                overlap=float(scored["overlap"][i]),
                 lexical=float(scored["lexical"][i]),
                 tag_coverage=float(scored["tag_coverage"][i]),
+                semantic=None if math.isnan(similarity) else similarity,
+                semantic_part=float(scored["semantic_part"][i]),
                 recency=float(scored["recency"][i]),
                 salience=float(scored["salience"][i]),
                 confidence=float(scored["confidence"][i]),
@@ -487,6 +644,29 @@ def _among(
     return wanted[column]  # type: ignore[no-any-return]
 
 
+def _tiers(bound: Floats) -> tuple[list[npt.NDArray[np.intp]], list[float]]:
+    """Candidates in tiers of falling upper bound, and each tier's bound (then -inf).
+
+    Candidates of equal bound share a tier, and tiers of fewer than
+    ``_MIN_TIER`` are merged with the next: scoring a tier has a fixed cost, and
+    IDF-weighted bounds make many small ones. Merging scores a few more
+    candidates, never fewer than exactness needs (a tier's bound is the best of
+    all it holds).
+    """
+    live = np.flatnonzero(bound >= 0)
+    if not len(live):
+        return [], [-np.inf]
+    order = live[np.argsort(-bound[live], kind="stable")]
+    ordered = bound[order]
+    kept, start = [], 0
+    for cut in (np.flatnonzero(ordered[1:] != ordered[:-1]) + 1).tolist():
+        if cut - start >= _MIN_TIER:
+            kept.append(cut)
+            start = cut
+    tiers = np.split(order, kept)
+    return tiers, [float(bound[tier[0]]) for tier in tiers] + [-np.inf]
+
+
 def _margin(limit: int) -> int:
     """Candidates to score beyond every unscored bound before folding starts."""
     return limit + 4
@@ -498,6 +678,29 @@ def _concat(parts: list[Rows]) -> Rows:
     return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
 
 
+def _ranked(
+    score: Floats,
+    created: npt.NDArray[np.int64],
+    docs: DocArray,
+    positions: npt.NDArray[np.intp] | None = None,
+) -> npt.NDArray[np.intp]:
+    """``positions`` (all by default) best first: by score, ties newer first."""
+    if positions is None:
+        positions = np.arange(len(score))
+    keys = (-docs[positions].astype(np.int64), -created[positions], -score[positions])
+    return positions[np.lexsort(keys)]
+
+
+def _top(
+    score: Floats, created: npt.NDArray[np.int64], docs: DocArray, count: int
+) -> npt.NDArray[np.intp]:
+    """The positions of the ``count`` best (ties newer first), best first."""
+    if len(score) <= count:
+        return _ranked(score, created, docs)
+    threshold = -np.partition(-score, count - 1)[count - 1]
+    return _ranked(score, created, docs, np.flatnonzero(score >= threshold))[:count]
+
+
 def _best_first(
     score: Floats, created: npt.NDArray[np.int64], docs: DocArray, limit: int
 ) -> Iterator[int]:
@@ -507,18 +710,12 @@ def _best_first(
     the best few are sorted first and the rest only if folding gets that far.
     """
     head = _margin(limit)
-
-    def ordered(positions: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
-        keys = (-docs[positions].astype(np.int64), -created[positions], -score[positions])
-        return positions[np.lexsort(keys)]
-
-    everything = np.arange(len(score))
     if len(score) <= head:
-        yield from ordered(everything).tolist()
+        yield from _ranked(score, created, docs).tolist()
         return
     threshold = -np.partition(-score, head)[head]
-    yield from ordered(np.flatnonzero(score > threshold)).tolist()
-    yield from ordered(np.flatnonzero(score <= threshold)).tolist()
+    yield from _ranked(score, created, docs, np.flatnonzero(score > threshold)).tolist()
+    yield from _ranked(score, created, docs, np.flatnonzero(score <= threshold)).tolist()
 
 
 def _dense_count(lists: list[DocArray], size: int) -> npt.NDArray[np.intp] | None:
@@ -528,15 +725,38 @@ def _dense_count(lists: list[DocArray], size: int) -> npt.NDArray[np.intp] | Non
     return np.bincount(np.concatenate(lists), minlength=size)
 
 
-def _sparse_count(lists: list[DocArray]) -> tuple[DocArray, Floats]:
-    """The documents in any of the (sorted, distinct) lists, and in how many."""
-    lists = [docs for docs in lists if len(docs)]
-    if not lists:
+def _sparse_count(lists: list[DocArray], weights: Floats | None = None) -> tuple[DocArray, Floats]:
+    """The documents in any of the (sorted, distinct) lists, and in how many (the sum of
+    their ``weights``)."""
+    each = np.ones(len(lists)) if weights is None else np.asarray(weights, dtype=np.float64)
+    kept = [(docs, w) for docs, w in zip(lists, each.tolist(), strict=True) if len(docs)]
+    if not kept:
         return np.empty(0, dtype=np.uint32), np.empty(0)
-    if len(lists) == 1:
-        return lists[0], np.ones(len(lists[0]))
-    docs, counts = np.unique(np.concatenate(lists), return_counts=True)
-    return docs.astype(np.uint32), counts.astype(np.float64)
+    if len(kept) == 1:
+        return kept[0][0], np.full(len(kept[0][0]), kept[0][1], dtype=np.float64)
+    if weights is None:
+        docs, counts = np.unique(np.concatenate([d for d, _ in kept]), return_counts=True)
+        return docs.astype(np.uint32), counts.astype(np.float64)
+    docs, inverse = np.unique(np.concatenate([d for d, _ in kept]), return_inverse=True)
+    sums = np.bincount(inverse, weights=np.repeat([w for _, w in kept], [len(d) for d, _ in kept]))
+    return docs.astype(np.uint32), sums.astype(np.float64)
+
+
+def _matches_of(found: _Candidates, docs: DocArray) -> _Candidates:
+    """The documents ``docs`` (ascending) as candidates, with what ``found`` knows of those
+    among it (a nearest vector may also be a lexical candidate) and no match for the rest."""
+    zeros = np.zeros(len(docs))
+    if not len(found.docs):
+        return _Candidates(docs, zeros, zeros, zeros, np.zeros(len(docs), dtype=bool))
+    at = np.minimum(np.searchsorted(found.docs, docs), len(found.docs) - 1)
+    known = found.docs[at] == docs
+    return _Candidates(
+        docs,
+        np.where(known, found.matched[at], 0.0),
+        np.where(known, found.tagged[at], 0.0),
+        np.where(known, found.matched_idf[at], 0.0),
+        known & found.overdue[at],
+    )
 
 
 def _align(target: DocArray, docs: DocArray, counts: Floats) -> Floats:

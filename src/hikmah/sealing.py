@@ -40,7 +40,9 @@ from hikmah.vault import (
     new_index_key,
     new_master_key,
     open_fields,
+    open_sealed,
     rewrap,
+    seal,
     seal_fields,
     unwrap,
     wrap,
@@ -144,6 +146,23 @@ def data_key_of(keys: Keys, trace_id: str, entry: bytes) -> DataKey:
     """
     wrapped_by, wrapped = split_key_entry(trace_id, entry)
     return unwrap(keys.master_for(wrapped_by), wrapped)
+
+
+def seal_file(keys: Keys, plaintext: bytes, *, aad: bytes) -> tuple[bytes, bytes]:
+    """A file's bytes sealed under a fresh data key, and that key's entry (wrapped by the
+    current master) to keep beside them: each save of a file gets a key of its own."""
+    data_key = new_data_key()
+    return seal(data_key, plaintext, aad=aad), wrapped_entry(keys, data_key)
+
+
+def open_file(keys: Keys, sealed: bytes, entry: bytes, *, aad: bytes) -> bytes:
+    """The plaintext :func:`seal_file` sealed.
+
+    Raises:
+        DecryptionFailed: the entry or the bytes do not open.
+        VaultLocked: the keyring holds no master the entry names.
+    """
+    return open_sealed(data_key_of(keys, "a sealed file", entry), sealed, aad=aad)
 
 
 def rewrapped(keys: Keys, trace_id: str, entry: bytes) -> bytes | None:

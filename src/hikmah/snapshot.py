@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 import numpy as np
@@ -53,6 +53,9 @@ from hikmah.trace import Trace
 from hikmah.vault import KeyDestroyed, VaultLocked
 from hikmah.vocabulary import STATUSES, Status
 
+if TYPE_CHECKING:  # semantic.py reads through snapshots itself
+    from hikmah.semantic import SemanticIndex
+
 # Commits remembered for patching the columns; past it, the next read reloads them.
 _MAX_LOGGED_COMMITS = 4096
 
@@ -64,17 +67,38 @@ class Moment(msgspec.Struct, frozen=True):
     at: int
 
 
+class Added(NamedTuple):
+    """A document a batch wrote: its number, its trace id and the text to embed (empty:
+    it holds no vector, purged or unreadable here)."""
+
+    docno: int
+    trace_id: str
+    text: str
+
+
 class Snapshot:
     """A transaction of the store with its databases: what every read goes through.
 
     It reads the present; :class:`hikmah.past.Past` reads as of a record.
     """
 
-    def __init__(self, txn: Any, dbs: Databases, cache: FeatureCache | None = None) -> None:
+    def __init__(
+        self,
+        txn: Any,
+        dbs: Databases,
+        cache: FeatureCache | None = None,
+        semantic: SemanticIndex | None = None,
+    ) -> None:
         self.txn = txn
         self.dbs = dbs
         self._cache = cache
+        # The store's vectors (not versioned with the transaction: they may hold
+        # documents written after it began, which recall leaves out).
+        self.semantic = semantic
         self._own: Columns | None = None  # without a cache: the columns of this transaction
+        # In a batch's write transaction: the documents whose text it changed, by number,
+        # whichever chain their records came from (the vectors follow them).
+        self.written: dict[int, Added] | None = None
         self.point: Moment | None = None  # the record read as of (None: the present)
 
     @property
@@ -92,6 +116,12 @@ class Snapshot:
             return self._cache.overdue(self, now_ms)
         deadlines, docs = dated_commitments(self.features)
         return np.sort(docs[: int(np.searchsorted(deadlines, now_ms, side="right"))])
+
+    def wrote(self, docno: int, trace: Trace) -> None:
+        """Note that this transaction gave ``docno`` the text of ``trace`` (a stub's is
+        empty), when it collects what it wrote."""
+        if self.written is not None:
+            self.written[docno] = Added(docno, trace.id, trace.content)
 
     # -- documents --------------------------------------------------------------
 

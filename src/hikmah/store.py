@@ -38,6 +38,7 @@ import lmdb
 from hikmah import index, receive, replicas
 from hikmah.durable import fsync_dir, fsync_file
 from hikmah.effects import effects
+from hikmah.embedding import Embedder
 from hikmah.errors import ConflictError, HikmahError, InvalidInput, LedgerError, StoreFull
 from hikmah.fates import LOCAL
 from hikmah.gate import Gate
@@ -63,7 +64,8 @@ from hikmah.promises import Stage
 from hikmah.queries import conflicts_for
 from hikmah.rules import Applied, ApplyRemote, Change, Outcome, Written, payloads_for
 from hikmah.sealing import Keys, Sealed, seal_trace
-from hikmah.snapshot import FeatureCache, Snapshot
+from hikmah.semantic import SemanticIndex, remove_vectors, vectors_path
+from hikmah.snapshot import Added, FeatureCache, Snapshot
 from hikmah.vault import VaultLocked
 
 log = logging.getLogger(__name__)
@@ -131,6 +133,12 @@ class Store:
             self.head_file.close()
             raise
         self.columns = FeatureCache()
+        # The semantic channel's vectors, when the daemon (or a tool) attached them: every
+        # durable batch reaches them (hikmah.semantic).
+        self.semantic: SemanticIndex | None = None
+        # Committed batches whose vectors have not followed yet (see apply's ``follow``).
+        self._unfollowed: list[list[Added]] = []
+        self._follow_lock = threading.Lock()
         # Batches committed, and how many of them are known durable (the writer
         # syncs a batch while it applies the next: see apply).
         self._commits = 0
@@ -239,7 +247,7 @@ class Store:
     def snapshot(self) -> Iterator[Snapshot]:
         """A consistent view of the store (a read transaction), as a context manager."""
         with self._gate.shared(), self.env.begin() as txn:
-            yield Snapshot(txn, self.dbs, self.columns)
+            yield Snapshot(txn, self.dbs, self.columns, self.semantic)
 
     def read(
         self, query: Callable[Concatenate[Snapshot, P], T], *args: P.args, **kwargs: P.kwargs
@@ -248,6 +256,17 @@ class Store:
         snapshot of its own."""
         with self.snapshot() as snapshot:
             return query(snapshot, *args, **kwargs)
+
+    def open_vectors(self, embedder: Embedder, *, ann_at: int) -> SemanticIndex:
+        """Attach the semantic channel's vectors, from their file or built from the store,
+        ready for recall and writes: for tools running the store in-process, with no
+        write under way (the daemon takes the same steps off its event loop)."""
+        semantic = SemanticIndex(vectors_path(self.data_dir), embedder, ann_at=ann_at)
+        self.semantic = semantic
+        with self.snapshot() as snapshot:
+            semantic.prepare(snapshot, self.dbs.vault)
+            semantic.finish(snapshot)
+        return semantic
 
     # -- the head ---------------------------------------------------------------
 
@@ -331,6 +350,7 @@ class Store:
         now_ms: int,
         policy: KernelPolicy,
         sync: bool = True,
+        follow: bool = True,
     ) -> list[Outcome | Applied]:
         """Check and commit a batch; one outcome per operation, in order.
 
@@ -341,18 +361,26 @@ class Store:
         sync one batch while it applies the next, and answers a batch's callers
         only after its sync.
 
+        With ``follow`` (the default) the vectors follow the batch before this
+        returns; without it they follow at :meth:`follow_vectors`, which the
+        writer calls beside the sync, so that embedding overlaps the next batch.
+
         Raises:
             StoreFull: the map cannot grow or the disk is full; nothing was written.
         """
         while True:
             try:
                 with self._gate.shared():
-                    outcomes, scrub = self._apply_once(operations, now_ms, policy)
+                    outcomes, scrub, changes = self._apply_once(operations, now_ms, policy)
                 if sync or scrub:
                     self.sync()
                 if scrub:
                     # A destroyed data key must not stay readable in a free page.
                     self._scrub()
+                with self._follow_lock:
+                    self._unfollowed.append(changes)
+                if follow:
+                    self.follow_vectors()
                 return outcomes
             except lmdb.MapFullError:
                 self._grow()
@@ -400,16 +428,38 @@ class Store:
         log.info("growing the LMDB map from %d to %d MiB", current >> 20, new >> 20)
         self.env.set_mapsize(new)
 
+    def follow_vectors(self) -> None:
+        """Bring the vectors up to every batch committed so far, in commit order; under the
+        vault a batch that removed a vector (a purge, here or on another device) saves
+        them at once, so the vector leaves the disk with its text."""
+        with self._follow_lock:
+            batches, self._unfollowed = self._unfollowed, []
+            semantic = self.semantic
+            if semantic is None:
+                return
+            for written in batches:
+                try:
+                    removed = semantic.committed(written)
+                    if removed and self.dbs.vault is not None and semantic.ready:
+                        semantic.save(self.dbs.vault)
+                except Exception:
+                    # Derived data: the commit stands, and the vectors are built again.
+                    log.exception("the vectors could not follow a commit; rebuilding them")
+                    semantic.rebuild()
+                    return
+
     def _apply_once(
         self, operations: Sequence[Change], now_ms: int, policy: KernelPolicy
-    ) -> tuple[list[Outcome | Applied], bool]:
-        """Commit a batch; its outcomes, and whether it destroyed a data key."""
+    ) -> tuple[list[Outcome | Applied], bool, list[Added]]:
+        """Commit a batch; its outcomes, whether it destroyed a data key, and the documents
+        whose text it changed, whichever chain their records came from (for the vectors)."""
         outcomes: list[Outcome | Applied] = []
         dirty: set[int] = set()
         destroyed = False
         presence = self.presence
         txn = self.env.begin(write=True)
         snapshot = Snapshot(txn, self.dbs)
+        snapshot.written = {}
         try:
             last = snapshot.last_record()
             if self.head_error is not None or (last is not None and last != self.head):
@@ -419,7 +469,7 @@ class Store:
                     " hikmah verify-ledger and accepts or resets the head"
                 )
                 txn.abort()
-                return [error for _ in operations], False
+                return [error for _ in operations], False, []
             seq, prev = (0, GENESIS) if last is None else (last.seq, last.hash)
             ahead = replicas.ahead(snapshot)
             received = rebuild = False
@@ -476,7 +526,7 @@ class Store:
             appended = seq != (0 if last is None else last.seq)
             if not (appended or received):
                 txn.abort()
-                return outcomes, False
+                return outcomes, False, []
             if rebuild:
                 # A device was cut off behind what was applied of it: only a rebuild
                 # from the records that still count is right.
@@ -505,7 +555,8 @@ class Store:
             self.columns.forget()
         else:
             self.columns.committed(version, dirty)
-        return outcomes, destroyed
+        written = snapshot.written
+        return outcomes, destroyed, [] if written is None else list(written.values())
 
     def _at_rest(self, txn: Any, payload: Payload) -> Payload:
         """The payload as the ledger keeps it: a trace sealed under the vault, its
@@ -572,6 +623,11 @@ class Store:
         txn = snapshot.txn
         after = self._indexed(snapshot)
         if rebuild:
+            # Documents may be numbered anew: the vectors are built again from them.
+            remove_vectors(self.data_dir)
+            if self.semantic is not None:
+                self.semantic.rebuild()
+            snapshot.written = None
             index.clear(snapshot)
             txn.delete(_INDEXED, db=self.dbs.meta)
             after = 0

@@ -37,6 +37,9 @@ Compare = Callable[..., bool]
 def frozen() -> Iterator[tuple[Running, list[dict[str, Any]]]]:
     root = Path(tempfile.mkdtemp(prefix="hks", dir="/tmp"))
     running = Running(root, module=("tests.clients.frozen_hikmahd", str(FROZEN_MS)))
+    # The screens pin recall's order and scores: the reference's, explicitly (no
+    # semantic channel, uniform coverage and Jaccard), as the shots in browse.md were.
+    running.policy.write_text('[recall]\nweighting = "reference"\n\n[semantic]\nenabled = false\n')
     try:
         running.start()
         yield running, load_snapshot_store(running)

@@ -148,3 +148,17 @@ def test_eval_runs_the_harness_on_a_throwaway_store(tmp_path: Path) -> None:
     report = json.loads(result.stdout)
     passed = [case["passed"] for case in report["hikmah"]["cases"]]
     assert passed == [True, False]
+
+
+def test_eval_longmemeval_through_the_cli() -> None:
+    sample = Path(__file__).parents[1] / "eval" / "longmemeval-sample.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "hikmah_cli", "eval", "--longmemeval", str(sample), "--split", "turn"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "one document per turn" in result.stdout and "hikmah, semantic off" in result.stdout
+    neither = subprocess.run(
+        [sys.executable, "-m", "hikmah_cli", "eval"], capture_output=True, text=True, timeout=60
+    )
+    assert neither.returncode == 2 and "one of them" in neither.stderr

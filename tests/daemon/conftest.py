@@ -249,3 +249,22 @@ def secret_service(
         yield session
     finally:
         session.stop()
+
+
+SEMANTIC_READY_S = 30.0  # the channel's model and vectors, on a loaded machine
+
+
+def semantic(running: Running) -> dict[str, Any]:
+    """The semantic channel's part of ``daemon.status``."""
+    return dict(running.call("daemon.status")["semantic"])
+
+
+def wait_state(running: Running, state: str, timeout: float = SEMANTIC_READY_S) -> dict[str, Any]:
+    """Wait until the semantic channel is in ``state``; its status then."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        now = semantic(running)
+        if now["state"] == state:
+            return now
+        time.sleep(0.05)
+    raise AssertionError(f"the channel stayed {now} (wanted {state}):\n{running.log.read_text()}")

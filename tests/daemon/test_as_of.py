@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.daemon.conftest import Running
+from tests.daemon.conftest import Running, wait_state
 
 T0 = 1_780_000_000_000  # 2026-05-28T20:26:40Z
 HOUR = 3_600_000
@@ -44,6 +44,9 @@ class Clocked:
 def clocked(short_tmp: Path) -> Iterator[Clocked]:
     world = Clocked(short_tmp)
     world.daemon.start()
+    # Views recorded before the semantic channel is ready would be lexical, and the
+    # same views read later through the vectors would not be: the test is of time.
+    wait_state(world.daemon, "ready")
     try:
         yield world
     finally:

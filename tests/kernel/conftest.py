@@ -15,7 +15,9 @@ from hikmah.sealing import HeldKeys
 from hikmah.store import Store
 from hikmah.trace import Draft, Trace
 
-__all__ = ["DAY", "NOW", "HeldKeys", "all_traces", "remember", "write"]
+__all__ = [
+    "DAY", "NOW", "HeldKeys", "all_traces", "remember", "remember_forecast", "write",
+]  # fmt: skip
 
 NOW = 1_790_000_000_000
 DAY = 86_400_000
@@ -39,6 +41,25 @@ def write(store: Store, *ops: Operation, now: int = NOW) -> list[Written]:
 def remember(store: Store, content: str, now: int = NOW, **fields: object) -> Trace:
     """Write one trace and return it."""
     (written,) = write(store, Remember(draft=Draft(content=content, **fields)), now=now)  # type: ignore[arg-type]
+    assert written.trace is not None
+    return written.trace
+
+
+def remember_forecast(store: Store, content: str, family: str = "cache") -> Trace:
+    """Write one prediction (a yes/no forecast at 0.7) and return it."""
+    (written,) = write(
+        store,
+        Remember(
+            draft=Draft(
+                content=content,
+                kind="prediction",
+                family=family,
+                probability=0.7,
+                prediction_type="noul",
+            ),
+            allow_prediction=True,
+        ),
+    )
     assert written.trace is not None
     return written.trace
 

@@ -16,39 +16,52 @@ from hikmah.errors import InvalidInput
 from hikmah.evaluation import (
     Report,
     evaluate,
-    fts5_expr,
     load_cases,
     main,
     ndcg_at_k,
-    open_fts5,
     parse_cases,
     recall_at_k,
     reciprocal_rank,
-    surface_words,
 )
+from hikmah.fts5 import fts5_expr, open_fts5, surface_words
+from hikmah.tokenizer import terms
 
 SHIPPED = Path(__file__).parents[1] / "eval" / "cases.toml"
+HELDOUT = Path(__file__).parents[1] / "eval" / "heldout.toml"
+PARAPHRASE = "para-"  # cases whose query shares no term with any answer
 
-# Cases of the shipped set that Hikmah fails today, each for a reason
-# docs/evaluation.md explains. The set is not bent to hide them; this list is
-# strict both ways, so a fix to the engine has to remove its case from here.
+# Cases of the shipped set that Hikmah fails today (default policy: idf-cosine and the
+# semantic channel), each for a reason docs/evaluation.md explains. The set is not bent
+# to hide them; this list is strict both ways, so a fix to the engine has to remove its
+# case from here. Fixed since the reference's lexical cue: flaky-pdf-test and
+# billing-owner (IDF), prod-region, roll-back-release and pagerduty-escalation (the
+# semantic channel).
 KNOWN_FAILURES = {
-    # A rare identifier weighs no more than "keep" and "fail" (no term specificity).
-    "flaky-pdf-test",
-    # "now" and "owns" count as much as "billing"; the answer says "took over".
-    "billing-owner",
-    # The answer says "eu-west-1", not "region"; "aws" is only its tag.
-    "prod-region",
     # The answer says "Dec 1-7" and "shifts", never "on call" or "december".
     "oncall-first-week-december",
-    # "roll back" against "Rollback": one token in the trace, two in the query.
-    "roll-back-release",
     # "log" against "logs": words of four letters or fewer are not stemmed.
     "log-format",
     # The pipeline's procedure says "ships", not "deploy" ("deploy" is its tag).
     "deploy-pipeline-scoped",
     "deploy-procedures",
+    # Its one shared word is the common "use", and WordLlama puts "Neovim" far from
+    # "editor" (cosine 0.1): other traces holding "editor" or "use" rank higher.
+    "which-editor",
 }
+# Paraphrase cases (no term in common with their answer) the default model does not
+# find: WordLlama's similarity for them is below [semantic] alone (0.34), where
+# off-topic questions reach too (docs/semantic.md, "What the floor costs"). A stronger
+# model (minilm) finds more; each one found must come off this list.
+PARAPHRASES_NOT_FOUND = {
+    "para-ai-helpers-live", "para-alter-largest-relations", "para-automation-language",
+    "para-bills-overview-crawls", "para-client-details-assistant", "para-cloud-bill",
+    "para-diagnostic-history", "para-document-generators-crash", "para-etl-cover",
+    "para-hold-unprocessed-input", "para-holiday-shipping", "para-idle-logout",
+    "para-missed-alert-night", "para-morning-sync", "para-no-calls", "para-payments-owner",
+    "para-penny-discrepancy", "para-phone-telemetry-delay", "para-previous-version",
+    "para-price-type", "para-primary-db-down", "para-reply-language",
+    "para-terminal-on-machine", "para-visual-approach", "para-where-passwords-go",
+}  # fmt: skip
 
 TINY = """
 now = "2026-11-30T12:00:00Z"
@@ -346,11 +359,13 @@ def test_the_shipped_set_is_big_and_honest_enough() -> None:
 
 
 def test_the_shipped_set_passes_with_no_superseded_trace_in_any_top_5() -> None:
-    report = evaluate(load_cases(SHIPPED), k=5)
+    cases = load_cases(SHIPPED)
+    report = evaluate(cases, k=5)
     failed = {c.name: c.reasons for c in report.hikmah.cases if not c.passed}
-    unexpected = {name: why for name, why in failed.items() if name not in KNOWN_FAILURES}
+    known = KNOWN_FAILURES | PARAPHRASES_NOT_FOUND
+    unexpected = {name: why for name, why in failed.items() if name not in known}
     assert unexpected == {}
-    fixed = KNOWN_FAILURES - set(failed)
+    fixed = known - set(failed)
     assert not fixed, f"these cases pass now: take them off KNOWN_FAILURES: {sorted(fixed)}"
     assert report.hikmah.summary.superseded_in_top_k == 0
     assert all(c.superseded == [] for c in report.hikmah.cases)
@@ -360,3 +375,59 @@ def test_the_shipped_set_passes_with_no_superseded_trace_in_any_top_5() -> None:
     assert h.mrr is not None and b.mrr is not None
     assert h.recall_at_k > b.recall_at_k and h.mrr > b.mrr and h.passed > b.passed
     assert b.superseded_in_top_k > 0
+
+
+@pytest.mark.parametrize("path", [SHIPPED, HELDOUT], ids=["shipped", "heldout"])
+def test_the_semantic_channel_beats_bm25_and_hikmah_without_it(path: Path) -> None:
+    report = evaluate(load_cases(path), k=5)
+    assert report.semantic_off is not None
+    engines = (report.hikmah.summary, report.semantic_off.summary, report.bm25.summary)
+    recall, mrr, ndcg = (
+        [getattr(e, f) or 0.0 for e in engines] for f in ("recall_at_k", "mrr", "ndcg_at_k")
+    )
+    for metric in (recall, mrr, ndcg):
+        assert metric[0] > metric[1] > metric[2]
+    assert report.hikmah.summary.superseded_in_top_k == 0
+    assert report.semantic_off.summary.superseded_in_top_k == 0
+    on = {c.name for c in report.hikmah.cases if c.passed}
+    off = {c.name for c in report.semantic_off.cases if c.passed}
+    assert off <= on  # the channel adds and reorders; it never costs a case here
+
+
+@pytest.mark.parametrize("path", [SHIPPED, HELDOUT], ids=["shipped", "heldout"])
+def test_paraphrase_cases_share_no_term_with_their_answers(path: Path) -> None:
+    cases = load_cases(path)
+    content = {t.key: t.content for t in cases.trace}
+    paraphrases = [c for c in cases.case if (c.name or "").startswith(PARAPHRASE)]
+    assert len(paraphrases) >= 15
+    for case in paraphrases:
+        answers = [content[k] for k in case.expect] or [
+            text
+            for text in content.values()
+            for s in case.must_include
+            if s.lower() in text.lower()
+        ]
+        assert answers, case.name
+        for answer in answers:
+            assert not terms(case.query) & terms(answer), (
+                case.name,
+                terms(case.query) & terms(answer),
+            )
+
+
+def test_the_shipped_set_has_long_agent_session_traces() -> None:
+    cases = load_cases(SHIPPED)
+    long = [t for t in cases.trace if len(t.content) >= 1000]
+    assert len(long) >= 5
+    targeted = {k for c in cases.case for k in c.expect}
+    assert all(t.key in targeted for t in long)
+
+
+def test_the_heldout_set_runs_with_no_superseded_trace_in_any_top_5() -> None:
+    cases = load_cases(HELDOUT)
+    assert len(cases.trace) >= 70 and len(cases.case) >= 40
+    shipped = {t.key for t in load_cases(SHIPPED).trace}
+    assert not {t.key for t in cases.trace} & shipped  # another memory, not a copy
+    report = evaluate(cases, k=5)
+    assert report.hikmah.summary.superseded_in_top_k == 0
+    assert report.bm25.summary.superseded_in_top_k > 0

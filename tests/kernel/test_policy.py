@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import get_args
 
+import msgspec
 import pytest
 
+from hikmah.embedding import EMBEDDERS
 from hikmah.errors import PolicyError
-from hikmah.policy import KernelPolicy, load_policy, parse_policy, render_policy
+from hikmah.policy import (
+    KernelPolicy,
+    Model,
+    load_policy,
+    parse_policy,
+    reference_policy,
+    render_policy,
+    semantic_off,
+)
 
 
 def test_defaults_match_the_reference() -> None:
@@ -28,6 +39,25 @@ def test_defaults_match_the_reference() -> None:
     assert (r.redundant_at, r.redundancy_penalty) == (0.8, 0.35)
     assert p.reminders.lead_minutes == 30
     assert p.vault.enabled is False
+
+
+def test_the_new_defaults_and_the_reference_policy() -> None:
+    p = KernelPolicy()
+    assert p.recall.weighting == "idf-cosine"
+    s = p.semantic
+    assert (s.enabled, s.model, s.weight, s.floor, s.full, s.alone) == (
+        True, "wordllama", 0.5, 0.15, 0.5, 0.34,
+    )  # fmt: skip
+    assert (s.candidates, s.ann_at) == (16, 20_000)
+    reference = reference_policy(p)
+    assert reference.recall.weighting == "reference" and not reference.semantic.enabled
+    assert msgspec.structs.replace(reference, recall=p.recall, semantic=p.semantic) == p
+    assert semantic_off(p).semantic.enabled is False and semantic_off(p).recall == p.recall
+    # Every model the policy can name is one the kernel can load, and no other.
+    assert set(get_args(Model)) == set(EMBEDDERS)
+    text = render_policy(p)
+    assert "[semantic]" in text and 'model = "wordllama"' in text
+    assert "(one of idf-cosine, reference)" in text
 
 
 def test_rendered_defaults_round_trip_and_explain_every_key() -> None:
@@ -74,6 +104,15 @@ def test_missing_file_means_defaults(tmp_path: Path) -> None:
         ("recall_limit = 'eight'", ["$.recall_limit"]),
         ("[recall", ["TOML"]),
         ("[reminders]\nlead_minutes = -5", ["$.reminders.lead_minutes"]),
+        ("[recall]\nweighting = 'bm25'", ["$.recall.weighting", "idf-cosine"]),
+        ("[semantic]\nmodel = 'gpt-9'", ["$.semantic.model", "wordllama"]),
+        ("[semantic]\nfloor = 0.6\nfull = 0.5", ["full", "floor"]),
+        ("[semantic]\nweight = 1.5", ["$.semantic.weight"]),
+        ("[semantic]\nalone = -2", ["$.semantic.alone"]),
+        ("[semantic]\ncandidates = 0", ["$.semantic.candidates"]),
+        ("[semantic]\nann_at = 0", ["$.semantic.ann_at"]),
+        ("[semantic]\nenabled = 'yes'", ["$.semantic.enabled"]),
+        ("[semantic]\nbogus = 1", ["bogus", "$.semantic"]),
     ],
 )
 def test_invalid_policies_name_the_key(text: str, names: list[str]) -> None:

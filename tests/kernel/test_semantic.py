@@ -1,0 +1,370 @@
+"""The semantic channel in recall and in the store: real WordLlama vectors, a real LMDB.
+
+Fusion under the same gates (visibility, folding, the cue's gate), the default
+weighting, the reference policy reproducing the reference exactly, stable ranking,
+and the vectors following every write, surviving in their file and rebuilt when
+they cannot be used.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+
+import msgspec
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hikmah.embedding import Embedder, load_embedder
+from hikmah.past import as_of
+from hikmah.policy import KernelPolicy, SemanticPolicy, parse_policy, reference_policy
+from hikmah.recall import RecallQuery, RecallResult, recall
+from hikmah.rules import Purge, Remember
+from hikmah.semantic import SemanticIndex, StaleVectors, vectors_path
+from hikmah.store import Store
+from hikmah.trace import Draft
+
+from .conftest import NOW, HeldKeys, remember, remember_forecast, write
+from .strategies import examples, notes_of, query_of
+
+AWS = "The AWS bill jumped 40% in October because the staging cluster was left running."
+PAGER = "Page the on-call DBA when Postgres stops accepting connections."
+SPENDING = "why did our cloud spending go up"  # shares no term with AWS; cosine 0.42
+DEFAULT = KernelPolicy()
+OFF = msgspec.structs.replace(DEFAULT, semantic=SemanticPolicy(enabled=False))
+_counter = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Embedder:
+    return load_embedder("wordllama")
+
+
+@pytest.fixture
+def vstore(tmp_path: Path, embedder: Embedder) -> Iterator[Store]:
+    with Store(tmp_path / "data", map_size=1 << 24) as store:
+        store.open_vectors(embedder, ann_at=DEFAULT.semantic.ann_at)
+        yield store
+
+
+def ask(
+    store: Store, query: str, policy: KernelPolicy = DEFAULT, **kw: object
+) -> list[RecallResult]:
+    return store.read(recall, RecallQuery(query=query, **kw), now_ms=NOW, policy=policy)  # type: ignore[arg-type]
+
+
+def contents(results: list[RecallResult]) -> list[str]:
+    return [r.trace.content for r in results]
+
+
+# ---------------------------------------------------------------- recall
+
+
+def test_a_paraphrase_is_found_by_meaning_and_why_shows_it(vstore: Store) -> None:
+    remember(vstore, AWS, source="human:sam")
+    remember(vstore, "Rotate the signing keys every quarter.")
+    assert ask(vstore, SPENDING, OFF) == []  # no shared term: the lexical channel finds nothing
+    (found,) = ask(vstore, SPENDING)
+    assert found.trace.content == AWS
+    why = found.why
+    assert why.matched_terms == [] and why.lexical == 0.0
+    assert why.semantic is not None and why.semantic >= DEFAULT.semantic.alone
+    part = (why.semantic - 0.15) / (0.5 - 0.15)
+    assert why.semantic_part == pytest.approx(part, abs=1e-6)
+    assert found.cue == pytest.approx(DEFAULT.semantic.weight * part, abs=1e-6)
+    assert found.score == pytest.approx(found.cue * (0.55 + 0.45 * found.meta), abs=1e-6)
+
+
+def test_an_unrelated_question_finds_nothing(vstore: Store) -> None:
+    remember(vstore, AWS)
+    remember(vstore, PAGER)
+    for question in ("rules of cricket", "how do I repot an orchid", "recipe for banana bread"):
+        assert ask(vstore, question) == []
+
+
+def test_the_semantic_part_reorders_lexical_matches(vstore: Store) -> None:
+    remember(vstore, "The cluster bill for October is in the finance folder.", now=NOW)
+    remember(vstore, AWS, now=NOW - 1)
+    ranked = ask(vstore, "october cluster bill jumped")
+    assert all(r.why.semantic is not None for r in ranked)
+    assert ranked[0].trace.content == AWS  # it matches three terms and means the question
+
+
+def test_semantic_matches_follow_every_visibility_rule(tmp_path: Path, embedder: Embedder) -> None:
+    # Each of these shares no term with SPENDING and is near enough (cosine 0.36-0.42)
+    # to be found on meaning alone: only the rules keep the hidden ones out.
+    correction = "The AWS bill rose 40% in October: staging ran all month."
+    policy = parse_policy("allow_sensitive_persistence = true\n[vault]\nenabled = true")
+    with Store(tmp_path / "d", vault=HeldKeys().loader()) as store:
+        store.open_vectors(embedder, ann_at=1000)
+        old = remember(store, AWS)
+        remember(store, correction, supersedes=old.id)
+        secret = "The AWS bill jumped 40% in October because staging was left running overnight."
+        store.apply(
+            [Remember(draft=Draft(content=secret, privacy="sensitive"))], now_ms=NOW, policy=policy
+        )
+        remember(
+            store,
+            "AWS costs jumped 40% in October because the staging cluster was left running.",
+            scope="project:other",
+        )
+        purged = remember(
+            store, "The AWS bill jumped in October: a staging cluster was never shut down."
+        )
+        write(store, Purge(id=purged.id, reason="test"))
+        forecast = remember_forecast(
+            store, "The AWS bill will jump again in November if staging keeps running."
+        )
+        found = ask(store, SPENDING, policy, scope="project:mine")
+        assert contents(found) == [correction]
+        assert found[0].why.matched_terms == [] and found[0].why.semantic is not None
+
+        # Each flag brings back exactly what it names, found on meaning alone too.
+        def brought(**flags: object) -> set[str]:
+            again = ask(store, SPENDING, policy, scope="project:mine", **flags)
+            return {r.trace.content for r in again} - {correction}
+
+        assert brought(include_superseded=True) == {AWS}
+        assert brought(include_sensitive=True) == {secret}
+        assert brought(kinds=("prediction",)) == {forecast.content}
+        assert {r.trace.scope for r in ask(store, SPENDING, policy)} == {"global", "project:other"}
+        assert purged.id not in {
+            r.trace.id
+            for r in ask(store, SPENDING, policy, include_superseded=True, include_sensitive=True)
+        }
+
+
+def test_semantic_matches_fold_and_contradicting_claims_never_do(vstore: Store) -> None:
+    remember(vstore, AWS, now=NOW)
+    remember(vstore, AWS + " ", now=NOW - 1)  # the same text: folded
+    remember(
+        vstore,
+        "The cloud bill went up 40% in October.",
+        claim_key="cloud.bill",
+        claim_value="up 40%",
+    )
+    remember(
+        vstore,
+        "The cloud bill went up 40% in October.",
+        claim_key="cloud.bill",
+        claim_value="up 4%",
+    )
+    found = ask(vstore, SPENDING)
+    aws = [r for r in found if r.trace.content.startswith("The AWS")]
+    assert len(aws) == 1 and aws[0].duplicates == 1
+    claims = [r for r in found if r.trace.claim_key == "cloud.bill"]
+    assert len(claims) == 2 and all(r.duplicates == 0 for r in claims)
+
+
+def test_the_agent_hooks_stay_quiet_on_semantics_alone(vstore: Store) -> None:
+    remember(vstore, AWS)
+    assert ask(vstore, SPENDING, min_matched_terms=2) == []
+    assert len(ask(vstore, SPENDING)) == 1
+
+
+def test_tags_alone_and_stopwords_alone_are_as_before(vstore: Store) -> None:
+    remember(vstore, AWS, tags=("cost",))
+    (tagged,) = ask(vstore, "", tags=("cost",))
+    assert tagged.why.semantic is None and tagged.cue == 1.0
+    assert ask(vstore, "the of and") == []
+
+
+def scores(results: list[RecallResult]) -> list[tuple[object, ...]]:
+    return [(r.trace.content, r.score, r.cue, r.meta, r.duplicates, r.why) for r in results]
+
+
+def test_reference_policy_ignores_the_channel_exactly(
+    tmp_path: Path, vstore: Store, embedder: Embedder
+) -> None:
+    notes = [AWS, PAGER, "October bill review on Friday", "Staging cluster left running"]
+    with Store(tmp_path / "plain", map_size=1 << 24) as plain:
+        for store in (vstore, plain):
+            write(
+                store,
+                *(
+                    Remember(draft=Draft(content=n), created_at=NOW - i)
+                    for i, n in enumerate(notes)
+                ),
+            )
+        reference = reference_policy()
+        for query in ("october bill", "staging cluster running", SPENDING):
+            with_vectors = ask(vstore, query, reference)
+            assert scores(with_vectors) == scores(ask(plain, query, reference))
+            assert all(
+                r.why.semantic is None and r.why.weighting == "reference" for r in with_vectors
+            )
+
+
+def test_idf_cosine_ranks_a_rare_identifier_above_common_words(vstore: Store) -> None:
+    for i in range(30):
+        remember(vstore, f"keep the build green and fail fast {i}", now=NOW - 10 - i)
+    remember(vstore, "test_invoice_pdf_render is flaky on CI", now=NOW - 5)
+    query = "keep failing test_invoice_pdf_render"
+    assert contents(ask(vstore, query, OFF))[0] == "test_invoice_pdf_render is flaky on CI"
+    reference = ask(vstore, query, reference_policy())
+    assert reference[0].trace.content.startswith("keep the build green")  # what IDF fixes
+
+
+FILLER = ["deploy", "cache", "token", "replica", "friday", "kafka", "schema", "lease"]
+WORDS = [
+    "deploy",
+    "cache",
+    "billing",
+    "token",
+    "replica",
+    "friday",
+    "kafka",
+    "schema",
+    "lease",
+    "bill",
+    "cloud",
+    "spending",
+]
+
+
+@examples(30)
+@given(
+    notes=notes_of(WORDS, longest=6, most=40),
+    query=query_of(WORDS),
+    depth=st.integers(2, 12),
+    semantic=st.booleans(),
+)
+def test_the_top_k_is_the_start_of_the_top_k_plus_one(
+    tmp_path: Path,
+    embedder: Embedder,
+    notes: list[list[str]],
+    query: list[str],
+    depth: int,
+    semantic: bool,
+) -> None:
+    policy = msgspec.structs.replace(
+        DEFAULT if semantic else reference_policy(), recall_limit=depth
+    )
+    with Store(tmp_path / f"s{next(_counter)}", map_size=1 << 22) as store:
+        store.open_vectors(embedder, ann_at=1000)
+        write(
+            store,
+            *(
+                Remember(draft=Draft(content=" ".join(n)), created_at=NOW - i)
+                for i, n in enumerate(notes)
+            ),
+        )
+        text = " ".join(query)
+        longest = ask(store, text, policy, limit=depth)
+        for limit in range(1, depth):
+            assert ask(store, text, policy, limit=limit) == longest[:limit]
+        assert [r.score for r in longest] == sorted((r.score for r in longest), reverse=True)
+
+
+# ---------------------------------------------------------------- the vectors
+
+
+def status(store: Store) -> tuple[str, int, int]:
+    assert store.semantic is not None
+    s = store.semantic.status()
+    return s.state, s.vectors, s.upto
+
+
+def test_vectors_follow_writes_and_purges(vstore: Store) -> None:
+    assert status(vstore) == ("ready", 0, 0)
+    kept = remember(vstore, AWS)
+    gone = remember(vstore, PAGER)
+    assert status(vstore) == ("ready", 2, 2)
+    write(vstore, Purge(id=gone.id, reason="test"))
+    assert status(vstore)[1] == 1
+    assert vstore.semantic is not None
+    sims = vstore.semantic.similarities(vstore.semantic.embedder.embed(["postgres"])[0], [0, 1])
+    assert not np.isnan(sims[0]) and np.isnan(sims[1])
+    assert ask(vstore, SPENDING)[0].trace.id == kept.id
+
+
+def test_the_file_is_loaded_and_caught_up_and_refused_when_it_does_not_fit(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    data = tmp_path / "data"
+    with Store(data, map_size=1 << 24) as store:
+        semantic = store.open_vectors(embedder, ann_at=1000)
+        remember(store, AWS)
+        semantic.save(None)
+        remember(store, PAGER)  # after the save: caught up on the next open
+    with Store(data, map_size=1 << 24) as store:
+        reopened = SemanticIndex(vectors_path(data), embedder, ann_at=1000)
+        with store.snapshot() as snapshot:
+            reopened.load(snapshot, None)
+            assert reopened.status().upto == 1
+            assert reopened.catch_up(snapshot) == 1
+        store.semantic = reopened
+        assert reopened.status().vectors == 2
+        # Another model's vectors are not used.
+        other = load_embedder("wordllama-128")
+        with store.snapshot() as snapshot, pytest.raises(StaleVectors, match="the model is"):
+            SemanticIndex(vectors_path(data), other, ann_at=1000).load(snapshot, None)
+    # A store that lost the commits the file had seen reuses their numbers.
+    with Store(tmp_path / "other", map_size=1 << 24) as store:
+        remember(store, "something else entirely")
+        vectors_path(data).rename(vectors_path(tmp_path / "other"))
+        with store.snapshot() as snapshot, pytest.raises(StaleVectors, match="does not hold"):
+            SemanticIndex(vectors_path(tmp_path / "other"), embedder, ann_at=1000).load(
+                snapshot, None
+            )
+        store.open_vectors(embedder, ann_at=1000)  # and so they are built again
+        assert status(store) == ("ready", 1, 1)
+
+
+def test_rebuilding_the_indexes_rebuilds_the_vectors(vstore: Store) -> None:
+    remember(vstore, AWS)
+    assert vstore.semantic is not None
+    vstore.semantic.save(None)
+    vstore.rebuild_index()
+    assert not vectors_path(vstore.data_dir).exists()
+    assert status(vstore)[0] == "building"
+    assert ask(vstore, SPENDING) == []  # lexical only until they are built again
+    with vstore.snapshot() as snapshot:
+        vstore.semantic.prepare(snapshot, None)
+        vstore.semantic.finish(snapshot)
+    assert len(ask(vstore, SPENDING)) == 1
+
+
+def test_past_ann_at_the_graph_serves_and_loses_purged_vectors(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    with Store(tmp_path / "d", map_size=1 << 24) as store:
+        semantic = store.open_vectors(embedder, ann_at=20)
+        written = write(
+            store,
+            *(
+                Remember(draft=Draft(content=f"note {i} about the {w} service"))
+                for i, w in enumerate(FILLER * 4)
+            ),
+        )
+        aws = remember(store, AWS)
+        while semantic.wants_fold():
+            semantic.fold(slice_size=7)
+        folded = semantic.status()
+        assert folded.graph > 0 and folded.vectors - folded.graph < 20  # recent stays small
+        assert ask(store, SPENDING)[0].trace.id == aws.id
+        write(store, Purge(id=aws.id, reason="test"), Purge(id=written[0].id, reason="test"))
+        assert all(r.trace.id != aws.id for r in ask(store, SPENDING + " service", limit=8))
+        semantic.save(None)
+        reopened = SemanticIndex(vectors_path(store.data_dir), embedder, ann_at=20)
+        with store.snapshot() as snapshot:
+            reopened.load(snapshot, None)
+        assert reopened.status().vectors == semantic.status().vectors == len(written) - 1
+
+
+def test_recall_as_of_the_past_finds_by_meaning_what_was_true_then(vstore: Store) -> None:
+    old = remember(vstore, AWS)
+    correction = "The AWS bill rose 40% in October: staging ran all month."
+    remember(vstore, correction, supersedes=old.id)
+    later = remember(vstore, "Our AWS spending jumped 40% in October.")
+    with vstore.snapshot() as snapshot:
+        then = as_of(snapshot, 1, NOW)  # after the first write only
+        found = recall(then, RecallQuery(query=SPENDING), now_ms=NOW, policy=DEFAULT)
+        now = recall(snapshot, RecallQuery(query=SPENDING), now_ms=NOW, policy=DEFAULT)
+    # As of record 1 the first note was active, and nothing written since is seen.
+    assert [r.trace.id for r in found] == [old.id] and found[0].status == "active"
+    assert found[0].why.semantic is not None
+    assert old.id not in {r.trace.id for r in now} and later.id in {r.trace.id for r in now}

@@ -1,0 +1,261 @@
+"""Int8 quantisation and the vector indexes: exact and HNSW search, real removal, dumps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from hikmah.embedding import ModelStamp, normalize_rows
+from hikmah.quantize import dequantize, quantize
+from hikmah.vector_index import FlatIndex, HnswIndex, VectorIndex, restore_index
+
+STAMP = ModelStamp(name="test-model", version="1", dimensions=32)
+
+
+def unit_rows(count: int, seed: int = 0, dims: int = 32) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return normalize_rows(rng.standard_normal((count, dims)))
+
+
+def make(kind: str) -> VectorIndex:
+    return FlatIndex(STAMP) if kind == "flat" else HnswIndex(STAMP)
+
+
+@given(
+    arrays(
+        np.float32,
+        st.tuples(st.integers(1, 8), st.integers(1, 64)),
+        elements=st.floats(-1e3, 1e3, width=32, allow_subnormal=False),
+    )
+)
+def test_quantized_rows_are_within_half_a_step_of_the_original(rows: np.ndarray) -> None:
+    codes, scales = quantize(rows)
+    assert codes.dtype == np.int8 and scales.dtype == np.float32
+    error = np.abs(dequantize(codes, scales) - rows)
+    assert np.all(error <= scales[:, None] * 0.5 + 1e-6 * np.abs(rows).max())
+
+
+def test_cosine_is_recoverable_from_codes_and_scale() -> None:
+    x, q = unit_rows(500), unit_rows(1, seed=1)[0]
+    codes, scales = quantize(x)
+    recovered = (codes.astype(np.float32) @ q) * scales
+    assert np.abs(recovered - x @ q).max() < 0.02
+
+
+def test_a_zero_row_keeps_scale_zero_and_bad_input_is_refused() -> None:
+    codes, scales = quantize(np.zeros((2, 4)))
+    assert not codes.any() and not scales.any()
+    with pytest.raises(ValueError, match="finite"):
+        quantize(np.array([[np.nan, 1.0]]))
+    with pytest.raises(ValueError, match="2-d"):
+        quantize(np.zeros(4))
+
+
+def test_flat_search_is_exact_to_the_int8_step() -> None:
+    x = unit_rows(3000)
+    index = FlatIndex(STAMP)
+    index.add(np.arange(3000) + 10, x)
+    for q in unit_rows(20, seed=5):
+        hits = index.search(q, 10)
+        exact = np.argsort(-(x @ q))[:10] + 10
+        assert len(set(hits.ids.tolist()) & set(exact.tolist())) >= 9
+        assert np.all(np.diff(hits.similarities) <= 0)
+        assert abs(float(hits.similarities[0]) - float(np.max(x @ q))) < 0.02
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+def test_the_nearest_vector_of_a_stored_one_is_itself(kind: str) -> None:
+    x = unit_rows(400)
+    index = make(kind)
+    index.add(np.arange(400), x)
+    assert len(index) == 400
+    for i in (0, 17, 399):
+        hits = index.search(x[i], 3)
+        assert int(hits.ids[0]) == i and hits.similarities[0] > 0.98
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+def test_allowed_filters_and_search_widens_until_k_are_found(kind: str) -> None:
+    x = unit_rows(2000)
+    index = make(kind)
+    index.add(np.arange(2000), x)
+    q = x[3]
+    hits = index.search(q, 5, allowed=lambda ids: ids % 100 == 7)
+    assert len(hits.ids) == 5
+    assert all(int(i) % 100 == 7 for i in hits.ids)
+    none = index.search(q, 5, allowed=lambda ids: np.zeros(len(ids), dtype=bool))
+    assert len(none.ids) == 0
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+def test_add_replaces_the_vector_an_id_has(kind: str) -> None:
+    x = unit_rows(50)
+    index = make(kind)
+    index.add(np.arange(50), x)
+    index.add([7], x[20:21])
+    assert len(index) == 50
+    hits = index.search(x[20], 2)
+    assert set(hits.ids.tolist()) == {7, 20}
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+def test_a_removed_vector_is_not_found_and_not_in_the_dump(kind: str) -> None:
+    x = unit_rows(1000)
+    index = make(kind)
+    index.add(np.arange(1000), x)
+    victims = [0, 5, 500, 999]
+    codes = {v: bytes(index_bytes(index, v)) for v in victims}
+    raw = bytes(index.dump())
+    assert all(raw.find(c) >= 0 for c in codes.values())  # the check can fail
+
+    assert index.remove([*victims, 123_456]) == len(victims)
+    assert index.remove(victims) == 0
+    assert len(index) == 996
+    for v in victims:
+        assert v not in index.search(x[v], 20).ids.tolist()
+    # Later adds reuse freed slots; the removed bytes stay gone.
+    index.add(np.arange(2000, 2003), unit_rows(3, seed=9))
+    raw = bytes(index.dump())
+    assert not any(raw.find(c) >= 0 for c in codes.values())
+    loaded = restore_index(kind, STAMP, raw)
+    assert len(loaded) == 999
+    assert not set(victims) & set(loaded.ids().tolist())
+
+
+def index_bytes(index: VectorIndex, key: int) -> bytes:
+    """The bytes an index holds for one vector, as its file would carry them."""
+    if isinstance(index, FlatIndex):
+        codes, _ = quantize(index.vectors([key]))
+        return codes.tobytes()
+    assert isinstance(index, HnswIndex)
+    return bytes(index._index.get(key, dtype=np.int8).tobytes())
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 40)), min_size=1, max_size=60))
+def test_hnsw_never_keeps_the_bytes_of_a_removed_vector(ops: list[tuple[bool, int]]) -> None:
+    x = unit_rows(41, seed=3)
+    index = HnswIndex(STAMP)
+    held: set[int] = set()
+    removed: dict[int, bytes] = {}
+    for is_add, key in ops:
+        if is_add:
+            index.add([key], x[key : key + 1])
+            held.add(key)
+            removed.pop(key, None)
+        elif key in held:
+            removed[key] = index_bytes(index, key)
+            index.remove([key])
+            held.discard(key)
+    assert set(index.ids().tolist()) == held
+    blob = index._index.save()
+    for key, code in removed.items():
+        assert blob.find(code) < 0, key
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+def test_a_dump_restores_to_the_same_index(kind: str) -> None:
+    x = unit_rows(300)
+    index = make(kind)
+    index.add(np.arange(300) * 3, x)
+    loaded = restore_index(kind, STAMP, memoryview(bytes(index.dump())))
+    assert loaded.kind == kind and len(loaded) == 300
+    assert int(loaded.search(x[10], 1).ids[0]) == 30
+    with pytest.raises(ValueError):
+        restore_index(kind, STAMP, bytes(index.dump())[:-7])
+
+
+def test_bad_shapes_are_refused() -> None:
+    index = FlatIndex(STAMP)
+    with pytest.raises(ValueError, match="ids for"):
+        index.add([1, 2], unit_rows(3))
+    with pytest.raises(ValueError, match="twice"):
+        index.add([1, 1], unit_rows(2))
+    with pytest.raises(ValueError, match="-d query"):
+        index.search(np.zeros(8, dtype=np.float32), 3)
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+def test_held_vectors_can_be_read_back_to_rebuild_another_kind(kind: str) -> None:
+    x = unit_rows(200)
+    index = make(kind)
+    index.add(np.arange(200), x)
+    ids = index.ids()
+    assert sorted(ids.tolist()) == list(range(200))
+    back = index.vectors(ids)
+    assert np.einsum("ij,ij->i", back, x[ids.astype(np.intp)]).min() > 0.99
+    rebuilt = make("hnsw" if kind == "flat" else "flat")
+    rebuilt.add(ids, back)
+    assert len(rebuilt) == 200
+
+
+def test_hnsw_removal_reuses_slots_and_tombstones_survive_a_restore() -> None:
+    x = unit_rows(300)
+    index = HnswIndex(STAMP)
+    index.add(np.arange(300), x)
+    for _ in range(3):
+        index.remove(np.arange(100))
+        assert len(index) == 200
+        index.add(np.arange(100), x[:100])
+    assert len(index) == 300
+    assert len(index._index) == 300  # every freed slot was taken again: no growth
+    index.remove(np.arange(50))
+    loaded = restore_index("hnsw", STAMP, index.dump())
+    assert isinstance(loaded, HnswIndex) and len(loaded) == 250
+    assert len(loaded._tombstones) == 50
+    tombstone = np.zeros(32, dtype=np.float32)
+    tombstone[0] = 1.0
+    hits = loaded.search(tombstone, 20)  # the tombstones' own vector finds only real ones
+    assert len(hits.ids) == 20 and all(int(i) < 300 for i in hits.ids)
+    loaded.add([1000], unit_rows(1, seed=4))
+    assert len(loaded._tombstones) == 49 and len(loaded) == 251
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+def test_similarities_of_given_ids_match_their_vectors(kind: str) -> None:
+    x = unit_rows(500)
+    index = make(kind)
+    index.add(np.arange(500), x)
+    q = unit_rows(1, seed=8)[0]
+    ids = np.array([3, 77, 499, 10_000])  # the last is not held
+    sims = index.similarities(q, ids)
+    assert sims.dtype == np.float32 and np.isnan(sims[3])
+    assert np.abs(sims[:3] - x[[3, 77, 499]] @ q).max() < 0.02
+    index.remove([77])
+    assert np.isnan(index.similarities(q, [77])[0])
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+def test_a_filtered_search_asks_about_the_nearest_first(kind: str) -> None:
+    x = unit_rows(5000)
+    index = make(kind)
+    index.add(np.arange(5000), x)
+    asked: list[int] = []
+
+    def allowed(ids: np.ndarray) -> np.ndarray:
+        asked.append(len(ids))
+        return ids % 2 == 0
+
+    hits = index.search(x[10], 5, allowed)
+    assert len(hits.ids) == 5 and all(int(i) % 2 == 0 for i in hits.ids)
+    assert int(hits.ids[0]) == 10 and sum(asked) < 1000  # not every held vector
+
+
+def test_popping_returns_the_last_vectors_and_forgets_them() -> None:
+    x = unit_rows(10)
+    index = FlatIndex(STAMP)
+    index.add(np.arange(10), x)
+    ids, vectors = index.pop(4)
+    assert sorted(ids.tolist()) == [6, 7, 8, 9] and len(index) == 6
+    assert np.einsum("ij,ij->i", vectors, x[6:]).min() > 0.99
+    assert np.isnan(index.similarities(x[0], [7])[0])
+    index.add([7], x[7:8])
+    assert len(index) == 7
+
+
+def test_flat_ids_are_document_numbers() -> None:
+    with pytest.raises(ValueError, match="document numbers"):
+        FlatIndex(STAMP).add([1 << 32], unit_rows(1))
