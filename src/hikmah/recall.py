@@ -285,43 +285,9 @@ class _Scorer:
         if self.weighting == "idf-cosine" and term_lists:
             idf = inverse_document_frequency([len(docs) for docs in term_lists], size)
             self.query_idf = float(idf.sum())
-        total = sum(map(len, term_lists)) + sum(map(len, tag_lists)) + len(overdue)
-        if total * 64 > size:
-            # Dense enough that counting into an array of every document beats sorting.
-            dense = [_dense_count(term_lists, size), _dense_count(tag_lists, size)]
-            hit = np.zeros(size, dtype=bool)
-            hit[overdue] = True
-            for count in dense:
-                if count is not None:
-                    hit |= count > 0
-            positions = np.flatnonzero(hit)  # intp: gathers with it are the fast kind
-            docs = positions.astype(np.uint32)
-            matched, tagged = (
-                np.zeros(len(docs)) if count is None else count.take(positions).astype(np.float64)
-                for count in dense
-            )
-            matched_idf = np.zeros(len(docs))
-            if idf is not None:
-                # Each list's idf added where its documents sit among the candidates
-                # (every one of them is a candidate): no pass over every document.
-                for held, weight in zip(term_lists, idf.tolist(), strict=True):
-                    matched_idf[np.searchsorted(docs, held)] += weight
-        else:
-            term_docs, term_counts = _sparse_count(term_lists)
-            tag_docs, tag_counts = _sparse_count(tag_lists)
-            docs = np.unique(np.concatenate([term_docs, tag_docs, overdue]))
-            matched = _align(docs, term_docs, term_counts)
-            tagged = _align(docs, tag_docs, tag_counts)
-            matched_idf = np.zeros(len(docs))
-            if idf is not None:
-                idf_docs, idf_sums = _sparse_count(term_lists, idf)
-                matched_idf = _align(docs, idf_docs, idf_sums)
-        is_overdue = np.zeros(len(docs), dtype=bool)
-        if len(overdue):
-            is_overdue[np.searchsorted(docs, overdue)] = True
-        found = _Candidates(docs, matched, tagged, matched_idf, is_overdue)
+        found = _Candidates(*_merged(term_lists, tag_lists, overdue, idf))
         need = min(self.query.min_matched_terms, len(self.q_terms))
-        return found.take(np.flatnonzero(matched >= need)) if need else found
+        return found.take(np.flatnonzero(found.matched >= need)) if need else found
 
     def _upper_bounds(self, found: _Candidates) -> Floats:
         """The best score each candidate could have; -1 where it cannot be recalled."""
@@ -718,28 +684,39 @@ def _best_first(
     yield from _ranked(score, created, docs, np.flatnonzero(score <= threshold)).tolist()
 
 
-def _dense_count(lists: list[DocArray], size: int) -> npt.NDArray[np.intp] | None:
-    """How many of the lists hold each document, for every document (None: no lists)."""
-    if not lists:
-        return None
-    return np.bincount(np.concatenate(lists), minlength=size)
+def _merged(
+    term_lists: list[DocArray], tag_lists: list[DocArray], overdue: DocArray, idf: Floats | None
+) -> tuple[DocArray, Floats, Floats, Floats, npt.NDArray[np.bool_]]:
+    """The documents in any of the (ascending, distinct) lists, ascending; in how many
+    term and tag lists each is, the summed ``idf`` of its term lists (zeros without),
+    and whether it is overdue.
 
-
-def _sparse_count(lists: list[DocArray], weights: Floats | None = None) -> tuple[DocArray, Floats]:
-    """The documents in any of the (sorted, distinct) lists, and in how many (the sum of
-    their ``weights``)."""
-    each = np.ones(len(lists)) if weights is None else np.asarray(weights, dtype=np.float64)
-    kept = [(docs, w) for docs, w in zip(lists, each.tolist(), strict=True) if len(docs)]
-    if not kept:
-        return np.empty(0, dtype=np.uint32), np.empty(0)
-    if len(kept) == 1:
-        return kept[0][0], np.full(len(kept[0][0]), kept[0][1], dtype=np.float64)
-    if weights is None:
-        docs, counts = np.unique(np.concatenate([d for d, _ in kept]), return_counts=True)
-        return docs.astype(np.uint32), counts.astype(np.float64)
-    docs, inverse = np.unique(np.concatenate([d for d, _ in kept]), return_inverse=True)
-    sums = np.bincount(inverse, weights=np.repeat([w for _, w in kept], [len(d) for d, _ in kept]))
-    return docs.astype(np.uint32), sums.astype(np.float64)
+    One stable sort of the lists end to end merges their sorted runs (timsort,
+    about linear), so nothing is sized by the whole store; within a document
+    the lists keep their order, so its idf adds up in the same order always.
+    """
+    lists = [*term_lists, *tag_lists, overdue]
+    merged = np.concatenate(lists).astype(np.uint32, copy=False)
+    order = np.argsort(merged, kind="stable")
+    ordered = merged[order]
+    first = np.ones(len(ordered), dtype=bool)
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    docs = ordered[first]
+    run = np.cumsum(first) - 1  # each sorted entry's document, by its place in docs
+    source = np.repeat(np.arange(len(lists)), [len(held) for held in lists])[order]
+    n_terms, n_tags = len(term_lists), len(tag_lists)
+    in_terms = source < n_terms
+    in_tags = (source >= n_terms) & (source < n_terms + n_tags)
+    size = len(docs)
+    matched = np.bincount(run[in_terms], minlength=size).astype(np.float64)
+    tagged = np.bincount(run[in_tags], minlength=size).astype(np.float64)
+    matched_idf: Floats = np.zeros(size)
+    if idf is not None:
+        sums = np.bincount(run[in_terms], weights=idf[source[in_terms]], minlength=size)
+        matched_idf = sums.astype(np.float64, copy=False)  # already: the stubs say int
+    is_overdue = np.zeros(size, dtype=np.bool_)
+    is_overdue[run[source == n_terms + n_tags]] = True
+    return docs, matched, tagged, matched_idf, is_overdue
 
 
 def _matches_of(found: _Candidates, docs: DocArray) -> _Candidates:
@@ -757,11 +734,3 @@ def _matches_of(found: _Candidates, docs: DocArray) -> _Candidates:
         np.where(known, found.matched_idf[at], 0.0),
         known & found.overdue[at],
     )
-
-
-def _align(target: DocArray, docs: DocArray, counts: Floats) -> Floats:
-    """``counts`` re-indexed onto ``target`` (a superset of ``docs``), 0 elsewhere."""
-    out = np.zeros(len(target))
-    if len(docs):
-        out[np.searchsorted(target, docs)] = counts
-    return out
