@@ -257,8 +257,10 @@ class _Scorer:
             if sum(int(np.count_nonzero(part["score"] >= rest)) for part in parts) >= need:
                 break
         if self.semantic is not None:
-            pool = self._fused(_concat(parts) if parts else None, found, self.semantic, depth)
-            results = self._select(pool, depth, -np.inf)
+            pool, explained = self._fused(
+                _concat(parts) if parts else None, found, self.semantic, depth
+            )
+            results = self._select(pool, depth, -np.inf, explained)
         else:
             results = self._select(_concat(parts), depth, bounds[scored_tiers])
             if results is None:
@@ -332,6 +334,14 @@ class _Scorer:
         to explain it later): the breakdown of a score is recomputed for the
         few results (:meth:`_breakdown`), not carried for every candidate.
         """
+        return self._scored(found, sims, explain=False)[0]
+
+    def _scored(
+        self, found: _Candidates, sims: Floats | None, *, explain: bool
+    ) -> tuple[Rows, Rows | None]:
+        """:meth:`_score`'s rows and, with ``explain``, the breakdown of each (row for
+        row): for a pool small enough that carrying it costs less than computing the
+        results' again."""
         wanted = self._wanted(self.features.take(self.filter_fields, found.docs))
         if not wanted.all():
             keep_wanted = np.flatnonzero(wanted)
@@ -339,7 +349,7 @@ class _Scorer:
             sims = None if sims is None else sims[keep_wanted]
         terms = self._breakdown(found, sims)
         keep = terms["keep"]
-        return {
+        rows = {
             "doc": found.docs[keep],
             "score": terms["score"][keep],
             "created": terms["created"][keep],
@@ -349,6 +359,8 @@ class _Scorer:
             "overdue": found.overdue[keep],
             "sim": np.full(int(keep.sum()), np.nan) if sims is None else sims[keep],
         }
+        explained = {name: column[keep] for name, column in terms.items()} if explain else None
+        return rows, explained
 
     def _breakdown(self, found: _Candidates, sims: Floats | None) -> Rows:
         """Every term of the score of these candidates, and which of them may be recalled."""
@@ -426,10 +438,10 @@ class _Scorer:
 
     def _fused(
         self, lexical: Rows | None, found: _Candidates, semantic: _Semantic, depth: int
-    ) -> Rows:
-        """The candidates of both channels with their fused scores: the best by lexical
-        score (as many as the walk may read) and the ``candidates`` nearest vectors the
-        query may see (no fewer)."""
+    ) -> tuple[Rows, Rows]:
+        """The candidates of both channels with their fused scores, and their breakdown:
+        the best by lexical score (as many as the walk may read) and the ``candidates``
+        nearest vectors the query may see (no fewer)."""
         pool = np.zeros(0, dtype=np.uint32)
         if lexical is not None:
             pool = lexical["doc"][
@@ -445,7 +457,9 @@ class _Scorer:
         if need:
             union = union.take(np.flatnonzero(union.matched >= need))
         sims = semantic.vectors.similarities(semantic.query, union.docs).astype(np.float64)
-        return self._score(union, sims)
+        scored, explained = self._scored(union, sims, explain=True)
+        assert explained is not None
+        return scored, explained
 
     def _allowed(self, ids: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
         """Which documents the query may see, for the vector search (vectors may hold
@@ -508,8 +522,12 @@ class _Scorer:
         overdue = active & commitment & dated & (days_left <= 0)
         return recency, provenance, urgency, feedback.astype(np.float64), overdue
 
-    def _select(self, scored: Rows, depth: int, unscored: float) -> list[RecallResult] | None:
-        """Fold near-duplicates best first until ``depth`` results are chosen.
+    def _select(
+        self, scored: Rows, depth: int, unscored: float, explained: Rows | None = None
+    ) -> list[RecallResult] | None:
+        """Fold near-duplicates best first until ``depth`` results are chosen; the
+        results' breakdown is taken from ``explained`` (row for row with ``scored``)
+        when given, else computed for them.
 
         The walk is in raw-score order, as in the reference, and chooses
         ``depth`` (the policy's ``recall_limit``) results whatever the limit
@@ -550,15 +568,18 @@ class _Scorer:
         selected.sort(key=lambda s: s.trace.id, reverse=True)
         selected.sort(key=lambda s: (-s.score, -s.trace.created_at))
         chosen = np.array([s.position for s in selected], dtype=np.intp)
-        found = _Candidates(
-            scored["doc"][chosen],
-            scored["matched"][chosen],
-            scored["tagged"][chosen],
-            scored["matched_idf"][chosen],
-            scored["overdue"][chosen],
-        )
-        sims = None if self.semantic is None else scored["sim"][chosen]
-        terms = self._breakdown(found, sims)
+        if explained is not None:
+            terms = {name: column[chosen] for name, column in explained.items()}
+        else:
+            found = _Candidates(
+                scored["doc"][chosen],
+                scored["matched"][chosen],
+                scored["tagged"][chosen],
+                scored["matched_idf"][chosen],
+                scored["overdue"][chosen],
+            )
+            sims = None if self.semantic is None else scored["sim"][chosen]
+            terms = self._breakdown(found, sims)
         return [self._result(s, terms, j, redundancy[s.position]) for j, s in enumerate(selected)]
 
     def _result(self, chosen: _Selected, scored: Rows, i: int, redundancy: float) -> RecallResult:
