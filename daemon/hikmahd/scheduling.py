@@ -47,8 +47,10 @@ UNREAD_LIMIT = 0
 # end in a worker thread too, so the thread gives the event loop nothing and
 # costs a hop (about 0.3 ms here); recalls that take longer (large stores) run
 # in a thread, where the loop gets the GIL back every interval and timers
-# (reminders) stay on time. Decided by the recent average.
-INLINE_RECALL_S = sys.getswitchinterval() / 2
+# (reminders) stay on time. Decided by the recent average, against the whole
+# interval: at half of it, fused recalls at 100k (2-3 ms) sat on the line and
+# flipped to a thread now and then, a hop each time.
+INLINE_RECALL_S = sys.getswitchinterval()
 
 
 def wall_ms() -> int:
