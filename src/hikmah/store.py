@@ -437,16 +437,17 @@ class Store:
             semantic = self.semantic
             if semantic is None:
                 return
-            for written in batches:
-                try:
-                    removed = semantic.committed(written)
-                    if removed and self.dbs.vault is not None and semantic.ready:
-                        semantic.save(self.dbs.vault)
-                except Exception:
-                    # Derived data: the commit stands, and the vectors are built again.
-                    log.exception("the vectors could not follow a commit; rebuilding them")
-                    semantic.rebuild()
-                    return
+            # One embedding for every batch waiting (several when the writer got ahead):
+            # a document written in two of them keeps its last text, as in commit order.
+            written = list({doc.docno: doc for batch in batches for doc in batch}.values())
+            try:
+                removed = semantic.committed(written)
+                if removed and self.dbs.vault is not None and semantic.ready:
+                    semantic.save(self.dbs.vault)
+            except Exception:
+                # Derived data: the commits stand, and the vectors are built again.
+                log.exception("the vectors could not follow a commit; rebuilding them")
+                semantic.rebuild()
 
     def _apply_once(
         self, operations: Sequence[Change], now_ms: int, policy: KernelPolicy
