@@ -11,7 +11,7 @@ from typing import Annotated
 
 import msgspec
 
-from hikmah import queries, verification
+from hikmah import fates, queries, verification
 from hikmah.errors import ConflictError, HikmahError, InvalidInput
 from hikmah.past import AsOf, moment
 from hikmah.recall import RecallQuery
@@ -45,9 +45,10 @@ class RecallParams(RecallQuery, frozen=True, kw_only=True, forbid_unknown_fields
     as_of: AsOf | None = None  # a ledger sequence number, or a time
 
 
-def origin(ctx: Context, snapshot: Snapshot, trace_id: str) -> JSON:
-    """The device a trace was written on, for a result (None: this device does not sync)."""
-    found = queries.origin(snapshot, trace_id)
+def origin(ctx: Context, snapshot: Snapshot, trace_id: str, here: str | None = None) -> JSON:
+    """The device a trace was written on, for a result (None: this device does not sync);
+    ``here``: this device's id, read once for many (:func:`hikmah.queries.origin`)."""
+    found = queries.origin(snapshot, trace_id, here)
     if found is None:
         return None
     name = ctx.services.syncing.name if found.here else found.name
@@ -65,8 +66,9 @@ async def recall(ctx: Context, params: RecallParams) -> JSON:
     results = await services.recalls.recall(params, ctx, point=point)
     found = to_json(results)
     with services.store.snapshot() as snapshot:
+        here = fates.this_device(snapshot)
         for result in found:
-            result["origin"] = origin(ctx, snapshot, result["trace"]["id"])
+            result["origin"] = origin(ctx, snapshot, result["trace"]["id"], here)
     reply: dict[str, JSON] = {"results": found}
     if point is not None:
         reply["as_of"] = to_json(point)

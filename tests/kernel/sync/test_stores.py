@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hikmah import maintenance, queries, replicas
+from hikmah import fates, maintenance, queries, replicas
 from hikmah.errors import ConflictError, NotFound
 from hikmah.fates import parse_record_name, this_device
 from hikmah.index import derived_databases
@@ -76,6 +76,11 @@ def test_pairing_by_code_spreads_the_roster_and_every_chain(
     with desk.store.snapshot() as snapshot:
         assert queries.origin(snapshot, notes["laptop"]) == (laptop.id, False, "laptop")
         assert queries.origin(snapshot, notes["desk"]) == (desk.id, True, None)
+        # Read once for many (recall's results): the same answers.
+        here = fates.this_device(snapshot)
+        assert here == desk.id
+        assert queries.origin(snapshot, notes["laptop"], here) == (laptop.id, False, "laptop")
+        assert queries.origin(snapshot, notes["desk"], here) == (desk.id, True, None)
 
 
 def replicas_of(node: Node) -> dict[str, object]:
