@@ -7,9 +7,6 @@ import os
 # thread per core spins on two shared cores and made a 20k-row vector search 40x
 # slower (docs/semantic.md, "One BLAS thread"). The daemon's threads are its own.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-# Likewise the tokenizer's thread pool: a writer's batch of 8 texts cost 20% more
-# CPU spread over both cores (166 against 136 us), beside the writer's own threads.
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from hikmah import __version__
 
