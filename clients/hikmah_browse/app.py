@@ -109,7 +109,11 @@ class BrowseApp(App[int]):
             self.live = True
             self.recall_limit = await self.memory.recall_limit()
             await self._refresh_status()
-        except (RemoteError, Unavailable) as exc:
+        except Unavailable as exc:
+            # Gone or silent while setting up (a loss reconnects through ``_lost``).
+            self.masthead = f"[b]offline[/]: {escape(str(exc))}"
+            return
+        except RemoteError as exc:
             self.masthead = f"[b]{escape(str(exc))}[/]"
             return
         for view in self._views():
