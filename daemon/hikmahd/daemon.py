@@ -219,6 +219,7 @@ class Daemon:
                 nursery.start_soon(self.policies.watch, self._policy_changed)
                 semantic_scope = trio.CancelScope()
                 nursery.start_soon(self._reminders_then_semantics, nursery, semantic_scope)
+                nursery.start_soon(self._read_presence)
                 nursery.start_soon(self.replay.run)
                 nursery.start_soon(self._close_idle_capsules)
                 # Before any write: a store restored behind what it published takes it back.
@@ -253,6 +254,11 @@ class Daemon:
         whose file takes a second or more to read at a million traces."""
         await nursery.start(self.reminders.run)
         nursery.start_soon(self._semantics, semantic_scope)
+
+    async def _read_presence(self) -> None:
+        """Person presence off the loop: the store reads it from every ledger record on
+        first use, and a person-only request should not wait for that walk."""
+        await self.services.offload(lambda: self.store.presence)
 
     async def _semantics(self, scope: trio.CancelScope) -> None:
         with scope:

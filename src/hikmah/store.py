@@ -146,7 +146,11 @@ class Store:
         self._synced_lock = threading.Lock()
         self.head_error: str | None = None
         self.head: Head | None = self._load_head()
-        self.presence: PresenceState = self.read_presence()
+        # Person presence is read on first use, not here: reading it walks every ledger
+        # record, which must not stand between a start and READY (the daemon reads it
+        # in the background right after).
+        self._presence: PresenceState | None = None
+        self._presence_lock = threading.RLock()
         # The head as of the last sync: what sync may publish (never a record a crash
         # could still take back).
         self.durable_head = self.head
@@ -286,6 +290,19 @@ class Store:
             if matches:
                 return pending
         return acknowledged
+
+    @property
+    def presence(self) -> PresenceState:
+        """Person presence as the ledger leaves it (read from the ledger on first use)."""
+        with self._presence_lock:
+            if self._presence is None:
+                self._presence = self.read_presence()
+            return self._presence
+
+    @presence.setter
+    def presence(self, state: PresenceState) -> None:
+        with self._presence_lock:
+            self._presence = state
 
     def read_presence(self) -> PresenceState:
         """Person presence as the ledger says up to the acknowledged head (the store keeps

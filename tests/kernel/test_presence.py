@@ -3,13 +3,15 @@ gives (its records checked), and the write rule that only a present person chang
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
+from hikmah import store as store_module
 from hikmah.errors import AgentRestricted, InvalidInput, PresenceRequired
 from hikmah.policy import KernelPolicy
-from hikmah.presence import check_passphrase, hash_passphrase
+from hikmah.presence import PresenceState, check_passphrase, hash_passphrase
 from hikmah.principal import UNPROVEN_PERSON, AgentSession
 from hikmah.rules import Remember, SetPresence
 from hikmah.store import Store
@@ -59,3 +61,36 @@ def test_only_a_present_person_changes_presence_and_the_store_keeps_the_state(
         assert isinstance(bad, InvalidInput)
     with Store(tmp_path, durable=False) as store:  # read back from the ledger
         assert store.presence.hash == "$argon2id$x" and store.presence.seq == 1
+
+
+def test_opening_a_store_does_not_walk_the_ledger_for_presence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The walk reads every record: before READY it cost 1.5 s at a million (bench/run).
+    policy = KernelPolicy()
+    with Store(tmp_path, durable=False) as store:
+        store.apply([SetPresence(action="set", hash="$argon2id$x")], now_ms=1, policy=policy)
+    walks: list[int | None] = []
+    real = store_module.read_state
+
+    def counted(records: Iterable[tuple[int, bytes]], head: int | None) -> PresenceState:
+        walks.append(head)
+        return real(records, head)
+
+    monkeypatch.setattr(store_module, "read_state", counted)
+    with Store(tmp_path, durable=False) as store:
+        assert walks == []
+        assert store.presence.on and store.presence.seq == 1  # read on first use
+        assert walks == [1]
+        (refused,) = store.apply(
+            [Remember(draft=Draft(content="x", kind="observation", verified=True),
+                      session=UNPROVEN_PERSON)], now_ms=2, policy=policy,
+        )  # fmt: skip
+        assert isinstance(refused, PresenceRequired)
+        assert walks == [1]  # once: the store keeps it from then on
+    with Store(tmp_path, durable=False) as store:  # a write first reads it too
+        (refused,) = store.apply(
+            [Remember(draft=Draft(content="x", kind="observation", verified=True),
+                      session=UNPROVEN_PERSON)], now_ms=3, policy=policy,
+        )  # fmt: skip
+        assert isinstance(refused, PresenceRequired)
