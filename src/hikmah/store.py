@@ -621,8 +621,15 @@ class Store:
 
     def rebuild_index(self, progress: Callable[[int], None] | None = None) -> int:
         """Recreate every derived index from the ledger; returns the records replayed."""
-        with self.env.begin(write=True) as txn:
-            count = self.reindex(Snapshot(txn, self.dbs), rebuild=True, progress=progress)
+        while True:
+            try:
+                with self.env.begin(write=True) as txn:
+                    count = self.reindex(Snapshot(txn, self.dbs), rebuild=True, progress=progress)
+                break
+            except lmdb.MapFullError:
+                # One transaction writes every index again: a store as large as its map
+                # needs room for both copies until the commit.
+                self._grow()
         self.sync()
         self.columns.forget()
         return count

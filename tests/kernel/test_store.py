@@ -435,3 +435,24 @@ def test_a_batch_makes_the_previous_one_durable_before_the_head_file_acknowledge
                 sync=False,
             )
     assert durable_at_head_write[:3] == [0, 1, 2]
+
+
+def test_a_rebuild_grows_the_map_as_writes_do(tmp_path: Path) -> None:
+    # A rebuild (a layout upgrade at start, hikmahd --rebuild-index) writes every index
+    # again in one transaction: a store as large as its map needs it grown, as a
+    # write does, or an upgrade of a big store cannot start.
+    policy, small = KernelPolicy(), 1 << 20
+    with Store(tmp_path, durable=False, map_size=small) as store:
+        for start in range(0, 3000, 500):
+            batch = [
+                Remember(draft=Draft(content=f"kettle note {i}, tea {i * 7}", kind="observation"))
+                for i in range(start, start + 500)
+            ]
+            store.apply(batch, now_ms=NOW + start, policy=policy)
+    with Store(tmp_path, durable=False, map_size=small) as store:
+        assert store.rebuild_index() == 3000
+        with store.snapshot() as snapshot:
+            found = recall(
+                snapshot, RecallQuery(query="kettle note 2999"), now_ms=NOW + 9000, policy=policy
+            )
+        assert found and found[0].trace.content == "kettle note 2999, tea 20993"
