@@ -46,6 +46,15 @@ async def connected(pilot: Any, app: BrowseApp) -> None:
     await until(pilot, lambda: app.live and app.status is not None, "the app to connect")
 
 
+async def focused_claims(pilot: Any, app: BrowseApp) -> DataTable[Any]:
+    """The conflicts view's claims table, its two claims shown, focused."""
+    await pilot.press("escape", "2")
+    claims = table(app, "#claims")
+    await until(pilot, lambda: claims.row_count == 2, "the claims")
+    claims.focus()
+    return claims
+
+
 async def search(pilot: Any, app: BrowseApp, words: str) -> DataTable[Any]:
     app.screen.query_one("#query", Input).focus()
     await pilot.press(*words)
@@ -129,10 +138,7 @@ def test_keep_a_value_resolves_the_conflict(daemon: Running) -> None:
         app = app_for(daemon)
         async with app.run_test(size=SIZE) as pilot:
             await connected(pilot, app)
-            await pilot.press("escape", "2")
-            claims = table(app, "#claims")
-            await until(pilot, lambda: claims.row_count == 2, "the claims")
-            claims.focus()
+            claims = await focused_claims(pilot, app)
             claims.move_cursor(row=claims.get_row_index(world["new"]["id"]))
             await pilot.press("k")
             await until(
@@ -523,10 +529,7 @@ def test_keys_go_to_the_view_in_sight(daemon: Running) -> None:
         app = app_for(daemon)
         async with app.run_test(size=SIZE) as pilot:
             await connected(pilot, app)
-            await pilot.press("escape", "2")
-            claims = table(app, "#claims")
-            await until(pilot, lambda: claims.row_count == 2, "the claims")
-            claims.focus()
+            await focused_claims(pilot, app)
             await pilot.press("enter")
             await until(pilot, lambda: isinstance(app.screen, TracePage), "the trace page")
             await pilot.press("escape", "1")
