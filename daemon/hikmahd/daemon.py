@@ -257,7 +257,7 @@ class Daemon:
 
     async def _read_presence(self) -> None:
         """Person presence off the loop: the store reads it from every ledger record on
-        first use, and a person-only request should not wait for that walk."""
+        first use, which would otherwise be the first person-only request's, on the loop."""
         await self.services.offload(lambda: self.store.presence)
 
     async def _semantics(self, scope: trio.CancelScope) -> None:
