@@ -319,7 +319,7 @@ def publication(
         device: Seen(
             epoch=entry.peer.applied.epoch,
             seq=entry.peer.applied.seq,
-            generation=entry.peer.accepted.generation,
+            generation=entry.peer.accepted.acknowledged or entry.peer.accepted.generation,
         )
         for device, entry in reading.paired.items()
         if entry.peer.accepted is not None and entry.peer.upto is None

@@ -14,7 +14,7 @@ import pytest
 from tests.daemon.conftest import short_tmp  # noqa: F401 -- the fixture
 
 from .daemons import Device, make_device, pair, settle, started
-from .engines import Cluster, syncthing_cluster
+from .engines import Cluster, syncthing_cluster, wait_until
 
 
 @pytest.fixture
@@ -87,6 +87,18 @@ def test_kill_9_while_publishing_and_while_applying_loses_no_acknowledged_write(
         assert ok, errors
 
 
+def quiet(devices: tuple[Device, ...], window_s: float = 3.0) -> bool:
+    """Whether no device rewrites its manifest for ``window_s`` (longer than the timer, so
+    each looks at the folder meanwhile): an acknowledgement is not acknowledged back."""
+
+    def manifests() -> list[bytes]:
+        return [(d.folder / "devices" / d.id / "manifest").read_bytes() for d in devices]
+
+    before = manifests()
+    time.sleep(window_s)
+    return manifests() == before
+
+
 def test_three_daemons_converge_through_three_syncthing_instances(
     short_tmp: Path,  # noqa: F811
 ) -> None:
@@ -106,3 +118,7 @@ def test_three_daemons_converge_through_three_syncthing_instances(
                 assert set(written) <= set(device.memory()[0])
                 assert len(device.call("sync.status")["devices"]) == 3
             assert no_conflict_copies(cluster)
+            # Idle devices stop publishing: a manifest rewritten for ever (two devices
+            # acknowledging each other's acknowledgements) is one Syncthing keeps failing
+            # to pull ("no such file": it changed meanwhile), retrying a minute later.
+            wait_until(lambda: quiet(devices), 30, "the devices to stop publishing")

@@ -69,12 +69,21 @@ class Signed(msgspec.Struct, frozen=True):
 
 
 class Accepted(msgspec.Struct, frozen=True):
-    """The newest manifest of a device a receiver has accepted (kept durably)."""
+    """The newest manifest of a device a receiver has accepted (kept durably).
+
+    ``acknowledged`` is the generation the receiver acknowledges (its ``seen``):
+    that of the newest accepted manifest that said more than acknowledgements
+    (``content`` identifies what it said). A manifest that only acknowledges is
+    not acknowledged back, or two devices would publish for ever, each
+    acknowledging the other's acknowledgement. 0: kept before this was.
+    """
 
     epoch: int
     generation: int
     seq: int
     digest: str
+    content: str = ""
+    acknowledged: int = 0
 
 
 Verdict = Literal["newer", "same", "rolled_back", "fork"]
@@ -157,7 +166,19 @@ def judge(accepted: Accepted | None, signed: Signed) -> Verdict:
     return "rolled_back"
 
 
-def accepted(signed: Signed) -> Accepted:
-    """What a receiver keeps of a manifest it accepted."""
+def accepted(signed: Signed, before: Accepted | None = None) -> Accepted:
+    """What a receiver keeps of a manifest it accepted (``before``: the one it had)."""
     m = signed.manifest
-    return Accepted(epoch=m.epoch, generation=m.generation, seq=m.head.seq, digest=signed.digest)
+    body = msgspec.structs.replace(m, generation=1, seen={})
+    content = blake3.blake3(_ENCODER.encode(body)).hexdigest()
+    acknowledged = m.generation
+    if before is not None and before.acknowledged and before.content == content:
+        acknowledged = before.acknowledged
+    return Accepted(
+        epoch=m.epoch,
+        generation=m.generation,
+        seq=m.head.seq,
+        digest=signed.digest,
+        content=content,
+        acknowledged=acknowledged,
+    )

@@ -160,10 +160,10 @@ def _follow_device(
 
     result = follow(manifest, load, peer.applied, lambda seq: stored(device, seq), upto=peer.upto)
     if isinstance(result, Advance):
-        return Step(device, result.records, result.position, accepted(signed))
+        return Step(device, result.records, result.position, accepted(signed, peer.accepted))
     if isinstance(result, Current):
         if verdict == "newer":  # a new generation (acknowledgements) with no new records
-            return Step(device, (), peer.applied, accepted(signed))
+            return Step(device, (), peer.applied, accepted(signed, peer.accepted))
         return None
     if isinstance(result, Waiting):
         return Finding(device, "waiting", result.why)

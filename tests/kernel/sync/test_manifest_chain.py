@@ -8,7 +8,15 @@ import pytest
 from hikmah.ledger import GENESIS, Head, Record, encode_record
 from hikmah.sync.chain import START, Advance, Current, Position, Refused, Waiting, follow
 from hikmah.sync.device import DeviceKey, Untrusted
-from hikmah.sync.manifest import Manifest, Seen, accepted, decode_manifest, encode_manifest, judge
+from hikmah.sync.manifest import (
+    Manifest,
+    Seen,
+    Signed,
+    accepted,
+    decode_manifest,
+    encode_manifest,
+    judge,
+)
 from hikmah.sync.segment import cut, encode_segment
 
 from .devices import chain, notes
@@ -245,3 +253,24 @@ def test_records_are_what_encode_record_made() -> None:
     files, segments = files_of([record])
     result = follow(manifest_of([record], segments), files.get, START, lambda _s: None)
     assert isinstance(result, Advance) and result.records[0].line == record.line
+
+
+def test_a_manifest_that_only_acknowledges_is_not_acknowledged_back() -> None:
+    # Two devices acknowledging each other's acknowledgements would publish for ever
+    # (and an engine pulling a file that keeps changing keeps failing).
+    records = notes(2)
+    other = DeviceKey.generate().device_id
+
+    def signed(generation: int, upto: int, seen: dict[str, Seen]) -> Signed:
+        body = msgspec.structs.replace(
+            manifest_of(records[:upto], (1,), generation=generation), seen=seen
+        )
+        return decode_manifest(encode_manifest(KEY, body), ME)
+
+    first = accepted(signed(1, 1, {}))
+    assert first.acknowledged == 1
+    acknowledging = accepted(signed(2, 1, {other: Seen(1, 4, 7)}), first)
+    assert acknowledging.generation == 2 and acknowledging.acknowledged == 1
+    news = accepted(signed(3, 2, {other: Seen(1, 5, 8)}), acknowledging)
+    assert news.acknowledged == 3
+    assert accepted(signed(4, 2, {}), None).acknowledged == 4  # nothing kept before
