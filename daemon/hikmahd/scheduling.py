@@ -14,16 +14,21 @@ replies pile up unread (a client that queues recalls and never reads them)
 waits until no reader does. A well-behaved client then waits for at most the
 recall under way, however many silent connections queue behind it, and a
 silent one is still served whenever the daemon has nothing better to do.
+Handing a turn on asks only the waiters it picks how much they left unread: a
+waiter is sorted when it arrives, so a thousand silent ones cost nothing
+more per turn than one.
 Each connection also waits for its own previous recall first, so a client
 that queues many takes one turn at a time, not every turn before others.
 """
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import sys
 import time
 import weakref
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -86,6 +91,10 @@ class _Waiter:
     order: int
     unread: Callable[[], int]
     granted: trio.Event = field(default_factory=trio.Event)
+    gone: bool = False  # cancelled while it waited: skipped when its place comes
+
+    def __lt__(self, other: _Waiter) -> bool:
+        return self.order < other.order
 
 
 class Turns:
@@ -93,23 +102,30 @@ class Turns:
 
     def __init__(self) -> None:
         self._busy = False
-        self._waiting: list[_Waiter] = []
+        self._waiting = 0
+        self._readers: deque[_Waiter] = deque()  # in arrival order
+        self._laggards: list[_Waiter] = []  # a heap by arrival
         self._order = itertools.count()
 
     @asynccontextmanager
     async def turn(self, unread: Callable[[], int] = lambda: 0) -> AsyncIterator[None]:
         """Hold the turn for the body; ``unread`` tells how many bytes of replies the
-        caller's peer has not read yet (asked when a turn is handed on)."""
+        caller's peer has not read yet (asked when it arrives and when its turn comes)."""
         if self._busy or self._waiting:
             waiter = _Waiter(next(self._order), unread)
-            self._waiting.append(waiter)
+            if unread() > UNREAD_LIMIT:
+                heapq.heappush(self._laggards, waiter)
+            else:
+                self._readers.append(waiter)
+            self._waiting += 1
             try:
                 await waiter.granted.wait()
             except BaseException:
                 if waiter.granted.is_set():
                     self._hand_on()  # handed the turn as it was cancelled: pass it on
                 else:
-                    self._waiting.remove(waiter)
+                    waiter.gone = True
+                    self._waiting -= 1
                 raise
         else:
             self._busy = True
@@ -119,12 +135,29 @@ class Turns:
             self._hand_on()
 
     def _hand_on(self) -> None:
-        if not self._waiting:
+        chosen = self._next()
+        if chosen is None:
             self._busy = False
             return
-        chosen = min(self._waiting, key=lambda w: (w.unread() > UNREAD_LIMIT, w.order))
-        self._waiting.remove(chosen)
+        self._waiting -= 1
         chosen.granted.set()  # the turn stays busy: it passes straight to ``chosen``
+
+    def _next(self) -> _Waiter | None:
+        """The longest-waiting reader; else the longest-waiting laggard. A reader whose
+        replies piled up while it waited joins the laggards in its place; a laggard that
+        caught up while it waited counts as a reader from its next request on."""
+        while self._readers:
+            waiter = self._readers.popleft()
+            if waiter.gone:
+                continue
+            if waiter.unread() <= UNREAD_LIMIT:
+                return waiter
+            heapq.heappush(self._laggards, waiter)
+        while self._laggards:
+            waiter = heapq.heappop(self._laggards)
+            if not waiter.gone:
+                return waiter
+        return None
 
 
 class Recalls:

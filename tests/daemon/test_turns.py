@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 
 import trio
 import trio.testing
@@ -32,6 +33,62 @@ async def test_a_reader_goes_before_a_connection_with_unread_replies(
             await trio.sleep(0.1)
         nursery.start_soon(take, turns, "reader-2", 0, log)
     assert log == ["first", "reader-1", "reader-2", "silent-1", "silent-2"]
+
+
+async def test_a_reader_whose_replies_pile_up_while_it_waits_goes_behind_the_readers(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    turns, log = Turns(), []
+    unread = {"turned": 0}
+
+    async def turned() -> None:
+        async with turns.turn(lambda: unread["turned"]):
+            log.append("turned")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(take, turns, "first", 0, log)
+        await trio.sleep(0.1)
+        nursery.start_soon(take, turns, "silent", 9000, log)
+        await trio.sleep(0.1)
+        nursery.start_soon(turned)  # a reader when it arrives
+        await trio.sleep(0.1)
+        nursery.start_soon(take, turns, "reader", 0, log)
+        await trio.sleep(0.1)
+        unread["turned"] = 4000  # then its replies pile up
+    assert log == ["first", "reader", "silent", "turned"]
+
+
+async def test_handing_a_turn_on_asks_only_the_waiter_it_picks(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # A thousand silent connections waiting: each is asked once, when it arrives, so
+    # the turn a reader waits for costs no thousand questions (a flood made every
+    # hand-on ask all of them, and a good client waited for that).
+    turns, log = Turns(), []
+    asked = {"silent": 0, "reader": 0}
+
+    def silent() -> int:
+        asked["silent"] += 1
+        return 9000
+
+    def reader() -> int:
+        asked["reader"] += 1
+        return 0
+
+    async def wait(name: str, unread: Callable[[], int]) -> None:
+        async with turns.turn(unread):
+            log.append(name)
+            await trio.sleep(0.01)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(take, turns, "first", 0, log)
+        await trio.sleep(0.1)
+        for _ in range(1000):
+            nursery.start_soon(wait, "silent", silent)
+        await trio.sleep(0.1)
+        nursery.start_soon(wait, "reader", reader)
+    assert log[:2] == ["first", "reader"] and len(log) == 1002
+    assert asked == {"silent": 1000, "reader": 2}
 
 
 async def test_a_cancelled_waiter_neither_keeps_nor_loses_the_turn(
