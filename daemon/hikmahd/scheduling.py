@@ -18,7 +18,8 @@ Handing a turn on asks only the waiters it picks how much they left unread: a
 waiter is sorted when it arrives, so a thousand silent ones cost nothing
 more per turn than one.
 Each connection also waits for its own previous recall first, so a client
-that queues many takes one turn at a time, not every turn before others.
+that queues many takes one turn at a time, not every turn before others, and
+a laggard's recall runs in a worker thread, never on the loop.
 """
 
 from __future__ import annotations
@@ -199,7 +200,11 @@ class Recalls:
                     return recall(snapshot, query, now_ms=now_of(snapshot, now), policy=policy)
 
             began = time.perf_counter()
-            if self._took_s < INLINE_RECALL_S:
+            # A laggard's recall runs in a worker thread however short it is: the loop
+            # stays free to accept, read requests and hand turns on meanwhile (under a
+            # flood of them, back to back on the loop, a good client's identification
+            # waited in its worker thread for the GIL).
+            if self._took_s < INLINE_RECALL_S and unread() <= UNREAD_LIMIT:
                 results = run()
             else:
                 results = await self.offload(run)

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import trio
 import trio.testing
 
+from hikmah.policy import KernelPolicy
+from hikmah.recall import RecallQuery
+from hikmah.store import Store
 from hikmahd.connection import Connection
 from hikmahd.context import Context
 from hikmahd.peers import Peer
 from hikmahd.rpc import Dispatcher
-from hikmahd.scheduling import Turns
+from hikmahd.scheduling import Asker, Recalls, Turns
 
 
 async def take(turns: Turns, name: str, unread: int, log: list[str]) -> None:
@@ -64,7 +69,7 @@ async def test_handing_a_turn_on_asks_only_the_waiter_it_picks(
     # A thousand silent connections waiting: each is asked once, when it arrives, so
     # the turn a reader waits for costs no thousand questions (a flood made every
     # hand-on ask all of them, and a good client waited for that).
-    turns, log = Turns(), []
+    turns, log = Turns(), list[str]()
     asked = {"silent": 0, "reader": 0}
 
     def silent() -> int:
@@ -104,6 +109,34 @@ async def test_a_cancelled_waiter_neither_keeps_nor_loses_the_turn(
     assert log == ["first", "next"]
     async with turns.turn():  # free again: no wait
         pass
+
+
+async def test_a_laggards_recall_runs_off_the_loop(tmp_path: Path) -> None:
+    # A reader's short recall runs inline; one whose replies pile up unread goes to a
+    # worker thread, so that a flood of them leaves the loop free for everyone else.
+    offloaded: list[str] = []
+
+    def asker(unread: int) -> Asker:
+        class One:
+            def unread(self) -> int:
+                return unread
+
+        return One()
+
+    with Store(tmp_path / "data") as store:
+
+        async def offload(call: Callable[[], Any]) -> Any:
+            offloaded.append("thread")
+            return call()
+
+        recalls = Recalls(store, KernelPolicy, lambda: 1_000_000, offload)
+        query = RecallQuery(query="anything")
+        await recalls.recall(query, asker(0))  # the first is assumed long: measured
+        offloaded.clear()
+        await recalls.recall(query, asker(0))
+        assert offloaded == []
+        await recalls.recall(query, asker(9000))
+        assert offloaded == ["thread"]
 
 
 async def test_unread_counts_what_the_peer_has_not_read() -> None:
