@@ -12,6 +12,7 @@ from rich.markup import escape
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
+from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.widgets import ContentSwitcher, DataTable, Footer, Static
 
@@ -210,12 +211,16 @@ class BrowseApp(App[int]):
     def _apply_events(self) -> None:
         """Reload what the gathered events may have changed, each view once."""
         self._flush_pending = False
+        try:
+            views, current = list(self._views()), self._current()
+        except NoMatches:
+            return  # the app is closing: its views are gone (the events came meanwhile)
         changed, self._changed = self._changed, set()
         reminders, self._reminders = self._reminders, []
         self._remind(reminders)
-        for view in self._views():
+        for view in views:
             view.stale = True
-        self._current().reload()
+        current.reload()
         screen = self.screen
         if isinstance(screen, TracePage) and changed & screen.related:
             screen.action_reload()
