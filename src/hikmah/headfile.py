@@ -3,7 +3,9 @@
 Each write goes to the slot not holding the newest state and is made durable
 with one ``fdatasync``: no temporary file, no rename, no directory sync. A
 write torn by a power cut fails its checksum and the other slot (the state
-before) is read instead, as LMDB does with its two meta pages.
+before) is read instead, as LMDB does with its two meta pages. The file is
+created whole, with its first state, by a rename: a head file that exists
+always has an intact slot.
 
 A slot is 256 bytes: magic, generation, the acknowledged head, an optional
 pending head, and a BLAKE3 checksum of everything before it.
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import blake3
 
-from hikmah.durable import fsync_dir
+from hikmah.durable import write_atomic
 from hikmah.errors import LedgerError
 from hikmah.ledger import GENESIS, Head
 
@@ -64,6 +66,8 @@ class HeadFile:
             return None, None
         except OSError as exc:
             raise LedgerError(f"cannot read the ledger head {self.path}: {exc.strerror}") from None
+        if not data.strip(b"\0"):
+            return None, None  # created by a version that died before its first state
         slots = [_decode(data[i * SLOT : (i + 1) * SLOT]) for i in range(2)]
         intact = [slot for slot in slots if slot is not None]
         if not intact:
@@ -91,27 +95,33 @@ class HeadFile:
             0 if pending is None else pending.seq,
             _NO_HASH if pending is None else _pack_hash(pending.hash),
         )
-        slot = body + blake3.blake3(body).digest()
+        slot = (body + blake3.blake3(body).digest()).ljust(SLOT, b"\0")
+        offset = (generation % 2) * SLOT
         try:
-            fd = self._open()
-            os.pwrite(fd, slot.ljust(SLOT, b"\0"), (generation % 2) * SLOT)
-            if self.sync:
-                os.fdatasync(fd)
+            fd = self._fd if self._fd is not None else self._open()
+            if fd is None:
+                self._create(slot, offset)
+            else:
+                os.pwrite(fd, slot, offset)
+                if self.sync:
+                    os.fdatasync(fd)
         except OSError as exc:
             raise LedgerError(f"cannot write the ledger head {self.path}: {exc.strerror}") from None
         self._generation = generation
 
-    def _open(self) -> int:
-        if self._fd is not None:
-            return self._fd
-        try:
+    def _open(self) -> int | None:
+        """The file opened for writing; None when there is none yet."""
+        with contextlib.suppress(FileNotFoundError):
             self._fd = os.open(self.path, os.O_RDWR)
-        except FileNotFoundError:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-            os.pwrite(self._fd, bytes(2 * SLOT), 0)
-            os.fsync(self._fd)
-            fsync_dir(self.path.parent)  # the new file's name must survive a power cut too
         return self._fd
+
+    def _create(self, slot: bytes, offset: int) -> None:
+        # A file zeroed and then written would have no intact slot if the process died
+        # in between: it appears by rename, already holding its first state.
+        whole = bytearray(2 * SLOT)
+        whole[offset : offset + SLOT] = slot
+        write_atomic(self.path, whole, 0o600)
+        self._open()
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):

@@ -280,6 +280,28 @@ def test_a_failed_head_write_leaves_the_newest_state_safe(
     assert acknowledged == heads[1]
 
 
+def test_a_head_file_cut_off_while_it_is_created_is_no_head_not_a_corrupt_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by kill -9 during the first import: the file was created zeroed, and a
+    # kill before its first slot left "no intact slot" for a person to reset.
+    path = tmp_path / "head"
+
+    def killed(fd: int) -> None:
+        raise KeyboardInterrupt("killed here")
+
+    monkeypatch.setattr(os, "fsync", killed)
+    with pytest.raises(KeyboardInterrupt):
+        HeadFile(path).write(Head(seq=1, hash=f"{1:064x}"), None)
+    monkeypatch.undo()
+    assert not path.exists()
+    assert HeadFile(path).read() == (None, None)
+    written = HeadFile(path)
+    written.write(Head(seq=2, hash=f"{2:064x}"), None)
+    assert HeadFile(path).read() == (Head(seq=2, hash=f"{2:064x}"), None)
+    written.close()
+
+
 # -- resources ------------------------------------------------------------------------
 
 
