@@ -347,8 +347,9 @@ class _Scorer:
             keep_wanted = np.flatnonzero(wanted)
             found = found.take(keep_wanted)
             sims = None if sims is None else sims[keep_wanted]
-        terms = self._breakdown(found, sims)
-        keep = terms["keep"]
+        terms = self._breakdown(found, sims, explain=explain)
+        # Nothing to drop (the usual case): no copies of every column.
+        keep: npt.NDArray[np.bool_] | slice = slice(None) if terms["keep"].all() else terms["keep"]
         rows = {
             "doc": found.docs[keep],
             "score": terms["score"][keep],
@@ -357,13 +358,16 @@ class _Scorer:
             "tagged": found.tagged[keep],
             "matched_idf": found.matched_idf[keep],
             "overdue": found.overdue[keep],
-            "sim": np.full(int(keep.sum()), np.nan) if sims is None else sims[keep],
+            "sim": np.full(len(terms["score"][keep]), np.nan) if sims is None else sims[keep],
         }
         explained = {name: column[keep] for name, column in terms.items()} if explain else None
         return rows, explained
 
-    def _breakdown(self, found: _Candidates, sims: Floats | None) -> Rows:
-        """Every term of the score of these candidates, and which of them may be recalled."""
+    def _breakdown(self, found: _Candidates, sims: Floats | None, *, explain: bool = True) -> Rows:
+        """The score of these candidates and which of them may be recalled, with every
+        term of the score (what ``why`` shows) when ``explain``; without it only
+        ``score``, ``keep`` and ``created`` (scoring thousands of candidates of a common
+        word, most of them never shown)."""
         rows = self.features.take((*_SCORE_FIELDS, "status", "kind"), found.docs)
         p = self.policy.recall
 
@@ -378,10 +382,6 @@ class _Scorer:
             overlap_weight=p.lexical_jaccard,
             match_floor=p.match_floor,
         )
-        jaccard = lexical.overlap
-        if self.weighting != "reference":
-            n_q = max(len(self.q_terms), 1)
-            jaccard = found.matched / np.maximum(n_q + rows["nterms"] - found.matched, 1)
         tag_coverage = found.tagged / max(len(self.q_tags), 1)
         cue = self._cue(lexical.lexical, tag_coverage)
         if self.listing:
@@ -389,9 +389,8 @@ class _Scorer:
         # What the words and tags alone give: a trace they make recallable stays so
         # (the semantic channel adds and reorders; it never hides a lexical match).
         lexical_cue = cue
-        known = np.zeros(len(found.docs)) if sims is None else np.nan_to_num(sims)
-        part = semantic_part(known, self.policy.semantic)
-        if sims is not None:
+        known = None if sims is None else np.nan_to_num(sims)  # 0: no vector
+        if known is not None:
             hit = (found.matched > 0) | (found.tagged > 0)
             cue = fuse(cue, known, hit, self.policy.semantic)
 
@@ -409,9 +408,16 @@ class _Scorer:
             keep = np.ones(len(found.docs), dtype=bool)
         else:
             score = cue * (p.relevance_base + p.metadata_share * meta)
-            score = np.where(overdue, np.maximum(score, p.overdue_floor), score)
+            if overdue.any():
+                score = np.where(overdue, np.maximum(score, p.overdue_floor), score)
             gate = self.policy.minimum_recall_score
             keep = (cue >= gate) | (lexical_cue >= gate) | overdue
+        if not explain:
+            return {"score": score, "keep": keep, "created": rows["created"]}
+        jaccard = lexical.overlap
+        if self.weighting != "reference":
+            n_q = max(len(self.q_terms), 1)
+            jaccard = found.matched / np.maximum(n_q + rows["nterms"] - found.matched, 1)
         return {
             "score": score,
             "keep": keep,
@@ -423,7 +429,9 @@ class _Scorer:
             "lexical": lexical.lexical,
             "tag_coverage": tag_coverage,
             "semantic": np.full(len(found.docs), np.nan) if sims is None else sims,
-            "semantic_part": part if sims is not None else np.zeros(len(found.docs)),
+            "semantic_part": np.zeros(len(found.docs))
+            if known is None
+            else semantic_part(known, self.policy.semantic),
             "recency": recency,
             "provenance": provenance,
             "urgency": urgency,
@@ -499,20 +507,28 @@ class _Scorer:
         return mask
 
     def _meta_terms(self, rows: Rows) -> tuple[Floats, Floats, Floats, Floats, Any]:
+        # Each shortcut (no candidate pinned, none dated or a commitment) gives the
+        # very arrays the general form would, in fewer passes over the candidates.
         p = self.policy.recall
         pinned = rows["pinned"] == 1
         age_days = np.maximum(self.now - rows["created"], 0) / DAY_MS
-        # A pinned trace stays at full weight: it does not age, and bad outcomes
-        # do not lower it (good ones still count).
-        recency = np.where(pinned, 1.0, 1.0 / (1.0 + age_days / p.recency_scale_days))
-        feedback = np.where(pinned, np.maximum(rows["feedback"], 0.0), rows["feedback"])
+        recency = 1.0 / (1.0 + age_days / p.recency_scale_days)
+        feedback = rows["feedback"]
+        if pinned.any():
+            # A pinned trace stays at full weight: it does not age, and bad outcomes
+            # do not lower it (good ones still count).
+            recency = np.where(pinned, 1.0, recency)
+            feedback = np.where(pinned, np.maximum(feedback, 0.0), feedback)
         provenance = rows["authority"] * np.where(
             rows["verified"] == 1, 1.0, p.unverified_provenance_factor
         )
-        active = rows["status"] == STATUS_CODE["active"]
         dated = rows["deadline"] != NO_DEADLINE
-        days_left = (rows["deadline"] - self.now) / DAY_MS
         commitment = rows["kind"] == KIND_CODE["commitment"]
+        if not (dated.any() or commitment.any()):
+            none = np.zeros(len(recency), dtype=bool)
+            return recency, provenance, np.zeros(len(recency)), feedback.astype(np.float64), none
+        active = rows["status"] == STATUS_CODE["active"]
+        days_left = (rows["deadline"] - self.now) / DAY_MS
         due = 1.0 / (1.0 + np.maximum(days_left, 0) / p.prospective_scale_days)
         urgency = np.where(
             active & dated,
