@@ -92,48 +92,58 @@ def compact(store: Store, now_ms: int) -> Compacted:
         ConflictError: the ledger has an unacknowledged tail.
     """
     old_head = store.head
-    with store.transaction() as snapshot:
-        last = snapshot.last_record()
-        if store.head_error is not None or last != old_head or last is None:
-            raise ConflictError(
-                "the ledger has records no write acknowledged: run hikmah verify-ledger"
-                " and accept or reset the head before compacting"
-            )
-        records = [decode_record(line) for _seq, line in snapshot.records()]
-        payloads = [decode_payload(record) for record in records]
-        bodies, redacted = [], []
-        for record, payload in zip(records, payloads, strict=True):
-            if isinstance(payload, RememberPayload | Sealed) and _purged(snapshot, payload):
-                trace = payload.trace
-                stub = RedactedPayload(
-                    id=trace.id, kind=trace.kind, created_at=trace.created_at, at=payload.at
+
+    def rewrite() -> Compacted:
+        with store.transaction() as snapshot:
+            last = snapshot.last_record()
+            if store.head_error is not None or last != old_head or last is None:
+                raise ConflictError(
+                    "the ledger has records no write acknowledged: run hikmah verify-ledger"
+                    " and accept or reset the head before compacting"
                 )
-                bodies.append(PAYLOAD_ENCODER.encode(stub))
-                redacted.append(trace.id)
-            else:
-                bodies.append(record.payload)
-        if not redacted:
-            return Compacted(old_head=old_head, head=old_head, records=len(records), redacted=[])
-        final = CompactedPayload(
-            old_seq=last.seq, old_hash=last.hash, redacted=len(redacted), at=now_ms
-        )
-        bodies.append(PAYLOAD_ENCODER.encode(final))
-        prev = GENESIS
-        for seq, body in enumerate(bodies, 1):
-            record = encode_record(seq, prev, body)
-            snapshot.txn.put(SEQ.pack(seq), record.line, db=snapshot.dbs.ledger)
-            prev = record.hash
-        new_head = Head(seq=len(bodies), hash=prev)
-        store.reindex(snapshot, rebuild=True)
-        # Synced devices receive the re-chained ledger as a new epoch of its chain.
-        replicas.next_epoch(snapshot)
-        store.set_head(old_head, pending=new_head)  # pending: see hikmah.store
+            records = [decode_record(line) for _seq, line in snapshot.records()]
+            payloads = [decode_payload(record) for record in records]
+            bodies, redacted = [], []
+            for record, payload in zip(records, payloads, strict=True):
+                if isinstance(payload, RememberPayload | Sealed) and _purged(snapshot, payload):
+                    trace = payload.trace
+                    stub = RedactedPayload(
+                        id=trace.id, kind=trace.kind, created_at=trace.created_at, at=payload.at
+                    )
+                    bodies.append(PAYLOAD_ENCODER.encode(stub))
+                    redacted.append(trace.id)
+                else:
+                    bodies.append(record.payload)
+            if not redacted:
+                return Compacted(
+                    old_head=old_head, head=old_head, records=len(records), redacted=[]
+                )
+            final = CompactedPayload(
+                old_seq=last.seq, old_hash=last.hash, redacted=len(redacted), at=now_ms
+            )
+            bodies.append(PAYLOAD_ENCODER.encode(final))
+            prev = GENESIS
+            for seq, body in enumerate(bodies, 1):
+                record = encode_record(seq, prev, body)
+                snapshot.txn.put(SEQ.pack(seq), record.line, db=snapshot.dbs.ledger)
+                prev = record.hash
+            new_head = Head(seq=len(bodies), hash=prev)
+            store.reindex(snapshot, rebuild=True)
+            # Synced devices receive the re-chained ledger as a new epoch of its chain.
+            replicas.next_epoch(snapshot)
+            store.set_head(old_head, pending=new_head)  # pending: see hikmah.store
+        return Compacted(old_head=old_head, head=new_head, records=len(bodies), redacted=redacted)
+
+    # One transaction writes the ledger and every index again: grown as writes grow it.
+    done = store.growing(rewrite)
+    if not done.redacted:
+        return done
     store.sync()
-    store.set_head(new_head)
+    store.set_head(done.head)
     store.presence = store.read_presence()  # its records moved to new seqs
     store.columns.forget()
     store.drop_free_pages()
-    return Compacted(old_head=old_head, head=new_head, records=len(bodies), redacted=redacted)
+    return done
 
 
 def _purged(snapshot: Snapshot, payload: RememberPayload | Sealed) -> bool:
@@ -150,13 +160,18 @@ def rotate(store: Store, keys: Keys) -> int:
     keyring may forget them.
     """
     store.use_keys(keys)
-    count = 0
-    with store.transaction() as snapshot:
-        cursor = snapshot.txn.cursor(db=snapshot.dbs.keys)
-        for key, entry in cursor:
-            new = rewrapped(keys, bytes(key).decode(), bytes(entry))
-            if new is not None:
-                cursor.put(key, new)
-                count += 1
+
+    def rewrap() -> int:
+        count = 0
+        with store.transaction() as snapshot:
+            cursor = snapshot.txn.cursor(db=snapshot.dbs.keys)
+            for key, entry in cursor:
+                new = rewrapped(keys, bytes(key).decode(), bytes(entry))
+                if new is not None:
+                    cursor.put(key, new)
+                    count += 1
+        return count
+
+    count = store.growing(rewrap)  # every key rewritten in one transaction
     store.sync()
     return count

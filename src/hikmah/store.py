@@ -339,12 +339,17 @@ class Store:
         Raises:
             LedgerError: a record past the indexed ones cannot be read; nothing moved.
         """
-        with self.transaction() as snapshot:
-            last = snapshot.last_record()
-            if last is not None:
-                # Records the indexes reflect were removed: only a rebuild is right.
-                self.reindex(snapshot, rebuild=self._indexed(snapshot) > last.seq)
-                self.head_file.write(last, None)
+
+        def accept() -> Head | None:
+            with self.transaction() as snapshot:
+                last = snapshot.last_record()
+                if last is not None:
+                    # Records the indexes reflect were removed: only a rebuild is right.
+                    self.reindex(snapshot, rebuild=self._indexed(snapshot) > last.seq)
+                    self.head_file.write(last, None)
+            return last
+
+        last = self.growing(accept)
         self.sync()
         self.head, self.head_error = last, None
         self.presence = self.read_presence()
@@ -444,6 +449,16 @@ class Store:
         new = min(current * 2, self.max_map_size)
         log.info("growing the LMDB map from %d to %d MiB", current >> 20, new >> 20)
         self.env.set_mapsize(new)
+
+    def growing(self, write: Callable[[], T]) -> T:
+        """``write`` (one write transaction), again after growing the map whenever it
+        ran out of room: a rebuild writes every index again in one transaction, and a
+        store as large as its map needs room for both copies until the commit."""
+        while True:
+            try:
+                return write()
+            except lmdb.MapFullError:
+                self._grow()
 
     def follow_vectors(self) -> None:
         """Bring the vectors up to every batch committed so far, in commit order; under the
@@ -621,15 +636,12 @@ class Store:
 
     def rebuild_index(self, progress: Callable[[int], None] | None = None) -> int:
         """Recreate every derived index from the ledger; returns the records replayed."""
-        while True:
-            try:
-                with self.env.begin(write=True) as txn:
-                    count = self.reindex(Snapshot(txn, self.dbs), rebuild=True, progress=progress)
-                break
-            except lmdb.MapFullError:
-                # One transaction writes every index again: a store as large as its map
-                # needs room for both copies until the commit.
-                self._grow()
+
+        def rebuild() -> int:
+            with self.env.begin(write=True) as txn:
+                return self.reindex(Snapshot(txn, self.dbs), rebuild=True, progress=progress)
+
+        count = self.growing(rebuild)
         self.sync()
         self.columns.forget()
         return count

@@ -437,22 +437,65 @@ def test_a_batch_makes_the_previous_one_durable_before_the_head_file_acknowledge
     assert durable_at_head_write[:3] == [0, 1, 2]
 
 
+SMALL_MAP = 1 << 20  # 1 MiB: 3,000 traces fill it, and a second copy of them needs it grown
+
+
+def _kettles(store: Store, policy: KernelPolicy) -> list[str]:
+    """3,000 traces "kettle note N, tea 7N" written to ``store``; their ids."""
+    ids = []
+    for start in range(0, 3000, 500):
+        batch = [
+            Remember(draft=Draft(content=f"kettle note {i}, tea {i * 7}", kind="observation"))
+            for i in range(start, start + 500)
+        ]
+        ids += [outcome.id for outcome in store.apply(batch, now_ms=NOW + start, policy=policy)]
+    return ids
+
+
+def _first(store: Store, query: str, policy: KernelPolicy) -> list[str]:
+    with store.snapshot() as snapshot:
+        found = recall(snapshot, RecallQuery(query=query), now_ms=NOW + 9000, policy=policy)
+    return [result.trace.content for result in found]
+
+
 def test_a_rebuild_grows_the_map_as_writes_do(tmp_path: Path) -> None:
     # A rebuild (a layout upgrade at start, hikmahd --rebuild-index) writes every index
     # again in one transaction: a store as large as its map needs it grown, as a
     # write does, or an upgrade of a big store cannot start.
-    policy, small = KernelPolicy(), 1 << 20
-    with Store(tmp_path, durable=False, map_size=small) as store:
-        for start in range(0, 3000, 500):
-            batch = [
-                Remember(draft=Draft(content=f"kettle note {i}, tea {i * 7}", kind="observation"))
-                for i in range(start, start + 500)
-            ]
-            store.apply(batch, now_ms=NOW + start, policy=policy)
-    with Store(tmp_path, durable=False, map_size=small) as store:
+    policy = KernelPolicy()
+    with Store(tmp_path, durable=False, map_size=SMALL_MAP) as store:
+        _kettles(store, policy)
+    with Store(tmp_path, durable=False, map_size=SMALL_MAP) as store:
         assert store.rebuild_index() == 3000
-        with store.snapshot() as snapshot:
-            found = recall(
-                snapshot, RecallQuery(query="kettle note 2999"), now_ms=NOW + 9000, policy=policy
-            )
-        assert found and found[0].trace.content == "kettle note 2999, tea 20993"
+        assert _first(store, "kettle note 2999", policy)[0] == "kettle note 2999, tea 20993"
+
+
+def test_accepting_a_cut_ledger_grows_the_map_as_writes_do(tmp_path: Path) -> None:
+    # Records cut from the ledger's end, which the indexes reflect, leave only a rebuild
+    # right when a person accepts what is left (verify-ledger --reset-head): the same one
+    # transaction writing every index again as --rebuild-index, the same need to grow.
+    policy = KernelPolicy()
+    with Store(tmp_path, durable=False, map_size=SMALL_MAP) as store:
+        _kettles(store, policy)
+        with store.env.begin(write=True) as txn:
+            cursor = txn.cursor(db=store.dbs.ledger)
+            assert cursor.last()
+            cursor.delete()  # the last record (kettle note 2999) is gone
+    with Store(tmp_path, durable=False, map_size=SMALL_MAP) as store:
+        store.acknowledge_ledger()
+        assert maintenance.verify(store).ok
+        assert _first(store, "kettle note 2998", policy)[0] == "kettle note 2998, tea 20986"
+        assert "kettle note 2999, tea 20993" not in _first(store, "kettle note 2999", policy)
+
+
+def test_compaction_grows_the_map_as_writes_do(tmp_path: Path) -> None:
+    # Compaction writes the ledger and every index again in one transaction.
+    policy = KernelPolicy()
+    with Store(tmp_path, durable=False, map_size=SMALL_MAP) as store:
+        ids = _kettles(store, policy)
+        store.apply([Purge(id=ids[7], reason="test")], now_ms=NOW + 5000, policy=policy)
+    with Store(tmp_path, durable=False, map_size=SMALL_MAP) as store:
+        done = maintenance.compact(store, NOW + 6000)
+        assert done.redacted == [ids[7]]
+        assert done.records == 3002  # the remembers, the purge, the compacted record
+        assert maintenance.verify(store).ok
