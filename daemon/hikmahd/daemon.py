@@ -16,7 +16,7 @@ import resource
 import signal
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -193,59 +193,64 @@ class Daemon:
 
     async def serve(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Serve until SIGTERM or SIGINT; writes queued by then are committed first."""
-        raw = inherited_socket()
-        inode = None
-        try:
-            if raw is None:
-                raw = bind_socket(self.config.socket_path)
-                inode = self.config.socket_path.stat().st_ino
-        except (SocketError, OSError) as exc:
-            raise DaemonError(str(exc)) from None
-        address = raw.getsockname()
-        if isinstance(address, str) and address:
-            self.services.socket_path = Path(address)  # under socket activation, systemd's
-        try:
-            await self._serve(trio_listener(raw), task_status)
-        finally:
-            if inode is not None:
-                unlink_if_ours(self.config.socket_path, inode)
+        # Signals are ours before the socket exists: a client that sees the socket may
+        # signal at once (a reload right after the start), and SIGHUP's default kills.
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+            raw = inherited_socket()
+            inode = None
+            try:
+                if raw is None:
+                    raw = bind_socket(self.config.socket_path)
+                    inode = self.config.socket_path.stat().st_ino
+            except (SocketError, OSError) as exc:
+                raise DaemonError(str(exc)) from None
+            address = raw.getsockname()
+            if isinstance(address, str) and address:
+                self.services.socket_path = Path(address)  # under socket activation, systemd's
+            try:
+                await self._serve(trio_listener(raw), signals, task_status)
+            finally:
+                if inode is not None:
+                    unlink_if_ours(self.config.socket_path, inode)
 
     async def _serve(
-        self, listener: trio.SocketListener, task_status: trio.TaskStatus[None]
+        self,
+        listener: trio.SocketListener,
+        signals: AsyncIterator[int],
+        task_status: trio.TaskStatus[None],
     ) -> None:
-        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
-            async with trio.open_nursery() as nursery:
-                await nursery.start(self.writer.run)
-                nursery.start_soon(self.policies.watch, self._policy_changed)
-                semantic_scope = trio.CancelScope()
-                nursery.start_soon(self._reminders_then_semantics, nursery, semantic_scope)
-                nursery.start_soon(self._read_presence)
-                nursery.start_soon(self.replay.run)
-                nursery.start_soon(self._close_idle_capsules)
-                # Before any write: a store restored behind what it published takes it back.
-                await nursery.start(self.syncing.run)
-                accept_scope = trio.CancelScope()
-                connections = await nursery.start(self._accept, listener, accept_scope)
-                notify_systemd("READY=1")
-                log.info("hikmahd %d serving %s", os.getpid(), self.config.socket_path)
-                task_status.started()
-                async for signum in signals:
-                    if signum == signal.SIGHUP:
-                        if self.policies.reload():
-                            self._policy_changed()
-                        continue
-                    log.info("stopping on signal %d", signum)
-                    break
-                notify_systemd("STOPPING=1")
-                accept_scope.cancel()
-                semantic_scope.cancel()
-                await self.writer.close()
-                await self.semantics.save()
-                with trio.move_on_after(STOP_GRACE_S):
-                    while any(not c.closed for c in self.connections):
-                        await trio.sleep(0.05)
-                connections.cancel()
-                nursery.cancel_scope.cancel()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self.writer.run)
+            nursery.start_soon(self.policies.watch, self._policy_changed)
+            semantic_scope = trio.CancelScope()
+            nursery.start_soon(self._reminders_then_semantics, nursery, semantic_scope)
+            nursery.start_soon(self._read_presence)
+            nursery.start_soon(self.replay.run)
+            nursery.start_soon(self._close_idle_capsules)
+            # Before any write: a store restored behind what it published takes it back.
+            await nursery.start(self.syncing.run)
+            accept_scope = trio.CancelScope()
+            connections = await nursery.start(self._accept, listener, accept_scope)
+            notify_systemd("READY=1")
+            log.info("hikmahd %d serving %s", os.getpid(), self.config.socket_path)
+            task_status.started()
+            async for signum in signals:
+                if signum == signal.SIGHUP:
+                    if self.policies.reload():
+                        self._policy_changed()
+                    continue
+                log.info("stopping on signal %d", signum)
+                break
+            notify_systemd("STOPPING=1")
+            accept_scope.cancel()
+            semantic_scope.cancel()
+            await self.writer.close()
+            await self.semantics.save()
+            with trio.move_on_after(STOP_GRACE_S):
+                while any(not c.closed for c in self.connections):
+                    await trio.sleep(0.05)
+            connections.cancel()
+            nursery.cancel_scope.cancel()
 
     async def _reminders_then_semantics(
         self, nursery: trio.Nursery, semantic_scope: trio.CancelScope

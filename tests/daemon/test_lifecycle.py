@@ -181,6 +181,32 @@ def test_socket_activation(short_tmp: Path) -> None:
         log.close()
 
 
+def test_a_reload_the_moment_the_socket_appears_does_not_kill_the_daemon(
+    short_tmp: Path,
+) -> None:
+    # Found as a flaky SIGHUP test: the socket existed a moment before the daemon caught
+    # SIGHUP, whose default action ends the process.
+    running = Running(short_tmp)
+    with running.log.open("ab") as log:
+        running.process = subprocess.Popen(
+            [sys.executable, "-m", "hikmahd", *running.flags()],
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while not running.socket.exists():
+            assert running.process.poll() is None, running.log.read_text()
+            assert time.monotonic() < deadline, "no socket"
+            time.sleep(0.0002)
+        running.process.send_signal(signal.SIGHUP)
+        wait_for_socket(running.socket, running.process, running.log)
+        assert running.call("daemon.status")["pid"] == running.process.pid
+    finally:
+        running.stop()
+
+
 def test_the_vault_is_not_switched_on_by_a_reload(short_tmp: Path) -> None:
     """The keys are fetched when the store opens: a running daemon says so and keeps
     refusing sensitive traces, rather than claim a vault it does not have."""
