@@ -21,7 +21,7 @@ from hikmah_cli.render import when
 
 from . import dialogs, editor
 from .api import Memory, NotProven, ReadOnly
-from .base import View
+from .base import View, in_worker
 from .conflicts import ConflictsView
 from .focus import FocusView
 from .format import Clock, one_line, wall_ms
@@ -224,7 +224,7 @@ class BrowseApp(App[int]):
         screen = self.screen
         if isinstance(screen, TracePage) and changed & screen.related:
             screen.action_reload()
-        self.run_worker(self._refresh_status(), exclusive=True, group="status")
+        in_worker(self, self._refresh_status, "status")
 
     # --- navigation ----------------------------------------------------------------------
 

@@ -4,7 +4,8 @@ and a status line that says what went wrong in the daemon's words."""
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, cast
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, cast
 
 from rich.markup import escape
 from textual.containers import Vertical
@@ -12,6 +13,7 @@ from textual.dom import DOMNode
 from textual.widget import Widget
 from textual.widgets import DataTable, Static
 from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
+from textual.worker import WorkType
 
 from .rpc import RemoteError, Unavailable
 
@@ -45,7 +47,7 @@ class View(Part, Vertical):
 
     def reload(self) -> None:
         self.stale = False
-        self.run_worker(self._load(), exclusive=True, group=f"load-{self.id}")
+        in_worker(self, self._load, f"load-{self.id}")
 
     async def _load(self) -> None:
         try:
@@ -56,6 +58,14 @@ class View(Part, Vertical):
     def say(self, markup: str) -> None:
         """Put ``markup`` in the view's status line."""
         self.query_one(".note", Static).update(markup)
+
+
+def in_worker(node: DOMNode, work: Callable[[], Coroutine[Any, Any, None]], group: str) -> None:
+    """Run ``work`` as ``node``'s worker of ``group``, cancelling an older one of it.
+    Given as a function, not a coroutine: a worker cancelled before it started would
+    leave a coroutine never awaited."""
+    typed: WorkType[None] = work
+    node.run_worker(typed, exclusive=True, group=group)
 
 
 def room(widget: Widget, *widths: int) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from typing import ClassVar
 
 from rich.markup import escape
@@ -14,7 +15,7 @@ from textual.widgets import DataTable, Static
 from hikmah_cli.render import clip, when
 
 from . import format
-from .base import View, restore_cursor, room, selected_key
+from .base import View, in_worker, restore_cursor, room, selected_key
 from .wire import Conflict, Shown
 
 
@@ -76,7 +77,7 @@ class ConflictsView(View):
     @on(DataTable.RowHighlighted, "#keys")
     def key_highlighted(self, event: DataTable.RowHighlighted) -> None:
         key = event.row_key.value
-        self.run_worker(self._show_claims(key), exclusive=True, group="claims")
+        in_worker(self, partial(self._show_claims, key), "claims")
 
     async def _show_claims(self, key: str | None) -> None:
         table = self.query_one("#claims", DataTable)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from rich.markup import escape
 from textual import on
 from textual.app import ComposeResult
@@ -10,7 +12,7 @@ from textual.widgets import DataTable, Static
 from hikmah_cli.render import clip
 
 from . import format
-from .base import View, restore_cursor, room, selected_key
+from .base import View, in_worker, restore_cursor, room, selected_key
 
 
 class FocusView(View):
@@ -70,7 +72,7 @@ class FocusView(View):
     @on(DataTable.RowSelected, "#capsules")
     def show_capsule(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value is not None:
-            self.run_worker(self._show(str(event.row_key.value)), exclusive=True, group="capsule")
+            in_worker(self, partial(self._show, str(event.row_key.value)), "capsule")
 
     async def _show(self, name: str) -> None:
         capsule = await self.browser.memory.capsule(name)

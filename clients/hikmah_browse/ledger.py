@@ -3,6 +3,7 @@ written behind the daemon's back (which stops every write until a person decides
 
 from __future__ import annotations
 
+from functools import partial
 from typing import ClassVar
 
 from rich.markup import escape
@@ -12,7 +13,7 @@ from textual.widgets import DataTable, Static
 
 from hikmah_cli.render import clip, when
 
-from .base import View, room
+from .base import View, in_worker, room
 
 
 class LedgerView(View):
@@ -39,7 +40,7 @@ class LedgerView(View):
         await self._show(fresh=False)
 
     def action_verify(self) -> None:
-        self.run_worker(self._show(fresh=True), exclusive=True, group="verify")
+        in_worker(self, partial(self._show, fresh=True), "verify")
 
     async def _show(self, *, fresh: bool) -> None:
         self.say("checking the chain…")

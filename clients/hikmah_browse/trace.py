@@ -19,7 +19,7 @@ from hikmah.trace import normalize_claim_key
 from hikmah_cli.render import clip, when
 
 from . import format
-from .base import browser_of, room, selected_key
+from .base import browser_of, in_worker, room, selected_key
 from .masthead import Masthead
 from .rpc import RemoteError, Unavailable
 from .wire import Shown, Stored, Trace, VerifyReport
@@ -93,7 +93,7 @@ class TracePage(Screen[None]):
         self.action_reload()
 
     def action_reload(self) -> None:
-        self.run_worker(self._load(), exclusive=True, group="trace")
+        in_worker(self, self._load, "trace")
 
     def say(self, markup: str) -> None:
         self.query_one(".note", Static).update(markup)
@@ -288,7 +288,7 @@ class TracePage(Screen[None]):
             self._show_ledger(await self.browser.ledger_report(fresh=True))
             self.say("")
 
-        self.run_worker(verify(), exclusive=True, group="verify")
+        in_worker(self, verify, "verify")
 
 
 def _pairs(rows: list[tuple[str, str]]) -> str:

@@ -166,7 +166,7 @@ def test_correct_dialog(snap_compare: Compare, frozen: Any) -> None:
 @pytest.mark.parametrize(
     ("key", "table", "count"),
     [
-        ("2", "#keys", 1),
+        ("2", "#claims", 2),  # the selected key's claims, loaded after the keys
         ("3", "#queue", 3),
         ("5", "#proposal-list", 1),
     ],
