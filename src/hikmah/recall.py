@@ -350,15 +350,16 @@ class _Scorer:
         terms = self._breakdown(found, sims, explain=explain)
         # Nothing to drop (the usual case): no copies of every column.
         keep: npt.NDArray[np.bool_] | slice = slice(None) if terms["keep"].all() else terms["keep"]
+        docs = found.docs[keep]
         rows = {
-            "doc": found.docs[keep],
+            "doc": docs,
             "score": terms["score"][keep],
             "created": terms["created"][keep],
             "matched": found.matched[keep],
             "tagged": found.tagged[keep],
             "matched_idf": found.matched_idf[keep],
             "overdue": found.overdue[keep],
-            "sim": np.full(len(terms["score"][keep]), np.nan) if sims is None else sims[keep],
+            "sim": np.full(len(docs), np.nan) if sims is None else sims[keep],
         }
         explained = {name: column[keep] for name, column in terms.items()} if explain else None
         return rows, explained
