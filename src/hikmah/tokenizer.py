@@ -152,8 +152,11 @@ def _emit(run: str, script: str, out: list[str]) -> None:
 
 def tokenize(text: str) -> list[str]:
     """Every term of ``text`` in order, repeats kept."""
+    lowered = text.lower()
+    if lowered.isascii():  # most text: every token is one word, with no scripts to split
+        return [term for term in map(_word_term, _WORD.findall(lowered)) if term is not None]
     out: list[str] = []
-    for match in _WORD.finditer(text.lower()):
+    for match in _WORD.finditer(lowered):
         token = match.group()
         if token.isascii():
             if (term := _word_term(token)) is not None:

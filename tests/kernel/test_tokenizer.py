@@ -94,3 +94,10 @@ def test_tokenize_is_linear(unit: str) -> None:
 
     t_small, t_large = best(unit * 2_000), best(unit * 40_000)
     assert t_large < max(t_small, 1e-3) * 100, (t_small, t_large)
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127)))
+def test_ascii_text_gives_the_terms_the_general_path_gives(text: str) -> None:
+    # ASCII text takes a shorter path; a lone "é" (one letter: no term) sends the same
+    # text down the general one, which splits scripts token by token.
+    assert tokenize(text) == tokenize(text + " é")
