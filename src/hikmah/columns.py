@@ -5,17 +5,27 @@ per change). Scoring gathers a few fields of thousands of candidates; a
 gather from a contiguous column is several times faster than from a field
 of a structured array, whose elements are 40 bytes apart. So the store
 keeps a column copy, loaded on first use and patched chunk by chunk.
+
+Recall also keeps columns derived from others (:meth:`Columns.derived`): a
+value per document that only the policy and the document's own fields decide,
+computed once for every document and then only for the chunks that change.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from hikmah.layout import CHUNK, FEATURES, FeatureArray
+
+# Computes a derived column from the given fields' columns, row for row.
+Derive = Callable[[Mapping[str, npt.NDArray[Any]]], npt.NDArray[Any]]
+# Derived columns kept at once: one per policy in use (a reload makes a new one).
+_MAX_DERIVED = 2
 
 
 class FeatureColumns(Protocol):
@@ -30,6 +40,17 @@ class FeatureColumns(Protocol):
 
     def take(self, names: Iterable[str], docs: npt.NDArray[Any]) -> dict[str, npt.NDArray[Any]]: ...
 
+    def derived(self, key: Hashable, fields: tuple[str, ...], derive: Derive) -> npt.NDArray[Any]:
+        """The column ``derive`` makes of ``fields`` (as :meth:`Columns.derived`)."""
+        ...
+
+
+class _Derived:
+    __slots__ = ("column", "derive", "fields")
+
+    def __init__(self, fields: tuple[str, ...], derive: Derive, column: npt.NDArray[Any]) -> None:
+        self.fields, self.derive, self.column = fields, derive, column
+
 
 class Columns:
     """Per-field arrays indexed by document number, ``size`` of them valid."""
@@ -41,6 +62,10 @@ class Columns:
             for name in FEATURES.names or ()
             if not name.startswith("_")
         }
+        self._derived: dict[Hashable, _Derived] = {}
+        # Held while chunks are copied in or a derived column is computed, so that a
+        # derived column never misses a chunk copied in while it was being computed.
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return self.size
@@ -55,18 +80,40 @@ class Columns:
         at = np.asarray(docs, dtype=np.intp)
         return {name: self._arrays[name].take(at) for name in names}
 
+    def derived(self, key: Hashable, fields: tuple[str, ...], derive: Derive) -> npt.NDArray[Any]:
+        """The column ``derive`` makes of the columns ``fields``, row for row; ``key``
+        names it (with whatever else ``derive`` depends on, such as policy weights).
+
+        Computed for every row on first use, then kept and computed again only
+        for the chunks copied in; the last few keys asked for are kept.
+        """
+        with self._lock:
+            held = self._derived.pop(key, None)
+            if held is None:
+                column = derive({name: self._arrays[name] for name in fields})
+                held = _Derived(fields, derive, column)
+            self._derived[key] = held  # the newest last
+            while len(self._derived) > _MAX_DERIVED:
+                del self._derived[next(iter(self._derived))]
+            return held.column[: self.size]
+
     def set_chunks(self, chunks: Iterable[tuple[int, FeatureArray]], size: int) -> None:
         """Copy whole chunks of rows in, growing the arrays to hold ``size`` rows."""
-        capacity = len(next(iter(self._arrays.values())))
-        needed = -(-size // CHUNK) * CHUNK  # whole chunks
-        if needed > capacity:
-            grown = max(needed, 2 * capacity)
-            for name, array in self._arrays.items():
-                bigger = np.zeros(grown, dtype=array.dtype)
-                bigger[:capacity] = array
-                self._arrays[name] = bigger
-        for chunk, rows in chunks:
-            start = chunk * CHUNK
-            for name, array in self._arrays.items():
-                array[start : start + CHUNK] = rows[name]
-        self.size = size
+        with self._lock:
+            capacity = len(next(iter(self._arrays.values())))
+            needed = -(-size // CHUNK) * CHUNK  # whole chunks
+            if needed > capacity:
+                grown = max(needed, 2 * capacity)
+                for name, array in self._arrays.items():
+                    bigger = np.zeros(grown, dtype=array.dtype)
+                    bigger[:capacity] = array
+                    self._arrays[name] = bigger
+                self._derived.clear()  # made again, whole, when next asked for
+            for chunk, rows in chunks:
+                start = chunk * CHUNK
+                for name, array in self._arrays.items():
+                    array[start : start + CHUNK] = rows[name]
+                for held in self._derived.values():
+                    part = {name: self._arrays[name][start : start + CHUNK] for name in held.fields}
+                    held.column[start : start + CHUNK] = held.derive(part)
+            self.size = size

@@ -21,13 +21,13 @@ stub with the moment of its purge (:meth:`Past.purged_since`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Hashable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from hikmah.columns import FeatureColumns
+from hikmah.columns import Derive, FeatureColumns
 from hikmah.deadlines import parse_moment
 from hikmah.errors import InvalidInput
 from hikmah.layout import (
@@ -230,6 +230,16 @@ class PastColumns(FeatureColumns):
             state = self._state(np.asarray(docs, dtype=np.intp))
             rows.update({name: state[name] for name in wanted if name in _STATE})
         return rows
+
+    def derived(self, key: Hashable, fields: tuple[str, ...], derive: Derive) -> npt.NDArray[Any]:
+        """The present's: only of the features that never change.
+
+        Raises:
+            ValueError: a field of ``fields`` depends on the point.
+        """
+        if any(name in _STATE for name in fields):
+            raise ValueError(f"a derived column of the past cannot read {_STATE}")
+        return self._present.derived(key, fields, derive)[: self.size]
 
     def _state(self, docs: npt.NDArray[np.intp]) -> dict[str, npt.NDArray[Any]]:
         """The state features of ``docs`` as of the point."""

@@ -3,8 +3,10 @@ channel blended into its cue (issue 17).
 
 Candidates come from the inverted index only (plus overdue commitments from
 the deadline index); the listing mode, a query with neither terms nor tags,
-is the one place that reads every feature row. Scoring runs over all
-candidates at once on the feature columns (NumPy), then a short greedy pass
+is the one place that reads every feature row. Scoring runs on the feature
+columns (NumPy), a tier of candidates at a time in falling order of the best
+score each could have, until no candidate left could enter (:meth:`_Scorer._tiers`:
+a common word's thousands of candidates are bounded, not scored); then a short greedy pass
 walks the best-scored candidates in score order, folds near-duplicates into
 the results already chosen, penalises partial overlaps, and stops when
 ``recall_limit`` results are chosen, whatever the limit asked for; they are
@@ -24,7 +26,8 @@ overdue floor and folding are the same for both channels.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from functools import partial
 from typing import Annotated, Any, Literal, NamedTuple
 
 import msgspec
@@ -43,7 +46,7 @@ from hikmah.layout import (
     TAG_PREFIX,
     DocArray,
 )
-from hikmah.policy import KernelPolicy
+from hikmah.policy import KernelPolicy, RecallPolicy
 from hikmah.queries import conflicts_for, superseded_by
 from hikmah.semantic import SemanticIndex
 from hikmah.snapshot import Snapshot
@@ -56,7 +59,12 @@ from hikmah.trace import (
     normalize_tag,
 )
 from hikmah.vocabulary import STATUSES, Kind, SourceClass, Status
-from hikmah.weighting import inverse_document_frequency, lexical_bound, lexical_scores
+from hikmah.weighting import (
+    Lexical,
+    inverse_document_frequency,
+    lexical_bound,
+    lexical_scores,
+)
 
 DAY_MS = 86_400_000
 Floats = npt.NDArray[np.float64]
@@ -169,6 +177,8 @@ _SCORE_FIELDS = (
 # Slack for the float rounding between a bound and the score it bounds.
 _EPSILON = 1e-9
 _MIN_TIER = 128  # candidates scored together at least (see _tiers)
+_AGE_FIELDS = ("created", "pinned", "feedback")  # what _Scorer._aged reads
+_FIXED_FIELDS = ("salience", "confidence", "authority", "verified", "deadline", "kind")
 
 
 class _Candidates(NamedTuple):
@@ -244,16 +254,12 @@ class _Scorer:
         # for, so that every shorter list is the start of a longer one.
         depth = self.policy.recall_limit
         found = self._candidates()
-        tiers, bounds = _tiers(self._upper_bounds(found))
-        if not tiers and self.semantic is None:
-            return []
+        tiers = self._tiers(found)
         need = _margin(depth)
         parts: list[Rows] = []
-        scored_tiers = 0
-        while scored_tiers < len(tiers):
-            parts.append(self._score(found.take(tiers[scored_tiers])))
-            scored_tiers += 1
-            rest = bounds[scored_tiers]
+        rest = -np.inf
+        for tier, rest in tiers:
+            parts.append(self._score(found.take(tier)))
             if sum(int(np.count_nonzero(part["score"] >= rest)) for part in parts) >= need:
                 break
         if self.semantic is not None:
@@ -261,12 +267,13 @@ class _Scorer:
                 _concat(parts) if parts else None, found, self.semantic, depth
             )
             results = self._select(pool, depth, -np.inf, explained)
+        elif not parts:
+            return []
         else:
-            results = self._select(_concat(parts), depth, bounds[scored_tiers])
+            results = self._select(_concat(parts), depth, rest)
             if results is None:
                 # Folding consumed more than the margin: score every tier and select again.
-                for tier in tiers[scored_tiers:]:
-                    parts.append(self._score(found.take(tier)))
+                parts.extend(self._score(found.take(tier)) for tier, _ in tiers)
                 results = self._select(_concat(parts), depth, -np.inf)
         assert results is not None
         return results
@@ -291,8 +298,49 @@ class _Scorer:
         need = min(self.query.min_matched_terms, len(self.q_terms))
         return found.take(np.flatnonzero(found.matched >= need)) if need else found
 
+    def _tiers(self, found: _Candidates) -> Iterator[tuple[npt.NDArray[np.intp], float]]:
+        """Candidates (positions in ``found``) in tiers of falling upper bound, each tier
+        with the best bound of every candidate after it (-inf after the last).
+
+        Two bounds, best first. The first (:meth:`_upper_bounds`) is of matched
+        terms and tags alone and costs nothing. Candidates are taken by it in
+        groups, and a group is bounded again by a few of its features
+        (:meth:`_feature_bounds`), nearly its score: a common word's
+        thousands of candidates share one first bound, and the second leaves
+        a tier or two of them to score.
+        """
+        first = self._upper_bounds(found)
+        groups, floors = _grouped(first)
+        if self.listing:
+            yield from ((group, floor) for group, floor in zip(groups, floors[1:], strict=True))
+            return
+        held, bound = np.zeros(0, dtype=np.intp), np.zeros(0)  # bounded again, not yet taken
+        taken, size = 0, _MIN_TIER
+        while True:
+            # Bound again every group that could hold a better candidate than those held.
+            while taken < len(groups) and (not len(bound) or floors[taken] > bound.max()):
+                group = groups[taken]
+                again = self._feature_bounds(found.take(group))
+                live = again >= 0
+                held = np.concatenate([held, group[live]])
+                bound = np.concatenate([bound, again[live]])
+                taken += 1
+            floor = floors[taken]
+            if len(held) <= size:
+                if len(held):
+                    yield held, floor
+                if taken == len(groups):
+                    return
+                held, bound = held[:0], bound[:0]
+                continue
+            best = np.argpartition(-bound, size)
+            yield held[best[:size]], max(float(bound[best[size]]), floor)
+            held, bound = held[best[size:]], bound[best[size:]]
+            size *= 4  # a long walk (folding, or a fall back to everything) takes more at once
+
     def _upper_bounds(self, found: _Candidates) -> Floats:
-        """The best score each candidate could have; -1 where it cannot be recalled."""
+        """The best score each candidate could have by its matched terms and tags alone;
+        -1 where it cannot be recalled."""
         p = self.policy.recall
         if self.listing:
             return np.full(len(found.docs), np.inf)
@@ -306,7 +354,6 @@ class _Scorer:
             overlap_weight=p.lexical_jaccard,
             match_floor=p.match_floor,
         )
-        cue = self._cue(lexical, found.tagged / max(len(self.q_tags), 1))
         meta = (
             p.meta_recency
             + p.meta_salience
@@ -315,9 +362,54 @@ class _Scorer:
             + p.meta_prospective
             + p.meta_feedback
         )
+        return self._bounded(
+            self._cue(lexical, found.tagged / max(len(self.q_tags), 1)), meta, found
+        )
+
+    def _feature_bounds(self, found: _Candidates) -> Floats:
+        """The best score each candidate could have by its features; -1 where it cannot
+        be recalled.
+
+        Its lexical score and meta are exact but for urgency, which changes with
+        the clock and counts in full for every commitment and dated trace: only
+        a commitment or a trace near its deadline scores below its bound.
+        """
+        p = self.policy.recall
+        rows = self.features.take((*_AGE_FIELDS, "nterms"), found.docs)
+        fixed = self.features.derived((_fixed_meta, p), _FIXED_FIELDS, partial(_fixed_meta, p=p))
+        lexical = self._lexical(found, rows["nterms"])
+        recency, feedback = self._aged(rows)
+        meta = (
+            fixed.take(np.asarray(found.docs, dtype=np.intp))
+            + p.meta_recency * recency
+            + p.meta_feedback * feedback
+        )
+        cue = self._cue(lexical.lexical, found.tagged / max(len(self.q_tags), 1))
+        return self._bounded(cue, meta, found)
+
+    def _lexical(self, found: _Candidates, nterms: npt.NDArray[Any]) -> Lexical:
+        """The lexical score of candidates holding ``nterms`` distinct terms each."""
+        p = self.policy.recall
+        return lexical_scores(
+            self.weighting,
+            matched=found.matched,
+            n_query=len(self.q_terms),
+            nterms=nterms,
+            matched_idf=found.matched_idf,
+            query_idf=self.query_idf,
+            coverage_weight=p.lexical_coverage,
+            overlap_weight=p.lexical_jaccard,
+            match_floor=p.match_floor,
+        )
+
+    def _bounded(self, cue: Floats, meta: Floats | float, found: _Candidates) -> Floats:
+        """The bound of candidates with at most this ``cue`` and ``meta``."""
+        p = self.policy.recall
         bound = cue * (p.relevance_base + p.metadata_share * meta) * (1 + _EPSILON)
-        bound[cue < self.policy.minimum_recall_score - _EPSILON] = -1.0
-        bound[found.overdue] = np.inf
+        # An overdue commitment is recalled whatever its cue, at the floor at least.
+        overdue = found.overdue
+        bound[(cue < self.policy.minimum_recall_score - _EPSILON) & ~overdue] = -1.0
+        bound[overdue] = np.maximum(bound[overdue], p.overdue_floor * (1 + _EPSILON))
         return bound
 
     def _cue(self, lexical: Floats, tag_coverage: Floats) -> Floats:
@@ -372,17 +464,7 @@ class _Scorer:
         rows = self.features.take((*_SCORE_FIELDS, "status", "kind"), found.docs)
         p = self.policy.recall
 
-        lexical = lexical_scores(
-            self.weighting,
-            matched=found.matched,
-            n_query=len(self.q_terms),
-            nterms=rows["nterms"],
-            matched_idf=found.matched_idf,
-            query_idf=self.query_idf,
-            coverage_weight=p.lexical_coverage,
-            overlap_weight=p.lexical_jaccard,
-            match_floor=p.match_floor,
-        )
+        lexical = self._lexical(found, rows["nterms"])
         tag_coverage = found.tagged / max(len(self.q_tags), 1)
         cue = self._cue(lexical.lexical, tag_coverage)
         if self.listing:
@@ -511,23 +593,13 @@ class _Scorer:
         # Each shortcut (no candidate pinned, none dated or a commitment) gives the
         # very arrays the general form would, in fewer passes over the candidates.
         p = self.policy.recall
-        pinned = rows["pinned"] == 1
-        age_days = np.maximum(self.now - rows["created"], 0) / DAY_MS
-        recency = 1.0 / (1.0 + age_days / p.recency_scale_days)
-        feedback = rows["feedback"]
-        if pinned.any():
-            # A pinned trace stays at full weight: it does not age, and bad outcomes
-            # do not lower it (good ones still count).
-            recency = np.where(pinned, 1.0, recency)
-            feedback = np.where(pinned, np.maximum(feedback, 0.0), feedback)
-        provenance = rows["authority"] * np.where(
-            rows["verified"] == 1, 1.0, p.unverified_provenance_factor
-        )
+        recency, feedback = self._aged(rows)
+        provenance = _provenance(rows, p)
         dated = rows["deadline"] != NO_DEADLINE
         commitment = rows["kind"] == KIND_CODE["commitment"]
         if not (dated.any() or commitment.any()):
             none = np.zeros(len(recency), dtype=bool)
-            return recency, provenance, np.zeros(len(recency)), feedback.astype(np.float64), none
+            return recency, provenance, np.zeros(len(recency)), feedback, none
         active = rows["status"] == STATUS_CODE["active"]
         days_left = (rows["deadline"] - self.now) / DAY_MS
         due = 1.0 / (1.0 + np.maximum(days_left, 0) / p.prospective_scale_days)
@@ -537,7 +609,21 @@ class _Scorer:
             np.where(active & commitment, p.undated_commitment_urgency, 0.0),
         )
         overdue = active & commitment & dated & (days_left <= 0)
-        return recency, provenance, urgency, feedback.astype(np.float64), overdue
+        return recency, provenance, urgency, feedback, overdue
+
+    def _aged(self, rows: Rows) -> tuple[Floats, Floats]:
+        """Recency and feedback, the parts of meta that change after a trace is written."""
+        p = self.policy.recall
+        pinned = rows["pinned"] == 1
+        age_days = np.maximum(self.now - rows["created"], 0) / DAY_MS
+        recency = 1.0 / (1.0 + age_days / p.recency_scale_days)
+        feedback = rows["feedback"]
+        if pinned.any():
+            # A pinned trace stays at full weight: it does not age, and bad outcomes
+            # do not lower it (good ones still count).
+            recency = np.where(pinned, 1.0, recency)
+            feedback = np.where(pinned, np.maximum(feedback, 0.0), feedback)
+        return recency, feedback.astype(np.float64)
 
     def _select(
         self, scored: Rows, depth: int, unscored: float, explained: Rows | None = None
@@ -648,14 +734,14 @@ def _among(
     return wanted[column]  # type: ignore[no-any-return]
 
 
-def _tiers(bound: Floats) -> tuple[list[npt.NDArray[np.intp]], list[float]]:
-    """Candidates in tiers of falling upper bound, and each tier's bound (then -inf).
+def _grouped(bound: Floats) -> tuple[list[npt.NDArray[np.intp]], list[float]]:
+    """Candidates in groups of falling upper bound, and each group's bound (then -inf).
 
-    Candidates of equal bound share a tier, and tiers of fewer than
-    ``_MIN_TIER`` are merged with the next: scoring a tier has a fixed cost, and
-    IDF-weighted bounds make many small ones. Merging scores a few more
-    candidates, never fewer than exactness needs (a tier's bound is the best of
-    all it holds).
+    Candidates of equal bound share a group, and groups of fewer than
+    ``_MIN_TIER`` are merged with the next: each has a fixed cost, and
+    IDF-weighted bounds make many small ones. Merging takes a few more
+    candidates, never fewer than exactness needs (a group's bound is the best
+    of all it holds).
     """
     live = np.flatnonzero(bound >= 0)
     if not len(live):
@@ -669,6 +755,30 @@ def _tiers(bound: Floats) -> tuple[list[npt.NDArray[np.intp]], list[float]]:
             start = cut
     tiers = np.split(order, kept)
     return tiers, [float(bound[tier[0]]) for tier in tiers] + [-np.inf]
+
+
+def _fixed_meta(rows: Mapping[str, npt.NDArray[Any]], p: RecallPolicy) -> Floats:
+    """The most meta that what is fixed when a trace is written allows: salience,
+    confidence and provenance, with urgency in full for a commitment or a dated trace
+    (recency and feedback come on top). Each term as :meth:`_Scorer._breakdown`
+    computes it, so that the float rounding of the two differs by the order of
+    their sums alone."""
+    may_be_urgent = (rows["deadline"] != NO_DEADLINE) | (rows["kind"] == KIND_CODE["commitment"])
+    fixed: Floats = (
+        p.meta_prospective * may_be_urgent
+        + (p.meta_salience * rows["salience"]).astype(np.float64)
+        + (p.meta_confidence * rows["confidence"]).astype(np.float64)
+        + p.meta_provenance * _provenance(rows, p)
+    )
+    return fixed
+
+
+def _provenance(rows: Mapping[str, npt.NDArray[Any]], p: RecallPolicy) -> Floats:
+    """A trace's authority, lowered while unverified."""
+    provenance: Floats = rows["authority"] * np.where(
+        rows["verified"] == 1, 1.0, p.unverified_provenance_factor
+    )
+    return provenance
 
 
 def _margin(limit: int) -> int:
