@@ -683,19 +683,22 @@ class _Scorer:
             )
             sims = None if self.semantic is None else scored["sim"][chosen]
             terms = self._breakdown(found, sims)
-        return [self._result(s, terms, j, redundancy[s.position]) for j, s in enumerate(selected)]
+        values = {name: column.tolist() for name, column in terms.items()}  # one pass a column
+        return [self._result(s, values, j, redundancy[s.position]) for j, s in enumerate(selected)]
 
-    def _result(self, chosen: _Selected, scored: Rows, i: int, redundancy: float) -> RecallResult:
+    def _result(
+        self, chosen: _Selected, scored: dict[str, list[Any]], i: int, redundancy: float
+    ) -> RecallResult:
         """A chosen candidate as a result; ``scored`` holds its breakdown at row ``i``."""
         trace = chosen.trace
-        status: Status = STATUSES[int(scored["status"][i])]
-        similarity = float(scored["semantic"][i])
+        status: Status = STATUSES[scored["status"][i]]
+        similarity = scored["semantic"][i]
         return RecallResult(
             trace=trace,
             status=status,
             score=chosen.score,
-            cue=float(scored["cue"][i]),
-            meta=float(scored["meta"][i]),
+            cue=scored["cue"][i],
+            meta=scored["meta"][i],
             duplicates=chosen.duplicates,
             conflicts=conflicts_for(self.snapshot, trace) if status == "active" else [],
             supersedes=trace.supersedes,
@@ -705,19 +708,19 @@ class _Scorer:
             why=Why(
                 matched_terms=[t for t in self.q_terms if t in chosen.terms],
                 weighting=self.weighting,
-                coverage=float(scored["coverage"][i]),
-                jaccard=float(scored["jaccard"][i]),
-                overlap=float(scored["overlap"][i]),
-                lexical=float(scored["lexical"][i]),
-                tag_coverage=float(scored["tag_coverage"][i]),
+                coverage=scored["coverage"][i],
+                jaccard=scored["jaccard"][i],
+                overlap=scored["overlap"][i],
+                lexical=scored["lexical"][i],
+                tag_coverage=scored["tag_coverage"][i],
                 semantic=None if math.isnan(similarity) else similarity,
-                semantic_part=float(scored["semantic_part"][i]),
-                recency=float(scored["recency"][i]),
-                salience=float(scored["salience"][i]),
-                confidence=float(scored["confidence"][i]),
-                provenance=float(scored["provenance"][i]),
-                urgency=float(scored["urgency"][i]),
-                feedback=float(scored["feedback"][i]),
+                semantic_part=scored["semantic_part"][i],
+                recency=scored["recency"][i],
+                salience=scored["salience"][i],
+                confidence=scored["confidence"][i],
+                provenance=scored["provenance"][i],
+                urgency=scored["urgency"][i],
+                feedback=scored["feedback"][i],
                 pinned=bool(scored["pinned"][i]),
                 overdue=bool(scored["overdue"][i]),
                 redundancy=redundancy,
