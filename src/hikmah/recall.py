@@ -845,7 +845,11 @@ def _merged(
     One stable sort of the lists end to end merges their sorted runs (timsort,
     about linear), so nothing is sized by the whole store; within a document
     the lists keep their order, so its idf adds up in the same order always.
+    A single list (a one-word query) needs no merge: the few overdue
+    commitments it lacks are put in their places.
     """
+    if len(term_lists) + len(tag_lists) == 1:
+        return _one_list(term_lists, tag_lists, overdue, idf)
     lists = [*term_lists, *tag_lists, overdue]
     merged = np.concatenate(lists).astype(np.uint32, copy=False)
     order = np.argsort(merged, kind="stable")
@@ -868,6 +872,27 @@ def _merged(
     is_overdue = np.zeros(size, dtype=np.bool_)
     is_overdue[run[source == n_terms + n_tags]] = True
     return docs, matched, tagged, matched_idf, is_overdue
+
+
+def _one_list(
+    term_lists: list[DocArray], tag_lists: list[DocArray], overdue: DocArray, idf: Floats | None
+) -> tuple[DocArray, Floats, Floats, Floats, npt.NDArray[np.bool_]]:
+    """:func:`_merged` of one term or tag list: the same arrays."""
+    (listed,) = [*term_lists, *tag_lists]
+    listed = listed.astype(np.uint32, copy=False)
+    docs, lacking = listed, overdue[:0]
+    if len(overdue):
+        at = np.minimum(np.searchsorted(listed, overdue), max(len(listed) - 1, 0))
+        lacking = overdue if not len(listed) else overdue[listed[at] != overdue]
+        docs = np.insert(listed, np.searchsorted(listed, lacking), lacking)
+    held = np.ones(len(docs))
+    held[np.searchsorted(docs, lacking)] = 0.0
+    none = np.zeros(len(docs))
+    is_overdue = np.zeros(len(docs), dtype=np.bool_)
+    is_overdue[np.searchsorted(docs, overdue)] = True
+    if not term_lists:
+        return docs, none, held, none, is_overdue
+    return docs, held, none, none if idf is None else held * idf[0], is_overdue
 
 
 def _matches_of(found: _Candidates, docs: DocArray) -> _Candidates:
