@@ -254,8 +254,8 @@ class _Scorer:
         # for, so that every shorter list is the start of a longer one.
         depth = self.policy.recall_limit
         found = self._candidates()
-        tiers = self._tiers(found)
         need = _margin(depth)
+        tiers = self._tiers(found, need)
         parts: list[Rows] = []
         rest = -np.inf
         for tier, rest in tiers:
@@ -298,9 +298,10 @@ class _Scorer:
         need = min(self.query.min_matched_terms, len(self.q_terms))
         return found.take(np.flatnonzero(found.matched >= need)) if need else found
 
-    def _tiers(self, found: _Candidates) -> Iterator[tuple[npt.NDArray[np.intp], float]]:
+    def _tiers(self, found: _Candidates, need: int) -> Iterator[tuple[npt.NDArray[np.intp], float]]:
         """Candidates (positions in ``found``) in tiers of falling upper bound, each tier
-        with the best bound of every candidate after it (-inf after the last).
+        with the best bound of every candidate after it (-inf after the last); ``need``:
+        how many must beat every bound left before the walk may stop.
 
         Two bounds, best first. The first (:meth:`_upper_bounds`) is of matched
         terms and tags alone and costs nothing. Candidates are taken by it in
@@ -317,8 +318,11 @@ class _Scorer:
         held, bound = np.zeros(0, dtype=np.intp), np.zeros(0)  # bounded again, not yet taken
         taken, size = 0, _MIN_TIER
         while True:
-            # Bound again every group that could hold a better candidate than those held.
-            while taken < len(groups) and (not len(bound) or floors[taken] > bound.max()):
+            # Bound again the next group while the walk could not stop before it: while
+            # fewer than ``need`` of those held could beat its first bound.
+            while taken < len(groups) and (
+                not len(bound) or floors[taken] > _nth_best(bound, need)
+            ):
                 group = groups[taken]
                 again = self._feature_bounds(found.take(group))
                 live = again >= 0
@@ -782,6 +786,15 @@ def _provenance(rows: Mapping[str, npt.NDArray[Any]], p: RecallPolicy) -> Floats
         rows["verified"] == 1, 1.0, p.unverified_provenance_factor
     )
     return provenance
+
+
+def _nth_best(values: Floats, n: int) -> float:
+    """The ``n``-th largest of ``values`` (-inf when there are fewer, +inf for none)."""
+    if n < 1:
+        return np.inf
+    if len(values) < n:
+        return -np.inf
+    return float(-np.partition(-values, n - 1)[n - 1])
 
 
 def _margin(limit: int) -> int:
