@@ -148,8 +148,17 @@ class Writer(threading.Thread):
         self.round = round_
         self.worker = worker
         self.stop = stop
+        # Its own open traces from earlier rounds too, so that a short round (a slow
+        # machine: a few writes a writer) still purges and fulfils. Commitments are
+        # only fulfilled and the rest only purged, so no trace is asked for both.
         self.mine: list[str] = []
         self.commitments: list[str] = []
+        with book.lock:
+            done = book.purged | book.purge_unacked | book.fulfilled | book.fulfill_unacked
+            for trace_id, trace in book.acked.items():
+                if trace_id not in done and f"w{worker}" in trace["tags"]:
+                    kept = self.commitments if trace["kind"] == "commitment" else self.mine
+                    kept.append(trace_id)
 
     def run(self) -> None:
         try:
@@ -162,7 +171,7 @@ class Writer(threading.Thread):
             return  # killed under us: the request in flight is in the book as unacked
 
     def step(self, conn: Conn, n: int) -> None:
-        purging = self.worker % 4 == 3 and n % 5 == 4 and self.mine
+        purging = self.worker % 4 == 3 and n % 5 == 2 and self.mine
         if purging:
             target = self.mine.pop(0)
             with self.book.lock:
@@ -173,7 +182,7 @@ class Writer(threading.Thread):
                 if "result" in reply:
                     self.book.purged.add(target)
             return
-        if n % 7 == 6 and self.commitments:
+        if n % 7 == 1 and self.commitments:
             target = self.commitments.pop(0)
             with self.book.lock:
                 self.book.fulfill_unacked.add(target)
@@ -192,9 +201,8 @@ class Writer(threading.Thread):
             if "result" in reply:
                 trace = reply["result"]["trace"]
                 self.book.acked[trace["id"]] = trace
-                self.mine.append(trace["id"])
-                if trace["kind"] == "commitment":
-                    self.commitments.append(trace["id"])
+                kept = self.commitments if trace["kind"] == "commitment" else self.mine
+                kept.append(trace["id"])
             else:
                 self.book.refused.append((params, reply["error"]))
 
