@@ -893,11 +893,8 @@ def _one_list(
     """:func:`_merged` of one term or tag list: the same arrays."""
     (listed,) = [*term_lists, *tag_lists]
     listed = listed.astype(np.uint32, copy=False)
-    docs, lacking = listed, overdue[:0]
-    if len(overdue):
-        at = np.minimum(np.searchsorted(listed, overdue), max(len(listed) - 1, 0))
-        lacking = overdue if not len(listed) else overdue[listed[at] != overdue]
-        docs = np.insert(listed, np.searchsorted(listed, lacking), lacking)
+    lacking = overdue[~_places(listed, overdue)[1]]
+    docs = np.insert(listed, np.searchsorted(listed, lacking), lacking) if len(lacking) else listed
     held = np.ones(len(docs))
     held[np.searchsorted(docs, lacking)] = 0.0
     none = np.zeros(len(docs))
@@ -914,8 +911,7 @@ def _matches_of(found: _Candidates, docs: DocArray) -> _Candidates:
     zeros = np.zeros(len(docs))
     if not len(found.docs):
         return _Candidates(docs, zeros, zeros, zeros, np.zeros(len(docs), dtype=bool))
-    at = np.minimum(np.searchsorted(found.docs, docs), len(found.docs) - 1)
-    known = found.docs[at] == docs
+    at, known = _places(found.docs, docs)
     return _Candidates(
         docs,
         np.where(known, found.matched[at], 0.0),
@@ -923,3 +919,15 @@ def _matches_of(found: _Candidates, docs: DocArray) -> _Candidates:
         np.where(known, found.matched_idf[at], 0.0),
         known & found.overdue[at],
     )
+
+
+def _places(
+    ascending: DocArray, docs: DocArray
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.bool_]]:
+    """Where each of ``docs`` is or would be in ``ascending`` (sorted, clipped to its
+    last place), and which of them are in it."""
+    if not len(ascending):
+        return np.zeros(len(docs), dtype=np.intp), np.zeros(len(docs), dtype=np.bool_)
+    at = np.minimum(np.searchsorted(ascending, docs), len(ascending) - 1)
+    found: npt.NDArray[np.bool_] = ascending[at] == docs
+    return at, found

@@ -157,8 +157,11 @@ class Writer(threading.Thread):
             done = book.purged | book.purge_unacked | book.fulfilled | book.fulfill_unacked
             for trace_id, trace in book.acked.items():
                 if trace_id not in done and f"w{worker}" in trace["tags"]:
-                    kept = self.commitments if trace["kind"] == "commitment" else self.mine
-                    kept.append(trace_id)
+                    self._hold(trace)
+
+    def _hold(self, trace: dict[str, Any]) -> None:
+        """Keep an acknowledged trace of this writer's for a later fulfil or purge."""
+        (self.commitments if trace["kind"] == "commitment" else self.mine).append(trace["id"])
 
     def run(self) -> None:
         try:
@@ -201,8 +204,7 @@ class Writer(threading.Thread):
             if "result" in reply:
                 trace = reply["result"]["trace"]
                 self.book.acked[trace["id"]] = trace
-                kept = self.commitments if trace["kind"] == "commitment" else self.mine
-                kept.append(trace["id"])
+                self._hold(trace)
             else:
                 self.book.refused.append((params, reply["error"]))
 
