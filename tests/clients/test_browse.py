@@ -492,7 +492,8 @@ def test_time_travel_shows_the_past_and_writes_nothing(daemon: Running) -> None:
             await until(pilot, lambda: "superseded" in text(app, "#title"), "its status now")
             values = table(app, "#values")
             await until(pilot, lambda: values.row_count == 3, "its claim's three values")
-            assert "record 1 " in text(app, "#ledger")  # its own record: the first
+            # Its own record, the first: the ledger panel loads after the values.
+            await until(pilot, lambda: "record 1 " in text(app, "#ledger"), "its record")
             # Travel to the record before the correction.
             await pilot.press("t")
             await until(pilot, lambda: app.screen.query("#when"), "the time-travel dialog")
