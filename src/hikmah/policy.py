@@ -165,7 +165,7 @@ class PresencePolicy(_Section, frozen=True):
 
 class SemanticPolicy(_Section, frozen=True):
     """The offline semantic recall channel: trace and query vectors of an embedding model,
-    blended into the cue (hikmah.fusion; docs/semantic.md has the measurements)."""
+    blended into the cue (the recall kernel, scoring.c; docs/semantic.md has the measurements)."""
 
     enabled: Annotated[
         bool, _doc("blend the similarity of trace and query vectors into the cue")

@@ -4,7 +4,8 @@ channel blended into its cue (issue 17).
 Candidates come from the inverted index only (plus overdue commitments from
 the deadline index); the listing mode, a query with neither terms nor tags,
 is the one place that reads every feature row. Scoring runs on the feature
-columns (NumPy), a tier of candidates at a time in falling order of the best
+columns, gathered with NumPy and scored by the kernel (``scoring.c``: the whole
+formula of a candidate in one pass), a tier of candidates at a time in falling order of the best
 score each could have, until no candidate left could enter (:meth:`_Scorer._tiers`:
 a common word's thousands of candidates are bounded, not scored); then a short greedy pass
 walks the best-scored candidates in score order, folds near-duplicates into
@@ -19,7 +20,7 @@ the candidates are the best by lexical score that the walk may read and the
 ``[semantic] candidates`` nearest vectors the query may see (at least as
 many; the same status, kind, privacy and scope rules: one filter serves
 both), and their cue is the lexical one with
-the semantic part blended in (:mod:`hikmah.fusion`); the gate, meta, the
+the semantic part blended in (the kernel, ``scoring.c``); the gate, meta, the
 overdue floor and folding are the same for both channels.
 """
 
@@ -34,19 +35,18 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from hikmah import _scoring
 from hikmah.embedding import Vectors
-from hikmah.fusion import fuse, semantic_part
 from hikmah.layout import (
     GLOBAL_SCOPE_ID,
     KIND_CODE,
-    NO_DEADLINE,
     PRIVACY_CODE,
     SOURCE_CODE,
     STATUS_CODE,
     TAG_PREFIX,
     DocArray,
 )
-from hikmah.policy import KernelPolicy, RecallPolicy
+from hikmah.policy import KernelPolicy
 from hikmah.queries import conflicts_for, superseded_by
 from hikmah.semantic import SemanticIndex
 from hikmah.snapshot import Snapshot
@@ -59,12 +59,7 @@ from hikmah.trace import (
     normalize_tag,
 )
 from hikmah.vocabulary import STATUSES, Kind, SourceClass, Status
-from hikmah.weighting import (
-    Lexical,
-    inverse_document_frequency,
-    lexical_bound,
-    lexical_scores,
-)
+from hikmah.weighting import inverse_document_frequency
 
 DAY_MS = 86_400_000
 Floats = npt.NDArray[np.float64]
@@ -170,15 +165,23 @@ def recall(
 
 Rows = dict[str, npt.NDArray[Any]]
 _FILTER_FIELDS = ("present", "status", "kind", "privacy", "scope")
+# What the kernel (hikmah._scoring) reads of each candidate's features, in its order.
 _SCORE_FIELDS = (
     "nterms", "created", "deadline", "salience", "confidence", "authority", "verified",
-    "feedback", "pinned",
+    "feedback", "pinned", "status", "kind",
 )  # fmt: skip
-# Slack for the float rounding between a bound and the score it bounds.
+_FIXED_FIELDS = ("deadline", "kind", "salience", "confidence", "authority", "verified")
+# Every term of a score that ``why`` shows, as the kernel writes them.
+_WHY: tuple[tuple[str, type], ...] = (
+    *((name, np.float64) for name in (
+        "cue", "meta", "coverage", "jaccard", "overlap", "lexical", "tag_coverage",
+        "semantic_part", "recency", "provenance", "urgency", "feedback",
+    )),
+    ("overdue", np.bool_),
+)  # fmt: skip
+# Slack for the float rounding between a bound and the score it bounds (the kernel's).
 _EPSILON = 1e-9
 _MIN_TIER = 128  # candidates scored together at least (see _tiers)
-_AGE_FIELDS = ("created", "pinned", "feedback")  # what _Scorer._aged reads
-_FIXED_FIELDS = ("salience", "confidence", "authority", "verified", "deadline", "kind")
 
 
 class _Candidates(NamedTuple):
@@ -233,7 +236,18 @@ class _Scorer:
         self.filter_fields = _FILTER_FIELDS + tuple(name for name, asked in chosen if asked)
         self.weighting = policy.recall.weighting
         self.query_idf = 0.0
+        self.params = self._params()  # again once the query's idf is known
         self.semantic = self._semantic()
+
+    def _params(self) -> _scoring.Params:
+        return _kernel_params(
+            self.policy,
+            now_ms=self.now,
+            listing=self.listing,
+            n_query=len(self.q_terms),
+            n_tags=len(self.q_tags),
+            query_idf=self.query_idf,
+        )
 
     def _semantic(self) -> _Semantic | None:
         """The vectors and the query's own, when the channel takes part in this recall."""
@@ -294,7 +308,8 @@ class _Scorer:
         if self.weighting == "idf-cosine" and term_lists:
             idf = inverse_document_frequency([len(docs) for docs in term_lists], size)
             self.query_idf = float(idf.sum())
-        found = _Candidates(*_merged(term_lists, tag_lists, overdue, idf))
+        found = _merged(term_lists, tag_lists, overdue, idf)
+        self.params = self._params()
         need = min(self.query.min_matched_terms, len(self.q_terms))
         return found.take(np.flatnonzero(found.matched >= need)) if need else found
 
@@ -345,30 +360,13 @@ class _Scorer:
     def _upper_bounds(self, found: _Candidates) -> Floats:
         """The best score each candidate could have by its matched terms and tags alone;
         -1 where it cannot be recalled."""
-        p = self.policy.recall
         if self.listing:
             return np.full(len(found.docs), np.inf)
-        lexical = lexical_bound(
-            self.weighting,
-            matched=found.matched,
-            n_query=len(self.q_terms),
-            matched_idf=found.matched_idf,
-            query_idf=self.query_idf,
-            coverage_weight=p.lexical_coverage,
-            overlap_weight=p.lexical_jaccard,
-            match_floor=p.match_floor,
+        bound = np.empty(len(found.docs))
+        _scoring.first_bound(
+            self.params, (found.matched, found.tagged, found.matched_idf, found.overdue, bound)
         )
-        meta = (
-            p.meta_recency
-            + p.meta_salience
-            + p.meta_confidence
-            + p.meta_provenance
-            + p.meta_prospective
-            + p.meta_feedback
-        )
-        return self._bounded(
-            self._cue(lexical, found.tagged / max(len(self.q_tags), 1)), meta, found
-        )
+        return bound
 
     def _feature_bounds(self, found: _Candidates) -> Floats:
         """The best score each candidate could have by its features; -1 where it cannot
@@ -378,49 +376,27 @@ class _Scorer:
         the clock and counts in full for every commitment and dated trace: only
         a commitment or a trace near its deadline scores below its bound.
         """
-        p = self.policy.recall
-        rows = self.features.take((*_AGE_FIELDS, "nterms"), found.docs)
-        fixed = self.features.derived((_fixed_meta, p), _FIXED_FIELDS, partial(_fixed_meta, p=p))
-        lexical = self._lexical(found, rows["nterms"])
-        recency, feedback = self._aged(rows)
-        meta = (
-            fixed.take(np.asarray(found.docs, dtype=np.intp))
-            + p.meta_recency * recency
-            + p.meta_feedback * feedback
+        rows = self.features.take(("nterms", "created", "pinned", "feedback"), found.docs)
+        fixed = self.features.derived(
+            (_fixed_meta, self.policy), _FIXED_FIELDS, partial(_fixed_meta, self.policy)
         )
-        cue = self._cue(lexical.lexical, found.tagged / max(len(self.q_tags), 1))
-        return self._bounded(cue, meta, found)
-
-    def _lexical(self, found: _Candidates, nterms: npt.NDArray[Any]) -> Lexical:
-        """The lexical score of candidates holding ``nterms`` distinct terms each."""
-        p = self.policy.recall
-        return lexical_scores(
-            self.weighting,
-            matched=found.matched,
-            n_query=len(self.q_terms),
-            nterms=nterms,
-            matched_idf=found.matched_idf,
-            query_idf=self.query_idf,
-            coverage_weight=p.lexical_coverage,
-            overlap_weight=p.lexical_jaccard,
-            match_floor=p.match_floor,
+        bound = np.empty(len(found.docs))
+        _scoring.feature_bound(
+            self.params,
+            (
+                found.matched,
+                found.tagged,
+                found.matched_idf,
+                found.overdue,
+                rows["nterms"],
+                rows["created"],
+                rows["pinned"],
+                rows["feedback"],
+                fixed.take(np.asarray(found.docs, dtype=np.intp)),
+                bound,
+            ),
         )
-
-    def _bounded(self, cue: Floats, meta: Floats | float, found: _Candidates) -> Floats:
-        """The bound of candidates with at most this ``cue`` and ``meta``."""
-        p = self.policy.recall
-        bound = cue * (p.relevance_base + p.metadata_share * meta) * (1 + _EPSILON)
-        # An overdue commitment is recalled whatever its cue, at the floor at least.
-        overdue = found.overdue
-        bound[(cue < self.policy.minimum_recall_score - _EPSILON) & ~overdue] = -1.0
-        bound[overdue] = np.maximum(bound[overdue], p.overdue_floor * (1 + _EPSILON))
         return bound
-
-    def _cue(self, lexical: Floats, tag_coverage: Floats) -> Floats:
-        p = self.policy.recall
-        if self.q_terms and self.q_tags:
-            return p.cue_lexical * lexical + p.cue_tag * tag_coverage
-        return lexical if self.q_terms else tag_coverage
 
     def _score(self, found: _Candidates, sims: Floats | None = None) -> Rows:
         """The scores of the candidates the query may see and recall (fused with their
@@ -465,65 +441,32 @@ class _Scorer:
         term of the score (what ``why`` shows) when ``explain``; without it only
         ``score``, ``keep`` and ``created`` (scoring thousands of candidates of a common
         word, most of them never shown)."""
-        rows = self.features.take((*_SCORE_FIELDS, "status", "kind"), found.docs)
-        p = self.policy.recall
-
-        lexical = self._lexical(found, rows["nterms"])
-        tag_coverage = found.tagged / max(len(self.q_tags), 1)
-        cue = self._cue(lexical.lexical, tag_coverage)
-        if self.listing:
-            cue = np.zeros(len(found.docs))
-        # What the words and tags alone give: a trace they make recallable stays so
-        # (the semantic channel adds and reorders; it never hides a lexical match).
-        lexical_cue = cue
-        known = None if sims is None else np.nan_to_num(sims)  # 0: no vector
-        if known is not None:
-            hit = (found.matched > 0) | (found.tagged > 0)
-            cue = fuse(cue, known, hit, self.policy.semantic)
-
-        recency, provenance, urgency, feedback, overdue = self._meta_terms(rows)
-        meta = (
-            p.meta_recency * recency
-            + p.meta_salience * rows["salience"]
-            + p.meta_confidence * rows["confidence"]
-            + p.meta_provenance * provenance
-            + p.meta_prospective * urgency
-            + p.meta_feedback * feedback
+        rows = self.features.take(_SCORE_FIELDS, found.docs)
+        size = len(found.docs)
+        score, keep = np.empty(size), np.empty(size, dtype=bool)
+        why: Rows | None = None
+        if explain:
+            why = {name: np.empty(size, dtype=dtype) for name, dtype in _WHY}
+        _scoring.score(
+            self.params,
+            (
+                found.matched,
+                found.tagged,
+                found.matched_idf,
+                *(rows[name] for name in _SCORE_FIELDS),
+                sims,
+                score,
+                keep,
+            ),
+            None if why is None else tuple(why.values()),
         )
-        if self.listing:
-            score = p.listing_scale * meta
-            keep = np.ones(len(found.docs), dtype=bool)
-        else:
-            score = cue * (p.relevance_base + p.metadata_share * meta)
-            if overdue.any():
-                score = np.where(overdue, np.maximum(score, p.overdue_floor), score)
-            gate = self.policy.minimum_recall_score
-            keep = (cue >= gate) | (lexical_cue >= gate) | overdue
-        if not explain:
+        if why is None:
             return {"score": score, "keep": keep, "created": rows["created"]}
-        jaccard = lexical.overlap
-        if self.weighting != "reference":
-            n_q = max(len(self.q_terms), 1)
-            jaccard = found.matched / np.maximum(n_q + rows["nterms"] - found.matched, 1)
         return {
             "score": score,
             "keep": keep,
-            "cue": cue,
-            "meta": meta,
-            "coverage": lexical.coverage,
-            "jaccard": jaccard,
-            "overlap": lexical.overlap,
-            "lexical": lexical.lexical,
-            "tag_coverage": tag_coverage,
-            "semantic": np.full(len(found.docs), np.nan) if sims is None else sims,
-            "semantic_part": np.zeros(len(found.docs))
-            if known is None
-            else semantic_part(known, self.policy.semantic),
-            "recency": recency,
-            "provenance": provenance,
-            "urgency": urgency,
-            "feedback": feedback,
-            "overdue": overdue,
+            **why,
+            "semantic": np.full(size, np.nan) if sims is None else sims,
             "salience": rows["salience"],
             "confidence": rows["confidence"],
             "pinned": rows["pinned"],
@@ -592,42 +535,6 @@ class _Scorer:
                 in_scope |= rows["scope"] == scope
             mask &= in_scope
         return mask
-
-    def _meta_terms(self, rows: Rows) -> tuple[Floats, Floats, Floats, Floats, Any]:
-        # Each shortcut (no candidate pinned, none dated or a commitment) gives the
-        # very arrays the general form would, in fewer passes over the candidates.
-        p = self.policy.recall
-        recency, feedback = self._aged(rows)
-        provenance = _provenance(rows, p)
-        dated = rows["deadline"] != NO_DEADLINE
-        commitment = rows["kind"] == KIND_CODE["commitment"]
-        if not (dated.any() or commitment.any()):
-            none = np.zeros(len(recency), dtype=bool)
-            return recency, provenance, np.zeros(len(recency)), feedback, none
-        active = rows["status"] == STATUS_CODE["active"]
-        days_left = (rows["deadline"] - self.now) / DAY_MS
-        due = 1.0 / (1.0 + np.maximum(days_left, 0) / p.prospective_scale_days)
-        urgency = np.where(
-            active & dated,
-            np.where(days_left <= 0, 1.0, due),
-            np.where(active & commitment, p.undated_commitment_urgency, 0.0),
-        )
-        overdue = active & commitment & dated & (days_left <= 0)
-        return recency, provenance, urgency, feedback, overdue
-
-    def _aged(self, rows: Rows) -> tuple[Floats, Floats]:
-        """Recency and feedback, the parts of meta that change after a trace is written."""
-        p = self.policy.recall
-        pinned = rows["pinned"] == 1
-        age_days = np.maximum(self.now - rows["created"], 0) / DAY_MS
-        recency = 1.0 / (1.0 + age_days / p.recency_scale_days)
-        feedback = rows["feedback"]
-        if pinned.any():
-            # A pinned trace stays at full weight: it does not age, and bad outcomes
-            # do not lower it (good ones still count).
-            recency = np.where(pinned, 1.0, recency)
-            feedback = np.where(pinned, np.maximum(feedback, 0.0), feedback)
-        return recency, feedback.astype(np.float64)
 
     def _select(
         self, scored: Rows, depth: int, unscored: float, explained: Rows | None = None
@@ -764,28 +671,61 @@ def _grouped(bound: Floats) -> tuple[list[npt.NDArray[np.intp]], list[float]]:
     return tiers, [float(bound[tier[0]]) for tier in tiers] + [-np.inf]
 
 
-def _fixed_meta(rows: Mapping[str, npt.NDArray[Any]], p: RecallPolicy) -> Floats:
-    """The most meta that what is fixed when a trace is written allows: salience,
-    confidence and provenance, with urgency in full for a commitment or a dated trace
-    (recency and feedback come on top). Each term as :meth:`_Scorer._breakdown`
-    computes it, so that the float rounding of the two differs by the order of
-    their sums alone."""
-    may_be_urgent = (rows["deadline"] != NO_DEADLINE) | (rows["kind"] == KIND_CODE["commitment"])
-    fixed: Floats = (
-        p.meta_prospective * may_be_urgent
-        + (p.meta_salience * rows["salience"]).astype(np.float64)
-        + (p.meta_confidence * rows["confidence"]).astype(np.float64)
-        + p.meta_provenance * _provenance(rows, p)
+def _kernel_params(
+    policy: KernelPolicy,
+    *,
+    now_ms: int,
+    listing: bool = False,
+    n_query: int = 0,
+    n_tags: int = 0,
+    query_idf: float = 0.0,
+) -> _scoring.Params:
+    """The kernel's parameters for one recall: the policy's weights and the query's shape."""
+    p, s = policy.recall, policy.semantic
+    return _scoring.params(
+        idf_cosine=p.weighting == "idf-cosine",
+        listing=listing,
+        n_query=n_query,
+        n_tags=n_tags,
+        query_idf=query_idf,
+        coverage_w=p.lexical_coverage,
+        overlap_w=p.lexical_jaccard,
+        match_floor=p.match_floor,
+        cue_lexical=p.cue_lexical,
+        cue_tag=p.cue_tag,
+        recency_w=p.meta_recency,
+        salience_w=p.meta_salience,
+        confidence_w=p.meta_confidence,
+        provenance_w=p.meta_provenance,
+        prospective_w=p.meta_prospective,
+        feedback_w=p.meta_feedback,
+        recency_scale=p.recency_scale_days,
+        prospective_scale=p.prospective_scale_days,
+        undated_urgency=p.undated_commitment_urgency,
+        unverified_factor=p.unverified_provenance_factor,
+        relevance_base=p.relevance_base,
+        metadata_share=p.metadata_share,
+        overdue_floor=p.overdue_floor,
+        listing_scale=p.listing_scale,
+        gate=policy.minimum_recall_score,
+        sem_weight=s.weight,
+        sem_floor=s.floor,
+        sem_full=s.full,
+        sem_alone=s.alone,
+        now=now_ms,
+        active=STATUS_CODE["active"],
+        commitment=KIND_CODE["commitment"],
     )
+
+
+def _fixed_meta(policy: KernelPolicy, rows: Mapping[str, npt.NDArray[Any]]) -> Floats:
+    """The most meta what is fixed when a trace is written allows: salience, confidence
+    and provenance, with urgency in full for a commitment or a dated trace (recency and
+    feedback come on top): a derived column, one per policy."""
+    fixed = np.empty(len(rows["kind"]))
+    params = _kernel_params(policy, now_ms=0)
+    _scoring.fixed_meta(params, (*(rows[name] for name in _FIXED_FIELDS), fixed))
     return fixed
-
-
-def _provenance(rows: Mapping[str, npt.NDArray[Any]], p: RecallPolicy) -> Floats:
-    """A trace's authority, lowered while unverified."""
-    provenance: Floats = rows["authority"] * np.where(
-        rows["verified"] == 1, 1.0, p.unverified_provenance_factor
-    )
-    return provenance
 
 
 def _nth_best(values: Floats, n: int) -> float:
@@ -850,59 +790,19 @@ def _best_first(
 
 def _merged(
     term_lists: list[DocArray], tag_lists: list[DocArray], overdue: DocArray, idf: Floats | None
-) -> tuple[DocArray, Floats, Floats, Floats, npt.NDArray[np.bool_]]:
-    """The documents in any of the (ascending, distinct) lists, ascending; in how many
-    term and tag lists each is, the summed ``idf`` of its term lists (zeros without),
-    and whether it is overdue.
-
-    One stable sort of the lists end to end merges their sorted runs (timsort,
-    about linear), so nothing is sized by the whole store; within a document
-    the lists keep their order, so its idf adds up in the same order always.
-    A single list (a one-word query) needs no merge: the few overdue
-    commitments it lacks are put in their places.
-    """
-    if len(term_lists) + len(tag_lists) == 1:
-        return _one_list(term_lists, tag_lists, overdue, idf)
-    lists = [*term_lists, *tag_lists, overdue]
-    merged = np.concatenate(lists).astype(np.uint32, copy=False)
-    order = np.argsort(merged, kind="stable")
-    ordered = merged[order]
-    first = np.ones(len(ordered), dtype=bool)
-    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
-    docs = ordered[first]
-    run = np.cumsum(first) - 1  # each sorted entry's document, by its place in docs
-    source = np.repeat(np.arange(len(lists)), [len(held) for held in lists])[order]
-    n_terms, n_tags = len(term_lists), len(tag_lists)
-    in_terms = source < n_terms
-    in_tags = (source >= n_terms) & (source < n_terms + n_tags)
-    size = len(docs)
-    matched = np.bincount(run[in_terms], minlength=size).astype(np.float64)
-    tagged = np.bincount(run[in_tags], minlength=size).astype(np.float64)
-    matched_idf: Floats = np.zeros(size)
-    if idf is not None:
-        sums = np.bincount(run[in_terms], weights=idf[source[in_terms]], minlength=size)
-        matched_idf = sums.astype(np.float64, copy=False)  # already: the stubs say int
-    is_overdue = np.zeros(size, dtype=np.bool_)
-    is_overdue[run[source == n_terms + n_tags]] = True
-    return docs, matched, tagged, matched_idf, is_overdue
-
-
-def _one_list(
-    term_lists: list[DocArray], tag_lists: list[DocArray], overdue: DocArray, idf: Floats | None
-) -> tuple[DocArray, Floats, Floats, Floats, npt.NDArray[np.bool_]]:
-    """:func:`_merged` of one term or tag list: the same arrays."""
-    (listed,) = [*term_lists, *tag_lists]
-    listed = listed.astype(np.uint32, copy=False)
-    lacking = overdue[~_places(listed, overdue)[1]]
-    docs = np.insert(listed, np.searchsorted(listed, lacking), lacking) if len(lacking) else listed
-    held = np.ones(len(docs))
-    held[np.searchsorted(docs, lacking)] = 0.0
-    none = np.zeros(len(docs))
-    is_overdue = np.zeros(len(docs), dtype=np.bool_)
-    is_overdue[np.searchsorted(docs, overdue)] = True
-    if not term_lists:
-        return docs, none, held, none, is_overdue
-    return docs, held, none, none if idf is None else held * idf[0], is_overdue
+) -> _Candidates:
+    """The documents in any of the (ascending, distinct) lists, ascending, with in how many
+    term and tag lists each is, the summed ``idf`` of its term lists (zeros without), and
+    whether it is overdue: one merge of the sorted lists, nothing sized by the store."""
+    lists = tuple(np.asarray(held, dtype=np.uint32) for held in (*term_lists, *tag_lists, overdue))
+    room = sum(len(held) for held in lists)
+    docs, matched, tagged = np.empty(room, dtype=np.uint32), np.empty(room), np.empty(room)
+    matched_idf, overdue_flags = np.empty(room), np.empty(room, dtype=bool)
+    out = (docs, matched, tagged, matched_idf, overdue_flags)
+    count = _scoring.merge(lists, len(term_lists), len(tag_lists), idf, out)
+    return _Candidates(
+        docs[:count], matched[:count], tagged[:count], matched_idf[:count], overdue_flags[:count]
+    )
 
 
 def _matches_of(found: _Candidates, docs: DocArray) -> _Candidates:

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Literal
 
 import msgspec
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -566,28 +565,3 @@ def test_recall_filters_by_status_source_and_verified_before_the_limit(store: St
     assert len(ids(sources=("other",))) == 3 and ids(sources=("tool",), verified=False) == []
     with pytest.raises(msgspec.ValidationError):
         msgspec.convert({"statuses": ["purged"]}, RecallQuery)
-
-
-@given(
-    listed=st.sets(st.integers(0, 200), max_size=80),
-    overdue=st.sets(st.integers(0, 200), max_size=12),
-    as_term=st.booleans(),
-    idf=st.none() | st.floats(0.01, 12),
-)
-def test_a_one_word_query_gathers_the_candidates_the_merge_of_many_lists_would(
-    listed: set[int], overdue: set[int], as_term: bool, idf: float | None
-) -> None:
-    """One list takes a shorter path than the merge; an empty second list, which holds
-    nothing, sends the same lists through the merge."""
-    from hikmah.recall import _merged
-
-    docs = np.array(sorted(listed), dtype=np.uint32)
-    late = np.array(sorted(overdue), dtype=np.uint32)
-    weights = None if idf is None or not as_term else np.array([idf])
-    term_lists, tag_lists = ([docs], []) if as_term else ([], [docs])
-    nothing = np.zeros(0, dtype=np.uint32)
-    short = _merged(term_lists, tag_lists, late, weights)
-    merged = _merged(term_lists, [*tag_lists, nothing], late, weights)
-    for mine, theirs in zip(short, merged, strict=True):
-        assert mine.dtype == theirs.dtype
-        assert np.array_equal(mine, theirs)
