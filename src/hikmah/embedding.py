@@ -122,6 +122,8 @@ class WordLlamaEmbedder:
         # In float32, though the file has float16: summing float16 rows cost three times
         # as much (41 against 14 us a short text), for 16 MB more.
         table = load_file(str(weights_file))["embedding.weight"]
+        if self._tokenizer.get_vocab_size(with_added_tokens=True) > len(table):
+            raise EmbedderUnavailable("wordllama's tokenizer has tokens its weights lack")
         self._table = np.ascontiguousarray(table[:, :dimensions], dtype=np.float32)
         # Without offsets, which the sum needs not: 7-12 us a short text instead of 32.
         encode = getattr(self._tokenizer, "encode_batch_fast", None)
@@ -136,15 +138,14 @@ class WordLlamaEmbedder:
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         out = np.zeros((len(texts), self._stamp.dimensions), dtype=np.float32)
-        if not texts:
-            return out
         rows = [i for i, text in enumerate(texts) if text.strip()]
-        encodings = self._encode([texts[i] for i in rows], add_special_tokens=False)
-        last = len(self._table) - 1
+        if len(rows) == 1:  # a query: the batch encoder's thread pool only costs here
+            encodings = [self._tokenizer.encode(texts[rows[0]], add_special_tokens=False)]
+        else:
+            encodings = self._encode([texts[i] for i in rows], add_special_tokens=False)
         for row, encoding in zip(rows, encodings, strict=True):
-            ids = np.asarray(encoding.ids[:MAX_TOKENS], dtype=np.int64)
-            if len(ids):
-                np.clip(ids, 0, last, out=ids)
+            ids = encoding.ids[:MAX_TOKENS]
+            if ids:
                 out[row] = self._table[ids].sum(axis=0)
         return normalize_rows(out)
 
