@@ -13,9 +13,10 @@ vectors live in two indexes (:mod:`hikmah.vector_index`):
 - ``graph``: a :class:`~hikmah.vector_index.HnswIndex`, made once the store
   holds ``ann_at`` vectors. :meth:`SemanticIndex.fold` moves recent vectors
   into it a slice at a time (once there are :data:`FOLD_AT` of them), when
-  the daemon is quiet.
+  the daemon is quiet, their int8 codes unchanged: a vector's similarity to a
+  query is the same in either index.
 
-A search asks both and merges. The two are reached under one lock: usearch
+A search asks both and merges. The two are reached under one lock: faiss
 gives no promise about searching while a graph changes. The writer's
 :meth:`~hikmah.store.Store.follow_vectors` embeds a batch outside it.
 
@@ -320,8 +321,8 @@ class SemanticIndex:
         with self._lock:
             if self._graph is None:
                 self._graph = HnswIndex(self.stamp)
-            docs, vectors = self._recent.pop(slice_size)
-            self._graph.add(docs, vectors, threads=threads)
+            docs, codes, scales = self._recent.pop(slice_size)
+            self._graph.add_codes(docs, codes, scales, threads=threads)
             self._changed = True
             return len(docs)
 

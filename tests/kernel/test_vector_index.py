@@ -10,7 +10,7 @@ from hypothesis.extra.numpy import arrays
 
 from hikmah.embedding import ModelStamp, normalize_rows
 from hikmah.quantize import dequantize, quantize
-from hikmah.vector_index import FlatIndex, HnswIndex, VectorIndex, restore_index
+from hikmah.vector_index import FlatIndex, HnswIndex, VectorIndex, _graph_codes, restore_index
 
 STAMP = ModelStamp(name="test-model", version="1", dimensions=32)
 
@@ -107,9 +107,9 @@ def test_a_removed_vector_is_not_found_and_not_in_the_dump(kind: str) -> None:
     index = make(kind)
     index.add(np.arange(1000), x)
     victims = [0, 5, 500, 999]
-    codes = {v: bytes(index_bytes(index, v)) for v in victims}
+    codes = {v: index_bytes(index, v) for v in victims}
     raw = bytes(index.dump())
-    assert all(raw.find(c) >= 0 for c in codes.values())  # the check can fail
+    assert all(raw.find(c) >= 0 for held in codes.values() for c in held)  # the check can fail
 
     assert index.remove([*victims, 123_456]) == len(victims)
     assert index.remove(victims) == 0
@@ -119,19 +119,23 @@ def test_a_removed_vector_is_not_found_and_not_in_the_dump(kind: str) -> None:
     # Later adds reuse freed slots; the removed bytes stay gone.
     index.add(np.arange(2000, 2003), unit_rows(3, seed=9))
     raw = bytes(index.dump())
-    assert not any(raw.find(c) >= 0 for c in codes.values())
+    assert not any(raw.find(c) >= 0 for held in codes.values() for c in held)
     loaded = restore_index(kind, STAMP, raw)
     assert len(loaded) == 999
     assert not set(victims) & set(loaded.ids().tolist())
 
 
-def index_bytes(index: VectorIndex, key: int) -> bytes:
-    """The bytes an index holds for one vector, as its file would carry them."""
+def index_bytes(index: VectorIndex, key: int) -> list[bytes]:
+    """The bytes an index holds for one vector, as its file would carry them: its int8
+    codes, and in a graph its 4-bit copy too."""
+    codes, _ = quantize(index.vectors([key]))
     if isinstance(index, FlatIndex):
-        codes, _ = quantize(index.vectors([key]))
-        return codes.tobytes()
+        return [codes.tobytes()]
     assert isinstance(index, HnswIndex)
-    return bytes(index._index.get(key, dtype=np.int8).tobytes())
+    label = int(index._label_of[key])
+    copy = _graph_codes(index._graph, index._labels)[label].tobytes()
+    assert any(copy) and len(copy) == STAMP.dimensions // 2
+    return [codes.tobytes(), copy]
 
 
 @settings(max_examples=25, deadline=None)
@@ -140,7 +144,7 @@ def test_hnsw_never_keeps_the_bytes_of_a_removed_vector(ops: list[tuple[bool, in
     x = unit_rows(41, seed=3)
     index = HnswIndex(STAMP)
     held: set[int] = set()
-    removed: dict[int, bytes] = {}
+    removed: dict[int, list[bytes]] = {}
     for is_add, key in ops:
         if is_add:
             index.add([key], x[key : key + 1])
@@ -151,9 +155,9 @@ def test_hnsw_never_keeps_the_bytes_of_a_removed_vector(ops: list[tuple[bool, in
             index.remove([key])
             held.discard(key)
     assert set(index.ids().tolist()) == held
-    blob = index._index.save()
-    for key, code in removed.items():
-        assert blob.find(code) < 0, key
+    blob = index.dump()
+    for key, codes in removed.items():
+        assert all(blob.find(code) < 0 for code in codes), key
 
 
 @pytest.mark.parametrize("kind", ["flat", "hnsw"])
@@ -192,7 +196,7 @@ def test_held_vectors_can_be_read_back_to_rebuild_another_kind(kind: str) -> Non
     assert len(rebuilt) == 200
 
 
-def test_hnsw_removal_reuses_slots_and_tombstones_survive_a_restore() -> None:
+def test_a_removed_node_stays_dead_through_a_restore_and_its_label_is_never_returned() -> None:
     x = unit_rows(300)
     index = HnswIndex(STAMP)
     index.add(np.arange(300), x)
@@ -201,17 +205,46 @@ def test_hnsw_removal_reuses_slots_and_tombstones_survive_a_restore() -> None:
         assert len(index) == 200
         index.add(np.arange(100), x[:100])
     assert len(index) == 300
-    assert len(index._index) == 300  # every freed slot was taken again: no growth
+    assert index._labels == 600 and index._dead == 300  # faiss keeps every node
     index.remove(np.arange(50))
     loaded = restore_index("hnsw", STAMP, index.dump())
-    assert isinstance(loaded, HnswIndex) and len(loaded) == 250
-    assert len(loaded._tombstones) == 50
-    tombstone = np.zeros(32, dtype=np.float32)
-    tombstone[0] = 1.0
-    hits = loaded.search(tombstone, 20)  # the tombstones' own vector finds only real ones
-    assert len(hits.ids) == 20 and all(int(i) < 300 for i in hits.ids)
+    assert isinstance(loaded, HnswIndex) and len(loaded) == 250 and loaded._dead == 350
+    dead = loaded._docs == np.uint64(1 << 63)
+    assert not _graph_codes(loaded._graph, loaded._labels)[dead].any()  # zeros, not vectors
+    for i in range(0, 300, 7):
+        hits = loaded.search(x[i], 20)
+        assert len(hits.ids) == 20 and all(int(h) < 300 for h in hits.ids)
+        assert (i < 50) != (int(hits.ids[0]) == i)
     loaded.add([1000], unit_rows(1, seed=4))
-    assert len(loaded._tombstones) == 49 and len(loaded) == 251
+    assert len(loaded) == 251 and int(loaded.search(unit_rows(1, seed=4)[0], 1).ids[0]) == 1000
+
+
+def test_a_damaged_graph_is_refused_not_read() -> None:
+    index = HnswIndex(STAMP)
+    index.add(np.arange(200), unit_rows(200))
+    raw = bytearray(index.dump())
+    raw[200] ^= 0xFF  # inside faiss's bytes, which faiss would trust
+    with pytest.raises(ValueError, match="damaged"):
+        restore_index("hnsw", STAMP, bytes(raw))
+    with pytest.raises(ValueError, match="not a dump"):
+        restore_index("hnsw", STAMP, b"HKHNSW01")
+    other = ModelStamp(name="test-model", version="1", dimensions=16)
+    with pytest.raises(ValueError, match="of this model"):
+        restore_index("hnsw", other, index.dump())
+
+
+def test_a_vector_moved_into_the_graph_keeps_its_similarity() -> None:
+    """The graph ranks by the very codes the flat index keeps: moving a vector from one to
+    the other (a fold) changes no similarity, to the last bit."""
+    x, q = unit_rows(600), unit_rows(1, seed=11)[0]
+    flat, graph = FlatIndex(STAMP), HnswIndex(STAMP)
+    flat.add(np.arange(600), x)
+    before = flat.similarities(q, np.arange(600))
+    graph.add_codes(*flat.pop(600))
+    assert len(flat) == 0 and len(graph) == 600
+    assert np.array_equal(graph.similarities(q, np.arange(600)), before)
+    hits = graph.search(q, 10)
+    assert np.array_equal(hits.similarities, before[hits.ids.astype(np.intp)])
 
 
 @pytest.mark.parametrize("kind", ["flat", "hnsw"])
@@ -248,9 +281,9 @@ def test_popping_returns_the_last_vectors_and_forgets_them() -> None:
     x = unit_rows(10)
     index = FlatIndex(STAMP)
     index.add(np.arange(10), x)
-    ids, vectors = index.pop(4)
+    ids, codes, scales = index.pop(4)
     assert sorted(ids.tolist()) == [6, 7, 8, 9] and len(index) == 6
-    assert np.einsum("ij,ij->i", vectors, x[6:]).min() > 0.99
+    assert np.einsum("ij,ij->i", dequantize(codes, scales), x[6:]).min() > 0.99
     assert np.isnan(index.similarities(x[0], [7])[0])
     index.add([7], x[7:8])
     assert len(index) == 7
