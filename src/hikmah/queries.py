@@ -192,13 +192,15 @@ class Origin(NamedTuple):
 def origin(snapshot: Snapshot, trace_id: str, here: str | None = None) -> Origin | None:
     """Where a trace was written (None: no such trace, or this device does not sync);
     ``here`` is :func:`hikmah.fates.this_device`, when the caller asks of many traces."""
+    me = fates.this_device(snapshot) if here is None else here
+    if not me:
+        return None  # never synced: every record is this device's, and it has no id yet
     docno = snapshot.docno(trace_id)
     if docno is None:
         return None
     at = fates.origin(snapshot, docno)
     if at.device == fates.LOCAL:
-        me = fates.this_device(snapshot) if here is None else here
-        return Origin(me, True, None) if me else None
+        return Origin(me, True, None)
     entry = replicas.paired(snapshot, at.device)
     return Origin(at.device, False, None if entry is None else entry.name)
 

@@ -147,8 +147,9 @@ class _Selected:
             return None
         if self.content == other.content:
             return 1.0
-        union = len(self.terms | other.terms)
-        return len(self.terms & other.terms) / union if union else 0.0
+        shared = len(self.terms & other.terms)  # the union's size follows: no set made of it
+        union = len(self.terms) + len(other.terms) - shared
+        return shared / union if union else 0.0
 
 
 def recall(
