@@ -7,6 +7,9 @@ import os
 # thread per core spins on two shared cores and made a 20k-row vector search 40x
 # slower (docs/semantic.md, "One BLAS thread"). The daemon's threads are its own.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# One OpenMP thread for faiss too (a bulk add of the vectors asks for more itself):
+# OpenMP's workers spin between parallel regions, on cores the daemon shares.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from hikmah import __version__
 
