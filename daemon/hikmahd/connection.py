@@ -19,6 +19,7 @@ from .context import Context
 from .events import Events
 from .framing import FrameReader, Oversized
 from .rpc import PARSE_ERROR, Dispatcher, RpcError, error_for, response
+from .scheduling import held
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +76,10 @@ class Connection:
                         self._identify = None
                     # A token per request, not per frame: equal frames may be in flight.
                     token = object()
-                    await self._limiter.acquire_on_behalf_of(token)
+                    try:  # at once while there is room: no round of the event loop
+                        self._limiter.acquire_on_behalf_of_nowait(token)
+                    except trio.WouldBlock:
+                        await self._limiter.acquire_on_behalf_of(token)
                     nursery.start_soon(self._handle, frame, token)
             if self._events_scope is not None:
                 self._events_scope.cancel()
@@ -138,7 +142,7 @@ class Connection:
     async def send(self, message: Any) -> bool:
         """Send one JSON value as a line; False when the peer is gone."""
         data = _ENCODER.encode(message) + b"\n"
-        async with self._send_lock:
+        async with held(self._send_lock):
             try:
                 await self.stream.send_all(data)
             except (trio.BrokenResourceError, trio.ClosedResourceError):

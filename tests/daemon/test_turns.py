@@ -17,7 +17,7 @@ from hikmahd.connection import Connection
 from hikmahd.context import Context
 from hikmahd.peers import Peer
 from hikmahd.rpc import Dispatcher
-from hikmahd.scheduling import Asker, Recalls, Turns
+from hikmahd.scheduling import Asker, Recalls, Turns, held
 
 
 async def take(turns: Turns, name: str, unread: int, log: list[str]) -> None:
@@ -151,3 +151,36 @@ async def test_unread_counts_what_the_peer_has_not_read() -> None:
     assert connection.unread() == 0
     right.close()
     await stream.aclose()
+
+
+async def test_a_free_lock_is_held_without_a_round_of_the_event_loop() -> None:
+    """held() takes a free lock at once (no other task runs in between) and waits for a
+    taken one like ``async with lock``."""
+    lock, ran = trio.Lock(), []
+
+    async def other() -> None:
+        ran.append("other")
+
+    async with trio.open_nursery() as nursery:
+        # trio shuffles each batch of runnable tasks: a yield lets the other one run
+        # before the body about half the time, so twenty rounds tell.
+        for _ in range(20):
+            nursery.start_soon(other)
+            async with held(lock):
+                assert ran == [] and lock.locked()  # the other task has not run yet
+            assert not lock.locked()
+            await trio.testing.wait_all_tasks_blocked()
+            assert ran == ["other"]
+            ran.clear()
+
+        order: list[str] = []
+
+        async def second() -> None:
+            async with held(lock):
+                order.append("second")
+
+        async with held(lock):
+            nursery.start_soon(second)
+            await trio.sleep(0.01)  # second waits: the lock is taken
+            order.append("first")
+    assert order == ["first", "second"]
