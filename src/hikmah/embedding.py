@@ -84,6 +84,9 @@ class Embedder(Protocol):
 def normalize_rows(rows: npt.NDArray[np.floating]) -> Vectors:
     """``rows`` scaled to length 1 as float32; rows of length 0 stay 0."""
     out = np.asarray(rows, dtype=np.float32)
+    if len(out) == 1:  # a query: the same sums (NumPy's pairwise) in a third of the calls
+        norm = np.sqrt(np.add.reduce(out[0] * out[0]))
+        return out / norm if norm > 0 else np.zeros_like(out)
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     unit: Vectors = np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
     return unit

@@ -237,7 +237,7 @@ class _Scorer:
         self.filter_fields = _FILTER_FIELDS + tuple(name for name, asked in chosen if asked)
         self.weighting = policy.recall.weighting
         self.query_idf = 0.0
-        self.params = self._params()  # again once the query's idf is known
+        self.params: _scoring.Params  # the kernel's: set by _candidates (the query's idf)
         self.semantic = self._semantic()
 
     def _params(self) -> _scoring.Params:
@@ -298,6 +298,7 @@ class _Scorer:
         idf), and which of them are overdue commitments."""
         size = len(self.features)
         if self.listing:
+            self.params = self._params()
             zeros = np.zeros(size)
             everyone = np.arange(size, dtype=np.uint32)
             return _Candidates(everyone, zeros, zeros, zeros, np.zeros(size, dtype=bool))
@@ -661,7 +662,10 @@ def _grouped(bound: Floats) -> tuple[list[npt.NDArray[np.intp]], list[float]]:
     live = np.flatnonzero(bound >= 0)
     if not len(live):
         return [], [-np.inf]
-    order = live[np.argsort(-bound[live], kind="stable")]
+    alive = bound[live]
+    if alive.min() == alive.max():  # one bound (a one-word query): one group, in order
+        return [live], [float(alive[0]), -np.inf]
+    order = live[np.argsort(-alive, kind="stable")]
     ordered = bound[order]
     kept, start = [], 0
     for cut in (np.flatnonzero(ordered[1:] != ordered[:-1]) + 1).tolist():

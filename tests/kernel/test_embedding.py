@@ -20,6 +20,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 from hikmah.embedding import (
     OFFLINE_SWITCHES,
@@ -27,6 +30,7 @@ from hikmah.embedding import (
     EmbedderUnavailable,
     WordLlamaEmbedder,
     load_embedder,
+    normalize_rows,
 )
 
 TEXTS = [
@@ -184,3 +188,19 @@ def test_the_minilm_extra_loads_and_embeds_with_the_network_refused(no_network: 
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     sims = vectors @ vectors.T
     assert sims[0, 1] > sims[0, 2] and sims[0, 1] > sims[0, 3]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    arrays(
+        np.float32,
+        st.tuples(st.integers(2, 6), st.just(16)),
+        elements=st.floats(-4, 4, width=32, allow_subnormal=False),
+    )
+)
+def test_one_row_is_made_a_unit_vector_as_it_would_be_among_many(rows: np.ndarray) -> None:
+    """A query (one row) takes a shorter path to length 1: the very bits a batch gives."""
+    rows[0] = 0.0  # a zero row stays zero either way
+    batch = normalize_rows(rows)
+    for i in range(len(rows)):
+        assert np.array_equal(normalize_rows(rows[i : i + 1])[0], batch[i])
