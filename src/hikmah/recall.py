@@ -659,16 +659,21 @@ def _grouped(bound: Floats) -> tuple[list[npt.NDArray[np.intp]], list[float]]:
     candidates, never fewer than exactness needs (a group's bound is the best
     of all it holds).
     """
-    live = np.flatnonzero(bound >= 0)
-    if not len(live):
+    order = np.empty(len(bound), dtype=np.int64)
+    grouped = _scoring.group((bound, order))
+    if grouped is None:  # past the kernel's 256 bounds: sort them all
+        live = np.flatnonzero(bound >= 0)
+        order = live[np.argsort(-bound[live], kind="stable")]
+        ordered = bound[order]
+        cuts = (np.flatnonzero(ordered[1:] != ordered[:-1]) + 1).tolist()
+    else:
+        count, runs = grouped
+        order = order[:count]
+        cuts = [start for start, _ in runs[1:]]
+    if not len(order):
         return [], [-np.inf]
-    alive = bound[live]
-    if alive.min() == alive.max():  # one bound (a one-word query): one group, in order
-        return [live], [float(alive[0]), -np.inf]
-    order = live[np.argsort(-alive, kind="stable")]
-    ordered = bound[order]
     kept, start = [], 0
-    for cut in (np.flatnonzero(ordered[1:] != ordered[:-1]) + 1).tolist():
+    for cut in cuts:
         if cut - start >= _MIN_TIER:
             kept.append(cut)
             start = cut

@@ -612,6 +612,97 @@ done:
     return result;
 }
 
+/* -- tiers ------------------------------------------------------------------------ */
+
+#define DISTINCT 256 /* bounds a grouping takes; more: NumPy's sort does it */
+
+static const Spec GROUP[] = {{F64, 0, 0, "bound"}, {I64, 1, 0, "order"}};
+
+/* The candidates whose bound is >= 0, in falling order of bound and by index among
+ * equals (a stable sort's order), into ``order``; returns [(start, bound), ...] of
+ * each run of one bound after how many there are, or None past DISTINCT bounds. A query's first bounds take
+ * a few values (one per combination of terms and tags held), so a counting sort of
+ * one pass does what a sort of every candidate did. */
+static PyObject *group(PyObject *self, PyObject *args) {
+    PyObject *arrays;
+    if (!PyArg_ParseTuple(args, "O!", &PyTuple_Type, &arrays))
+        return NULL;
+    Array a[COUNT(GROUP)] = {0};
+    Py_ssize_t n = -1;
+    if (!bind(arrays, GROUP, COUNT(GROUP), a, &n)) {
+        release(a, COUNT(GROUP));
+        return NULL;
+    }
+    const double *bound = AT(a[0], double);
+    int64_t *order = AT(a[1], int64_t);
+    double values[DISTINCT];
+    Py_ssize_t counts[DISTINCT], starts[DISTINCT];
+    int distinct = 0, last = -1;
+    PyObject *result = NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!(bound[i] >= 0))
+            continue;
+        if (last < 0 || values[last] != bound[i]) { /* runs of one bound are common */
+            last = -1;
+            for (int v = 0; v < distinct; v++)
+                if (values[v] == bound[i]) {
+                    last = v;
+                    break;
+                }
+            if (last < 0) {
+                if (distinct == DISTINCT) {
+                    release(a, COUNT(GROUP));
+                    Py_RETURN_NONE;
+                }
+                values[distinct] = bound[i];
+                counts[distinct] = 0;
+                last = distinct++;
+            }
+        }
+        counts[last]++;
+    }
+    /* Falling order of the distinct bounds (an insertion sort: there are few). */
+    int rank[DISTINCT];
+    for (int v = 0; v < distinct; v++) {
+        int at = v;
+        while (at > 0 && values[rank[at - 1]] < values[v]) {
+            rank[at] = rank[at - 1];
+            at--;
+        }
+        rank[at] = v;
+    }
+    Py_ssize_t next = 0;
+    for (int r = 0; r < distinct; r++) {
+        starts[rank[r]] = next;
+        next += counts[rank[r]];
+    }
+    result = PyList_New(distinct);
+    if (result == NULL) {
+        release(a, COUNT(GROUP));
+        return NULL;
+    }
+    for (int r = 0; r < distinct; r++) {
+        PyObject *run = Py_BuildValue("(nd)", starts[rank[r]], values[rank[r]]);
+        if (run == NULL) {
+            Py_DECREF(result);
+            release(a, COUNT(GROUP));
+            return NULL;
+        }
+        PyList_SET_ITEM(result, r, run);
+    }
+    last = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!(bound[i] >= 0))
+            continue;
+        if (last < 0 || values[last] != bound[i])
+            for (last = 0; values[last] != bound[i]; last++)
+                ;
+        order[starts[last]++] = i;
+    }
+    release(a, COUNT(GROUP));
+    return Py_BuildValue("(nN)", next, result);
+}
+
 static PyMethodDef methods[] = {
     {"params", (PyCFunction)(void (*)(void))params, METH_VARARGS | METH_KEYWORDS,
      "params(**weights) -> the parameters of one recall's scores."},
@@ -629,6 +720,10 @@ static PyMethodDef methods[] = {
     {"score", score, METH_VARARGS,
      "score(params, (matched, ..., similarity | None, score, keep), why | None): the score "
      "of each candidate, whether it may be recalled and, with ``why``, every term of it."},
+    {"group", group, METH_VARARGS,
+     "group((bound, order)) -> (count, [(start, bound), ...]) | None: the candidates of "
+     "bound >= 0 by falling bound (a stable order) into ``order``, how many, and where each "
+     "bound's run starts; None past 256 distinct bounds."},
     {"merge", merge, METH_VARARGS,
      "merge(lists, n_terms, n_tags, idf | None, (docs, matched, tagged, matched_idf, "
      "overdue)) -> how many documents: the candidates of the lists, ascending."},

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from hikmah import _scoring
 from hikmah.layout import KIND_CODE, NO_DEADLINE, STATUS_CODE
 from hikmah.policy import KernelPolicy, SemanticPolicy, reference_policy
-from hikmah.recall import RecallQuery, _kernel_params, _merged, recall
+from hikmah.recall import RecallQuery, _grouped, _kernel_params, _merged, recall
 from hikmah.rules import Remember
 from hikmah.store import Store
 from hikmah.tokenizer import terms
@@ -454,3 +454,40 @@ def test_the_kernel_refuses_arrays_it_cannot_read() -> None:
         lists = (np.arange(3, dtype=np.uint32), np.zeros(0, dtype=np.uint32))
         room = (np.empty(1, dtype=np.uint32), *(np.empty(1) for _ in range(3)), np.empty(1, bool))
         _scoring.merge(lists, 1, 0, None, room)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- tiers
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from([-1.0, 0.0, 0.05, 0.3, 0.3000001, 0.7, 1.2, np.inf]), max_size=300)
+    | st.lists(st.floats(-1, 2), max_size=40)
+)
+def test_grouping_is_a_stable_sort_by_falling_bound(values: list[float]) -> None:
+    """The kernel's counting sort of the first bounds against NumPy's stable sort: the same
+    order, the same runs."""
+    bound = np.array(values, dtype=np.float64)
+    order = np.empty(len(bound), dtype=np.int64)
+    grouped = _scoring.group((bound, order))
+    live = np.flatnonzero(bound >= 0)
+    expected = live[np.argsort(-bound[live], kind="stable")]
+    if len(np.unique(bound[live])) > 256:
+        assert grouped is None
+        return
+    assert grouped is not None
+    count, runs = grouped
+    assert count == len(live) and np.array_equal(order[:count], expected)
+    ordered = bound[expected]
+    starts = [0, *(np.flatnonzero(ordered[1:] != ordered[:-1]) + 1).tolist()] if count else []
+    assert [start for start, _ in runs] == starts
+    assert [value for _, value in runs] == [float(ordered[s]) for s in starts]
+
+
+def test_past_256_bounds_grouping_falls_back_to_a_sort() -> None:
+    bound = np.linspace(0, 1, 300)
+    order = np.empty(300, dtype=np.int64)
+    assert _scoring.group((bound, order)) is None
+    tiers, floors = _grouped(bound)
+    assert np.array_equal(np.concatenate(tiers), np.arange(300)[::-1])
+    assert floors[0] == 1.0 and floors[-1] == -np.inf
