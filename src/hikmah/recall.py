@@ -411,16 +411,17 @@ class _Scorer:
         return self._scored(found, sims, explain=False)[0]
 
     def _scored(
-        self, found: _Candidates, sims: Floats | None, *, explain: bool
+        self, found: _Candidates, sims: Floats | None, *, explain: bool, seen: bool = False
     ) -> tuple[Rows, Rows | None]:
         """:meth:`_score`'s rows and, with ``explain``, the breakdown of each (row for
         row): for a pool small enough that carrying it costs less than computing the
-        results' again."""
-        wanted = self._wanted(self.features.take(self.filter_fields, found.docs))
-        if not wanted.all():
-            keep_wanted = np.flatnonzero(wanted)
-            found = found.take(keep_wanted)
-            sims = None if sims is None else sims[keep_wanted]
+        results' again. ``seen``: every candidate passed the query's filter already."""
+        if not seen:
+            wanted = self._wanted(self.features.take(self.filter_fields, found.docs))
+            if not wanted.all():
+                keep_wanted = np.flatnonzero(wanted)
+                found = found.take(keep_wanted)
+                sims = None if sims is None else sims[keep_wanted]
         terms = self._breakdown(found, sims, explain=explain)
         # Nothing to drop (the usual case): no copies of every column.
         keep: npt.NDArray[np.bool_] | slice = slice(None) if terms["keep"].all() else terms["keep"]
@@ -497,7 +498,8 @@ class _Scorer:
         if need:
             union = union.take(np.flatnonzero(union.matched >= need))
         sims = semantic.vectors.similarities(semantic.query, union.docs).astype(np.float64)
-        scored, explained = self._scored(union, sims, explain=True)
+        # The pool passed the filter when its tier was scored, the nearest in the search.
+        scored, explained = self._scored(union, sims, explain=True, seen=True)
         assert explained is not None
         return scored, explained
 
