@@ -350,29 +350,21 @@ def test_rebuilding_the_indexes_rebuilds_the_vectors(vstore: Store) -> None:
     assert len(ask(vstore, SPENDING)) == 1
 
 
-def with_a_graph(store: Store, words: list[str]) -> tuple[list[Written], Trace]:
-    """A note about each of ``words`` and AWS, folded into the graph of ``store``'s vectors
-    (opened with a small ``ann_at``) but for the last few."""
-    written = write(
-        store,
-        *(
-            Remember(draft=Draft(content=f"note {i} about the {w} service"))
-            for i, w in enumerate(words)
-        ),
-    )
-    aws = remember(store, AWS)
-    assert store.semantic is not None
-    while store.semantic.wants_fold():
-        store.semantic.fold(slice_size=7)
-    return written, aws
-
-
 def test_past_ann_at_the_graph_serves_and_loses_purged_vectors(
     tmp_path: Path, embedder: Embedder
 ) -> None:
     with Store(tmp_path / "d", map_size=1 << 24) as store:
         semantic = store.open_vectors(embedder, ann_at=20)
-        written, aws = with_a_graph(store, FILLER * 4)
+        written = write(
+            store,
+            *(
+                Remember(draft=Draft(content=f"note {i} about the {w} service"))
+                for i, w in enumerate(FILLER * 4)
+            ),
+        )
+        aws = remember(store, AWS)
+        while semantic.wants_fold():
+            semantic.fold(slice_size=7)
         folded = semantic.status()
         assert folded.graph > 0 and folded.vectors - folded.graph < 20  # recent stays small
         assert ask(store, SPENDING)[0].trace.id == aws.id
@@ -428,7 +420,16 @@ def test_the_vector_search_beside_the_lexical_work_finds_what_it_finds_inline(
     vectors move into the graph meanwhile, the search is made again, not half-done."""
     with Store(tmp_path / "d", map_size=1 << 24) as store:
         semantic = store.open_vectors(embedder, ann_at=20)
-        _, aws = with_a_graph(store, FILLER * 12)
+        write(
+            store,
+            *(
+                Remember(draft=Draft(content=f"note {i} about the {w} service"))
+                for i, w in enumerate(FILLER * 12)
+            ),
+        )
+        aws = remember(store, AWS)
+        while semantic.wants_fold():
+            semantic.fold(slice_size=7)
         assert semantic.status().graph > 64  # more than a search asks the graph for
         remember(store, PAGER)  # a recent vector beside the graph
         queries = [SPENDING, "service note", "postgres connections", "kafka lag billing"]
