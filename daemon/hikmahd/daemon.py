@@ -16,7 +16,7 @@ import resource
 import signal
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -60,7 +60,7 @@ from .policywatch import PolicyHolder
 from .reminders import Reminders
 from .replay import Replay
 from .rpc import Dispatcher, error_for, response
-from .scheduling import Beside, Offload, Recalls, in_thread, threads_of_their_own, wall_ms
+from .scheduling import Offload, Recalls, in_thread, threads_of_their_own, wall_ms
 from .semantics import Semantics
 from .services import Services
 from .syncing import Syncing
@@ -214,16 +214,6 @@ class Daemon:
                     unlink_if_ours(self.config.socket_path, inode)
 
     async def _serve(
-        self,
-        listener: trio.SocketListener,
-        signals: AsyncIterator[int],
-        task_status: trio.TaskStatus[None],
-    ) -> None:
-        # A recall's vector search runs on a thread of its own while it serves.
-        with Beside() as beside, _recalling_with(self.services.recalls, beside):
-            await self._serve_all(listener, signals, task_status)
-
-    async def _serve_all(
         self,
         listener: trio.SocketListener,
         signals: AsyncIterator[int],
@@ -408,15 +398,6 @@ def raise_descriptor_limit() -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
         except (ValueError, OSError) as exc:
             log.warning("cannot raise the descriptor limit from %d: %s", soft, exc)
-
-
-@contextlib.contextmanager
-def _recalling_with(recalls: Recalls, beside: Beside) -> Iterator[None]:
-    recalls.beside = beside
-    try:
-        yield
-    finally:
-        recalls.beside = None
 
 
 def run(config: Config, vault: Vault | None) -> None:

@@ -26,16 +26,14 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import queue
 import sys
-import threading
 import time
 import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar, cast
+from typing import Any, Protocol, TypeVar
 
 import trio
 
@@ -79,61 +77,6 @@ async def held(lock: trio.Lock) -> AsyncIterator[None]:
         yield
     finally:
         lock.release()
-
-
-class Beside:
-    """A thread of the daemon's own that runs one piece of work beside a recall: the
-    vector search, which faiss runs without the GIL while the recall's lexical work goes
-    on (hikmah.semantic.Beside). Recalls take turns, so one thread is enough; it runs
-    nothing else, so work given to it never waits behind other work."""
-
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[_Job[Any] | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._serve, name="hikmahd beside", daemon=True)
-        self._thread.start()
-
-    def __call__(self, work: Callable[[], T]) -> Callable[[], T]:
-        job = _Job(work)
-        self._jobs.put(job)
-        # Until it runs: a recall that went on at once would hold the GIL the work needs
-        # to reach faiss, which releases it.
-        job.started.wait()
-        return job.result
-
-    def __enter__(self) -> Beside:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        """Stop the thread once the work given to it is done."""
-        self._jobs.put(None)
-        self._thread.join()
-
-    def _serve(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            job.run()
-
-
-class _Job(Generic[T]):
-    def __init__(self, work: Callable[[], T]) -> None:
-        self.work = work
-        self.started, self.done = threading.Event(), threading.Event()
-        self.value: T | None = None
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        self.started.set()
-        try:
-            self.value = self.work()
-        except BaseException as exc:  # handed to whoever waits for the result
-            self.error = exc
-        finally:
-            self.done.set()
-
-    def result(self) -> T:
-        self.done.wait()
-        if self.error is not None:
-            raise self.error
-        return cast(T, self.value)
 
 
 async def in_thread(call: Callable[[], T]) -> T:
@@ -242,11 +185,8 @@ class Recalls:
         policy: Callable[[], KernelPolicy],
         now_ms: Callable[[], int],
         offload: Offload,
-        beside: Beside | None = None,
     ) -> None:
-        """``beside``: the thread a recall's vector search runs on (None: in the recall)."""
         self.store, self.policy, self.now_ms, self.offload = store, policy, now_ms, offload
-        self.beside = beside
         self.turns = Turns()
         self._own: weakref.WeakKeyDictionary[Asker, trio.Lock] = weakref.WeakKeyDictionary()
         # Assumed long until measured: the first recall loads the feature columns.
@@ -272,13 +212,7 @@ class Recalls:
             def run() -> list[RecallResult]:
                 with self.store.snapshot() as present:
                     snapshot = as_of(present, point, now)
-                    return recall(
-                        snapshot,
-                        query,
-                        now_ms=now_of(snapshot, now),
-                        policy=policy,
-                        beside=self.beside,
-                    )
+                    return recall(snapshot, query, now_ms=now_of(snapshot, now), policy=policy)
 
             began = time.perf_counter()
             # A laggard's recall runs in a worker thread however short it is: the loop

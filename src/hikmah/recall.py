@@ -48,7 +48,7 @@ from hikmah.layout import (
 )
 from hikmah.policy import KernelPolicy
 from hikmah.queries import conflicts_for, superseded_by
-from hikmah.semantic import Beside, Pending, SemanticIndex
+from hikmah.semantic import SemanticIndex
 from hikmah.snapshot import Snapshot
 from hikmah.tokenizer import terms
 from hikmah.trace import (
@@ -153,22 +153,15 @@ class _Selected:
 
 
 def recall(
-    snapshot: Snapshot,
-    query: RecallQuery,
-    *,
-    now_ms: int,
-    policy: KernelPolicy,
-    beside: Beside | None = None,
+    snapshot: Snapshot, query: RecallQuery, *, now_ms: int, policy: KernelPolicy
 ) -> list[RecallResult]:
-    """The best ``min(limit, recall_limit)`` traces for ``query`` in ``snapshot``, best first;
-    ``beside`` runs the vector search on a thread of its own while the lexical work goes
-    on (faiss searches without the GIL), when given."""
+    """The best ``min(limit, recall_limit)`` traces for ``query`` in ``snapshot``, best first."""
     limit = min(query.limit or policy.recall_limit, policy.recall_limit)
     q_terms = sorted(terms(query.query))
     q_tags = sorted({t for t in map(normalize_tag, query.tags) if t})
     if limit < 1 or (query.query.strip() and not q_terms and not q_tags):
         return []  # a query of stopwords only asks for nothing
-    return _Scorer(snapshot, query, q_terms, q_tags, now_ms, policy, beside).run()[:limit]
+    return _Scorer(snapshot, query, q_terms, q_tags, now_ms, policy).run()[:limit]
 
 
 Rows = dict[str, npt.NDArray[Any]]
@@ -214,7 +207,6 @@ class _Candidates(NamedTuple):
 class _Semantic(NamedTuple):
     vectors: SemanticIndex
     query: Vectors
-    near: Pending  # the nearest vectors' search, begun as the query was embedded
 
 
 class _Scorer:
@@ -236,10 +228,8 @@ class _Scorer:
         q_tags: list[str],
         now_ms: int,
         policy: KernelPolicy,
-        beside: Beside | None = None,
     ) -> None:
         self.snapshot, self.features = snapshot, snapshot.features
-        self.beside = beside
         self.query, self.policy = query, policy
         self.q_terms, self.q_tags, self.now = q_terms, q_tags, now_ms
         self.listing = not q_terms and not q_tags
@@ -272,18 +262,7 @@ class _Scorer:
         ):
             return None
         vector = index.embed_query(self.query.query)
-        if vector is None:
-            return None
-        return _Semantic(index, vector, index.start_search(vector, self._nearest(), self.beside))
-
-    def _nearest(self) -> int:
-        """Nearest vectors a recall brings: as many as the walk may read at least.
-
-        A nearer vector's trace can lose only by its meta (at most 0.55 against
-        1), and the evaluation sets scored the same with 1, 16, 24 and 50 of them
-        (docs/semantic.md), each costing the search and scoring.
-        """
-        return max(self.policy.semantic.candidates, _margin(self.policy.recall_limit))
+        return None if vector is None else _Semantic(index, vector)
 
     def run(self) -> list[RecallResult]:
         # The walk always chooses recall_limit results, whatever the limit asked
@@ -509,7 +488,11 @@ class _Scorer:
             pool = lexical["doc"][
                 _top(lexical["score"], lexical["created"], lexical["doc"], _margin(depth))
             ]
-        near, _ = semantic.near(self._allowed)
+        # As many as the walk may read at least: a nearer vector's trace can lose only by
+        # its meta (at most 0.55 against 1), and the evaluation sets scored the same with
+        # 1, 16, 24 and 50 of them (docs/semantic.md), each costing the search and scoring.
+        wanted = max(self.policy.semantic.candidates, _margin(depth))
+        near, _ = semantic.vectors.search(semantic.query, wanted, self._allowed)
         union = _matches_of(found, np.union1d(pool, near.astype(np.uint32)))
         need = min(self.query.min_matched_terms, len(self.q_terms))
         if need:

@@ -52,10 +52,9 @@ from __future__ import annotations
 import logging
 import struct
 import threading
-from collections.abc import Callable, Sequence
-from functools import partial
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal, Protocol, TypeVar
+from typing import Literal
 
 import msgspec
 import numpy as np
@@ -71,27 +70,14 @@ from hikmah.vault import VaultError
 from hikmah.vector_index import (
     Allowed,
     FlatIndex,
-    Hits,
     HnswIndex,
     Ids,
-    Labels,
     Similarities,
     VectorIndex,
     restore_index,
 )
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
-# A vector search begun: its result, given the filter of what the query may see.
-Pending = Callable[[Allowed], tuple[Ids, Similarities]]
-
-
-class Beside(Protocol):
-    """Runs ``work`` on a thread of its own and gives back how to wait for its result
-    (the daemon's: the kernel holds no threads)."""
-
-    def __call__(self, work: Callable[[], T]) -> Callable[[], T]: ...
-
 
 State = Literal["loading", "building", "ready"]
 VECTORS_FILE = "vectors"
@@ -195,35 +181,10 @@ class SemanticIndex:
         most similar first."""
         with self._lock:
             parts = [index.search(query, k, allowed) for index in self._indexes()]
-        return _best(parts, k)
-
-    def start_search(self, query: Vectors, k: int, beside: Beside | None) -> Pending:
-        """:meth:`search`, begun now: the graph's own search runs beside the caller
-        (``beside``: faiss searches without the GIL, so the caller's lexical work goes on),
-        the rest when the result is asked for with ``allowed`` (which reads the store, in
-        the caller's thread). Without ``beside`` or a graph, all of it then."""
-        graph = self._graph
-        if beside is None or graph is None:
-            return partial(self.search, query, k)
-        q = np.asarray(query, dtype=np.float32)
-
-        def nearest() -> tuple[Labels, int]:
-            with self._lock:
-                return graph.nearest(q, graph.first_fetch(k, filtered=True)), graph.nodes
-
-        wait = beside(nearest)
-
-        def result(allowed: Allowed) -> tuple[Ids, Similarities]:
-            labels, nodes = wait()
-            with self._lock:
-                if self._graph is graph and graph.nodes == nodes:
-                    near = graph.search(q, k, allowed, near=labels)
-                    parts = [self._recent.search(q, k, allowed), near]
-                else:  # the graph changed meanwhile (a fold, a rebuild): look again
-                    parts = [index.search(q, k, allowed) for index in self._indexes()]
-            return _best(parts, k)
-
-        return result
+        ids = np.concatenate([hits.ids for hits in parts])
+        sims = np.concatenate([hits.similarities for hits in parts])
+        order = np.lexsort((ids, -sims))[:k]
+        return ids[order], sims[order]
 
     def similarities(self, query: Vectors, docs: npt.ArrayLike) -> Similarities:
         """Cosine of ``query`` with each document's vector, NaN for a document without one."""
@@ -438,15 +399,6 @@ class SemanticIndex:
             self._recent, self._graph = recent, graph
             self._upto, self._last_id = header.upto, header.last_id
             self._changed = False
-
-
-def _best(parts: list[Hits], k: int) -> tuple[Ids, Similarities]:
-    """The ``k`` most similar of the indexes' hits, most similar first (ties: lower
-    document number first, as each index orders its own)."""
-    ids = np.concatenate([hits.ids for hits in parts])
-    sims = np.concatenate([hits.similarities for hits in parts])
-    order = np.lexsort((ids, -sims))[:k]
-    return ids[order], sims[order]
 
 
 def _live(snapshot: Snapshot) -> npt.NDArray[np.bool_]:

@@ -43,7 +43,6 @@ from hikmah.embedding import ModelStamp, Vectors
 from hikmah.quantize import Codes, Scales, dequantize, quantize
 
 Ids = npt.NDArray[np.uint64]
-Labels = npt.NDArray[np.int64]  # a graph's node numbers, -1 for none
 # A faiss IndexHNSWSQ: faiss's SWIG objects are not typed beyond Index (downcasts).
 Graph = Any
 Kind = Literal["flat", "hnsw"]
@@ -350,19 +349,16 @@ class HnswIndex:
         _graph_codes(self._graph, self._labels)[gone] = 0
         return len(gone)
 
-    def search(
-        self, query: Vectors, k: int, allowed: Allowed | None = None, *, near: Labels | None = None
-    ) -> Hits:
-        """As :meth:`VectorIndex.search`; ``near``: what :meth:`nearest` gave for this query
-        and ``k`` (with ``allowed`` or not), looked up already."""
+    def search(self, query: Vectors, k: int, allowed: Allowed | None = None) -> Hits:
         q = _query(query, self.stamp)
         if not len(self) or k <= 0:
             return _top(np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.float32), 0)
-        fetch = self._fetch(k, allowed is not None)
+        # Most vectors pass ``allowed`` (it keeps out superseded, purged, sensitive...):
+        # a quarter more than asked for is nearly always enough; dead labels come along.
+        fetch = (k if allowed is None else k + k // 4 + 8) + min(self._dead, k)
         while True:
-            labels = self.nearest(q, fetch) if near is None else near
-            near = None
-            found = labels[labels >= 0]
+            _, labels = self._graph.search(q[None, :], min(fetch, self._labels))
+            found = labels[0][labels[0] >= 0]
             ids = self._docs[found]
             ids = ids[ids != _DEAD]
             if allowed is not None and len(ids):
@@ -370,27 +366,6 @@ class HnswIndex:
             if len(ids) >= k or fetch >= self._labels:
                 return _top(ids, self._codes.similarities(q, ids), k)
             fetch *= 4
-
-    def nearest(self, query: Vectors, fetch: int) -> Labels:
-        """The labels of the ``fetch`` nearest nodes to ``query`` (-1 past the graph's
-        size), dead ones included: faiss's search alone, which holds no GIL."""
-        _, labels = self._graph.search(query.reshape(1, -1), min(fetch, self._labels))
-        found: Labels = labels[0]
-        return found
-
-    @property
-    def nodes(self) -> int:
-        """Nodes in the graph, dead ones included: it changes when vectors are added."""
-        return self._labels
-
-    def first_fetch(self, k: int, *, filtered: bool) -> int:
-        """How many labels :meth:`search` asks the graph for first."""
-        return self._fetch(k, filtered)
-
-    def _fetch(self, k: int, filtered: bool) -> int:
-        # Most vectors pass ``allowed`` (it keeps out superseded, purged, sensitive...):
-        # a quarter more than asked for is nearly always enough; dead labels come along.
-        return (k + k // 4 + 8 if filtered else k) + min(self._dead, k)
 
     def ids(self) -> Ids:
         return self._codes.ids()

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import socket
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 import trio
 import trio.testing
 
@@ -19,7 +17,7 @@ from hikmahd.connection import Connection
 from hikmahd.context import Context
 from hikmahd.peers import Peer
 from hikmahd.rpc import Dispatcher
-from hikmahd.scheduling import Asker, Beside, Recalls, Turns, held
+from hikmahd.scheduling import Asker, Recalls, Turns, held
 
 
 async def take(turns: Turns, name: str, unread: int, log: list[str]) -> None:
@@ -186,27 +184,3 @@ async def test_a_free_lock_is_held_without_a_round_of_the_event_loop() -> None:
             await trio.sleep(0.01)  # second waits: the lock is taken
             order.append("first")
     assert order == ["first", "second"]
-
-
-def test_work_beside_runs_on_a_thread_of_its_own_and_hands_back_its_result() -> None:
-    with Beside() as beside:
-        here = threading.get_ident()
-        where = beside(threading.get_ident)
-        assert where() != here
-        gate = threading.Event()
-
-        def slow() -> str:
-            gate.wait(5)
-            return "done"
-
-        waiting = beside(slow)  # returns once the work runs, not once it ends
-        gate.set()
-        assert waiting() == "done"
-
-        def broken() -> None:
-            raise ValueError("the search failed")
-
-        with pytest.raises(ValueError, match="the search failed"):
-            beside(broken)()
-        assert beside(lambda: 7)() == 7  # still serving after an error
-    assert not beside._thread.is_alive()  # the daemon stops it at its stop

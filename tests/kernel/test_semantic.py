@@ -9,10 +9,8 @@ they cannot be used.
 from __future__ import annotations
 
 import itertools
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TypeVar
 
 import msgspec
 import numpy as np
@@ -25,7 +23,7 @@ from hikmah.past import as_of
 from hikmah.policy import KernelPolicy, SemanticPolicy, parse_policy, reference_policy
 from hikmah.recall import RecallQuery, RecallResult, recall
 from hikmah.rules import Purge, Remember, Written
-from hikmah.semantic import FOLD_AT, SemanticIndex, StaleVectors, vectors_path
+from hikmah.semantic import SemanticIndex, StaleVectors, vectors_path
 from hikmah.store import Store
 from hikmah.trace import Draft, Trace
 
@@ -38,7 +36,6 @@ SPENDING = "why did our cloud spending go up"  # shares no term with AWS; cosine
 DEFAULT = KernelPolicy()
 OFF = msgspec.structs.replace(DEFAULT, semantic=SemanticPolicy(enabled=False))
 _counter = itertools.count()
-T = TypeVar("T")
 
 
 @pytest.fixture(scope="module")
@@ -390,68 +387,3 @@ def test_recall_as_of_the_past_finds_by_meaning_what_was_true_then(vstore: Store
     assert [r.trace.id for r in found] == [old.id] and found[0].status == "active"
     assert found[0].why.semantic is not None
     assert old.id not in {r.trace.id for r in now} and later.id in {r.trace.id for r in now}
-
-
-class ThreadBeside:
-    """A Beside as the daemon's (a thread per piece of work, here), that can also change
-    the vectors between the search beside and its result, as a fold may."""
-
-    def __init__(self, meanwhile: Callable[[], object] = lambda: None) -> None:
-        self.meanwhile, self.ran = meanwhile, 0
-
-    def __call__(self, work: Callable[[], T]) -> Callable[[], T]:
-        box: dict[str, T] = {}
-        thread = threading.Thread(target=lambda: box.update(value=work()))
-        thread.start()
-        self.ran += 1
-
-        def result() -> T:
-            thread.join()
-            self.meanwhile()
-            return box["value"]
-
-        return result
-
-
-def test_the_vector_search_beside_the_lexical_work_finds_what_it_finds_inline(
-    tmp_path: Path, embedder: Embedder
-) -> None:
-    """Begun beside the recall, the graph's search gives the same results; and when
-    vectors move into the graph meanwhile, the search is made again, not half-done."""
-    with Store(tmp_path / "d", map_size=1 << 24) as store:
-        semantic = store.open_vectors(embedder, ann_at=20)
-        write(
-            store,
-            *(
-                Remember(draft=Draft(content=f"note {i} about the {w} service"))
-                for i, w in enumerate(FILLER * 12)
-            ),
-        )
-        aws = remember(store, AWS)
-        while semantic.wants_fold():
-            semantic.fold(slice_size=7)
-        assert semantic.status().graph > 64  # more than a search asks the graph for
-        remember(store, PAGER)  # a recent vector beside the graph
-        queries = [SPENDING, "service note", "postgres connections", "kafka lag billing"]
-
-        def answers(beside: ThreadBeside | None) -> list[list[str]]:
-            return [
-                [r.trace.id for r in store.read(
-                    recall, RecallQuery(query=q), now_ms=NOW, policy=DEFAULT, beside=beside
-                )]
-                for q in queries
-            ]  # fmt: skip
-
-        inline = answers(None)
-        beside = ThreadBeside()
-        assert answers(beside) == inline and beside.ran == len(queries)
-        assert aws.id in inline[0]
-        # A fold between the search beside and its result: the graph is searched again.
-        for i in range(FOLD_AT):
-            remember(store, f"another note {i} on the {FILLER[i % len(FILLER)]} service")
-        # Found by meaning alone (no term of SPENDING), only while its vector is seen.
-        again = remember(store, "Our AWS bill jumped 40% in November: staging ran all month.")
-        folding = ThreadBeside(lambda: semantic.fold(slice_size=2 * FOLD_AT))
-        moved = answers(folding)
-        assert semantic.status().vectors - semantic.status().graph < FOLD_AT
-        assert again.id in moved[0] and moved == answers(None)
