@@ -318,6 +318,13 @@ static PyObject *first_bound(PyObject *self, PyObject *args) {
     const uint8_t *overdue = AT(a[3], uint8_t);
     double *out = AT(a[4], double);
     for (Py_ssize_t i = 0; i < n; i++) {
+        /* A bound of the counts alone: neighbours often hold the same (a common word's
+         * thousands of candidates), and the same counts give the same bound. */
+        if (i > 0 && matched[i] == matched[i - 1] && matched_idf[i] == matched_idf[i - 1]
+            && tagged[i] == tagged[i - 1] && overdue[i] == overdue[i - 1]) {
+            out[i] = out[i - 1];
+            continue;
+        }
         double cue = cue_of(p, lexical_bound(p, matched[i], matched_idf[i]), tagged[i] / p->n_tags);
         out[i] = bounded(p, cue, p->meta_max, overdue[i]);
     }
@@ -499,6 +506,8 @@ typedef struct {
     int list;
 } Head;
 
+#define FEW_LISTS 8 /* up to which a scan of the heads finds the least */
+
 static inline int before(Head a, Head b) {
     return a.doc < b.doc || (a.doc == b.doc && a.list < b.list);
 }
@@ -577,7 +586,27 @@ static PyObject *merge(PyObject *self, PyObject *args) {
     for (int i = size / 2 - 1; i >= 0; i--)
         sift_down(heap, size, i);
     while (size > 0) {
-        Head top = heap[0];
+        Head top;
+        if (size <= FEW_LISTS) { /* a few lists: the least head by a scan beats the heap */
+            int least = 0;
+            for (int h = 1; h < size; h++)
+                if (before(heap[h], heap[least]))
+                    least = h;
+            top = heap[least];
+            Py_ssize_t next = ++at[top.list];
+            if (next < in[top.list].view.shape[0])
+                heap[least].doc = AT(in[top.list], uint32_t)[next];
+            else
+                heap[least] = heap[--size];
+        } else {
+            top = heap[0];
+            Py_ssize_t next = ++at[top.list];
+            if (next < in[top.list].view.shape[0])
+                heap[0].doc = AT(in[top.list], uint32_t)[next];
+            else
+                heap[0] = heap[--size];
+            sift_down(heap, size, 0);
+        }
         if (count == 0 || docs[count - 1] != top.doc) {
             docs[count] = top.doc;
             matched[count] = tagged[count] = matched_idf[count] = 0.0;
@@ -594,12 +623,6 @@ static PyObject *merge(PyObject *self, PyObject *args) {
         } else {
             overdue[last] = 1;
         }
-        Py_ssize_t next = ++at[top.list];
-        if (next < in[top.list].view.shape[0])
-            heap[0].doc = AT(in[top.list], uint32_t)[next];
-        else
-            heap[0] = heap[--size];
-        sift_down(heap, size, 0);
     }
     result = PyLong_FromSsize_t(count);
 done:

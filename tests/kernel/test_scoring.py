@@ -392,7 +392,7 @@ def test_the_policy_section_is_checked() -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(
-    st.lists(st.sets(st.integers(0, 300), max_size=60), max_size=5),
+    st.lists(st.sets(st.integers(0, 300), max_size=60), max_size=12),  # past 8: the heap
     st.lists(st.sets(st.integers(0, 300), max_size=30), max_size=2),
     st.sets(st.integers(0, 300), max_size=20),
     st.booleans(),
