@@ -8,12 +8,16 @@ the next one gathers, which is what makes concurrent writers cheap.
 Under load a batch also waits a moment for the writes it can expect: when
 recent batches held several writes, their callers write again as soon as they
 are answered, so the batch waits for as many writes as the largest of them,
-until none came for ``GATHER_QUIET_S`` and at most ``GATHER_MAX_S``. Fewer,
-larger batches pay for fewer syncs (docs/performance.md, "Writes"). A lone
-writer never waits.
+until none came for ``GATHER_QUIET_S`` and at most ``GATHER_MAX_S``. That
+window opens once the batch before is answered (``ANSWER_WAIT_S`` at most):
+opened earlier, a slow sync used it up and the batch split into two smaller
+ones, a pattern that then kept itself going.
+Fewer, larger batches pay for fewer syncs (docs/performance.md, "Writes"). A
+lone writer never waits.
 
-The semantic channel's vectors follow each batch in its sync task (embedding the
-new traces while the next batch applies), before its callers are answered.
+The semantic channel's vectors follow each batch as it is applied
+(:meth:`~hikmah.store.Store.apply`), so a recall by meaning finds what its callers
+wrote once they are answered.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ log = logging.getLogger(__name__)
 MAX_BATCH = 512
 GATHER_QUIET_S = 0.001  # a gathering batch stops waiting once no write came for this long
 GATHER_MAX_S = 0.002  # and never waits longer than this in all
+ANSWER_WAIT_S = 0.02  # before which it waits this long at most for the batch before's answer
 RECENT_S = 0.1  # the batches committed this recently tell how many writes to expect
 RECENT_BATCHES = 8
 T = TypeVar("T")
@@ -197,17 +202,19 @@ class Writer:
 
         Gathering stops at a store maintenance call (it runs alone), at
         ``MAX_BATCH``, and at the number of writes recent batches held; it waits
-        for the batch still syncing (its callers come back after their answers),
-        then for each next write for up to ``GATHER_QUIET_S``, ``GATHER_MAX_S`` in
-        all. ``taken`` grows in place: on cancellation the caller still holds all.
+        for the batch still syncing, ``ANSWER_WAIT_S`` at most (its callers come
+        back after their answers), then for each next write for up to
+        ``GATHER_QUIET_S``, ``GATHER_MAX_S`` in all. ``taken`` grows in place: on
+        cancellation the caller still holds all.
         """
         self._take_waiting(taken)
         expected = self._expected()
         if self._full(taken, expected):
             return
-        with trio.move_on_after(GATHER_MAX_S):
+        with trio.move_on_after(ANSWER_WAIT_S):
             await self._answered.wait()
-            self._take_waiting(taken)
+        self._take_waiting(taken)
+        with trio.move_on_after(GATHER_MAX_S):
             while not self._full(taken, expected):
                 with trio.move_on_after(GATHER_QUIET_S) as quiet:
                     try:
@@ -244,9 +251,7 @@ class Writer:
         policy = self.policy()
         outcomes = await self._run_in_thread(
             batch,
-            lambda: self.store.apply(
-                operations, now_ms=now_ms, policy=policy, sync=False, follow=False
-            ),
+            lambda: self.store.apply(operations, now_ms=now_ms, policy=policy, sync=False),
         )
         if outcomes is None:
             return  # every caller already has the error
@@ -260,20 +265,8 @@ class Writer:
         previous: trio.Event,
         answered: trio.Event,
     ) -> None:
-        synced: bool | None = None
-
-        async def sync() -> None:
-            nonlocal synced
-            synced = await self._run_in_thread(batch, self._sync)
-
         with trio.CancelScope(shield=True):
-            # The vectors follow beside the sync (and while the next batch applies), in
-            # commit order whichever call gets there: the callers are answered after
-            # both, so a recall by meaning finds what they wrote, and a single client
-            # waits for the longer of the two, not for both in turn.
-            async with trio.open_nursery() as both:
-                both.start_soon(sync)
-                both.start_soon(self.offload, self.store.follow_vectors)
+            synced = await self._run_in_thread(batch, self._sync)
             # Answers (and the events they cause) keep the order of the batches.
             await previous.wait()
         if synced:

@@ -18,7 +18,7 @@ vectors live in two indexes (:mod:`hikmah.vector_index`):
 
 A search asks both and merges. The two are reached under one lock: faiss
 gives no promise about searching while a graph changes. The writer's
-:meth:`~hikmah.store.Store.follow_vectors` embeds a batch outside it.
+:meth:`~hikmah.store.Store.apply` embeds a batch outside it.
 
 **Keeping up with the store.** The index reflects every document below
 ``upto``. The store hands it each durable batch

@@ -136,8 +136,6 @@ class Store:
         # The semantic channel's vectors, when the daemon (or a tool) attached them: every
         # durable batch reaches them (hikmah.semantic).
         self.semantic: SemanticIndex | None = None
-        # Committed batches whose vectors have not followed yet (see apply's ``follow``).
-        self._unfollowed: list[list[Added]] = []
         self._follow_lock = threading.Lock()
         # Batches committed, and how many of them are known durable (the writer
         # syncs a batch while it applies the next: see apply).
@@ -372,7 +370,6 @@ class Store:
         now_ms: int,
         policy: KernelPolicy,
         sync: bool = True,
-        follow: bool = True,
     ) -> list[Outcome | Applied]:
         """Check and commit a batch; one outcome per operation, in order.
 
@@ -383,9 +380,9 @@ class Store:
         sync one batch while it applies the next, and answers a batch's callers
         only after its sync.
 
-        With ``follow`` (the default) the vectors follow the batch before this
-        returns; without it they follow at :meth:`follow_vectors`, which the
-        writer calls beside the sync, so that embedding overlaps the next batch.
+        The semantic channel's vectors follow the batch before this returns, in
+        the caller's thread: beside the sync, or while the next batch applied,
+        the embedding cost more CPU a write than it hid (docs/performance.md).
 
         Raises:
             StoreFull: the map cannot grow or the disk is full; nothing was written.
@@ -399,10 +396,7 @@ class Store:
                 if scrub:
                     # A destroyed data key must not stay readable in a free page.
                     self._scrub()
-                with self._follow_lock:
-                    self._unfollowed.append(changes)
-                if follow:
-                    self.follow_vectors()
+                self._follow(changes)
                 return outcomes
             except lmdb.MapFullError:
                 self._grow()
@@ -460,18 +454,14 @@ class Store:
             except lmdb.MapFullError:
                 self._grow()
 
-    def follow_vectors(self) -> None:
-        """Bring the vectors up to every batch committed so far, in commit order; under the
-        vault a batch that removed a vector (a purge, here or on another device) saves
-        them at once, so the vector leaves the disk with its text."""
-        with self._follow_lock:
-            batches, self._unfollowed = self._unfollowed, []
+    def _follow(self, written: list[Added]) -> None:
+        """Bring the vectors up to a batch just committed (the documents it gave a text);
+        under the vault a batch that removed a vector (a purge, here or on another device)
+        saves them at once, so the vector leaves the disk with its text."""
+        with self._follow_lock:  # one batch at a time: with one writer, in commit order
             semantic = self.semantic
             if semantic is None:
                 return
-            # One embedding for every batch waiting (several when the writer got ahead):
-            # a document written in two of them keeps its last text, as in commit order.
-            written = list({doc.docno: doc for batch in batches for doc in batch}.values())
             try:
                 removed = semantic.committed(written)
                 if removed and self.dbs.vault is not None and semantic.ready:

@@ -22,10 +22,10 @@ from hikmah.embedding import Embedder, load_embedder
 from hikmah.past import as_of
 from hikmah.policy import KernelPolicy, SemanticPolicy, parse_policy, reference_policy
 from hikmah.recall import RecallQuery, RecallResult, recall
-from hikmah.rules import Purge, Remember, Written
+from hikmah.rules import Purge, Remember
 from hikmah.semantic import SemanticIndex, StaleVectors, vectors_path
 from hikmah.store import Store
-from hikmah.trace import Draft, Trace
+from hikmah.trace import Draft
 
 from .conftest import NOW, HeldKeys, remember, remember_forecast, write
 from .strategies import examples, notes_of, query_of
@@ -278,25 +278,6 @@ def test_vectors_follow_writes_and_purges(vstore: Store) -> None:
     assert vstore.semantic is not None
     sims = vstore.semantic.similarities(vstore.semantic.embedder.embed(["postgres"])[0], [0, 1])
     assert not np.isnan(sims[0]) and np.isnan(sims[1])
-    assert ask(vstore, SPENDING)[0].trace.id == kept.id
-
-
-def test_batches_the_writer_got_ahead_of_follow_at_once_in_commit_order(vstore: Store) -> None:
-    # The daemon's writer commits without following (follow=False) and lets the vectors
-    # follow beside the sync: every batch waiting then follows in one embedding.
-    def commit(*ops: Remember | Purge) -> list[Trace]:
-        outcomes = vstore.apply(ops, now_ms=NOW, policy=DEFAULT, follow=False)
-        return [o.trace for o in outcomes if isinstance(o, Written) and o.trace is not None]
-
-    kept, gone = commit(Remember(draft=Draft(content=AWS)), Remember(draft=Draft(content=PAGER)))
-    commit(Purge(id=gone.id, reason="test"))  # the same document again, emptied
-    assert status(vstore) == ("ready", 0, 0)  # nothing followed yet
-    assert vstore.semantic is not None
-    vstore.follow_vectors()
-    assert status(vstore) == ("ready", 1, 2)
-    query = vstore.semantic.embedder.embed(["postgres"])[0]
-    sims = vstore.semantic.similarities(query, [0, 1])
-    assert not np.isnan(sims[0]) and np.isnan(sims[1])  # the purged text never got a vector
     assert ask(vstore, SPENDING)[0].trace.id == kept.id
 
 
