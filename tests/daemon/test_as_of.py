@@ -34,7 +34,11 @@ class Clocked:
         self.daemon = Running(root, module=("tests.daemon.clocked_hikmahd", str(self.clock)))
 
     def set(self, ms: int) -> None:
-        self.clock.write_text(str(ms))
+        # Renamed into place: the daemon reads the file at any moment, and a file being
+        # rewritten reads empty (which once stopped the daemon mid-test).
+        staged = self.clock.with_suffix(".new")
+        staged.write_text(str(ms))
+        staged.replace(self.clock)
 
     def call(self, method: str, **params: Any) -> Any:
         return self.daemon.call(method, **params)
