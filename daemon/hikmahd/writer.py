@@ -8,12 +8,11 @@ the next one gathers, which is what makes concurrent writers cheap.
 Under load a batch also waits a moment for the writes it can expect: when
 recent batches held several writes, their callers write again as soon as they
 are answered, so the batch waits for as many writes as the largest of them,
-until none came for ``GATHER_QUIET_S`` and at most ``GATHER_MAX_S``. That
-window opens once the batch before is answered (``ANSWER_WAIT_S`` at most):
-opened earlier, a slow sync used it up and the batch split into two smaller
-ones, a pattern that then kept itself going.
-Fewer, larger batches pay for fewer syncs (docs/performance.md, "Writes"). A
-lone writer never waits.
+until none came for ``GATHER_QUIET_S`` and at most ``GATHER_MAX_S``. Fewer,
+larger batches pay for fewer syncs (docs/performance.md, "Writes"). A lone
+writer never waits. The window opens once the batch before is answered
+(``ANSWER_WAIT_S`` at most): opened earlier, a slow sync used it up and the
+batch split into two smaller ones, a pattern that then kept itself going.
 
 The semantic channel's vectors follow each batch as it is applied
 (:meth:`~hikmah.store.Store.apply`), so a recall by meaning finds what its callers
