@@ -1,14 +1,19 @@
-"""The one compiled part, the recall kernel (hikmah._scoring); pyproject.toml has the rest."""
+"""The compiled parts, the recall kernel (hikmah._scoring) and the vectors' arithmetic
+(hikmah._vectors); pyproject.toml has the rest."""
 
 from setuptools import Extension, setup
+
+# No fused multiply-add: every number is NumPy's arithmetic to the last bit.
+FLAGS = ["-O2", "-ffp-contract=off"]
 
 setup(
     ext_modules=[
         Extension(
-            "hikmah._scoring",
-            ["src/hikmah/scoring.c"],
-            # No fused multiply-add: a score is NumPy's arithmetic to the last bit.
-            extra_compile_args=["-O2", "-ffp-contract=off"],
+            name,
+            [f"src/hikmah/{source}"],
+            depends=["src/hikmah/arrays.h"],
+            extra_compile_args=FLAGS,
         )
+        for name, source in (("hikmah._scoring", "scoring.c"), ("hikmah._vectors", "vectors.c"))
     ]
 )

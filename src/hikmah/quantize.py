@@ -14,10 +14,10 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from hikmah import _vectors
+
 Codes = npt.NDArray[np.int8]
 Scales = npt.NDArray[np.float32]
-
-LEVELS = 127
 
 
 def quantize(vectors: npt.NDArray[np.floating]) -> tuple[Codes, Scales]:
@@ -29,12 +29,10 @@ def quantize(vectors: npt.NDArray[np.floating]) -> tuple[Codes, Scales]:
     rows = np.asarray(vectors, dtype=np.float32)
     if rows.ndim != 2:
         raise ValueError(f"vectors must be a 2-d array, not {rows.ndim}-d")
-    if not np.isfinite(rows).all():
-        raise ValueError("vectors must be finite")
-    peak = np.abs(rows).max(axis=1) if rows.shape[1] else np.zeros(len(rows), np.float32)
-    scales = (peak / LEVELS).astype(np.float32)
-    safe = np.where(scales > 0, scales, 1.0).astype(np.float32)
-    codes = np.rint(rows / safe[:, None]).clip(-LEVELS, LEVELS).astype(np.int8)
+    rows = np.ascontiguousarray(rows)
+    codes, scales = np.empty(rows.shape, dtype=np.int8), np.empty(len(rows), dtype=np.float32)
+    # max|x| / 127 and rint(x / scale) clipped, in float32, as NumPy computes them (C).
+    _vectors.quantize(rows.reshape(-1), rows.shape[1], codes.reshape(-1), scales)
     return codes, scales
 
 

@@ -27,8 +27,7 @@
  * the formula); setup.py builds it with -ffp-contract=off, so that no
  * multiply-add is fused.
  *
- * Arrays come in through the buffer protocol, one-dimensional and contiguous,
- * and results are written into arrays the caller allocated: no NumPy headers.
+ * Arrays come in through the buffer protocol (arrays.h).
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -36,6 +35,8 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "arrays.h"
 
 #define DAY_MS 86400000.0
 #define NO_DEADLINE (-1)
@@ -112,59 +113,6 @@ static PyObject *params(PyObject *self, PyObject *args, PyObject *kwargs) {
     return capsule;
 }
 
-/* -- arrays ----------------------------------------------------------------------- */
-
-/* The element kinds recall hands over, by the buffer protocol's format letters. */
-typedef enum { F64, F32, I64, U32, U16, U8 } Kind;
-
-typedef struct {
-    Py_buffer view;
-    int held;
-} Array;
-
-static int kind_matches(const Py_buffer *view, Kind kind) {
-    const char *format = view->format ? view->format : "B";
-    char letter = format[strlen(format) - 1]; /* past any byte-order mark */
-    switch (kind) {
-    case F64: return letter == 'd' && view->itemsize == 8;
-    case F32: return letter == 'f' && view->itemsize == 4;
-    case I64: return (letter == 'l' || letter == 'q') && view->itemsize == 8;
-    case U32: return (letter == 'I' || letter == 'L') && view->itemsize == 4;
-    case U16: return letter == 'H' && view->itemsize == 2;
-    case U8: return (letter == 'B' || letter == '?') && view->itemsize == 1;
-    }
-    return 0;
-}
-
-/* Borrow ``obj`` as a contiguous one-dimensional array of ``kind`` (``n`` long
- * unless n < 0); 0 and an exception when it is not one. */
-static int borrow(PyObject *obj, Array *a, Kind kind, Py_ssize_t n, int writable,
-                  const char *name) {
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, &a->view, flags) < 0)
-        return 0;
-    a->held = 1;
-    if (a->view.ndim != 1 || !kind_matches(&a->view, kind)) {
-        PyErr_Format(PyExc_TypeError, "%s: not a one-dimensional array of the expected type",
-                     name);
-        return 0;
-    }
-    if (n >= 0 && a->view.shape[0] != n) {
-        PyErr_Format(PyExc_ValueError, "%s: %zd elements, not %zd", name, a->view.shape[0], n);
-        return 0;
-    }
-    return 1;
-}
-
-static void release(Array *arrays, int count) {
-    for (int i = 0; i < count; i++)
-        if (arrays[i].held) {
-            PyBuffer_Release(&arrays[i].view);
-            arrays[i].held = 0;
-        }
-}
-
-#define AT(array, type) ((type *)(array).view.buf)
 
 static const Params *params_of(PyObject *capsule) {
     if (!PyCapsule_IsValid(capsule, PARAMS_NAME)) {

@@ -1,0 +1,172 @@
+/* hikmah._vectors: a static model's embedding and int8 quantisation, a vector at a time.
+ *
+ * Every write with the semantic channel on embeds its text and quantises the
+ * vector (hikmah/embedding.py, hikmah/quantize.py); done in NumPy, a short text
+ * cost about fifty microseconds in some twenty calls, a few of them real work.
+ * Here each is one pass over the vector, with NumPy's arithmetic kept to the
+ * last bit, so vectors made either way are equal (tests/kernel/test_vectors.py):
+ *
+ *   unit_sum  the rows of the token ids summed in order, in float32 (NumPy's
+ *             sum over axis 0), divided by their norm, whose sum of squares is
+ *             NumPy's pairwise sum (np.linalg.norm, np.add.reduce); a sum of
+ *             norm 0 stays 0
+ *   quantize  scale = max|x| / 127 and codes = rint(x / scale) clipped to
+ *             [-127, 127], in float32; a zero row keeps scale 0
+ *
+ * setup.py builds it with -ffp-contract=off, so that no multiply-add is fused.
+ */
+
+#include <math.h>
+#include <stdint.h>
+
+#include "arrays.h"
+
+#define LEVELS 127 /* quantize.LEVELS */
+#define PAIRWISE_BLOCK 128 /* NumPy's PW_BLOCKSIZE */
+
+/* NumPy's pairwise sum of float32 (loops_utils.h.src): eight running sums in blocks
+ * of up to 128, halves past that. */
+static float pairwise_sum(const float *a, Py_ssize_t n) {
+    if (n < 8) {
+        float sum = 0.0f;
+        for (Py_ssize_t i = 0; i < n; i++)
+            sum += a[i];
+        return sum;
+    }
+    if (n <= PAIRWISE_BLOCK) {
+        float r[8];
+        Py_ssize_t i;
+        for (int j = 0; j < 8; j++)
+            r[j] = a[j];
+        for (i = 8; i < n - (n % 8); i += 8)
+            for (int j = 0; j < 8; j++)
+                r[j] += a[i + j];
+        float sum = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; i++)
+            sum += a[i];
+        return sum;
+    }
+    Py_ssize_t half = n / 2;
+    half -= half % 8;
+    return pairwise_sum(a, half) + pairwise_sum(a + half, n - half);
+}
+
+static PyObject *unit_sum(PyObject *self, PyObject *args) {
+    PyObject *table_obj, *ids_obj, *out_obj;
+    Py_ssize_t dims;
+    if (!PyArg_ParseTuple(args, "OnOO", &table_obj, &dims, &ids_obj, &out_obj))
+        return NULL;
+    Array a[2] = {0};
+    PyObject *ids = NULL, *result = NULL;
+    float *squares = NULL;
+    if (dims <= 0) {
+        PyErr_SetString(PyExc_ValueError, "dimensions must be positive");
+        goto done;
+    }
+    if (!borrow(table_obj, &a[0], F32, -1, 0, "table") ||
+        !borrow(out_obj, &a[1], F32, dims, 1, "out"))
+        goto done;
+    if (a[0].view.shape[0] % dims) {
+        PyErr_SetString(PyExc_ValueError, "table: not whole rows of the dimensions");
+        goto done;
+    }
+    ids = PySequence_Fast(ids_obj, "ids: not a sequence");
+    if (ids == NULL)
+        goto done;
+    const float *table = AT(a[0], float);
+    float *out = AT(a[1], float);
+    Py_ssize_t rows = a[0].view.shape[0] / dims, count = PySequence_Fast_GET_SIZE(ids);
+    PyObject **items = PySequence_Fast_ITEMS(ids);
+    memset(out, 0, (size_t)dims * sizeof(float));
+    for (Py_ssize_t k = 0; k < count; k++) {
+        Py_ssize_t id = PyNumber_AsSsize_t(items[k], PyExc_IndexError);
+        if (id == -1 && PyErr_Occurred())
+            goto done;
+        if (id < 0 || id >= rows) {
+            PyErr_Format(PyExc_IndexError, "token id %zd is not a row of the table", id);
+            goto done;
+        }
+        const float *row = table + id * dims;
+        for (Py_ssize_t j = 0; j < dims; j++)
+            out[j] += row[j];
+    }
+    squares = PyMem_Malloc((size_t)dims * sizeof(float));
+    if (squares == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < dims; j++)
+        squares[j] = out[j] * out[j];
+    float norm = sqrtf(pairwise_sum(squares, dims));
+    for (Py_ssize_t j = 0; j < dims; j++)
+        out[j] = norm > 0.0f ? out[j] / norm : 0.0f;
+    result = Py_NewRef(Py_None);
+done:
+    PyMem_Free(squares);
+    Py_XDECREF(ids);
+    release(a, 2);
+    return result;
+}
+
+static PyObject *quantize(PyObject *self, PyObject *args) {
+    PyObject *rows_obj, *codes_obj, *scales_obj;
+    Py_ssize_t dims;
+    if (!PyArg_ParseTuple(args, "OnOO", &rows_obj, &dims, &codes_obj, &scales_obj))
+        return NULL;
+    Array a[3] = {0};
+    PyObject *result = NULL;
+    if (dims < 0) {
+        PyErr_SetString(PyExc_ValueError, "dimensions must not be negative");
+        goto done;
+    }
+    if (!borrow(rows_obj, &a[0], F32, -1, 0, "rows") ||
+        !borrow(scales_obj, &a[2], F32, -1, 1, "scales"))
+        goto done;
+    Py_ssize_t n = a[2].view.shape[0];
+    if (a[0].view.shape[0] != n * dims) {
+        PyErr_SetString(PyExc_ValueError, "rows: not one row of the dimensions per scale");
+        goto done;
+    }
+    if (!borrow(codes_obj, &a[1], I8, n * dims, 1, "codes"))
+        goto done;
+    const float *x = AT(a[0], float);
+    int8_t *codes = AT(a[1], int8_t);
+    float *scales = AT(a[2], float);
+    for (Py_ssize_t i = 0; i < n * dims; i++)
+        if (!isfinite(x[i])) {
+            PyErr_SetString(PyExc_ValueError, "vectors must be finite");
+            goto done;
+        }
+    for (Py_ssize_t r = 0; r < n; r++, x += dims, codes += dims) {
+        float peak = 0.0f;
+        for (Py_ssize_t j = 0; j < dims; j++)
+            peak = fabsf(x[j]) > peak ? fabsf(x[j]) : peak;
+        float scale = peak / (float)LEVELS, safe = scale > 0.0f ? scale : 1.0f;
+        scales[r] = scale;
+        for (Py_ssize_t j = 0; j < dims; j++) {
+            float code = rintf(x[j] / safe);
+            codes[j] = (int8_t)(code < -LEVELS ? -LEVELS : (code > LEVELS ? LEVELS : code));
+        }
+    }
+    result = Py_NewRef(Py_None);
+done:
+    release(a, 3);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"unit_sum", unit_sum, METH_VARARGS,
+     "unit_sum(table, dimensions, ids, out): the unit vector of the table's rows ``ids`` "
+     "(a flat float32 table of rows of ``dimensions``) summed, into ``out``; 0 for a sum of "
+     "norm 0."},
+    {"quantize", quantize, METH_VARARGS,
+     "quantize(rows, dimensions, codes, scales): the int8 codes and the scale of each row "
+     "(flat float32 rows of ``dimensions``, one per scale); ValueError for NaN or infinity."},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_vectors",
+    "A static model's embedding and int8 quantisation, a vector at a time.", -1, methods,
+    NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__vectors(void) { return PyModule_Create(&module); }

@@ -1,0 +1,97 @@
+"""The vectors' arithmetic in C (hikmah._vectors) against NumPy's, bit for bit.
+
+A vector made by an older release, or by the other device of a sync, must be
+the one this release makes: the reference here is the NumPy code the C
+replaced, kept as the specification.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from hikmah import _vectors
+from hikmah.embedding import MAX_TOKENS, WordLlamaEmbedder, normalize_rows
+from hikmah.quantize import quantize
+
+FINITE = st.floats(-(2.0**40), 2.0**40, width=32, allow_subnormal=False)
+
+
+def numpy_quantize(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    peak = np.abs(rows).max(axis=1) if rows.shape[1] else np.zeros(len(rows), np.float32)
+    scales = (peak / 127).astype(np.float32)
+    safe = np.where(scales > 0, scales, 1.0).astype(np.float32)
+    return np.rint(rows / safe[:, None]).clip(-127, 127).astype(np.int8), scales
+
+
+def numpy_unit_sum(table: np.ndarray, ids: list[int]) -> np.ndarray:
+    total = table[ids].sum(axis=0) if ids else np.zeros(table.shape[1], np.float32)
+    return normalize_rows(total[None, :])[0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(arrays(np.float32, st.tuples(st.integers(0, 5), st.integers(0, 300)), elements=FINITE))
+def test_quantize_is_numpys(rows: np.ndarray) -> None:
+    codes, scales = quantize(rows)
+    want_codes, want_scales = numpy_quantize(rows)
+    assert codes.dtype == np.int8 and scales.dtype == np.float32
+    assert np.array_equal(codes, want_codes)
+    assert np.array_equal(scales, want_scales)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    arrays(np.float32, st.tuples(st.integers(1, 40), st.integers(1, 300)), elements=FINITE),
+    st.data(),
+)
+def test_unit_sum_is_numpys(table: np.ndarray, data: st.DataObject) -> None:
+    ids = data.draw(st.lists(st.integers(0, len(table) - 1), max_size=30))
+    out = np.full(table.shape[1], np.nan, dtype=np.float32)
+    _vectors.unit_sum(table.reshape(-1), table.shape[1], ids, out)
+    want = numpy_unit_sum(table, ids)
+    assert np.array_equal(out, want, equal_nan=True)
+
+
+def test_the_default_models_vectors_are_the_numpy_ones() -> None:
+    model = WordLlamaEmbedder()
+    table = model._flat.reshape(-1, model.stamp.dimensions)
+    tokenizer = model._tokenizer
+    rng = np.random.default_rng(5)
+    words = tokenizer.decode(rng.integers(0, table.shape[0], 4000).tolist()).split()
+    texts = [" ".join(rng.choice(words, int(rng.integers(1, 60)))) for _ in range(300)]
+    texts += ["", "   ", "deploy " * 3000]  # blank texts, a text past MAX_TOKENS
+    vectors = model.embed(texts)
+    for text, vector in zip(texts, vectors, strict=True):
+        ids = (
+            tokenizer.encode(text, add_special_tokens=False).ids[:MAX_TOKENS]
+            if text.strip()
+            else []
+        )
+        assert np.array_equal(vector, numpy_unit_sum(table, ids))
+    codes, scales = quantize(vectors)
+    want_codes, want_scales = numpy_quantize(vectors)
+    assert np.array_equal(codes, want_codes) and np.array_equal(scales, want_scales)
+
+
+def test_bad_input_is_refused_with_a_clear_error() -> None:
+    table = np.ones((3, 4), dtype=np.float32).reshape(-1)
+    out = np.zeros(4, dtype=np.float32)
+    with pytest.raises(IndexError, match="token id 3"):
+        _vectors.unit_sum(table, 4, [0, 3], out)
+    with pytest.raises(IndexError, match="token id -1"):
+        _vectors.unit_sum(table, 4, [-1], out)
+    with pytest.raises(ValueError, match="whole rows"):
+        _vectors.unit_sum(table, 5, [0], np.zeros(5, dtype=np.float32))
+    with pytest.raises(ValueError, match="4 elements, not 3"):
+        _vectors.unit_sum(table, 3, [0], out)
+    with pytest.raises(TypeError, match="out"):
+        _vectors.unit_sum(table, 4, [0], np.zeros(4))  # float64
+    with pytest.raises(TypeError):
+        _vectors.unit_sum(table, 4, [0], out[::2].copy().view(np.int32))
+    with pytest.raises(ValueError, match="finite"):
+        quantize(np.array([[0.5, np.inf]], dtype=np.float32))
+    with pytest.raises(ValueError, match="2-d"):
+        quantize(np.zeros(3, dtype=np.float32))
