@@ -5,14 +5,16 @@ commits it as one LMDB transaction in a worker thread (so the sync never
 stalls the event loop), then answers each caller. While one batch syncs,
 the next one gathers, which is what makes concurrent writers cheap.
 
-Under load a batch also waits a moment for the writes it can expect: when
-recent batches held several writes, their callers write again as soon as they
-are answered, so the batch waits for as many writes as the largest of them,
-until none came for ``GATHER_QUIET_S`` and at most ``GATHER_MAX_S``. Fewer,
+Under load a batch also waits a moment for the writes it can expect: callers
+that wrote in the last ``RECENT_S`` write again as soon as they are answered,
+so the batch waits for one write from each of them, until none came for
+``GATHER_QUIET_S`` and at most ``GATHER_MAX_S``. Fewer,
 larger batches pay for fewer syncs (docs/performance.md, "Writes"). A lone
 writer never waits. The window opens once the batch before is answered
 (``ANSWER_WAIT_S`` at most): opened earlier, a slow sync used it up and the
-batch split into two smaller ones, a pattern that then kept itself going.
+batch split into two smaller ones, a pattern that then kept itself going;
+and a batch counted on as many writes as the largest recent batch held, so after
+a pause four clients that came back one by one kept to batches of one or two.
 
 The semantic channel's vectors follow each batch as it is applied
 (:meth:`~hikmah.store.Store.apply`), so a recall by meaning finds what its callers
@@ -22,7 +24,6 @@ wrote once they are answered.
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -42,8 +43,7 @@ MAX_BATCH = 512
 GATHER_QUIET_S = 0.001  # a gathering batch stops waiting once no write came for this long
 GATHER_MAX_S = 0.002  # and never waits longer than this in all
 ANSWER_WAIT_S = 0.02  # before which it waits this long at most for the batch before's answer
-RECENT_S = 0.1  # the batches committed this recently tell how many writes to expect
-RECENT_BATCHES = 8
+RECENT_S = 0.1  # the callers that wrote this recently are the writes to expect
 T = TypeVar("T")
 SHUTTING_DOWN = "the daemon is shutting down: nothing was written"
 
@@ -52,6 +52,7 @@ SHUTTING_DOWN = "the daemon is shutting down: nothing was written"
 class _Pending:
     # A write to batch, or a store maintenance call (a head move) to run alone.
     work: Change | Callable[[Store], Any]
+    caller: object  # who asked: the nursery of the caller's task (a connection's)
     done: trio.Event = field(default_factory=trio.Event)
     result: Any = None
     error: BaseException | None = None
@@ -83,8 +84,8 @@ class Writer:
         self._answered = trio.Event()
         self._answered.set()
         self._send, self._receive = trio.open_memory_channel[_Pending](MAX_BATCH * 4)
-        # (trio time, size) of the latest batches: how many writes to gather.
-        self._recent: deque[tuple[float, int]] = deque(maxlen=RECENT_BATCHES)
+        # When each caller last wrote, oldest first: how many writes to gather.
+        self._callers: dict[object, float] = {}
 
     async def submit(self, operation: Operation) -> Outcome:
         """Queue one operation; its outcome once durable (or the error refusing it).
@@ -149,7 +150,7 @@ class Writer:
     async def _queue(self, work: Change | Callable[[Store], Any]) -> Any:
         # Shielded: a caller whose client hung up cannot pull its write back out
         # of a batch that is already committing, nor leave the batch unanswered.
-        pending = _Pending(work)
+        pending = _Pending(work, trio.lowlevel.current_task().parent_nursery)
         with trio.CancelScope(shield=True):
             try:
                 await self._send.send(pending)
@@ -177,7 +178,7 @@ class Writer:
                     await self._gather(taken)
                     batch = taken[:-1] if callable(taken[-1].work) else taken
                     if batch:
-                        self._recent.append((trio.current_time(), len(batch)))
+                        self._wrote(batch)
                         await self._commit(batch, syncing)
                     if callable(taken[-1].work):
                         await self._answered.wait()
@@ -235,10 +236,21 @@ class Writer:
     def _full(taken: list[_Pending], expected: int) -> bool:
         return len(taken) >= min(expected, MAX_BATCH) or callable(taken[-1].work)
 
-    def _expected(self) -> int:
-        """The size of the largest batch of the last ``RECENT_S`` (1 when idle)."""
+    def _wrote(self, batch: list[_Pending]) -> None:
         now = trio.current_time()
-        return max((size for at, size in self._recent if now - at < RECENT_S), default=1)
+        for pending in batch:
+            self._callers.pop(pending.caller, None)  # to the end: the order stays by time
+            self._callers[pending.caller] = now
+
+    def _expected(self) -> int:
+        """How many callers wrote in the last ``RECENT_S`` (at least 1)."""
+        cutoff = trio.current_time() - RECENT_S
+        while self._callers:
+            caller, at = next(iter(self._callers.items()))
+            if at >= cutoff:
+                break
+            del self._callers[caller]
+        return max(len(self._callers), 1)
 
     async def close(self) -> None:
         """Stop taking work; :meth:`run` returns once the queued work is done."""
