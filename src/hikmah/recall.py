@@ -492,19 +492,12 @@ class _Scorer:
         # its meta (at most 0.55 against 1), and the evaluation sets scored the same with
         # 1, 16, 24 and 50 of them (docs/semantic.md), each costing the search and scoring.
         wanted = max(self.policy.semantic.candidates, _margin(depth))
-        found_near, near_sims = semantic.vectors.search(semantic.query, wanted, self._allowed)
-        near = found_near.astype(np.uint32)
-        union = _matches_of(found, np.union1d(pool, near))
+        near, _ = semantic.vectors.search(semantic.query, wanted, self._allowed)
+        union = _matches_of(found, np.union1d(pool, near.astype(np.uint32)))
         need = min(self.query.min_matched_terms, len(self.q_terms))
         if need:
             union = union.take(np.flatnonzero(union.matched >= need))
-        # The search gave the nearest their similarity; only the pool's others need one.
-        order = np.argsort(near)
-        at, known = _places(near[order], union.docs)
-        sims = np.empty(len(union.docs))
-        sims[known] = near_sims[order[at[known]]]
-        if not known.all():
-            sims[~known] = semantic.vectors.similarities(semantic.query, union.docs[~known])
+        sims = semantic.vectors.similarities(semantic.query, union.docs).astype(np.float64)
         # The pool passed the filter when its tier was scored, the nearest in the search.
         scored, explained = self._scored(union, sims, explain=True, seen=True)
         assert explained is not None

@@ -24,31 +24,32 @@
 #define LEVELS 127 /* quantize.LEVELS */
 #define PAIRWISE_BLOCK 128 /* NumPy's PW_BLOCKSIZE */
 
-/* NumPy's pairwise sum of float32 (loops_utils.h.src): eight running sums in blocks
- * of up to 128, halves past that. */
-static float pairwise_sum(const float *a, Py_ssize_t n) {
+/* NumPy's pairwise sum (loops_utils.h.src) of the float32 squares of ``a``: eight
+ * running sums in blocks of up to 128, halves past that. Each square is rounded to
+ * float32 before it is added, as NumPy squares first and sums after. */
+static float pairwise_squares(const float *a, Py_ssize_t n) {
     if (n < 8) {
         float sum = 0.0f;
         for (Py_ssize_t i = 0; i < n; i++)
-            sum += a[i];
+            sum += a[i] * a[i];
         return sum;
     }
     if (n <= PAIRWISE_BLOCK) {
         float r[8];
         Py_ssize_t i;
         for (int j = 0; j < 8; j++)
-            r[j] = a[j];
+            r[j] = a[j] * a[j];
         for (i = 8; i < n - (n % 8); i += 8)
             for (int j = 0; j < 8; j++)
-                r[j] += a[i + j];
+                r[j] += a[i + j] * a[i + j];
         float sum = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
         for (; i < n; i++)
-            sum += a[i];
+            sum += a[i] * a[i];
         return sum;
     }
     Py_ssize_t half = n / 2;
     half -= half % 8;
-    return pairwise_sum(a, half) + pairwise_sum(a + half, n - half);
+    return pairwise_squares(a, half) + pairwise_squares(a + half, n - half);
 }
 
 static PyObject *unit_sum(PyObject *self, PyObject *args) {
@@ -58,7 +59,6 @@ static PyObject *unit_sum(PyObject *self, PyObject *args) {
         return NULL;
     Array a[2] = {0};
     PyObject *ids = NULL, *result = NULL;
-    float *squares = NULL;
     if (dims <= 0) {
         PyErr_SetString(PyExc_ValueError, "dimensions must be positive");
         goto done;
@@ -90,19 +90,11 @@ static PyObject *unit_sum(PyObject *self, PyObject *args) {
         for (Py_ssize_t j = 0; j < dims; j++)
             out[j] += row[j];
     }
-    squares = PyMem_Malloc((size_t)dims * sizeof(float));
-    if (squares == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (Py_ssize_t j = 0; j < dims; j++)
-        squares[j] = out[j] * out[j];
-    float norm = sqrtf(pairwise_sum(squares, dims));
+    float norm = sqrtf(pairwise_squares(out, dims));
     for (Py_ssize_t j = 0; j < dims; j++)
         out[j] = norm > 0.0f ? out[j] / norm : 0.0f;
     result = Py_NewRef(Py_None);
 done:
-    PyMem_Free(squares);
     Py_XDECREF(ids);
     release(a, 2);
     return result;
