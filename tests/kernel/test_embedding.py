@@ -23,12 +23,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 
 from hikmah.embedding import (
+    METASPACE,
     OFFLINE_SWITCHES,
     Embedder,
     EmbedderUnavailable,
     WordLlamaEmbedder,
+    WordTokens,
     load_embedder,
     normalize_rows,
 )
@@ -132,6 +135,76 @@ def test_vectors_are_wordllamas_own(model: WordLlamaEmbedder) -> None:
         cache_dir=Path(wordllama.__file__).parent, disable_download=True
     ).embed(TEXTS, norm=True)
     assert np.allclose(model.embed(TEXTS), theirs, atol=1e-5)
+
+
+# Texts as people and agents write them, and what could break a word at a time: runs
+# of spaces, a leading or trailing one, tabs and newlines (which stay characters),
+# the metaspace itself, bytes the vocabulary lacks, the special tokens' names.
+_PIECES = st.sampled_from(
+    [" ", "  ", "\t", "\n", METASPACE, "<s>", "</s>", "<unk>", "<", "deploy", "Postgres",
+     "replica's", "40%", "2026-12-05", "naïve", "日本語", "🙂", "x" * 60, "▁▁on"]
+)  # fmt: skip
+_TEXTS = st.one_of(
+    st.text(st.sampled_from("ab e\t\n" + METASPACE + "é日🙂<>/s"), max_size=40),
+    st.lists(st.one_of(_PIECES, st.text(max_size=6)), max_size=12).map("".join),
+)
+
+
+@pytest.fixture(scope="module")
+def words(model: WordLlamaEmbedder) -> WordTokens:
+    made = WordTokens.of(model._tokenizer)
+    assert made is not None  # WordLlama's tokenizer is of the kind word tokens need
+    return made
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=_TEXTS)
+def test_word_tokens_are_the_tokenizers_own(
+    model: WordLlamaEmbedder, words: WordTokens, text: str
+) -> None:
+    tokenizer = model._tokenizer
+    theirs = tokenizer.encode(text, add_special_tokens=False).ids
+    ours = words(text)
+    if ours is None:  # the tokenizer matches a special token's name on its own
+        assert any(special in text for special in ("<s>", "</s>", "<unk>"))
+    else:
+        assert ours == theirs
+        assert words(text) == theirs  # again, from the words it remembered
+
+
+def test_word_tokens_of_the_whole_vocabulary(model: WordLlamaEmbedder, words: WordTokens) -> None:
+    tokenizer = model._tokenizer
+    vocabulary = sorted(tokenizer.get_vocab())
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        picked = rng.choice(vocabulary, size=int(rng.integers(1, 12)))
+        joints = rng.choice([" ", "", "  ", "\n"], size=len(picked))
+        text = "".join(
+            f"{token.replace(METASPACE, ' ')}{joint}"
+            for token, joint in zip(picked, joints, strict=True)
+        )
+        found = words(text)
+        assert found is None or found == tokenizer.encode(text, add_special_tokens=False).ids
+
+
+def test_word_tokens_refuse_a_tokenizer_whose_merges_can_cross_words() -> None:
+    def tokenizer(vocab: dict[str, int], merges: list[tuple[str, str]]) -> Tokenizer:
+        made = Tokenizer(models.BPE(vocab, merges))
+        made.normalizer = normalizers.Sequence(
+            [normalizers.Prepend(METASPACE), normalizers.Replace(" ", METASPACE)]
+        )
+        return made
+
+    letters = {METASPACE: 0, "a": 1, "b": 2, f"{METASPACE}a": 3}
+    plain = tokenizer(letters, [(METASPACE, "a")])
+    words = WordTokens.of(plain)
+    assert words is not None and words("a a b") == [3, 3, 0, 2]
+    # "a▁" would join the end of one word to the start of the next.
+    crossing = tokenizer({**letters, f"a{METASPACE}": 4}, [(METASPACE, "a"), ("a", METASPACE)])
+    assert WordTokens.of(crossing) is None
+    split = tokenizer(letters, [(METASPACE, "a")])
+    split.pre_tokenizer = pre_tokenizers.Whitespace()
+    assert WordTokens.of(split) is None
 
 
 def test_paraphrases_are_closer_than_unrelated_texts(model: WordLlamaEmbedder) -> None:
