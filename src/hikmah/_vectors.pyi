@@ -1,4 +1,4 @@
-"""A static model's embedding and int8 quantisation, a vector at a time (vectors.c).
+"""A static model's embedding, int8 quantisation and similarities (vectors.c).
 
 Arrays are one-dimensional and contiguous (a table or rows flattened, with their
 dimensions given); results are written into the arrays given for them.
@@ -20,4 +20,12 @@ def quantize(
     dimensions: int,
     codes: npt.NDArray[np.int8],
     scales: npt.NDArray[np.float32],
+) -> None: ...
+def similarities(
+    codes: npt.NDArray[np.int8],
+    scales: npt.NDArray[np.float32],
+    row_of: npt.NDArray[np.int64],
+    query: npt.NDArray[np.float32],
+    ids: npt.NDArray[np.uint64],
+    out: npt.NDArray[np.float32],
 ) -> None: ...

@@ -125,7 +125,7 @@ class RecallResult(msgspec.Struct, frozen=True, kw_only=True):
 class _Selected:
     """A result being assembled during folding."""
 
-    __slots__ = ("claim", "content", "duplicates", "position", "score", "terms", "trace")
+    __slots__ = ("claim", "duplicates", "position", "score", "terms", "trace")
 
     def __init__(self, trace: Trace, position: int, score: float) -> None:
         self.trace = trace
@@ -133,7 +133,6 @@ class _Selected:
         self.score = score
         self.duplicates = 0
         self.terms = terms(trace.content)
-        self.content = normalize_content(trace.content)
         self.claim = (
             None
             if trace.claim_key is None or trace.claim_value is None
@@ -141,15 +140,22 @@ class _Selected:
         )
 
     def overlap(self, other: _Selected) -> float | None:
-        """Content overlap, or None when the two claims contradict (never compared)."""
+        """Content overlap, or None when the two claims contradict (never compared): 1 for
+        the same content (whitespace collapsed, lowercase), else the terms' Jaccard."""
         mine, theirs = self.claim, other.claim
         if mine and theirs and mine[0] == theirs[0] and mine[1] != theirs[1]:
             return None
-        if self.content == other.content:
-            return 1.0
         shared = len(self.terms & other.terms)  # the union's size follows: no set made of it
         union = len(self.terms) + len(other.terms) - shared
-        return shared / union if union else 0.0
+        if union:
+            # The same content has the same terms (they are lowercase and split at
+            # whitespace), so its Jaccard is 1 too: contents are compared only here.
+            return shared / union
+        return 1.0 if _same_content(self.trace, other.trace) else 0.0
+
+
+def _same_content(a: Trace, b: Trace) -> bool:
+    return normalize_content(a.content) == normalize_content(b.content)
 
 
 def recall(

@@ -3,7 +3,8 @@
 Two indexes behind one interface (:class:`VectorIndex`), both keyed by the
 store's document numbers and both keeping every vector as int8 codes with a
 per-row scale (:mod:`hikmah.quantize`), from which every similarity is computed
-exactly (:func:`exact_dot`), whichever index holds the vector:
+exactly, in the same order-free sum whichever index holds the vector and wherever
+it sits (``similarities`` in ``vectors.c``):
 
 - :class:`FlatIndex`: the codes, searched exactly, a chunk at a time. About
   0.6 ms at 20k vectors and 3.4 ms at 100k (256-d, one BLAS thread;
@@ -39,6 +40,7 @@ import blake3
 import numpy as np
 import numpy.typing as npt
 
+from hikmah import _vectors
 from hikmah.embedding import ModelStamp, Vectors
 from hikmah.quantize import Codes, Scales, dequantize, quantize
 
@@ -48,7 +50,6 @@ Graph = Any
 Kind = Literal["flat", "hnsw"]
 Similarities = npt.NDArray[np.float32]
 
-_GRID = float(1 << 24)  # a query's components, rounded to it, make dot products exact
 _CHUNK = 16384  # rows converted to float32 at a time: 4 MiB of 256-d vectors
 MAX_ID = 1 << 32  # ids are the store's document numbers (32-bit)
 # Candidates kept while searching the graph (faiss's efSearch): at 100k, 64 finds 0.84
@@ -227,10 +228,9 @@ class FlatIndex:
 
     def similarities(self, query: Vectors, ids: npt.ArrayLike) -> Similarities:
         q = _query(query, self.stamp)
-        rows = self._rows(ids)
-        held = rows >= 0
-        out = np.full(len(rows), np.nan, dtype=np.float32)
-        out[held] = exact_dot(self._codes[rows[held]], q) * self._scales[rows[held]]
+        keys = _keys(ids)
+        out = np.empty(len(keys), dtype=np.float32)
+        _vectors.similarities(self._codes.reshape(-1), self._scales, self._row_of, q, keys, out)
         return out
 
     def dump(self) -> bytes:
@@ -486,23 +486,8 @@ def restore_index(kind: Kind, stamp: ModelStamp, data: bytes | memoryview) -> Ve
     return HnswIndex.restore(stamp, data)
 
 
-def exact_dot(codes: Codes, query: Vectors) -> npt.NDArray[np.float64]:
-    """Each row of int8 ``codes`` times ``query``, the same whichever rows come along.
-
-    BLAS adds a row's products in an order that depends on where the row sits
-    in the block, and float32 rounds differently for each order: two synced
-    devices, which hold the same vectors under different document numbers,
-    would score a trace a bit apart. On a grid of 2**-24, every product and
-    partial sum of int8 codes and a unit query is exact in float64, so any
-    order gives the same sum.
-    """
-    grid = np.rint(query.astype(np.float64) * _GRID) / _GRID
-    dot: npt.NDArray[np.float64] = codes.astype(np.float64) @ grid
-    return dot
-
-
 def _keys(ids: npt.ArrayLike) -> Ids:
-    return np.atleast_1d(np.asarray(ids, dtype=np.uint64))
+    return np.ascontiguousarray(ids, dtype=np.uint64)  # at least 1-d
 
 
 def _checked(ids: npt.ArrayLike, vectors: Vectors, stamp: ModelStamp) -> tuple[Ids, Vectors]:
@@ -516,7 +501,7 @@ def _checked(ids: npt.ArrayLike, vectors: Vectors, stamp: ModelStamp) -> tuple[I
 
 
 def _query(query: Vectors, stamp: ModelStamp) -> Vectors:
-    q = np.asarray(query, dtype=np.float32).reshape(-1)
+    q = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
     if len(q) != stamp.dimensions:
         raise ValueError(f"a {len(q)}-d query for {stamp.dimensions}-d vectors")
     return q

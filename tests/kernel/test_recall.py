@@ -18,12 +18,12 @@ from hypothesis import strategies as st
 
 from hikmah.policy import KernelPolicy, RecallPolicy, parse_policy, reference_policy
 from hikmah.principal import AgentSession
-from hikmah.recall import RecallQuery, RecallResult, recall
+from hikmah.recall import RecallQuery, RecallResult, _Selected, recall
 from hikmah.rules import Feedback, Fulfill, Pin, Remember
 from hikmah.snapshot import Snapshot
 from hikmah.store import Store
 from hikmah.tokenizer import terms
-from hikmah.trace import Draft
+from hikmah.trace import Draft, Trace, normalize_content
 
 from .conftest import DAY, NOW, HeldKeys, remember, remember_forecast, write
 from .strategies import examples, notes_of, query_of
@@ -312,6 +312,34 @@ def test_near_duplicates_fold_and_count(store: Store) -> None:
     results = ask(store, "deploy friday")
     assert [r.duplicates for r in results] == [3, 0]
     assert results[0].trace.content == "the  DEPLOY failed on friday"  # equal scores: newest first
+
+
+_CONTENT = st.lists(
+    st.sampled_from(["Deploy", "deploy", "DEPLOY", "the", "ΣΟΦΊΑΣ", "σοφίας", "日本", "x", "42"]),
+    max_size=5,
+).flatmap(
+    lambda words: st.lists(
+        st.sampled_from([" ", "  ", "\t", "\n", "\u2028", "\x1f", " , ", "-"]),
+        min_size=len(words) + 1,
+        max_size=len(words) + 1,
+    ).map(lambda gaps: gaps[0] + "".join(w + g for w, g in zip(words, gaps[1:], strict=True)))
+)
+
+
+@given(a=_CONTENT, b=_CONTENT)
+def test_overlap_is_one_for_the_same_content_else_the_jaccard(a: str, b: str) -> None:
+    # The walk compares contents only when neither has a term: the same content (whitespace
+    # collapsed, lowercase) always has the same terms, so its Jaccard is 1 already.
+    first, second = (
+        _Selected(Trace(id=f"t{i}", kind="observation", content=text, created_at=NOW), i, 1.0)
+        for i, text in enumerate((a, b))
+    )
+    ta, tb = terms(a), terms(b)
+    if normalize_content(a) == normalize_content(b):
+        expected = 1.0
+    else:
+        expected = len(ta & tb) / len(ta | tb) if ta | tb else 0.0
+    assert first.overlap(second) == expected
 
 
 def test_partial_overlap_is_penalised_not_folded(store: Store) -> None:

@@ -32,6 +32,55 @@ def numpy_unit_sum(table: np.ndarray, ids: list[int]) -> np.ndarray:
     return normalize_rows(total[None, :])[0]
 
 
+def numpy_similarities(
+    codes: np.ndarray, scales: np.ndarray, row_of: np.ndarray, query: np.ndarray, ids: np.ndarray
+) -> np.ndarray:
+    """The cosine of ``query`` with each id's int8 row, NaN for an id without one: the
+    query rounded to a grid of 2**-24, so that any order of the sum gives the same."""
+    rows = np.full(len(ids), -1, dtype=np.int64)
+    inside = ids < len(row_of)
+    rows[inside] = row_of[ids[inside].astype(np.intp)]
+    held = rows >= 0
+    grid = np.rint(query.astype(np.float64) * float(1 << 24)) / float(1 << 24)
+    out = np.full(len(ids), np.nan, dtype=np.float32)
+    out[held] = (codes[rows[held]].astype(np.float64) @ grid) * scales[rows[held]]
+    return out
+
+
+UNIT = st.floats(-1.0, 1.0, width=32)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    arrays(np.float32, st.tuples(st.integers(1, 20), st.integers(1, 300)), elements=UNIT),
+    st.data(),
+)
+def test_similarities_are_numpys_in_any_row_order(rows: np.ndarray, data: st.DataObject) -> None:
+    codes, scales = quantize(rows)
+    query = data.draw(arrays(np.float32, rows.shape[1], elements=UNIT))
+    # Ids 0, 2, 4... hold the rows; odd ids and ids past the map hold none.
+    row_of = np.full(2 * len(rows) + 1, -1, dtype=np.int64)
+    row_of[0 : 2 * len(rows) : 2] = np.arange(len(rows))
+    ids = np.array(data.draw(st.lists(st.integers(0, 3 * len(rows)), max_size=30)), np.uint64)
+    out = np.empty(len(ids), dtype=np.float32)
+    _vectors.similarities(codes.reshape(-1), scales, row_of, query, ids, out)
+    assert np.array_equal(
+        out, numpy_similarities(codes, scales, row_of, query, ids), equal_nan=True
+    )
+    # The same vectors in the reverse order (another device's document numbers): the same.
+    flipped = np.where(row_of >= 0, len(rows) - 1 - row_of, -1)
+    again = np.empty(len(ids), dtype=np.float32)
+    _vectors.similarities(
+        np.ascontiguousarray(codes[::-1]).reshape(-1),
+        scales[::-1].copy(),
+        flipped,
+        query,
+        ids,
+        again,
+    )
+    assert np.array_equal(out, again, equal_nan=True)
+
+
 @settings(max_examples=300, deadline=None)
 @given(arrays(np.float32, st.tuples(st.integers(0, 5), st.integers(0, 300)), elements=FINITE))
 def test_quantize_is_numpys(rows: np.ndarray) -> None:
@@ -93,5 +142,13 @@ def test_bad_input_is_refused_with_a_clear_error() -> None:
         _vectors.unit_sum(table, 4, [0], np.zeros(4, dtype=np.int32))
     with pytest.raises(ValueError, match="finite"):
         quantize(np.array([[0.5, np.inf]], dtype=np.float32))
+    codes, scales, row_of = np.zeros(8, np.int8), np.ones(2, np.float32), np.zeros(2, np.int64)
+    query, ids = np.zeros(4, np.float32), np.zeros(3, np.uint64)
+    with pytest.raises(ValueError, match="one row of the query's length per scale"):
+        _vectors.similarities(codes, scales, row_of, query[:3], ids, np.zeros(3, np.float32))
+    with pytest.raises(ValueError, match="out: 2 elements, not 3"):
+        _vectors.similarities(codes, scales, row_of, query, ids, np.zeros(2, np.float32))
+    with pytest.raises(TypeError, match="ids"):
+        _vectors.similarities(codes, scales, row_of, query, ids.astype(np.int64), np.zeros(3))
     with pytest.raises(ValueError, match="2-d"):
         quantize(np.zeros(3, dtype=np.float32))
