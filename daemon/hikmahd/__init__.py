@@ -10,8 +10,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # One OpenMP thread for faiss too (a bulk add of the vectors asks for more itself):
 # OpenMP's workers spin between parallel regions, on cores the daemon shares.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-# No thread pool in the tokenizer either: woken for a writer's batch of a few texts,
-# its spinning workers doubled the daemon's CPU a write at 4 clients (docs/performance.md).
+# No thread pool in Hugging Face's tokenizers either (the MiniLM extra batches through
+# it; WordLlama's words are tokenized one at a time): woken for a writer's batch of a
+# few texts, its spinning workers doubled the daemon's CPU a write (docs/performance.md).
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from hikmah import __version__

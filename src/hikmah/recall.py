@@ -151,11 +151,8 @@ class _Selected:
             # The same content has the same terms (they are lowercase and split at
             # whitespace), so its Jaccard is 1 too: contents are compared only here.
             return shared / union
-        return 1.0 if _same_content(self.trace, other.trace) else 0.0
-
-
-def _same_content(a: Trace, b: Trace) -> bool:
-    return normalize_content(a.content) == normalize_content(b.content)
+        same = normalize_content(self.trace.content) == normalize_content(other.trace.content)
+        return 1.0 if same else 0.0
 
 
 def recall(
