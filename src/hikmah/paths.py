@@ -49,6 +49,15 @@ def policy_path(flag: str | None = None, environ: Mapping[str, str] = os.environ
     return _xdg(environ, "XDG_CONFIG_HOME", ".config") / APP / "policy.toml"
 
 
+def model_cache_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    """``$HIKMAH_MODEL_CACHE``, ``$XDG_CACHE_HOME/hikmah/models`` or
+    ``~/.cache/hikmah/models``: models built from installed weights (derived, so a
+    cache: deleting it costs a rebuild of a few seconds)."""
+    if environ.get("HIKMAH_MODEL_CACHE"):
+        return Path(environ["HIKMAH_MODEL_CACHE"])
+    return _xdg(environ, "XDG_CACHE_HOME", ".cache") / APP / "models"
+
+
 def _xdg(environ: Mapping[str, str], variable: str, fallback: str) -> Path:
     value = environ.get(variable)
     if value and os.path.isabs(value):

@@ -27,7 +27,7 @@ Similarity = Annotated[float, msgspec.Meta(ge=-1.0, le=1.0)]
 # How the lexical cue weighs matched terms (hikmah.weighting has the formulas).
 Weighting = Literal["reference", "idf-cosine"]
 # The embedding models hikmah.embedding can load (EMBEDDERS names the same ones).
-Model = Literal["wordllama", "wordllama-128", "minilm"]
+Model = Literal["minilm", "wordllama", "wordllama-128"]
 
 
 def _doc(description: str) -> msgspec.Meta:
@@ -163,9 +163,34 @@ class PresencePolicy(_Section, frozen=True):
     ] = 5.0
 
 
+class Blend(msgspec.Struct, frozen=True, kw_only=True):
+    """How one model's similarities join the lexical cue (``[semantic]``'s numbers, each
+    the policy's when set, else the model's own)."""
+
+    weight: float  # share of the cue the semantic part takes
+    floor: float  # cosine at or below which the semantic part is 0
+    full: float  # cosine from which it is 1
+    alone: float  # cosine a trace needs to be recalled on meaning alone
+    support: float  # cosine a trace matching query terms needs to be recalled (-1: none)
+    topic: float  # cosine some trace needs for a question to be about the memory at all
+
+
+# Each model's own numbers, from where its cosines fall (docs/semantic.md, "Fusion and
+# the relevance gate"): a static model's similarities are too weak to judge a lexical
+# match, so WordLlama asks no support of one.
+MODEL_BLENDS: dict[str, Blend] = {
+    "minilm": Blend(weight=0.8, floor=0.1, full=0.7, alone=0.2, support=0.16, topic=0.27),
+    "wordllama": Blend(weight=0.5, floor=0.15, full=0.5, alone=0.34, support=-1.0, topic=-1.0),
+    "wordllama-128": Blend(
+        weight=0.5, floor=0.15, full=0.5, alone=0.34, support=-1.0, topic=-1.0
+    ),
+}
+
+
 class SemanticPolicy(_Section, frozen=True):
     """The offline semantic recall channel: trace and query vectors of an embedding model,
-    blended into the cue (the recall kernel, scoring.c; docs/semantic.md has the measurements)."""
+    blended into the cue (the recall kernel, scoring.c; docs/semantic.md has the
+    measurements). The blend's numbers left unset are the serving model's own."""
 
     enabled: Annotated[
         bool, _doc("blend the similarity of trace and query vectors into the cue")
@@ -173,20 +198,37 @@ class SemanticPolicy(_Section, frozen=True):
     model: Annotated[
         Model,
         _doc(
-            "embedding model: wordllama ships in its wheel; minilm needs pip install"
-            " 'hikmah[semantic-torch]' and floor 0.2, full 0.6, alone 0.4; a change"
+            "embedding model: minilm (all-MiniLM-L6-v2, a sentence encoder), wordllama"
+            " (static, light; also the fallback when the model cannot load); a change"
             " rebuilds the vectors"
         ),
-    ] = "wordllama"
-    weight: Annotated[Weight, _doc("share of the cue the semantic part takes")] = 0.5
+    ] = "minilm"
+    weight: Annotated[Weight | None, _doc("share of the cue the semantic part takes")] = None
     floor: Annotated[
-        Similarity, _doc("cosine similarity at or below which the semantic part is 0")
-    ] = 0.15
-    full: Annotated[Similarity, _doc("cosine similarity from which the semantic part is 1")] = 0.5
+        Similarity | None, _doc("cosine similarity at or below which the semantic part is 0")
+    ] = None
+    full: Annotated[
+        Similarity | None, _doc("cosine similarity from which the semantic part is 1")
+    ] = None
     alone: Annotated[
-        Similarity,
+        Similarity | None,
         _doc("cosine similarity a trace matching no query term or tag needs to be recalled"),
-    ] = 0.34
+    ] = None
+    support: Annotated[
+        Similarity | None,
+        _doc(
+            "cosine similarity a trace matching query terms (no tag) needs to be recalled:"
+            " a shared everyday word is not relevance; -1: any"
+        ),
+    ] = None
+    topic: Annotated[
+        Similarity | None,
+        _doc(
+            "cosine similarity some trace needs (when none backs a word of the question)"
+            " for anything to be recalled on meaning alone: a question about nothing in"
+            " the memory gets nothing; -1: always"
+        ),
+    ] = None
     candidates: Annotated[
         Count,
         _doc(
@@ -199,8 +241,23 @@ class SemanticPolicy(_Section, frozen=True):
     ] = 20_000
 
     def __post_init__(self) -> None:
-        if self.full <= self.floor:
-            raise ValueError("semantic.full must be greater than semantic.floor")
+        for model in MODEL_BLENDS:
+            blend = self.blend(model)
+            if blend.full <= blend.floor:
+                raise ValueError(
+                    f"semantic.full must be greater than semantic.floor (with {model}'s own:"
+                    f" floor {blend.floor:g}, full {blend.full:g})"
+                )
+
+    def blend(self, model: str) -> Blend:
+        """The numbers recall uses while ``model`` serves: the policy's, else the model's."""
+        own = MODEL_BLENDS[model]
+        return Blend(
+            **{
+                name: own_value if (set_value := getattr(self, name)) is None else set_value
+                for name, own_value in msgspec.structs.asdict(own).items()
+            }
+        )
 
 
 class SyncPolicy(_Section, frozen=True):
@@ -356,6 +413,12 @@ def _render_section(section: _Section, name: str | None, lines: list[str]) -> No
             nested.append((field.name, value))
             continue
         lines.append(f"# {_describe(field.type)}")
+        if value is None and isinstance(section, SemanticPolicy):
+            own = ", ".join(
+                f"{model} {getattr(blend, field.name):g}" for model, blend in MODEL_BLENDS.items()
+            )
+            lines.append(f"# {field.name} =   (unset: the serving model's own: {own})")
+            continue
         lines.append(f"{field.name} = {_toml_scalar(value)}")
     lines.append("")
     for child_name, child in nested:

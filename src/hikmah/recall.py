@@ -46,7 +46,7 @@ from hikmah.layout import (
     TAG_PREFIX,
     DocArray,
 )
-from hikmah.policy import KernelPolicy
+from hikmah.policy import Blend, KernelPolicy
 from hikmah.queries import conflicts_for, superseded_by
 from hikmah.semantic import SemanticIndex
 from hikmah.snapshot import Snapshot
@@ -242,10 +242,15 @@ class _Scorer:
         self.query_idf = 0.0
         self.params: _scoring.Params  # the kernel's: set by _candidates (the query's idf)
         self.semantic = self._semantic()
+        index = snapshot.semantic
+        self.blend = policy.semantic.blend(
+            index.model if index is not None else policy.semantic.model
+        )
 
-    def _params(self) -> _scoring.Params:
+    def _params(self, blend: Blend | None = None) -> _scoring.Params:
         return _kernel_params(
             self.policy,
+            blend=blend or self.blend,
             now_ms=self.now,
             listing=self.listing,
             n_query=len(self.q_terms),
@@ -501,10 +506,23 @@ class _Scorer:
         if need:
             union = union.take(np.flatnonzero(union.matched >= need))
         sims = semantic.vectors.similarities(semantic.query, union.docs).astype(np.float64)
+        if not self._on_topic(union, sims):
+            # Nothing here is about the question: no trace is recalled on meaning alone.
+            self.params = self._params(msgspec.structs.replace(self.blend, alone=math.inf))
         # The pool passed the filter when its tier was scored, the nearest in the search.
         scored, explained = self._scored(union, sims, explain=True, seen=True)
         assert explained is not None
         return scored, explained
+
+    def _on_topic(self, union: _Candidates, sims: Floats) -> bool:
+        """Whether the memory holds anything about the question: a trace some of whose
+        words the question names and whose meaning backs them (``support``), or a trace
+        at least ``topic`` similar. A question about nothing here gets nothing on meaning
+        alone, however near its nearest traces happen to be."""
+        blend = self.blend
+        with np.errstate(invalid="ignore"):  # NaN: no vector yet, judged by its words
+            backed = (union.tagged > 0) | ((union.matched > 0) & ~(sims < blend.support))
+            return bool(backed.any() or (sims >= blend.topic).any())
 
     def _allowed(self, ids: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
         """Which documents the query may see, for the vector search (vectors may hold
@@ -689,6 +707,7 @@ def _grouped(bound: Floats) -> tuple[list[npt.NDArray[np.intp]], list[float]]:
 def _kernel_params(
     policy: KernelPolicy,
     *,
+    blend: Blend,
     now_ms: int,
     listing: bool = False,
     n_query: int = 0,
@@ -696,7 +715,7 @@ def _kernel_params(
     query_idf: float = 0.0,
 ) -> _scoring.Params:
     """The kernel's parameters for one recall: the policy's weights and the query's shape."""
-    p, s = policy.recall, policy.semantic
+    p, s = policy.recall, blend
     return _scoring.params(
         idf_cosine=p.weighting == "idf-cosine",
         listing=listing,
@@ -727,6 +746,7 @@ def _kernel_params(
         sem_floor=s.floor,
         sem_full=s.full,
         sem_alone=s.alone,
+        sem_support=s.support,
         now=now_ms,
         active=STATUS_CODE["active"],
         commitment=KIND_CODE["commitment"],
@@ -738,7 +758,7 @@ def _fixed_meta(policy: KernelPolicy, rows: Mapping[str, npt.NDArray[Any]]) -> F
     and provenance, with urgency in full for a commitment or a dated trace (recency and
     feedback come on top): a derived column, one per policy."""
     fixed = np.empty(len(rows["kind"]))
-    params = _kernel_params(policy, now_ms=0)
+    params = _kernel_params(policy, blend=policy.semantic.blend(policy.semantic.model), now_ms=0)
     _scoring.fixed_meta(params, (*(rows[name] for name in _FIXED_FIELDS), fixed))
     return fixed
 

@@ -10,13 +10,15 @@
  *             lexical = max(wc coverage + wo overlap, match_floor), 0 without a match
  *   cue       wl lexical + wt tag_coverage (one of them when the query has only terms
  *             or only tags); with the semantic channel
- *             (1 - w) cue + w clip((cos - floor) / (full - floor), 0, 1), and 0 for a
- *             trace matching no term or tag whose cosine is below `alone`
+ *             max(cue, (1 - w) cue + w clip((cos - floor) / (full - floor), 0, 1))
+ *             for a trace admitted: its cosine at least `alone`, or a tag of the
+ *             query, or a query term with a cosine at least `support`; 0 for any
+ *             other (a trace with no vector yet keeps its lexical cue)
  *   meta      the weighted sum of recency, salience, confidence, provenance,
  *             urgency and feedback
  *   score     cue (relevance_base + metadata_share meta), at least the overdue floor
- *             for an overdue commitment; kept when the cue (or the cue of words and
- *             tags alone) reaches the gate, or overdue
+ *             for an overdue commitment; kept when admitted and the cue (or the cue of
+ *             words and tags alone) reaches the gate or it is overdue
  *
  * and the two upper bounds recall prunes by: of matched terms and tags alone, and
  * of a candidate's features (exact but for urgency, counted in full for whatever
@@ -59,7 +61,7 @@ typedef struct {
     double meta_max;   /* the sum of the meta weights: the most meta can be */
     double recency_scale, prospective_scale, undated_urgency, unverified_factor;
     double relevance_base, metadata_share, overdue_floor, listing_scale, gate;
-    double sem_weight, sem_floor, sem_span, sem_alone; /* the [semantic] blend */
+    double sem_weight, sem_floor, sem_span, sem_alone, sem_support; /* the [semantic] blend */
     int64_t now;
     int active, commitment; /* STATUS_CODE["active"], KIND_CODE["commitment"] */
 } Params;
@@ -77,19 +79,19 @@ static PyObject *params(PyObject *self, PyObject *args, PyObject *kwargs) {
         "provenance_w", "prospective_w", "feedback_w", "recency_scale", "prospective_scale",
         "undated_urgency", "unverified_factor", "relevance_base", "metadata_share",
         "overdue_floor", "listing_scale", "gate", "sem_weight", "sem_floor", "sem_full",
-        "sem_alone", "now", "active", "commitment", NULL};
+        "sem_alone", "sem_support", "now", "active", "commitment", NULL};
     Params p;
     int n_query, n_tags;
     double salience_w, confidence_w, sem_full;
     long long now;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kwargs, "$ppii" "ddddd" "ddddd" "ddddd" "ddddd" "ddddd" "Lii", names, &p.idf_cosine,
+            args, kwargs, "$ppii" "ddddd" "ddddd" "ddddd" "ddddd" "ddddd" "d" "Lii", names, &p.idf_cosine,
             &p.listing, &n_query, &n_tags, &p.query_idf, &p.coverage_w, &p.overlap_w,
             &p.match_floor, &p.cue_lexical, &p.cue_tag, &p.recency_w, &salience_w,
             &confidence_w, &p.provenance_w, &p.prospective_w, &p.feedback_w, &p.recency_scale,
             &p.prospective_scale, &p.undated_urgency, &p.unverified_factor,
             &p.relevance_base, &p.metadata_share, &p.overdue_floor, &p.listing_scale, &p.gate,
-            &p.sem_weight, &p.sem_floor, &sem_full, &p.sem_alone, &now, &p.active,
+            &p.sem_weight, &p.sem_floor, &sem_full, &p.sem_alone, &p.sem_support, &now, &p.active,
             &p.commitment))
         return NULL;
     p.has_terms = n_query > 0;
@@ -385,13 +387,22 @@ static PyObject *score(PyObject *self, PyObject *args) {
         double tag_coverage = tagged[i] / p->n_tags;
         double cue = p->listing ? 0.0 : cue_of(p, l.lexical, tag_coverage);
         double lexical_cue = cue, part = 0.0;
-        if (similarity != NULL) {
-            double cosine = isnan(similarity[i]) ? 0.0 : similarity[i]; /* no vector */
+        /* A trace the channel has no vector for yet (its vector is being made) is
+         * judged by its words alone. */
+        int blended = similarity != NULL && !isnan(similarity[i]);
+        int admitted = 1;
+        if (blended) {
+            double cosine = similarity[i];
             part = semantic_part(p, cosine);
-            int hit = matched[i] > 0 || tagged[i] > 0;
-            cue = hit || cosine >= p->sem_alone
-                      ? (1.0 - p->sem_weight) * cue + p->sem_weight * part
-                      : 0.0;
+            /* Meaning alone, or words the meaning backs: a tag the person named, or
+             * query terms in a trace at least `support` similar (a shared everyday word
+             * in an unrelated trace is not relevance). */
+            admitted = cosine >= p->sem_alone || tagged[i] > 0
+                       || (matched[i] > 0 && cosine >= p->sem_support);
+            /* Meaning lifts a trace above what its words give, never below: a fact
+             * named in passing in a long text keeps its words' cue. */
+            cue = admitted ? larger(cue, (1.0 - p->sem_weight) * cue + p->sem_weight * part)
+                           : 0.0;
         }
         double recency, fb;
         aged(p, created[i], pinned[i], feedback[i], &recency, &fb);
@@ -419,7 +430,9 @@ static PyObject *score(PyObject *self, PyObject *args) {
             value = cue * (p->relevance_base + p->metadata_share * meta);
             if (overdue)
                 value = larger(value, p->overdue_floor);
-            keep = cue >= p->gate || lexical_cue >= p->gate || overdue;
+            /* An overdue commitment comes back whatever its cue (the reference), once
+             * the channel finds it relevant at all when the channel judges. */
+            keep = admitted && (cue >= p->gate || lexical_cue >= p->gate || overdue);
         }
         out_score[i] = value;
         out_keep[i] = (uint8_t)keep;

@@ -123,12 +123,14 @@ class SemanticIndex:
     Args:
         path: the vector file.
         embedder: the model the vectors come from.
+        model: its registered name (``[semantic] model``; the policy's blend is its).
         ann_at: vectors from which the HNSW graph serves (``[semantic] ann_at``).
     """
 
-    def __init__(self, path: Path, embedder: Embedder, *, ann_at: int) -> None:
+    def __init__(self, path: Path, embedder: Embedder, *, model: str, ann_at: int) -> None:
         self.path = path
         self.embedder = embedder
+        self.model = model
         self.ann_at = ann_at
         self._lock = threading.Lock()
         self._state: State = "loading"
@@ -173,7 +175,7 @@ class SemanticIndex:
 
     def embed_query(self, text: str) -> Vectors | None:
         """The query's unit vector; None when the model finds nothing in it."""
-        vector = self.embedder.embed([text])[0]
+        vector = self.embedder.embed_query(text)
         return vector if vector.any() else None
 
     def search(self, query: Vectors, k: int, allowed: Allowed) -> tuple[Ids, Similarities]:

@@ -38,7 +38,7 @@ import lmdb
 from hikmah import index, receive, replicas
 from hikmah.durable import fsync_dir, fsync_file
 from hikmah.effects import effects
-from hikmah.embedding import Embedder
+from hikmah.embedding import Loaded
 from hikmah.errors import ConflictError, HikmahError, InvalidInput, LedgerError, StoreFull
 from hikmah.fates import LOCAL
 from hikmah.gate import Gate
@@ -259,11 +259,14 @@ class Store:
         with self.snapshot() as snapshot:
             return query(snapshot, *args, **kwargs)
 
-    def open_vectors(self, embedder: Embedder, *, ann_at: int) -> SemanticIndex:
-        """Attach the semantic channel's vectors, from their file or built from the store,
-        ready for recall and writes: for tools running the store in-process, with no
-        write under way (the daemon takes the same steps off its event loop)."""
-        semantic = SemanticIndex(vectors_path(self.data_dir), embedder, ann_at=ann_at)
+    def open_vectors(self, model: Loaded, *, ann_at: int) -> SemanticIndex:
+        """Attach the semantic channel's vectors (of ``model``, :func:`load_model`'s), from
+        their file or built from the store, ready for recall and writes: for tools running
+        the store in-process, with no write under way (the daemon takes the same steps off
+        its event loop)."""
+        semantic = SemanticIndex(
+            vectors_path(self.data_dir), model.embedder, model=model.name, ann_at=ann_at
+        )
         self.semantic = semantic
         with self.snapshot() as snapshot:
             semantic.prepare(snapshot, self.dbs.vault)
