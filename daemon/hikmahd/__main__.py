@@ -9,7 +9,6 @@ from pathlib import Path
 
 from hikmah import __version__, paths
 from hikmah.errors import HikmahError
-from hikmah.policy import load_policy
 from hikmah.store import MAX_MAP_SIZE
 
 from .backup import restore, summary
@@ -45,8 +44,8 @@ def parser() -> argparse.ArgumentParser:
     instead.add_argument(
         "--rebuild-index",
         action="store_true",
-        help="recreate every derived index from the ledger (the semantic channel's vectors"
-        " too, when it is enabled), then exit",
+        help="recreate every derived index from the ledger, then exit (the semantic"
+        " channel's vectors are made again in the background when hikmahd next serves)",
     )
     instead.add_argument(
         "--restore",
@@ -98,9 +97,8 @@ def main(argv: list[str] | None = None) -> int:
         vault = vault_for(config.policy_path)
         keys = None if vault is None else vault.load
         if args.rebuild_index:
-            semantic = load_policy(config.policy_path).semantic
             with DataDirLock(config.data_dir):
-                rebuild_index(config.data_dir, vault=keys, semantic=semantic)
+                rebuild_index(config.data_dir, vault=keys)
             return 0
         if args.reset_passphrase:
             with DataDirLock(config.data_dir):

@@ -138,7 +138,7 @@ class Daemon:
             self.policy.reminders.lead_minutes,
             offload,
         )
-        self.semantics = Semantics(store, self.writer, policy, offload)
+        self.semantics = Semantics(store, policy, offload)
         self.syncing = Syncing(
             store, self.writer, self.policies, vault, self.reminders, now_ms, offload
         )

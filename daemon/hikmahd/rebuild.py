@@ -1,5 +1,5 @@
-"""``hikmahd --rebuild-index``: recreate the derived indexes, vectors included, from the
-ledger."""
+"""``hikmahd --rebuild-index``: recreate the derived indexes from the ledger; the vectors'
+file goes with them, and the daemon makes the vectors again in the background."""
 
 from __future__ import annotations
 
@@ -10,30 +10,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hikmah import maintenance
-from hikmah.embedding import load_embedder
-from hikmah.policy import SemanticPolicy
 from hikmah.sealing import Keys
 from hikmah.store import Store
 
 log = logging.getLogger(__name__)
 
 
-def rebuild_index(
-    data_dir: Path,
-    *,
-    vault: Callable[[str], Keys] | None = None,
-    semantic: SemanticPolicy | None = None,
-) -> int:
+def rebuild_index(data_dir: Path, *, vault: Callable[[str], Keys] | None = None) -> int:
     """Replay the ledger into fresh indexes, with progress on stderr; returns the records.
 
     ``vault`` is the store's key loader when the vault is on (sealed traces are
-    opened to index their terms). With ``semantic`` enabled the vectors are made
-    again too (embedding every trace: about 100 s per million, and the HNSW graph
-    past ``ann_at``: minutes per million on two cores); otherwise their file is
-    only removed, and the daemon makes them when the channel is turned on.
-
-    Raises:
-        EmbedderUnavailable: the model ``semantic`` names cannot be loaded.
+    opened to index their terms). The vectors' file is removed with the old
+    indexes (documents may be numbered anew): the daemon makes the vectors again
+    in the background once it serves (a sentence encoder takes about a millisecond
+    a trace on one core), recall using those made so far.
     """
     started = time.monotonic()
     with Store(data_dir, vault=vault) as store:
@@ -48,17 +38,4 @@ def rebuild_index(
 
         count = store.rebuild_index(progress)
         log.info("rebuilt the indexes from %d records in %.1f s", count, time.monotonic() - started)
-        if semantic is not None and semantic.enabled:
-            began = time.monotonic()
-            vectors = store.open_vectors(load_embedder(semantic.model), ann_at=semantic.ann_at)
-            while vectors.wants_fold():
-                vectors.fold(threads=2)
-            vectors.save(store.dbs.vault)
-            held = vectors.status()
-            log.info(
-                "made %d vectors (%d in the graph) in %.1f s",
-                held.vectors,
-                held.graph,
-                time.monotonic() - began,
-            )
     return count

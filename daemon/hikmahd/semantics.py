@@ -1,25 +1,30 @@
-"""The semantic channel in the daemon: its model and vectors brought up, folded and saved,
-all off the event loop, while the daemon serves.
+"""The semantic channel in the daemon: its model and vectors brought up, kept up with the
+store, folded and saved, all off the event loop, while the daemon serves.
 
-The socket accepts before any of it starts, so start to READY does not wait for
-the model (0.3 s) or the vectors (about 1 s to read at 1M traces, minutes to
-build). Until they are ready, recall runs on the lexical channel alone and
-``daemon.status`` says so (``semantic.state``):
+The socket accepts before any of it starts, so start to READY waits for neither the
+model nor the vectors. Until the vectors are read, recall runs on the lexical
+channel alone; from then on it uses what is there while the rest is embedded in
+the background, and ``daemon.status`` says so (``semantic.state``, ``behind``):
 
 - ``off``: ``[semantic] enabled = false``;
 - ``loading``: the model and the vector file are being read;
 - ``building``: the vectors are being made from the store (no usable file, a
-  model change, ``--rebuild-index``);
-- ``ready``: recall uses them and every write keeps them;
-- ``unavailable``: the model cannot be loaded (``error`` says why).
+  model change, ``--rebuild-index``), recall using those made so far;
+- ``ready``: every commit reaches the vectors (``behind`` of them still being
+  embedded after a burst of writes, such as an import);
+- ``unavailable``: no model can be loaded (``error`` says why).
 
-Loading and building embed in a worker thread while writes go on; the last
-catch-up and the switch to ``ready`` run in the writer's turn
-(:meth:`~hikmahd.writer.Writer.exclusive`), so no commit slips between. Once
-ready, recent vectors move into the HNSW graph and the file is saved only when
-no write came for a moment (a bulk import is never slowed by either), and at
-the latest every few minutes; under the vault a purge saves at once (the store
-does that itself).
+When the policy's model cannot load (its package is missing, or its files are
+not the pinned ones), WordLlama serves instead and ``fallback`` says why: a
+degraded channel is never silent.
+
+Writes never wait for the model: the store drops a rewritten document's old
+vectors as it commits, and :meth:`Semantics.run` embeds what is behind in a
+worker thread, a batch at a time, folds recent vectors into the HNSW graph (in
+small slices while writes come, so that a recall never waits long for the
+lock), and saves the file when no write came for a moment, and at the latest
+every few minutes; under the vault a purge saves at once (the store does that
+itself).
 """
 
 from __future__ import annotations
@@ -30,47 +35,45 @@ from typing import Any, Literal
 
 import trio
 
-from hikmah.embedding import EmbedderUnavailable, load_embedder
+from hikmah.embedding import EmbedderUnavailable, load_model
+from hikmah.paths import model_cache_dir
 from hikmah.policy import KernelPolicy
 from hikmah.rules import Applied, Outcome
 from hikmah.semantic import SemanticIndex, vectors_path
 from hikmah.store import Store
 
 from .scheduling import Offload
-from .writer import Writer
 
 log = logging.getLogger(__name__)
 
 State = Literal["off", "loading", "building", "ready", "unavailable"]
 TICK_S = 1.0  # how often the channel looks at what it has to do
-QUIET_S = 2.0  # no write for this long: folding and saving may run
+QUIET_S = 2.0  # no write for this long: folding in large slices and saving may run
 SAVE_EVERY_S = 300.0  # and changed vectors are saved at least this often
+BUSY_FOLD_SLICE = 16  # vectors folded per lock hold while writes come (a few ms)
+FOLLOW_S = 1.0  # embedding in the background looks up at the policy this often
 
 
 class Semantics:
     """Keeps the store's vectors as the policy asks. Start :meth:`run` in a nursery."""
 
-    def __init__(
-        self,
-        store: Store,
-        writer: Writer,
-        policy: Callable[[], KernelPolicy],
-        offload: Offload,
-    ) -> None:
-        self.store, self.writer, self.policy, self.offload = store, writer, policy, offload
+    def __init__(self, store: Store, policy: Callable[[], KernelPolicy], offload: Offload) -> None:
+        self.store, self.policy, self.offload = store, policy, offload
         # Until run() starts (after the promise queue is loaded), an enabled channel is
         # about to load.
         self.state: State = "loading" if policy().semantic.enabled else "off"
         self.error: str | None = None
-        self._model: str | None = None  # the model the attached vectors come from
+        self.fallback: str | None = None  # why another model serves than the policy's
+        self._model: str | None = None  # the policy's model the attached vectors serve
         self._unavailable: str | None = None  # a model that failed to load: not retried
         self._last_write = -float("inf")
         self._last_save = 0.0
         self._wake = trio.Event()
 
     def on_commit(self, outcomes: Sequence[Outcome | Applied]) -> None:
-        """A writer listener: remember when the last write came."""
+        """A writer listener: remember when the last write came, and wake the follower."""
         self._last_write = trio.current_time()
+        self._wake.set()
 
     def policy_changed(self) -> None:
         self._wake.set()
@@ -83,11 +86,19 @@ class Semantics:
             "model": policy.model,
             "state": self.state,
             "error": self.error,
+            "fallback": self.fallback,
         }
         semantic = self.store.semantic
         if semantic is not None:
             held = semantic.status()
-            out |= {"vectors": held.vectors, "graph": held.graph, "version": held.version}
+            out |= {
+                "serving": semantic.model,
+                "version": held.version,
+                "vectors": held.vectors,
+                "graph": held.graph,
+                "documents": held.documents,
+                "behind": held.behind,
+            }
         return out
 
     async def run(self) -> None:
@@ -95,11 +106,13 @@ class Semantics:
         cancelled."""
         self._last_save = trio.current_time()
         while True:
-            await self._settle()
-            await self._maintain()
-            with trio.move_on_after(TICK_S):
-                await self._wake.wait()
             self._wake = trio.Event()
+            await self._settle()
+            behind = await self._follow()
+            await self._maintain()
+            if not behind:
+                with trio.move_on_after(TICK_S):
+                    await self._wake.wait()
 
     async def _settle(self) -> None:
         policy = self.policy().semantic
@@ -110,7 +123,7 @@ class Semantics:
                 self.store.semantic = None
                 self._model = None
                 log.info("the semantic channel is off")
-            self.state, self.error = "off", None
+            self.state, self.error, self.fallback = "off", None, None
             if not policy.enabled:
                 return
         if self._unavailable == policy.model:
@@ -118,7 +131,7 @@ class Semantics:
         try:
             if self.store.semantic is None:
                 await self._open(policy.model, policy.ann_at)
-            elif not self.store.semantic.ready:
+            elif not self.store.semantic.serving:
                 await self._bring_up(self.store.semantic)  # the store rebuilt its indexes
         except Exception as exc:
             # Derived data: the daemon serves on without it, and says why.
@@ -127,15 +140,22 @@ class Semantics:
             self.state, self.error, self._unavailable = "unavailable", str(exc), policy.model
 
     async def _open(self, model: str, ann_at: int) -> None:
-        self.state, self.error = "loading", None
+        self.state, self.error, self.fallback = "loading", None, None
         try:
-            embedder = await self.offload(lambda: load_embedder(model))
+            loaded = await self.offload(lambda: load_model(model, model_cache_dir()))
         except EmbedderUnavailable as exc:
             self.state, self.error, self._unavailable = "unavailable", str(exc), model
             log.warning("the semantic channel is unavailable, recall is lexical: %s", exc)
             return
         self._unavailable = None
-        semantic = SemanticIndex(vectors_path(self.store.data_dir), embedder, ann_at=ann_at)
+        if loaded.fallback_from is not None:
+            self.fallback = f"{loaded.fallback_from} cannot load ({loaded.reason})"
+            log.warning("%s serves the semantic channel: %s", loaded.name, self.fallback)
+        semantic = SemanticIndex(
+            vectors_path(self.store.data_dir), loaded.embedder, model=loaded.name, ann_at=ann_at
+        )
+        # Attached first: every commit from now on reaches it, before the file is read
+        # or after.
         self.store.semantic = semantic
         self._model = model
         await self._bring_up(semantic)
@@ -143,35 +163,52 @@ class Semantics:
     async def _bring_up(self, semantic: SemanticIndex) -> None:
         store = self.store
 
-        def prepare() -> None:
+        def bring_up() -> None:
             with store.snapshot() as snapshot:
-                semantic.prepare(snapshot, store.dbs.vault)
+                semantic.open(snapshot, store.dbs.vault)
 
-        def finish(_store: Store) -> None:
-            with store.snapshot() as snapshot:
-                semantic.finish(snapshot)
-
-        self.state = "building" if semantic.status().state == "building" else "loading"
+        self.state = "loading"
         began = trio.current_time()
-        await self.offload(prepare)
-        await self.writer.exclusive(finish)
-        self.state = "ready"
+        await self.offload(bring_up)
         held = semantic.status()
+        self.state = held.state
         log.info(
-            "semantic channel ready: %d vectors of %s %s in %.1f s",
+            "semantic channel serving: %d vectors of %s %s in %.1f s, %d documents behind",
             held.vectors,
             held.model,
             held.version,
             trio.current_time() - began,
+            held.behind,
         )
+
+    async def _follow(self) -> bool:
+        """Embed what is behind, a batch at a time, folding as the graph needs, for up to
+        :data:`FOLLOW_S` (then the policy is looked at again); whether any is left."""
+        semantic = self.store.semantic
+        if semantic is None or not semantic.serving:
+            return False
+        store = self.store
+        until = trio.current_time() + FOLLOW_S
+        while semantic.behind and trio.current_time() < until:
+            await self.offload(lambda: semantic.follow(store.snapshot))
+            if semantic.wants_fold():
+                await self._fold(semantic, None if self._quiet() else BUSY_FOLD_SLICE)
+        self.state = semantic.status().state
+        return bool(semantic.behind)
+
+    async def _fold(self, semantic: SemanticIndex, slice_size: int | None) -> None:
+        if slice_size is None:
+            await self.offload(semantic.fold)
+        else:
+            await self.offload(lambda: semantic.fold(slice_size=slice_size))
 
     async def _maintain(self) -> None:
         """Fold and save while no write comes."""
         semantic = self.store.semantic
-        if semantic is None or not semantic.ready:
+        if semantic is None or not semantic.serving:
             return
         while semantic.wants_fold() and self._quiet():
-            await self.offload(semantic.fold)
+            await self._fold(semantic, None)
         now = trio.current_time()
         if semantic.changed and (self._quiet() or now - self._last_save > SAVE_EVERY_S):
             await self.save()
@@ -182,7 +219,7 @@ class Semantics:
     async def save(self) -> None:
         """Write the vectors' file if they changed since the last save (also at a stop)."""
         semantic, store = self.store.semantic, self.store
-        if semantic is None or not semantic.ready or not semantic.changed:
+        if semantic is None or not semantic.serving or not semantic.changed:
             return
         await self.offload(lambda: semantic.save(store.dbs.vault))
         self._last_save = trio.current_time()

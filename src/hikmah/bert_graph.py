@@ -24,7 +24,7 @@ import argparse
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -83,9 +83,9 @@ def _float_graph(weights: Weights, shape: BertShape) -> onnx.ModelProto:
     eps = shape.epsilon
     # Every token is of type 0: its embedding is folded into the positions' (one input
     # fewer, the same sums).
-    positions = w["embeddings.position_embeddings.weight"] + w[
-        "embeddings.token_type_embeddings.weight"
-    ][0]
+    positions = (
+        w["embeddings.position_embeddings.weight"] + w["embeddings.token_type_embeddings.weight"][0]
+    )
     ids = graph.op("Cast", ["input_ids"], to=TensorProto.INT32)
     mask = graph.op("Cast", ["attention_mask"], to=TensorProto.INT32)
     x, lengths = graph.ops(
@@ -202,8 +202,16 @@ class _Builder:
         self.constants.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
         return name
 
-    def op(self, kind: str, inputs: list[str], *, name: str | None = None, **attributes: object) -> str:
-        return self.ops(kind, inputs, outputs=1, name=name, **attributes)[0]
+    def op(
+        self,
+        kind: str,
+        inputs: list[str],
+        *,
+        name: str | None = None,
+        domain: str | None = None,
+        **attributes: Any,
+    ) -> str:
+        return self.ops(kind, inputs, outputs=1, name=name, domain=domain, **attributes)[0]
 
     def ops(
         self,
@@ -213,7 +221,7 @@ class _Builder:
         outputs: int,
         name: str | None = None,
         domain: str | None = None,
-        **attributes: object,
+        **attributes: Any,
     ) -> list[str]:
         from onnx import helper  # noqa: PLC0415
 
@@ -234,7 +242,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from safetensors.numpy import load_file  # noqa: PLC0415
 
-    graph = int8_graph(load_file(str(args.weights)), BertShape(layers=args.layers, heads=args.heads))
+    graph = int8_graph(
+        load_file(str(args.weights)), BertShape(layers=args.layers, heads=args.heads)
+    )
     write_atomic(args.out, graph, 0o600)
     return 0
 

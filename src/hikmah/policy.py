@@ -181,9 +181,7 @@ class Blend(msgspec.Struct, frozen=True, kw_only=True):
 MODEL_BLENDS: dict[str, Blend] = {
     "minilm": Blend(weight=0.8, floor=0.1, full=0.7, alone=0.2, support=0.16, topic=0.27),
     "wordllama": Blend(weight=0.5, floor=0.15, full=0.5, alone=0.34, support=-1.0, topic=-1.0),
-    "wordllama-128": Blend(
-        weight=0.5, floor=0.15, full=0.5, alone=0.34, support=-1.0, topic=-1.0
-    ),
+    "wordllama-128": Blend(weight=0.5, floor=0.15, full=0.5, alone=0.34, support=-1.0, topic=-1.0),
 }
 
 

@@ -265,7 +265,7 @@ class _Scorer:
             self.listing
             or not self.policy.semantic.enabled
             or index is None
-            or not index.ready
+            or not index.serving
             or not self.query.query.strip()
         ):
             return None

@@ -1,50 +1,53 @@
-"""The semantic channel's vectors of one store: kept with every write, searched by recall,
-saved beside the LMDB file, and rebuilt from the traces when they cannot be used.
+"""The semantic channel's vectors of one store: following its commits in the background,
+searched by recall, saved beside the LMDB file, and rebuilt from the traces when they
+cannot be used.
 
 Vectors are derived data, like every index. Each document (the store's dense
-document number) that is present, not purged and has some text holds one
-unit vector of its content, from the embedder the policy names; superseded,
-fulfilled, sensitive traces and predictions keep theirs, since recall filters
-semantic candidates by exactly the rules it filters lexical ones by. The
-vectors live in two indexes (:mod:`hikmah.vector_index`):
+document number) that is present, not purged and has some text holds the unit
+vectors of its *passages* (:meth:`~hikmah.embedding.Embedder.passages`: a short
+text is one passage, a long one its overlapping windows), from the embedder the
+policy names; a document's similarity to a query is that of its best passage,
+so a fact named in passing in a long session is found by its own words' meaning.
+Superseded, fulfilled, sensitive traces and predictions keep theirs, since
+recall filters semantic candidates by exactly the rules it filters lexical ones
+by. Passages are numbered as they are embedded (a document's are consecutive);
+the indexes (:mod:`hikmah.vector_index`) hold them by that number:
 
 - ``recent``: a :class:`~hikmah.vector_index.FlatIndex`, searched exactly.
-  Every new vector lands here, so a write costs one embedding and a copy.
+  Every new vector lands here.
 - ``graph``: a :class:`~hikmah.vector_index.HnswIndex`, made once the store
   holds ``ann_at`` vectors. :meth:`SemanticIndex.fold` moves recent vectors
-  into it a slice at a time (once there are :data:`FOLD_AT` of them), when
-  the daemon is quiet, their int8 codes unchanged: a vector's similarity to a
-  query is the same in either index.
+  into it a slice at a time, their int8 codes unchanged: a vector's similarity
+  to a query is the same in either index.
 
-A search asks both and merges. The two are reached under one lock: faiss
-gives no promise about searching while a graph changes. The writer's
-:meth:`~hikmah.store.Store.apply` embeds a batch outside it.
+A search asks both and merges. The two are reached under one lock: faiss gives
+no promise about searching while a graph changes. Embedding runs outside it.
 
-**Keeping up with the store.** The index reflects every document below
-``upto``. The store hands it each durable batch
-(:meth:`SemanticIndex.committed`: the documents whose text it changed, a
-purge's stub included, whether the records were this device's or came from
-another by sync, :attr:`hikmah.snapshot.Snapshot.written`); a batch committed
-while the index is not ready is skipped, and :meth:`SemanticIndex.catch_up`
-embeds what it missed from the store itself (documents from ``upto`` on, and
-forgets the purged; a document a rival rewrote below ``upto`` meanwhile is
-embedded again at :meth:`SemanticIndex.finish`). A trace's vector depends on
-its text alone, so two devices that hold the same records hold the same
-vectors whatever order the records came in (under different document
-numbers, which recall never shows). So loading or building
-can run in the background while writes go on, and only the last catch-up, in
-the writer's turn, holds writes off.
+**Following the store.** A write never waits for the model. The store hands
+the index each durable batch (:meth:`SemanticIndex.committed`: the documents
+whose text it changed, whether the records were this device's or came from
+another by sync, :attr:`hikmah.snapshot.Snapshot.written`), which drops their
+old vectors at once (a purged text's vector leaves memory with it) and
+notes them as *behind*: the documents from :attr:`frontier` to the last one
+seen, and a few rewritten below it. :meth:`SemanticIndex.follow`, in the
+daemon's background, embeds what is behind a batch at a time. Recall uses what
+is there meanwhile: a document without vectors yet is judged by its words alone
+(the kernel, ``scoring.c``), and ``daemon.status`` says how far behind the
+vectors are. A trace's vectors depend on its text alone, so two devices that
+hold the same records hold the same vectors whatever order the records came in
+(under different numbers, which recall never shows).
 
 **The file** (``vectors`` in the data directory): the graph's bytes, the
-recent vectors' bytes, a JSON header (model stamp, ``upto``, the trace id at
-``upto - 1``, sizes) and a trailer (header length, magic). It is written to a
-temporary name, synced and renamed. Under the vault the two parts are sealed
-under a data key of their own, new for every save and wrapped by the master
-key, so no vector of a sealed trace is ever on disk in the clear, and a purge
-saves at once, so the purged vector leaves the disk with it. A file of
-another model, a damaged one, or one that names a document the store does not
-hold at that number (the store lost a commit the file had seen) is
-:class:`StaleVectors`: the vectors are built again from the store.
+recent vectors' bytes, each passage's document number, a JSON header (model
+stamp, :attr:`frontier`, the trace id before it, the documents behind below it,
+sizes) and a trailer (header length, magic). It is written to a temporary name,
+synced and renamed. Under the vault the parts are sealed under a data key of
+their own, new for every save and wrapped by the master key, so no vector of a
+sealed trace is ever on disk in the clear, and a purge saves at once, so the
+purged vector leaves the disk with it. A file of another model, a damaged one,
+or one that names a document the store does not hold at that number (the store
+lost a commit the file had seen) is :class:`StaleVectors`: the vectors are
+built again from the store.
 """
 
 from __future__ import annotations
@@ -52,9 +55,10 @@ from __future__ import annotations
 import logging
 import struct
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import msgspec
 import numpy as np
@@ -79,17 +83,23 @@ from hikmah.vector_index import (
 
 log = logging.getLogger(__name__)
 
+# loading: the file is being read, nothing is served; building: served while the vectors
+# are made from the store (no usable file, a model change); ready: served and following.
 State = Literal["loading", "building", "ready"]
 VECTORS_FILE = "vectors"
-MAGIC = b"HIKMAH-VECTORS-2"
+MAGIC = b"HIKMAH-VECTORS-3"
 _TRAILER = struct.Struct(f"<Q{len(MAGIC)}s")
 _AAD = b"hikmah vectors"
-EMBED_BATCH = 1024  # documents embedded at a time while catching up
+FOLLOW_BATCH = 256  # documents embedded at a time in the background
 FOLD_SLICE = 256  # vectors moved into the graph per lock hold (about 0.2 s at 1M)
 # Recent vectors past which a graph takes them in: an exact search of 2k vectors
 # costs about 0.12 ms between a recall's lexical work (the graph's 0.35 ms), of 512
 # a third of that, and folding them is a second's work once the daemon is quiet.
 FOLD_AT = 512
+_NONE = 0xFFFFFFFF  # no passage
+_G = TypeVar("_G", bound=np.generic)
+# How the index reads the texts it embeds: a snapshot of the store (Store.snapshot).
+SnapshotOpener = Callable[[], AbstractContextManager[Snapshot]]
 
 
 class StaleVectors(HikmahError):
@@ -97,28 +107,31 @@ class StaleVectors(HikmahError):
 
 
 class SemanticStatus(msgspec.Struct, frozen=True, kw_only=True):
-    """What ``daemon.status`` says of the channel."""
+    """What ``daemon.status`` says of the channel's vectors."""
 
     model: str
     version: str
     dimensions: int
     state: State
-    vectors: int  # held, in both indexes
+    vectors: int  # held, in both indexes (a long document holds several)
     graph: int  # of them in the HNSW graph
-    upto: int  # documents the vectors reflect
+    documents: int  # documents the vectors reflect or are behind on
+    behind: int  # of them, how many still wait for their vectors
 
 
 class _Header(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     stamp: ModelStamp
-    upto: int
-    last_id: str | None  # the trace at upto - 1: a store that lost it reuses the number
-    graph_bytes: int  # the graph's dump comes first, then recent's
+    frontier: int  # documents below it are reflected, but for ``behind``
+    last_id: str | None  # the trace before frontier: a store that lost it reuses the number
+    behind: list[int]  # documents below frontier still without their vectors
+    graph_bytes: int  # the graph's dump comes first, then recent's, then the passages'
     flat_bytes: int
+    passages: int  # the documents of passages 0..passages-1 (uint32 each)
     key_entry: str | None = None  # hex: the wrapped data key, when the parts are sealed
 
 
 class SemanticIndex:
-    """The vectors of one store's documents, by document number.
+    """The vectors of one store's documents.
 
     Args:
         path: the vector file.
@@ -134,14 +147,21 @@ class SemanticIndex:
         self.ann_at = ann_at
         self._lock = threading.Lock()
         self._state: State = "loading"
+        self._arrived: set[int] = set()  # committed while loading
         self._reset()
 
     def _reset(self) -> None:
         self._recent = FlatIndex(self.embedder.stamp)
         self._graph: HnswIndex | None = None
-        self._upto = 0
-        self._last_id: str | None = None
-        self._rewritten: set[int] = set()  # below upto, while not ready
+        self._end = 0  # documents seen: the vectors reflect or are behind on [0, end)
+        self._frontier = 0  # every document from here to end is behind
+        self._frontier_id: str | None = None  # the trace id of document frontier - 1
+        self._behind: set[int] = set()  # and these below frontier
+        self._flight: set[int] = set()  # being embedded now
+        self._doc_of = np.zeros(0, dtype=np.uint32)  # passage -> document
+        self._passages = 0  # passages numbered so far
+        self._first = np.zeros(0, dtype=np.uint32)  # document -> its first passage
+        self._count = np.zeros(0, dtype=np.uint16)  # document -> how many it holds
         self._changed = False  # since the last save
 
     @property
@@ -149,9 +169,19 @@ class SemanticIndex:
         return self.embedder.stamp
 
     @property
+    def serving(self) -> bool:
+        """Whether recall may use the vectors (what is there: some may be behind)."""
+        return self._state != "loading"
+
+    @property
     def ready(self) -> bool:
-        """Whether recall may use the vectors (they reflect every commit)."""
-        return self._state == "ready"
+        """Whether the vectors reflect every commit (none behind)."""
+        return self._state != "loading" and not self.behind
+
+    @property
+    def behind(self) -> int:
+        """Documents waiting for their vectors."""
+        return self._end - self._frontier + len(self._behind)
 
     @property
     def changed(self) -> bool:
@@ -168,7 +198,8 @@ class SemanticIndex:
                 state=self._state,
                 vectors=graph + len(self._recent),
                 graph=graph,
-                upto=self._upto,
+                documents=self._end,
+                behind=self.behind if self._state != "loading" else 0,
             )
 
     # -- recall ---------------------------------------------------------------------
@@ -179,136 +210,230 @@ class SemanticIndex:
         return vector if vector.any() else None
 
     def search(self, query: Vectors, k: int, allowed: Allowed) -> tuple[Ids, Similarities]:
-        """The ``k`` documents most similar to ``query`` among those ``allowed`` keeps,
-        most similar first."""
+        """The ``k`` documents most similar to ``query`` (by their best passage) among
+        those ``allowed`` keeps, most similar first."""
         with self._lock:
-            parts = [index.search(query, k, allowed) for index in self._indexes()]
-        ids = np.concatenate([hits.ids for hits in parts])
-        sims = np.concatenate([hits.similarities for hits in parts])
-        order = np.lexsort((ids, -sims))[:k]
-        return ids[order], sims[order]
+            doc_of = self._doc_of
+
+            def allowed_passages(ids: Ids) -> npt.NDArray[np.bool_]:
+                return allowed(doc_of[ids.astype(np.intp)].astype(np.uint64))
+
+            docs, sims = [], []
+            for index in self._indexes():
+                fetch = k
+                while True:
+                    hits = index.search(query, fetch, allowed_passages)
+                    found = doc_of[hits.ids.astype(np.intp)].astype(np.uint64)
+                    # Best first: a document's first hit is its best passage.
+                    _, first = np.unique(found, return_index=True)
+                    if len(first) >= k or len(hits.ids) < fetch:
+                        break
+                    fetch *= 4
+                docs.append(found[first])
+                sims.append(hits.similarities[first])
+        ids = np.concatenate(docs)
+        best = np.concatenate(sims)
+        order = np.lexsort((ids, -best))
+        ids, best = ids[order], best[order]
+        _, first = np.unique(ids, return_index=True)  # a document in both: its better one
+        first.sort()
+        return ids[first][:k], best[first][:k]
 
     def similarities(self, query: Vectors, docs: npt.ArrayLike) -> Similarities:
-        """Cosine of ``query`` with each document's vector, NaN for a document without one."""
-        keys = np.asarray(docs, dtype=np.uint64)
+        """Cosine of ``query`` with each document's best passage, NaN for a document
+        without vectors."""
+        keys = np.asarray(docs, dtype=np.intp)
         with self._lock:
-            out = self._recent.similarities(query, keys)
-            if self._graph is not None:
-                missing = np.isnan(out)
-                if missing.any():
-                    out[missing] = self._graph.similarities(query, keys[missing])
+            inside = keys < len(self._count)
+            counts = np.zeros(len(keys), dtype=np.intp)
+            counts[inside] = self._count[keys[inside]]
+            firsts = np.zeros(len(keys), dtype=np.intp)
+            firsts[inside] = self._first[keys[inside]]
+            if len(keys) and counts.max(initial=0) <= 1:  # the usual case: one passage each
+                sims = self._passage_similarities(query, firsts.astype(np.uint64))
+                sims[counts == 0] = np.nan
+                return sims
+            total = int(counts.sum())
+            starts = np.cumsum(counts) - counts
+            offsets = np.arange(total) - np.repeat(starts, counts)
+            passages = (np.repeat(firsts, counts) + offsets).astype(np.uint64)
+            sims = self._passage_similarities(query, passages)
+        out = np.full(len(keys), np.nan, dtype=np.float32)
+        held = counts > 0
+        if held.any():
+            out[held] = np.maximum.reduceat(sims, starts[held])
+        return out
+
+    def _passage_similarities(self, query: Vectors, passages: Ids) -> Similarities:
+        out = self._recent.similarities(query, passages)
+        if self._graph is not None:
+            missing = np.isnan(out)
+            if missing.any():
+                out[missing] = self._graph.similarities(query, passages[missing])
         return out
 
     def _indexes(self) -> list[VectorIndex]:
         return [self._recent] if self._graph is None else [self._recent, self._graph]
 
-    # -- writes -----------------------------------------------------------------------
+    # -- following the store ------------------------------------------------------------
 
     def committed(self, written: Sequence[Added]) -> int:
         """A durable batch gave ``written`` their text (a trace, a rival's in its place, a
-        purge's stub): the vectors follow; returns how many vectors left. While not ready
-        the batch is skipped: :meth:`catch_up` embeds what lies past :attr:`upto`, and
-        :meth:`finish` what was rewritten below it."""
+        purge's stub): their old vectors go now, the new ones follow
+        (:meth:`follow`); returns how many vectors went."""
         if not written:
             return 0
-        if not self.ready:
-            with self._lock:
-                self._rewritten.update(doc.docno for doc in written if doc.docno < self._upto)
-            return 0
-        vectors = self._embed(written)
         with self._lock:
-            return self._apply(written, vectors)
+            if self._state == "loading":
+                self._arrived.update(doc.docno for doc in written)
+                return 0
+            removed = self._drop([doc.docno for doc in written])
+            for doc in written:
+                self._note(doc)
+            self._changed |= bool(removed)
+            return removed
 
-    def _embed(self, added: Sequence[Added]) -> Vectors:
-        return self.embedder.embed([doc.text for doc in added])
+    def _note(self, doc: Added) -> None:
+        """Put ``doc`` behind (the lock is held): past the frontier every document is."""
+        if doc.docno >= self._end:
+            self._end = doc.docno + 1
+        elif doc.docno < self._frontier or doc.docno in self._flight:
+            self._behind.add(doc.docno)
 
-    def _apply(self, added: Sequence[Added], vectors: Vectors) -> int:
-        """Hold the documents' new vectors (none for an empty text), dropping any they had;
-        the lock is held. Returns how many vectors were dropped."""
-        docs = np.array([doc.docno for doc in added], dtype=np.uint64)
-        # Only a document below upto can hold a vector: a local write costs no removal.
-        held = docs[docs < self._upto]
-        removed = sum(index.remove(held) for index in self._indexes()) if len(held) else 0
-        nonzero = vectors.any(axis=1)
-        if nonzero.any():
-            self._recent.add(docs[nonzero], vectors[nonzero])
-        last = max(added, key=lambda doc: doc.docno)
-        if last.docno >= self._upto:
-            self._upto, self._last_id = last.docno + 1, last.trace_id
-        self._changed = True
+    def follow(self, snapshot_of: SnapshotOpener, limit: int = FOLLOW_BATCH) -> int:
+        """Embed up to ``limit`` documents that are behind (their text read from a
+        snapshot ``snapshot_of`` opens once they are chosen); returns how many."""
+        with self._lock:
+            if self._state == "loading":
+                return 0
+            chosen = [self._behind.pop() for _ in range(min(limit, len(self._behind)))]
+            start = self._frontier
+            stop = min(start + limit - len(chosen), self._end)
+            chosen += range(start, stop)
+            self._flight.update(chosen)
+        if not chosen:
+            return 0
+        try:
+            with snapshot_of() as snapshot:
+                docs = _read(snapshot, chosen)
+            vectors, owners = self._embed(docs)
+        except BaseException:
+            with self._lock:  # behind they stay
+                self._behind.update(d for d in self._flight if d < self._frontier)
+                self._flight.clear()
+            raise
+        with self._lock:
+            if not self._flight:  # a rebuild started over meanwhile: another numbering
+                return 0
+            self._flight.clear()
+            # A document written again meanwhile is behind again: its text here is old.
+            fresh = [doc.docno not in self._behind for doc in docs]
+            self._drop([doc.docno for doc, ok in zip(docs, fresh, strict=True) if ok])
+            self._hold(docs, fresh, vectors, owners)
+            if self._frontier == start and stop > start:
+                self._frontier, self._frontier_id = stop, docs[-1].trace_id
+            if not self.behind and self._state == "building":
+                self._state = "ready"
+            self._changed = True
+        return len(chosen)
+
+    def _embed(self, docs: Sequence[Added]) -> tuple[Vectors, npt.NDArray[np.intp]]:
+        """The passages' vectors of ``docs``, and for each the position of its document."""
+        texts: list[str] = []
+        owners: list[int] = []
+        for i, doc in enumerate(docs):
+            parts = self.embedder.passages(doc.text)
+            texts += parts
+            owners += [i] * len(parts)
+        return self.embedder.embed(texts), np.array(owners, dtype=np.intp)
+
+    def _hold(
+        self,
+        docs: Sequence[Added],
+        wanted: Sequence[bool],
+        vectors: Vectors,
+        owners: npt.NDArray[np.intp],
+    ) -> None:
+        """Number and hold the passages (``vectors``, of ``docs[owners]``) of the
+        ``wanted`` documents; the lock is held."""
+        keep = np.asarray(wanted, dtype=bool)[owners] & vectors.any(axis=1)
+        vectors, owners = vectors[keep], owners[keep]
+        if not len(owners):
+            return
+        numbers = np.arange(self._passages, self._passages + len(owners), dtype=np.uint64)
+        documents = np.array([docs[o].docno for o in owners.tolist()], dtype=np.uint32)
+        self._passages += len(owners)
+        self._doc_of = _grown(self._doc_of, self._passages, 0)
+        self._doc_of[numbers.astype(np.intp)] = documents
+        top = int(documents.max()) + 1
+        self._first = _grown(self._first, top, _NONE)
+        self._count = _grown(self._count, top, 0)
+        # A document's passages are consecutive: its first, and how many.
+        unique, first_at, counts = np.unique(documents, return_index=True, return_counts=True)
+        self._first[unique] = numbers[first_at].astype(np.uint32)
+        self._count[unique] = counts
+        self._recent.add(numbers, vectors)
+
+    def _drop(self, docnos: Sequence[int]) -> int:
+        """Forget the vectors of ``docnos`` (the lock is held); returns how many went."""
+        keys = np.asarray(docnos, dtype=np.intp)
+        keys = keys[keys < len(self._count)]
+        counts = self._count[keys].astype(np.intp)
+        held = counts > 0
+        if not held.any():
+            return 0
+        keys, counts = keys[held], counts[held]
+        starts = self._first[keys].astype(np.intp)
+        passages = np.concatenate(
+            [np.arange(s, s + c, dtype=np.uint64) for s, c in zip(starts, counts, strict=True)]
+        )
+        removed = sum(index.remove(passages) for index in self._indexes())
+        self._count[keys] = 0
+        self._first[keys] = _NONE
         return removed
-
-    def _read(self, snapshot: Snapshot, docnos: Sequence[int]) -> list[Added]:
-        """The documents as ``snapshot`` holds them, their text empty unless they are
-        present and not purged."""
-        live = _live(snapshot)
-        out = []
-        for docno in docnos:
-            trace = snapshot.trace_at(docno)
-            out.append(Added(docno, trace.id, trace.content if live[docno] else ""))
-        return out
 
     # -- loading, building, folding (the daemon, off the event loop) --------------------
 
-    def rebuild(self) -> None:
-        """Forget every vector: they are built again from the store (:meth:`catch_up`).
-        Recall goes without them until then."""
-        with self._lock:
-            self._state = "building"
-            self._reset()
-            self._changed = True
-
-    def catch_up(self, snapshot: Snapshot) -> int:
-        """Embed the documents of ``snapshot`` the vectors do not reflect yet, and forget
-        those purged since; returns how many were embedded.
-
-        Safe while writes go on (they are skipped until :meth:`finish`); the
-        daemon runs it in the background, then once more in the writer's turn.
-        """
-        end = snapshot.next_docno()
-        if self._upto > end:
-            raise StaleVectors(f"{self.path}: the vectors reflect documents the store lacks")
-        embedded = 0
-        for start in range(self._upto, end, EMBED_BATCH):
-            batch = self._read(snapshot, range(start, min(start + EMBED_BATCH, end)))
-            vectors = self._embed(batch)
+    def open(self, snapshot: Snapshot, keys: Keys | None) -> None:
+        """Take the file's vectors, or start over when they cannot be used, and serve:
+        what ``snapshot`` holds beyond them is behind (:meth:`follow` embeds it), and
+        the purged since are forgotten. Commits from the index's creation on reach it
+        (:meth:`committed`), whether before ``snapshot`` or after."""
+        try:
+            self.load(snapshot, keys)
+            state: State = "ready"
+        except StaleVectors as exc:
+            log.info("building the vectors from the store: %s", exc)
             with self._lock:
-                self._apply(batch, vectors)
-            embedded += len(batch)
+                self._reset()
+            state = "building"
+        self._plan(snapshot, state)
+
+    def _plan(self, snapshot: Snapshot, state: State) -> None:
         live = _live(snapshot)
+        end = snapshot.next_docno()
         with self._lock:
-            held = np.concatenate([index.ids() for index in self._indexes()])
-            purged = held[~live[held.astype(np.intp)]]
-            for index in self._indexes():
-                index.remove(purged)
-            self._changed |= bool(len(purged))
-        return embedded
+            held = np.flatnonzero(self._count[: len(live)] > 0)
+            purged = held[~live[held]]
+            self._changed |= bool(self._drop(purged.tolist()))
+            arrived, self._arrived = sorted(self._arrived), set()
+            self._drop(arrived)
+            self._end = max(self._end, end)
+            for docno in arrived:
+                if docno < self._frontier:
+                    self._behind.add(docno)
+                self._end = max(self._end, docno + 1)
+            self._state = state if self.behind else "ready"
 
-    def prepare(self, snapshot: Snapshot, keys: Keys | None) -> None:
-        """Take the file's vectors, or start over when they cannot be used, and embed what
-        they lack of ``snapshot``: the long part, safe while writes go on."""
-        if self._state == "loading":
-            try:
-                self.load(snapshot, keys)
-            except StaleVectors as exc:
-                log.info("building the vectors from the store: %s", exc)
-                self.rebuild()
-        self.catch_up(snapshot)
-
-    def finish(self, snapshot: Snapshot) -> None:
-        """Embed the last writes, and the documents rewritten below :attr:`upto` meanwhile
-        (a rival of another device took a trace's place), and serve: from now on every
-        commit reaches the vectors and recall uses them. Call with no write under way (in
-        the writer's turn)."""
-        self.catch_up(snapshot)
+    def rebuild(self) -> None:
+        """Forget every vector: they are built again from the store as it is (its
+        documents were numbered anew) once :meth:`open` is called again. Recall goes by
+        words meanwhile."""
         with self._lock:
-            rewritten, self._rewritten = sorted(self._rewritten), set()
-        if rewritten:
-            batch = self._read(snapshot, rewritten)
-            vectors = self._embed(batch)
-            with self._lock:
-                self._apply(batch, vectors)
-        self._state = "ready"
+            self._reset()
+            self._state = "loading"
+            self._arrived.clear()
+            self._changed = True
 
     def wants_fold(self) -> bool:
         """Whether recent vectors should move into the graph (or a graph be made)."""
@@ -323,10 +448,10 @@ class SemanticIndex:
         with self._lock:
             if self._graph is None:
                 self._graph = HnswIndex(self.stamp)
-            docs, codes, scales = self._recent.pop(slice_size)
-            self._graph.add_codes(docs, codes, scales, threads=threads)
+            passages, codes, scales = self._recent.pop(slice_size)
+            self._graph.add_codes(passages, codes, scales, threads=threads)
             self._changed = True
-            return len(docs)
+            return len(passages)
 
     # -- the file -------------------------------------------------------------------------
 
@@ -335,20 +460,25 @@ class SemanticIndex:
         with self._lock:
             graph = b"" if self._graph is None else self._graph.dump()
             flat = self._recent.dump()
-            upto, last_id = self._upto, self._last_id
+            passages = self._doc_of[: self._passages].tobytes()
+            frontier, last_id = self._frontier, self._frontier_id
+            # Those being embedded are behind until they are held.
+            behind = sorted(self._behind | {d for d in self._flight if d < frontier})
             self._changed = False
         entry = None
-        parts: list[bytes | bytearray] = [graph, flat]
+        parts: list[bytes | bytearray] = [graph, flat, passages]
         if keys is not None:
             sealed, key = seal_file(keys, b"".join(parts), aad=_AAD)
             parts, entry = [sealed], key.hex()
         header = msgspec.json.encode(
             _Header(
                 stamp=self.stamp,
-                upto=upto,
+                frontier=frontier,
                 last_id=last_id,
+                behind=behind,
                 graph_bytes=len(graph),
                 flat_bytes=len(flat),
+                passages=len(passages) // 4,
                 key_entry=entry,
             )
         )
@@ -381,10 +511,11 @@ class SemanticIndex:
                 )
             except (VaultError, ValueError) as exc:
                 raise StaleVectors(f"{self.path}: does not open: {exc}") from None
-        if len(payload) != header.graph_bytes + header.flat_bytes:
+        flat_end = header.graph_bytes + header.flat_bytes
+        if len(payload) != flat_end + 4 * header.passages:
             raise StaleVectors(f"{self.path}: shorter than its header says")
-        if header.upto > snapshot.next_docno() or (
-            header.upto and snapshot.bare_trace_at(header.upto - 1).id != header.last_id
+        if header.frontier > snapshot.next_docno() or (
+            header.frontier and snapshot.bare_trace_at(header.frontier - 1).id != header.last_id
         ):
             raise StaleVectors(f"{self.path}: reflects writes the store does not hold")
         try:
@@ -393,14 +524,38 @@ class SemanticIndex:
                 if header.graph_bytes
                 else None
             )
-            recent = restore_index("flat", self.stamp, payload[header.graph_bytes :])
+            recent = restore_index("flat", self.stamp, payload[header.graph_bytes : flat_end])
         except ValueError as exc:
             raise StaleVectors(f"{self.path}: damaged: {exc}") from None
         assert isinstance(recent, FlatIndex) and (graph is None or isinstance(graph, HnswIndex))
+        doc_of = np.frombuffer(payload[flat_end:], dtype=np.uint32).copy()
+        held = np.concatenate([recent.ids(), np.zeros(0) if graph is None else graph.ids()])
+        held = held.astype(np.intp)
+        if len(held) and int(held.max()) >= len(doc_of):
+            raise StaleVectors(f"{self.path}: damaged: a passage without its document")
         with self._lock:
             self._recent, self._graph = recent, graph
-            self._upto, self._last_id = header.upto, header.last_id
+            self._doc_of, self._passages = doc_of, len(doc_of)
+            documents = doc_of[held]
+            top = int(documents.max()) + 1 if len(documents) else 0
+            self._first = np.full(top, _NONE, dtype=np.uint32)
+            np.minimum.at(self._first, documents, held.astype(np.uint32))
+            self._count = np.bincount(documents, minlength=top).astype(np.uint16)
+            self._frontier = self._end = header.frontier
+            self._frontier_id = header.last_id
+            self._behind = set(header.behind)
             self._changed = False
+
+
+def _read(snapshot: Snapshot, docnos: Sequence[int]) -> list[Added]:
+    """The documents as ``snapshot`` holds them, their text empty unless they are
+    present and not purged."""
+    live = _live(snapshot)
+    out = []
+    for docno in docnos:
+        trace = snapshot.trace_at(docno)
+        out.append(Added(docno, trace.id, trace.content if live[docno] else ""))
+    return out
 
 
 def _live(snapshot: Snapshot) -> npt.NDArray[np.bool_]:
@@ -412,13 +567,21 @@ def _live(snapshot: Snapshot) -> npt.NDArray[np.bool_]:
     return live
 
 
+def _grown(array: npt.NDArray[_G], size: int, fill: int) -> npt.NDArray[_G]:
+    if size <= len(array):
+        return array
+    grown = np.full(max(size, 2 * len(array), 1024), fill, dtype=array.dtype)
+    grown[: len(array)] = array
+    return grown
+
+
 def _split(path: Path, data: bytes) -> tuple[_Header, memoryview]:
     if len(data) < _TRAILER.size:
         raise StaleVectors(f"{path}: not a vector file")
     length, magic = _TRAILER.unpack_from(data, len(data) - _TRAILER.size)
     end = len(data) - _TRAILER.size
     if magic != MAGIC or length > end:
-        raise StaleVectors(f"{path}: not a vector file")
+        raise StaleVectors(f"{path}: not a vector file (or one of an older Hikmah)")
     try:
         header = msgspec.json.decode(data[end - length : end], type=_Header)
     except msgspec.DecodeError as exc:

@@ -261,16 +261,17 @@ class Store:
 
     def open_vectors(self, model: Loaded, *, ann_at: int) -> SemanticIndex:
         """Attach the semantic channel's vectors (of ``model``, :func:`load_model`'s), from
-        their file or built from the store, ready for recall and writes: for tools running
-        the store in-process, with no write under way (the daemon takes the same steps off
-        its event loop)."""
+        their file or built from the store, and embed whatever they lack: for tools
+        running the store in-process (the daemon takes the same steps in the
+        background, serving meanwhile)."""
         semantic = SemanticIndex(
             vectors_path(self.data_dir), model.embedder, model=model.name, ann_at=ann_at
         )
         self.semantic = semantic
         with self.snapshot() as snapshot:
-            semantic.prepare(snapshot, self.dbs.vault)
-            semantic.finish(snapshot)
+            semantic.open(snapshot, self.dbs.vault)
+        while semantic.follow(self.snapshot):
+            pass
         return semantic
 
     # -- the head ---------------------------------------------------------------
@@ -383,9 +384,10 @@ class Store:
         sync one batch while it applies the next, and answers a batch's callers
         only after its sync.
 
-        The semantic channel's vectors follow the batch before this returns, in
-        the caller's thread: beside the sync, or while the next batch applied,
-        the embedding cost more CPU a write than it hid (docs/performance.md).
+        The semantic channel hears of the batch before this returns: the old
+        vectors of what it rewrote go at once, and the new ones are made in the
+        background (:meth:`hikmah.semantic.SemanticIndex.follow`): a write never
+        waits for the model.
 
         Raises:
             StoreFull: the map cannot grow or the disk is full; nothing was written.
@@ -458,7 +460,7 @@ class Store:
                 self._grow()
 
     def _follow(self, written: list[Added]) -> None:
-        """Bring the vectors up to a batch just committed (the documents it gave a text);
+        """Tell the vectors of a batch just committed (the documents it gave a text);
         under the vault a batch that removed a vector (a purge, here or on another device)
         saves them at once, so the vector leaves the disk with its text."""
         with self._follow_lock:  # one batch at a time: with one writer, in commit order
@@ -467,7 +469,7 @@ class Store:
                 return
             try:
                 removed = semantic.committed(written)
-                if removed and self.dbs.vault is not None and semantic.ready:
+                if removed and self.dbs.vault is not None and semantic.serving:
                     semantic.save(self.dbs.vault)
             except Exception:
                 # Derived data: the commits stand, and the vectors are built again.
