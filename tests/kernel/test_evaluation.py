@@ -16,6 +16,7 @@ from hikmah.errors import InvalidInput
 from hikmah.evaluation import (
     Report,
     evaluate,
+    format_report,
     load_cases,
     main,
     ndcg_at_k,
@@ -31,37 +32,27 @@ HELDOUT = Path(__file__).parents[1] / "eval" / "heldout.toml"
 PARAPHRASE = "para-"  # cases whose query shares no term with any answer
 
 # Cases of the shipped set that Hikmah fails today (default policy: idf-cosine and the
-# semantic channel), each for a reason docs/evaluation.md explains. The set is not bent
-# to hide them; this list is strict both ways, so a fix to the engine has to remove its
-# case from here. Fixed since the reference's lexical cue: flaky-pdf-test and
-# billing-owner (IDF), prod-region, roll-back-release and pagerduty-escalation (the
-# semantic channel).
+# semantic channel on all-MiniLM-L6-v2), each for a reason docs/evaluation.md explains.
+# The set is not bent to hide them; this list is strict both ways, so a fix to the
+# engine has to remove its case from here.
 KNOWN_FAILURES = {
-    # The answer says "Dec 1-7" and "shifts", never "on call" or "december".
-    "oncall-first-week-december",
-    # "log" against "logs": words of four letters or fewer are not stemmed.
-    "log-format",
-    # The pipeline's procedure says "ships", not "deploy" ("deploy" is its tag).
-    "deploy-pipeline-scoped",
-    "deploy-procedures",
-    # Its one shared word is the common "use", and WordLlama puts "Neovim" far from
-    # "editor" (cosine 0.1): other traces holding "editor" or "use" rank higher.
-    "which-editor",
+    # "set up tally locally": the model finds every Tally trace about as near (0.5) as
+    # the local set-up note (0.42), and their one shared word, "tally", is everywhere.
+    # The channel costs this case: without it the note's two words win.
+    "local-setup",
 }
 # Paraphrase cases (no term in common with their answer) the default model does not
-# find: WordLlama's similarity for them is below [semantic] alone (0.34), where
-# off-topic questions reach too (docs/semantic.md, "What the floor costs"). A stronger
-# model (minilm) finds more; each one found must come off this list.
+# bring into the top 5: their answer's similarity (0.18-0.27) is below that of other
+# traces, or the question's nearest trace is below [semantic] topic, where off-topic
+# questions reach (docs/semantic.md, "The relevance gate"). Each one found must come off
+# this list.
 PARAPHRASES_NOT_FOUND = {
-    "para-ai-helpers-live", "para-alter-largest-relations", "para-automation-language",
-    "para-bills-overview-crawls", "para-client-details-assistant", "para-cloud-bill",
-    "para-diagnostic-history", "para-document-generators-crash", "para-etl-cover",
-    "para-hold-unprocessed-input", "para-holiday-shipping", "para-idle-logout",
-    "para-missed-alert-night", "para-morning-sync", "para-no-calls", "para-payments-owner",
-    "para-penny-discrepancy", "para-phone-telemetry-delay", "para-previous-version",
-    "para-price-type", "para-primary-db-down", "para-reply-language",
-    "para-terminal-on-machine", "para-visual-approach", "para-where-passwords-go",
+    "para-alter-largest-relations", "para-cloud-bill", "para-etl-cover",
+    "para-missed-alert-night", "para-previous-version", "para-primary-db-down",
+    "para-visual-approach", "para-where-passwords-go",
 }  # fmt: skip
+# Cases the channel costs (they pass with it off): each explained above.
+CHANNEL_COSTS = {"local-setup"}
 
 TINY = """
 now = "2026-11-30T12:00:00Z"
@@ -168,6 +159,10 @@ def test_metrics_need_an_expectation(metric: object) -> None:
         ('[[trace]]\nkey = "z"\nkind = "belief"\ncontent = "x"\nsupersedes = "zz"\n', "earlier"),
         ('[[trace]]\nkey = "z"\nkind = "rumour"\ncontent = "x"\n', "`$.trace[4].kind`"),
         ('[[case]]\nname = "db"\nquery = "x"\n', "case name 'db' is used twice"),
+        (
+            '[[case]]\nquery = "cricket"\nnothing = true\nexpect = ["db-new"]\n',
+            "an off-topic case (nothing = true) expects no result",
+        ),
     ],
 )
 def test_bad_cases_files_are_refused_with_the_reason(extra: str, message: str) -> None:
@@ -248,6 +243,18 @@ def test_kinds_and_scope_filter_both_engines() -> None:
         scoped, kinds = engine.cases[1], engine.cases[2]
         assert scoped.ranked == ["deploy"], engine.engine
         assert kinds.ranked == ["deploy-other"], engine.engine
+
+
+def test_an_off_topic_case_passes_only_when_nothing_is_recalled() -> None:
+    text = TINY + '[[case]]\nname = "cricket"\nquery = "the rules of cricket"\nnothing = true\n'
+    text += '[[case]]\nname = "app"\nquery = "app database"\nnothing = true\n'
+    report = evaluate(parse_cases(textwrap.dedent(text)), k=5)
+    hikmah = {c.name: c for c in report.hikmah.cases}
+    assert hikmah["cricket"].passed and hikmah["cricket"].ranked == []
+    assert not hikmah["app"].passed and "off-topic, yet" in hikmah["app"].reasons[0]
+    assert (report.hikmah.summary.off_topic, report.hikmah.summary.off_topic_answered) == (2, 1)
+    assert hikmah["cricket"].recall is None  # no metrics: nothing is expected
+    assert "off-topic answered" in format_report(report)
 
 
 def test_a_case_without_expectations_has_no_metrics() -> None:
@@ -391,7 +398,12 @@ def test_the_semantic_channel_beats_bm25_and_hikmah_without_it(path: Path) -> No
     assert report.semantic_off.summary.superseded_in_top_k == 0
     on = {c.name for c in report.hikmah.cases if c.passed}
     off = {c.name for c in report.semantic_off.cases if c.passed}
-    assert off <= on  # the channel adds and reorders; it never costs a case here
+    assert off - on == (CHANNEL_COSTS if path == SHIPPED else set())
+    # Off-topic questions: nothing is recalled for them, where the words alone (an
+    # overdue commitment, a shared everyday word) answer most of them.
+    h, o = report.hikmah.summary, report.semantic_off.summary
+    assert h.off_topic >= 12 and h.off_topic_answered <= h.off_topic // 10
+    assert o.off_topic_answered > h.off_topic // 2
 
 
 @pytest.mark.parametrize("path", [SHIPPED, HELDOUT], ids=["shipped", "heldout"])

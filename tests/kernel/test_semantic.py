@@ -1,9 +1,10 @@
-"""The semantic channel in recall and in the store: real WordLlama vectors, a real LMDB.
+"""The semantic channel in recall and in the store: the default model's real vectors
+(all-MiniLM-L6-v2), a real LMDB.
 
-Fusion under the same gates (visibility, folding, the cue's gate), the default
-weighting, the reference policy reproducing the reference exactly, stable ranking,
-and the vectors following every write, surviving in their file and rebuilt when
-they cannot be used.
+Fusion under the same gates (visibility, folding, the relevance gate), the
+default weighting, the reference policy reproducing the reference exactly,
+stable ranking, and the vectors following every write in the background,
+surviving in their file and rebuilt when they cannot be used.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hikmah.embedding import Embedder, load_embedder
+from hikmah.embedding import Loaded, load_model
 from hikmah.past import as_of
+from hikmah.paths import model_cache_dir
 from hikmah.policy import KernelPolicy, SemanticPolicy, parse_policy, reference_policy
 from hikmah.recall import RecallQuery, RecallResult, recall
 from hikmah.rules import Purge, Remember
@@ -39,20 +41,29 @@ _counter = itertools.count()
 
 
 @pytest.fixture(scope="module")
-def embedder() -> Embedder:
-    return load_embedder("wordllama")
+def model() -> Loaded:
+    return load_model("minilm", model_cache_dir())
 
 
 @pytest.fixture
-def vstore(tmp_path: Path, embedder: Embedder) -> Iterator[Store]:
+def vstore(tmp_path: Path, model: Loaded) -> Iterator[Store]:
     with Store(tmp_path / "data", map_size=1 << 24) as store:
-        store.open_vectors(embedder, ann_at=DEFAULT.semantic.ann_at)
+        store.open_vectors(model, ann_at=DEFAULT.semantic.ann_at)
         yield store
+
+
+def caught_up(store: Store) -> None:
+    """Embed what the vectors are behind on (the daemon does it in the background)."""
+    assert store.semantic is not None
+    while store.semantic.follow(store.snapshot):
+        pass
 
 
 def ask(
     store: Store, query: str, policy: KernelPolicy = DEFAULT, **kw: object
 ) -> list[RecallResult]:
+    if store.semantic is not None:
+        caught_up(store)
     return store.read(recall, RecallQuery(query=query, **kw), now_ms=NOW, policy=policy)  # type: ignore[arg-type]
 
 
@@ -70,11 +81,12 @@ def test_a_paraphrase_is_found_by_meaning_and_why_shows_it(vstore: Store) -> Non
     (found,) = ask(vstore, SPENDING)
     assert found.trace.content == AWS
     why = found.why
+    blend = DEFAULT.semantic.blend("minilm")
     assert why.matched_terms == [] and why.lexical == 0.0
-    assert why.semantic is not None and why.semantic >= DEFAULT.semantic.alone
-    part = (why.semantic - 0.15) / (0.5 - 0.15)
+    assert why.semantic is not None and why.semantic >= max(blend.alone, blend.topic)
+    part = (why.semantic - blend.floor) / (blend.full - blend.floor)
     assert why.semantic_part == pytest.approx(part, abs=1e-6)
-    assert found.cue == pytest.approx(DEFAULT.semantic.weight * part, abs=1e-6)
+    assert found.cue == pytest.approx(blend.weight * part, abs=1e-6)
     assert found.score == pytest.approx(found.cue * (0.55 + 0.45 * found.meta), abs=1e-6)
 
 
@@ -93,13 +105,13 @@ def test_the_semantic_part_reorders_lexical_matches(vstore: Store) -> None:
     assert ranked[0].trace.content == AWS  # it matches three terms and means the question
 
 
-def test_semantic_matches_follow_every_visibility_rule(tmp_path: Path, embedder: Embedder) -> None:
-    # Each of these shares no term with SPENDING and is near enough (cosine 0.36-0.42)
+def test_semantic_matches_follow_every_visibility_rule(tmp_path: Path, model: Loaded) -> None:
+    # Each of these shares no term with SPENDING and is near enough (cosine 0.40-0.46)
     # to be found on meaning alone: only the rules keep the hidden ones out.
     correction = "The AWS bill rose 40% in October: staging ran all month."
     policy = parse_policy("allow_sensitive_persistence = true\n[vault]\nenabled = true")
     with Store(tmp_path / "d", vault=HeldKeys().loader()) as store:
-        store.open_vectors(embedder, ann_at=1000)
+        store.open_vectors(model, ann_at=1000)
         old = remember(store, AWS)
         remember(store, correction, supersedes=old.id)
         secret = "The AWS bill jumped 40% in October because staging was left running overnight."
@@ -116,7 +128,7 @@ def test_semantic_matches_follow_every_visibility_rule(tmp_path: Path, embedder:
         )
         write(store, Purge(id=purged.id, reason="test"))
         forecast = remember_forecast(
-            store, "The AWS bill will jump again in November if staging keeps running."
+            store, "Our cloud spending will go up again in November if staging keeps running."
         )
         found = ask(store, SPENDING, policy, scope="project:mine")
         assert contents(found) == [correction]
@@ -177,7 +189,7 @@ def scores(results: list[RecallResult]) -> list[tuple[object, ...]]:
 
 
 def test_reference_policy_ignores_the_channel_exactly(
-    tmp_path: Path, vstore: Store, embedder: Embedder
+    tmp_path: Path, vstore: Store, model: Loaded
 ) -> None:
     notes = [AWS, PAGER, "October bill review on Friday", "Staging cluster left running"]
     with Store(tmp_path / "plain", map_size=1 << 24) as plain:
@@ -234,7 +246,7 @@ WORDS = [
 )
 def test_the_top_k_is_the_start_of_the_top_k_plus_one(
     tmp_path: Path,
-    embedder: Embedder,
+    model: Loaded,
     notes: list[list[str]],
     query: list[str],
     depth: int,
@@ -244,7 +256,7 @@ def test_the_top_k_is_the_start_of_the_top_k_plus_one(
         DEFAULT if semantic else reference_policy(), recall_limit=depth
     )
     with Store(tmp_path / f"s{next(_counter)}", map_size=1 << 22) as store:
-        store.open_vectors(embedder, ann_at=1000)
+        store.open_vectors(model, ann_at=1000)
         write(
             store,
             *(
@@ -262,77 +274,133 @@ def test_the_top_k_is_the_start_of_the_top_k_plus_one(
 # ---------------------------------------------------------------- the vectors
 
 
-def status(store: Store) -> tuple[str, int, int]:
+def status(store: Store) -> tuple[str, int, int, int]:
     assert store.semantic is not None
     s = store.semantic.status()
-    return s.state, s.vectors, s.upto
+    return s.state, s.vectors, s.documents, s.behind
 
 
-def test_vectors_follow_writes_and_purges(vstore: Store) -> None:
-    assert status(vstore) == ("ready", 0, 0)
+def test_vectors_follow_writes_in_the_background_and_purges_at_once(vstore: Store) -> None:
+    assert status(vstore) == ("ready", 0, 0, 0)
     kept = remember(vstore, AWS)
     gone = remember(vstore, PAGER)
-    assert status(vstore) == ("ready", 2, 2)
+    # The writes did not wait for the model: their vectors are behind ...
+    assert status(vstore) == ("ready", 0, 2, 2)
+    (found,) = vstore.read(recall, RecallQuery(query="postgres"), now_ms=NOW, policy=DEFAULT)
+    assert found.trace.id == gone.id and found.why.semantic is None  # ... judged by words
+    caught_up(vstore)
+    assert status(vstore) == ("ready", 2, 2, 0)
     write(vstore, Purge(id=gone.id, reason="test"))
-    assert status(vstore)[1] == 1
+    assert status(vstore)[1] == 1  # a purged text's vector goes with the commit
     assert vstore.semantic is not None
-    sims = vstore.semantic.similarities(vstore.semantic.embedder.embed(["postgres"])[0], [0, 1])
+    sims = vstore.semantic.similarities(vstore.semantic.embed_query("postgres"), [0, 1])
     assert not np.isnan(sims[0]) and np.isnan(sims[1])
     assert ask(vstore, SPENDING)[0].trace.id == kept.id
 
 
+def test_a_long_text_is_as_near_as_its_nearest_passage(vstore: Store) -> None:
+    filler = "We talked about the weather, the garden and the neighbour's new car. " * 40
+    long = filler + "My daily commute to work takes 45 minutes each way. " + filler
+    remember(vstore, long)
+    remember(vstore, "Lunch with the team is on Thursdays.")
+    caught_up(vstore)
+    held = vstore.semantic.status() if vstore.semantic else None
+    assert held is not None and held.vectors > 3  # the long text's windows, and the note
+    (found, *_) = ask(vstore, "how long is my commute")
+    assert found.trace.content == long.strip() and found.why.semantic is not None
+    assert vstore.semantic is not None
+    embedder = vstore.semantic.embedder
+    whole = float(embedder.embed([long])[0] @ embedder.embed_query("how long is my commute"))
+    assert found.why.semantic > whole + 0.1  # the window holding it, not the whole text
+
+
+def test_a_rewrite_while_being_embedded_is_embedded_again(vstore: Store) -> None:
+    assert vstore.semantic is not None
+    semantic = vstore.semantic
+    old = remember(vstore, AWS)
+    original = vstore.snapshot
+
+    def snapshot_after_a_rewrite():  # type: ignore[no-untyped-def]
+        # The document is chosen; before its text is read, a purge rewrites it.
+        write(vstore, Purge(id=old.id, reason="test"))
+        return original()
+
+    assert semantic.follow(snapshot_after_a_rewrite) == 1
+    assert semantic.status().vectors == 0  # the purged text was read: nothing held
+    remember(vstore, PAGER)
+    caught_up(vstore)
+    assert semantic.status().vectors == 1 and semantic.status().behind == 0
+
+
 def test_the_file_is_loaded_and_caught_up_and_refused_when_it_does_not_fit(
-    tmp_path: Path, embedder: Embedder
+    tmp_path: Path, model: Loaded
 ) -> None:
     data = tmp_path / "data"
     with Store(data, map_size=1 << 24) as store:
-        semantic = store.open_vectors(embedder, ann_at=1000)
+        semantic = store.open_vectors(model, ann_at=1000)
         remember(store, AWS)
+        caught_up(store)
+        remember(store, "a third note, behind when the file is saved")
         semantic.save(None)
         remember(store, PAGER)  # after the save: caught up on the next open
     with Store(data, map_size=1 << 24) as store:
-        reopened = SemanticIndex(vectors_path(data), embedder, ann_at=1000)
-        with store.snapshot() as snapshot:
-            reopened.load(snapshot, None)
-            assert reopened.status().upto == 1
-            assert reopened.catch_up(snapshot) == 1
+        reopened = SemanticIndex(vectors_path(data), model.embedder, model=model.name, ann_at=1000)
         store.semantic = reopened
-        assert reopened.status().vectors == 2
+        with store.snapshot() as snapshot:
+            reopened.open(snapshot, None)
+        held = reopened.status()
+        assert (held.state, held.vectors, held.documents, held.behind) == ("ready", 1, 3, 2)
+        caught_up(store)
+        assert reopened.status().vectors == 3
         # Another model's vectors are not used.
-        other = load_embedder("wordllama-128")
+        other = load_model("wordllama", None)
         with store.snapshot() as snapshot, pytest.raises(StaleVectors, match="the model is"):
-            SemanticIndex(vectors_path(data), other, ann_at=1000).load(snapshot, None)
+            SemanticIndex(vectors_path(data), other.embedder, model="wordllama", ann_at=1000).load(
+                snapshot, None
+            )
     # A store that lost the commits the file had seen reuses their numbers.
     with Store(tmp_path / "other", map_size=1 << 24) as store:
         remember(store, "something else entirely")
         vectors_path(data).rename(vectors_path(tmp_path / "other"))
+        opened = SemanticIndex(
+            vectors_path(tmp_path / "other"), model.embedder, model=model.name, ann_at=1000
+        )
         with store.snapshot() as snapshot, pytest.raises(StaleVectors, match="does not hold"):
-            SemanticIndex(vectors_path(tmp_path / "other"), embedder, ann_at=1000).load(
-                snapshot, None
-            )
-        store.open_vectors(embedder, ann_at=1000)  # and so they are built again
-        assert status(store) == ("ready", 1, 1)
+            opened.load(snapshot, None)
+        store.open_vectors(model, ann_at=1000)  # and so they are built again
+        assert status(store) == ("ready", 1, 1, 0)
+
+
+def test_an_old_vector_file_is_built_again(tmp_path: Path, model: Loaded) -> None:
+    data = tmp_path / "data"
+    with Store(data, map_size=1 << 24) as store:
+        remember(store, AWS)
+        vectors_path(data).write_bytes(b"..." + b"HIKMAH-VECTORS-2")
+        store.open_vectors(model, ann_at=1000)
+        assert status(store) == ("ready", 1, 1, 0)
 
 
 def test_rebuilding_the_indexes_rebuilds_the_vectors(vstore: Store) -> None:
     remember(vstore, AWS)
+    caught_up(vstore)
     assert vstore.semantic is not None
     vstore.semantic.save(None)
     vstore.rebuild_index()
     assert not vectors_path(vstore.data_dir).exists()
-    assert status(vstore)[0] == "building"
-    assert ask(vstore, SPENDING) == []  # lexical only until they are built again
+    assert status(vstore)[0] == "loading"
+    assert ask(vstore, SPENDING) == []  # lexical only until they are made again
     with vstore.snapshot() as snapshot:
-        vstore.semantic.prepare(snapshot, None)
-        vstore.semantic.finish(snapshot)
+        vstore.semantic.open(snapshot, None)
+    assert status(vstore) == ("building", 0, 1, 1)
     assert len(ask(vstore, SPENDING)) == 1
+    assert status(vstore) == ("ready", 1, 1, 0)
 
 
 def test_past_ann_at_the_graph_serves_and_loses_purged_vectors(
-    tmp_path: Path, embedder: Embedder
+    tmp_path: Path, model: Loaded
 ) -> None:
     with Store(tmp_path / "d", map_size=1 << 24) as store:
-        semantic = store.open_vectors(embedder, ann_at=20)
+        semantic = store.open_vectors(model, ann_at=20)
         written = write(
             store,
             *(
@@ -341,6 +409,7 @@ def test_past_ann_at_the_graph_serves_and_loses_purged_vectors(
             ),
         )
         aws = remember(store, AWS)
+        caught_up(store)
         while semantic.wants_fold():
             semantic.fold(slice_size=7)
         folded = semantic.status()
@@ -349,7 +418,9 @@ def test_past_ann_at_the_graph_serves_and_loses_purged_vectors(
         write(store, Purge(id=aws.id, reason="test"), Purge(id=written[0].id, reason="test"))
         assert all(r.trace.id != aws.id for r in ask(store, SPENDING + " service", limit=8))
         semantic.save(None)
-        reopened = SemanticIndex(vectors_path(store.data_dir), embedder, ann_at=20)
+        reopened = SemanticIndex(
+            vectors_path(store.data_dir), model.embedder, model=model.name, ann_at=20
+        )
         with store.snapshot() as snapshot:
             reopened.load(snapshot, None)
         assert reopened.status().vectors == semantic.status().vectors == len(written) - 1
@@ -360,6 +431,7 @@ def test_recall_as_of_the_past_finds_by_meaning_what_was_true_then(vstore: Store
     correction = "The AWS bill rose 40% in October: staging ran all month."
     remember(vstore, correction, supersedes=old.id)
     later = remember(vstore, "Our AWS spending jumped 40% in October.")
+    caught_up(vstore)
     with vstore.snapshot() as snapshot:
         then = as_of(snapshot, 1, NOW)  # after the first write only
         found = recall(then, RecallQuery(query=SPENDING), now_ms=NOW, policy=DEFAULT)

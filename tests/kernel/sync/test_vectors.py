@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from hikmah.embedding import Embedder, load_embedder
+from hikmah.embedding import Loaded, load_model
+from hikmah.paths import model_cache_dir
 from hikmah.policy import KernelPolicy
 from hikmah.recall import RecallQuery, recall
 from hikmah.rules import Purge
@@ -37,17 +38,26 @@ QUESTIONS = (
 
 
 @pytest.fixture(scope="module")
-def embedder() -> Embedder:
-    return load_embedder("wordllama")
+def model() -> Loaded:
+    return load_model("minilm", model_cache_dir())
 
 
-def with_vectors(node: Node, embedder: Embedder) -> Node:
-    node.store.open_vectors(embedder, ann_at=POLICY.semantic.ann_at)
+def with_vectors(node: Node, model: Loaded) -> Node:
+    node.store.open_vectors(model, ann_at=POLICY.semantic.ann_at)
     return node
+
+
+def caught_up(node: Node) -> None:
+    """Embed what the vectors are behind on (the daemon does it in the background)."""
+    semantic = node.store.semantic
+    assert semantic is not None
+    while semantic.follow(node.store.snapshot):
+        pass
 
 
 def answers(node: Node) -> list[list[tuple[str, float, float | None]]]:
     """Each question's results as a person sees them: trace, score, similarity."""
+    caught_up(node)
     out = []
     for question in QUESTIONS:
         found = node.store.read(recall, RecallQuery(query=question), now_ms=NOW, policy=POLICY)
@@ -56,16 +66,17 @@ def answers(node: Node) -> list[list[tuple[str, float, float | None]]]:
 
 
 def held(node: Node) -> int:
+    caught_up(node)
     assert node.store.semantic is not None and node.store.semantic.ready
     return node.store.semantic.status().vectors
 
 
 def test_vectors_follow_records_from_other_devices_in_any_order(
-    tmp_path: Path, embedder: Embedder
+    tmp_path: Path, model: Loaded
 ) -> None:
     rng = random.Random(17)
     folder = tmp_path / "folder"
-    nodes = [with_vectors(Node(tmp_path / "d", folder, n), embedder) for n in ("a", "b", "c")]
+    nodes = [with_vectors(Node(tmp_path / "d", folder, n), model) for n in ("a", "b", "c")]
     pair_all(*nodes)
     ids: list[str] = []
     for round_, note in enumerate(NOTES):
@@ -98,34 +109,33 @@ def test_vectors_follow_records_from_other_devices_in_any_order(
 
     # Vectors built afresh from the store (a new model, a lost file) agree too.
     nodes[2].store.rebuild_index()
-    assert nodes[2].store.semantic is not None and not nodes[2].store.semantic.ready
+    assert nodes[2].store.semantic is not None and not nodes[2].store.semantic.serving
     with nodes[2].store.snapshot() as snapshot:
-        nodes[2].store.semantic.finish(snapshot)
+        nodes[2].store.semantic.open(snapshot, None)
     assert answers(nodes[2]) == first
     for node in nodes:
         node.close()
 
 
-def test_a_record_arriving_while_the_vectors_load_is_embedded_when_they_are_ready(
-    tmp_path: Path, embedder: Embedder
+def test_a_record_arriving_while_the_vectors_load_is_embedded_once_they_serve(
+    tmp_path: Path, model: Loaded
 ) -> None:
     folder = tmp_path / "folder"
-    laptop = with_vectors(Node(tmp_path / "d", folder, "laptop"), embedder)
+    laptop = with_vectors(Node(tmp_path / "d", folder, "laptop"), model)
     desk = Node(tmp_path / "d", folder, "desk")
     pair_all(laptop, desk)
     laptop.remember(NOTES[0])
     laptop.sync()
     desk.sync()
-    # The desk's channel starts loading; a record arrives before it is ready.
-    semantic = desk.store.open_vectors(embedder, ann_at=POLICY.semantic.ann_at)
+    # The desk's channel starts loading; a record arrives before it has read its file.
+    semantic = desk.store.open_vectors(model, ann_at=POLICY.semantic.ann_at)
     semantic.rebuild()
     laptop.remember(NOTES[6])
     laptop.sync()
     desk.sync()
-    assert not semantic.ready
+    assert not semantic.serving
     with desk.store.snapshot() as snapshot:
-        semantic.prepare(snapshot, None)
-        semantic.finish(snapshot)
+        semantic.open(snapshot, None)
     assert held(desk) == 2
     assert answers(desk) == answers(laptop)
     laptop.close()
