@@ -332,17 +332,29 @@ def presence(state: dict[str, Any]) -> list[str]:
 
 
 def _semantic(channel: dict[str, Any]) -> str:
-    """The semantic channel's line of ``hikmah status``."""
+    """The semantic channel's line of ``hikmah status``: its state, the model serving (and
+    why another than the policy's, when it fell back), its vectors and how many writes'
+    vectors are still being made."""
     state = channel["state"]
     if state == "off":
         return "off ([semantic] enabled = false)"
     model = channel["model"]
     if state == "unavailable":
         return f"unavailable ({model}): {channel.get('error')}; recall is lexical"
+    serving = channel.get("serving") or model
+    name = serving
+    if channel.get("fallback"):
+        name = f"{serving}, instead of {channel['fallback']}"
     held = f", {channel['vectors']:,} vectors" if "vectors" in channel else ""
-    if state == "ready":
-        return f"ready ({model}{held})"
-    return f"{state} ({model}{held}); recall is lexical until ready"
+    behind = channel.get("behind") or 0
+    if state == "loading":
+        return f"loading ({name}); recall is lexical until the vectors are read"
+    if state == "building":
+        return (
+            f"building ({name}{held}, {behind:,} traces to go); recall uses those made so far"
+        )
+    waiting = f", {behind:,} traces' vectors being made" if behind else ""
+    return f"{state} ({name}{held}{waiting})"
 
 
 def capsule(result: dict[str, Any]) -> str:

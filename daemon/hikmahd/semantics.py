@@ -149,8 +149,13 @@ class Semantics:
             return
         self._unavailable = None
         if loaded.fallback_from is not None:
-            self.fallback = f"{loaded.fallback_from} cannot load ({loaded.reason})"
-            log.warning("%s serves the semantic channel: %s", loaded.name, self.fallback)
+            self.fallback = f"{loaded.fallback_from}: {loaded.reason}"
+            log.warning(
+                "%s serves the semantic channel: %s cannot load (%s)",
+                loaded.name,
+                loaded.fallback_from,
+                loaded.reason,
+            )
         semantic = SemanticIndex(
             vectors_path(self.store.data_dir), loaded.embedder, model=loaded.name, ann_at=ann_at
         )

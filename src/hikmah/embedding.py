@@ -295,7 +295,10 @@ def package_dir(package: str) -> Path:
     Raises:
         EmbedderUnavailable: it is not installed.
     """
-    spec = importlib.util.find_spec(package)
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):  # a broken or half-removed install
+        spec = None
     if spec is None or spec.origin is None:
         raise EmbedderUnavailable(f"the {package} package is not installed")
     return Path(spec.origin).parent

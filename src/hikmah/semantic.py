@@ -290,7 +290,7 @@ class SemanticIndex:
             removed = self._drop([doc.docno for doc in written])
             for doc in written:
                 self._note(doc)
-            self._changed |= bool(removed)
+            self._changed = True  # a saved file says what is behind
             return removed
 
     def _note(self, doc: Added) -> None:

@@ -260,11 +260,12 @@ def semantic(running: Running) -> dict[str, Any]:
 
 
 def wait_state(running: Running, state: str, timeout: float = SEMANTIC_READY_S) -> dict[str, Any]:
-    """Wait until the semantic channel is in ``state``; its status then."""
+    """Wait until the semantic channel is in ``state`` (``ready``: and no write's vectors
+    are behind, the background having embedded them all); its status then."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         now = semantic(running)
-        if now["state"] == state:
+        if now["state"] == state and not (state == "ready" and now.get("behind")):
             return now
         time.sleep(0.05)
     raise AssertionError(f"the channel stayed {now} (wanted {state}):\n{running.log.read_text()}")
