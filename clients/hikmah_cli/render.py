@@ -350,9 +350,7 @@ def _semantic(channel: dict[str, Any]) -> str:
     if state == "loading":
         return f"loading ({name}); recall is lexical until the vectors are read"
     if state == "building":
-        return (
-            f"building ({name}{held}, {behind:,} traces to go); recall uses those made so far"
-        )
+        return f"building ({name}{held}, {behind:,} traces to go); recall uses those made so far"
     waiting = f", {behind:,} traces' vectors being made" if behind else ""
     return f"{state} ({name}{held}{waiting})"
 

@@ -60,7 +60,7 @@ from .policywatch import PolicyHolder
 from .reminders import Reminders
 from .replay import Replay
 from .rpc import Dispatcher, error_for, response
-from .scheduling import Offload, Recalls, in_thread, threads_of_their_own, wall_ms
+from .scheduling import Offload, QueryThread, Recalls, in_thread, threads_of_their_own, wall_ms
 from .semantics import Semantics
 from .services import Services
 from .syncing import Syncing
@@ -152,10 +152,11 @@ class Daemon:
         )
         self.replay = Replay(store, self.events, offload, policy)
         self.capsules = Capsules()
+        self.query_thread = QueryThread()
         self.services = Services(
             store=store,
             writer=self.writer,
-            recalls=Recalls(store, policy, now_ms, offload),
+            recalls=Recalls(store, policy, now_ms, offload, self.query_thread),
             reminders=self.reminders,
             events=self.events,
             capsules=self.capsules,
@@ -251,6 +252,7 @@ class Daemon:
                     await trio.sleep(0.05)
             connections.cancel()
             nursery.cancel_scope.cancel()
+        self.query_thread.close()
 
     async def _reminders_then_semantics(
         self, nursery: trio.Nursery, semantic_scope: trio.CancelScope

@@ -20,6 +20,11 @@ more per turn than one.
 Each connection also waits for its own previous recall first, so a client
 that queues many takes one turn at a time, not every turn before others, and
 a laggard's recall runs in a worker thread, never on the loop.
+
+A recall's query is embedded on a thread of the daemon's own
+(:class:`QueryThread`) while the recall gathers and scores its lexical
+candidates: the sentence encoder runs without the GIL, so on two cores the
+two overlap, and a recall waits for the longer of them, not their sum.
 """
 
 from __future__ import annotations
@@ -31,15 +36,18 @@ import time
 import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 import trio
 
+from hikmah.embedding import Vectors
 from hikmah.past import as_of, now_of
 from hikmah.policy import KernelPolicy
 from hikmah.recall import RecallQuery, RecallResult, recall
+from hikmah.semantic import SemanticIndex
 from hikmah.snapshot import Moment
 from hikmah.store import Store
 
@@ -176,6 +184,20 @@ class Turns:
         return None
 
 
+class QueryThread:
+    """The thread a recall's query is embedded on, beside the recall's lexical work
+    (:data:`hikmah.recall.QueryEmbedding`). One: recalls run one at a time."""
+
+    def __init__(self) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hikmahd-query")
+
+    def __call__(self, index: SemanticIndex, text: str) -> Callable[[], Vectors | None]:
+        return self._pool.submit(index.embed_query, text).result
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
 class Recalls:
     """Resonance Recall over the store, one at a time, on the loop or off it."""
 
@@ -185,8 +207,10 @@ class Recalls:
         policy: Callable[[], KernelPolicy],
         now_ms: Callable[[], int],
         offload: Offload,
+        query_thread: QueryThread,
     ) -> None:
         self.store, self.policy, self.now_ms, self.offload = store, policy, now_ms, offload
+        self.query_thread = query_thread
         self.turns = Turns()
         self._own: weakref.WeakKeyDictionary[Asker, trio.Lock] = weakref.WeakKeyDictionary()
         # Assumed long until measured: the first recall loads the feature columns.
@@ -212,7 +236,13 @@ class Recalls:
             def run() -> list[RecallResult]:
                 with self.store.snapshot() as present:
                     snapshot = as_of(present, point, now)
-                    return recall(snapshot, query, now_ms=now_of(snapshot, now), policy=policy)
+                    return recall(
+                        snapshot,
+                        query,
+                        now_ms=now_of(snapshot, now),
+                        policy=policy,
+                        embed=self.query_thread,
+                    )
 
             began = time.perf_counter()
             # A laggard's recall runs in a worker thread however short it is: the loop

@@ -27,7 +27,7 @@ overdue floor and folding are the same for both channels.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from typing import Annotated, Any, Literal, NamedTuple
 
@@ -155,16 +155,36 @@ class _Selected:
         return 1.0 if same else 0.0
 
 
+# Starts embedding a query with the vectors' model and gives what waits for its vector
+# (None: the model finds nothing in it), so that the caller may embed it beside the
+# lexical work (the daemon, on a thread of its own: the model runs without the GIL).
+QueryEmbedding = Callable[[SemanticIndex, str], Callable[[], Vectors | None]]
+
+
+def embed_now(index: SemanticIndex, text: str) -> Callable[[], Vectors | None]:
+    """The query's vector, made here and now: :data:`QueryEmbedding` in one thread."""
+    vector = index.embed_query(text)
+    return lambda: vector
+
+
 def recall(
-    snapshot: Snapshot, query: RecallQuery, *, now_ms: int, policy: KernelPolicy
+    snapshot: Snapshot,
+    query: RecallQuery,
+    *,
+    now_ms: int,
+    policy: KernelPolicy,
+    embed: QueryEmbedding = embed_now,
 ) -> list[RecallResult]:
-    """The best ``min(limit, recall_limit)`` traces for ``query`` in ``snapshot``, best first."""
+    """The best ``min(limit, recall_limit)`` traces for ``query`` in ``snapshot``, best first.
+
+    ``embed`` makes the query's vector when the semantic channel takes part: it is
+    started before the lexical candidates are gathered and waited for after."""
     limit = min(query.limit or policy.recall_limit, policy.recall_limit)
     q_terms = sorted(terms(query.query))
     q_tags = sorted({t for t in map(normalize_tag, query.tags) if t})
     if limit < 1 or (query.query.strip() and not q_terms and not q_tags):
         return []  # a query of stopwords only asks for nothing
-    return _Scorer(snapshot, query, q_terms, q_tags, now_ms, policy).run()[:limit]
+    return _Scorer(snapshot, query, q_terms, q_tags, now_ms, policy, embed).run()[:limit]
 
 
 Rows = dict[str, npt.NDArray[Any]]
@@ -231,6 +251,7 @@ class _Scorer:
         q_tags: list[str],
         now_ms: int,
         policy: KernelPolicy,
+        embed: QueryEmbedding,
     ) -> None:
         self.snapshot, self.features = snapshot, snapshot.features
         self.query, self.policy = query, policy
@@ -241,7 +262,8 @@ class _Scorer:
         self.weighting = policy.recall.weighting
         self.query_idf = 0.0
         self.params: _scoring.Params  # the kernel's: set by _candidates (the query's idf)
-        self.semantic = self._semantic()
+        self.semantic: _Semantic | None = None  # the vectors and the query's, once made
+        self._vector = self._start_embedding(embed)
         index = snapshot.semantic
         self.blend = policy.semantic.blend(
             index.model if index is not None else policy.semantic.model
@@ -258,8 +280,8 @@ class _Scorer:
             query_idf=self.query_idf,
         )
 
-    def _semantic(self) -> _Semantic | None:
-        """The vectors and the query's own, when the channel takes part in this recall."""
+    def _start_embedding(self, embed: QueryEmbedding) -> Callable[[], Vectors | None] | None:
+        """The query's vector on its way, when the channel takes part in this recall."""
         index = self.snapshot.semantic
         if (
             self.listing
@@ -269,7 +291,14 @@ class _Scorer:
             or not self.query.query.strip()
         ):
             return None
-        vector = index.embed_query(self.query.query)
+        return embed(index, self.query.query)
+
+    def _semantic(self) -> _Semantic | None:
+        """The vectors and the query's own (waited for), when the channel takes part."""
+        index = self.snapshot.semantic
+        if self._vector is None or index is None:
+            return None
+        vector = self._vector()
         return None if vector is None else _Semantic(index, vector)
 
     def run(self) -> list[RecallResult]:
@@ -285,6 +314,7 @@ class _Scorer:
             parts.append(self._score(found.take(tier)))
             if sum(int(np.count_nonzero(part["score"] >= rest)) for part in parts) >= need:
                 break
+        self.semantic = self._semantic()
         if self.semantic is not None:
             pool, explained = self._fused(
                 _concat(parts) if parts else None, found, self.semantic, depth

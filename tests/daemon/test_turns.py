@@ -17,7 +17,7 @@ from hikmahd.connection import Connection
 from hikmahd.context import Context
 from hikmahd.peers import Peer
 from hikmahd.rpc import Dispatcher
-from hikmahd.scheduling import Asker, Recalls, Turns, held
+from hikmahd.scheduling import Asker, QueryThread, Recalls, Turns, held
 
 
 async def take(turns: Turns, name: str, unread: int, log: list[str]) -> None:
@@ -129,7 +129,7 @@ async def test_a_laggards_recall_runs_off_the_loop(tmp_path: Path) -> None:
             offloaded.append("thread")
             return call()
 
-        recalls = Recalls(store, KernelPolicy, lambda: 1_000_000, offload)
+        recalls = Recalls(store, KernelPolicy, lambda: 1_000_000, offload, QueryThread())
         query = RecallQuery(query="anything")
         await recalls.recall(query, asker(0))  # the first is assumed long: measured
         offloaded.clear()

@@ -215,7 +215,7 @@ def test_embedders_satisfy_the_protocol(model: WordLlamaEmbedder) -> None:
 
 
 def test_an_unknown_model_says_which_there_are() -> None:
-    with pytest.raises(EmbedderUnavailable, match="unknown embedding model 'nope'.*minilm"):
+    with pytest.raises(EmbedderUnavailable, match=r"unknown embedding model 'nope'.*minilm"):
         load_embedder("nope")
 
 

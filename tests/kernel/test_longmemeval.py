@@ -220,7 +220,7 @@ def test_memory_arenas_processed_form_is_one_shared_haystack(
     with pytest.raises(InvalidInput, match=r"questions\.jsonl: line 1: .*question"):
         read_benchmark(root)
     (root / "questions.jsonl").unlink()
-    with pytest.raises(InvalidInput, match="cannot be read.*questions.jsonl and sessions.jsonl"):
+    with pytest.raises(InvalidInput, match=r"cannot be read.*questions\.jsonl and sessions"):
         read_benchmark(root)
 
 

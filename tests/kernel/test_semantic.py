@@ -26,6 +26,7 @@ from hikmah.policy import KernelPolicy, SemanticPolicy, parse_policy, reference_
 from hikmah.recall import RecallQuery, RecallResult, recall
 from hikmah.rules import Purge, Remember
 from hikmah.semantic import SemanticIndex, StaleVectors, vectors_path
+from hikmah.snapshot import Snapshot
 from hikmah.store import Store
 from hikmah.trace import Draft
 
@@ -440,3 +441,34 @@ def test_recall_as_of_the_past_finds_by_meaning_what_was_true_then(vstore: Store
     assert [r.trace.id for r in found] == [old.id] and found[0].status == "active"
     assert found[0].why.semantic is not None
     assert old.id not in {r.trace.id for r in now} and later.id in {r.trace.id for r in now}
+
+
+def test_the_query_is_embedded_beside_the_lexical_work(
+    vstore: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    remember(vstore, AWS)
+    caught_up(vstore)
+    events: list[str] = []
+    original = Snapshot.postings
+
+    def postings(self: Snapshot, term: str) -> object:
+        events.append("postings")
+        return original(self, term)
+
+    def embed(index: SemanticIndex, text: str):  # type: ignore[no-untyped-def]
+        events.append("start")
+        vector = index.embed_query(text)
+
+        def wait():  # type: ignore[no-untyped-def]
+            events.append("wait")
+            return vector
+
+        return wait
+
+    monkeypatch.setattr(Snapshot, "postings", postings)
+    found = vstore.read(
+        recall, RecallQuery(query="aws bill"), now_ms=NOW, policy=DEFAULT, embed=embed
+    )
+    assert [r.trace.content for r in found] == [AWS] and found[0].why.semantic is not None
+    # Started before the lexical candidates are gathered, waited for after.
+    assert events[0] == "start" and events[-1] == "wait" and "postings" in events[1:-1]
