@@ -67,9 +67,10 @@ def load(name: str) -> tuple[Any, Any]:
         model = E5Small()
         return model.embed_passages, model.embed_queries
     from hikmah.embedding import load_embedder  # noqa: PLC0415
+    from hikmah.paths import model_cache_dir  # noqa: PLC0415
 
-    embedder = load_embedder(name)
-    return embedder.embed, embedder.embed
+    embedder = load_embedder(name, model_cache_dir())
+    return embedder.embed, lambda texts: np.stack([embedder.embed_query(t) for t in texts])
 
 
 def quality(embed_passages: Any, embed_queries: Any) -> dict[str, Any]:

@@ -47,8 +47,9 @@ from servers import (
 )
 from workload import Note, exported_trace, iter_notes, make_notes, remember
 
-from hikmah.embedding import load_embedder
+from hikmah.embedding import load_model
 from hikmah.fts5 import fts5_expr, open_fts5, surface_words
+from hikmah.paths import model_cache_dir
 from hikmah.policy import KernelPolicy
 from hikmah.store import Store
 
@@ -118,7 +119,8 @@ class Corpus:
                 self.kept += len(kept)
             began = time.perf_counter()
             semantic = policy.semantic
-            vectors = store.open_vectors(load_embedder(semantic.model), ann_at=semantic.ann_at)
+            model = load_model(semantic.model, model_cache_dir())
+            vectors = store.open_vectors(model, ann_at=semantic.ann_at)
             while vectors.wants_fold():
                 vectors.fold(threads=2, slice_size=4096)
             vectors.save(None)

@@ -129,13 +129,14 @@ CHANNEL_OFF = "[semantic]\nenabled = false\n"
 
 
 def wait_semantic_ready(path: Path, timeout_s: float = SEMANTIC_TIMEOUT_S) -> dict[str, Any]:
-    """``daemon.status``'s semantic part once the channel is ready (or off)."""
+    """``daemon.status``'s semantic part once the channel is ready, no write's vectors
+    behind (or off)."""
     deadline = time.monotonic() + timeout_s
     request = b'{"jsonrpc":"2.0","method":"daemon.status","id":1}\n'
     while True:
         (reply,) = call_many(path, [request], window=1)
         channel: dict[str, Any] = reply["semantic"]
-        if channel["state"] in ("ready", "off"):
+        if channel["state"] == "off" or (channel["state"] == "ready" and not channel["behind"]):
             return channel
         if channel["state"] == "unavailable" or time.monotonic() > deadline:
             raise RuntimeError(f"the semantic channel did not come up: {channel}")

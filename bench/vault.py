@@ -36,7 +36,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 import recall as recall_bench
 from workload import iter_notes, remember
 
-from hikmah.embedding import load_embedder
+from hikmah.embedding import load_model
+from hikmah.paths import model_cache_dir
 from hikmah.fts5 import surface_words
 from hikmah.policy import KernelPolicy
 from hikmah.recall import RecallQuery, recall
@@ -106,10 +107,10 @@ def time_writes(stores: dict[str, Store], batches: int) -> dict[str, float]:
 def vectors(stores: dict[str, Store], keys: HeldKeys) -> dict[str, dict[str, float]]:
     """Give both stores their vectors; the median seconds of a save and a load of each."""
     policy = KernelPolicy().semantic
-    embedder = load_embedder(policy.model)
+    model = load_model(policy.model, model_cache_dir())
     times: dict[str, dict[str, list[float]]] = {"save": {}, "load": {}}
     for name, store in stores.items():
-        semantic = store.open_vectors(embedder, ann_at=policy.ann_at)
+        semantic = store.open_vectors(model, ann_at=policy.ann_at)
         while semantic.wants_fold():
             semantic.fold(threads=2, slice_size=4096)
         sealing = keys if name == "on" else None
@@ -117,7 +118,9 @@ def vectors(stores: dict[str, Store], keys: HeldKeys) -> dict[str, dict[str, flo
             began = time.perf_counter()
             semantic.save(sealing)
             times["save"].setdefault(name, []).append(time.perf_counter() - began)
-            loaded = SemanticIndex(vectors_path(store.data_dir), embedder, ann_at=policy.ann_at)
+            loaded = SemanticIndex(
+                vectors_path(store.data_dir), model.embedder, model=model.name, ann_at=policy.ann_at
+            )
             began = time.perf_counter()
             with store.snapshot() as snapshot:
                 loaded.load(snapshot, sealing)

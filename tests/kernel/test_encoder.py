@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import shutil
 import subprocess
 import sys
@@ -20,7 +21,6 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 from safetensors.numpy import load_file
-from scipy.special import erf
 from tokenizers import Tokenizer
 
 from hikmah import encoder
@@ -74,7 +74,7 @@ def reference(directory: Path, text: str) -> npt.NDArray[np.float64]:
         mixed = (scores @ v).transpose(1, 0, 2).reshape(n, -1)
         x = norm(x + dense(mixed, p + "attention.output.dense"), p + "attention.output.LayerNorm")
         inner = dense(x, p + "intermediate.dense")
-        inner = 0.5 * inner * (1 + erf(inner / np.sqrt(2)))
+        inner = 0.5 * inner * (1 + np.vectorize(math.erf)(inner / np.sqrt(2)))
         x = norm(x + dense(inner, p + "output.dense"), p + "output.LayerNorm")
     pooled = x.mean(0)
     return pooled / np.linalg.norm(pooled)  # type: ignore[no-any-return]
