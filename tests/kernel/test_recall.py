@@ -484,7 +484,13 @@ def test_no_candidate_scores_above_the_bound_its_features_give(
 
         def bounds_and_scores(snapshot: Snapshot) -> tuple[list[float], list[float]]:
             scorer = recall_module._Scorer(
-                snapshot, RecallQuery(query=text), sorted(terms(text)), [], NOW, policy
+                snapshot,
+                RecallQuery(query=text),
+                sorted(terms(text)),
+                [],
+                NOW,
+                policy,
+                recall_module.embed_now,
             )
             found = scorer._candidates()
             scored = scorer._breakdown(found, None)
