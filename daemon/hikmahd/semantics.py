@@ -52,6 +52,7 @@ QUIET_S = 2.0  # no write for this long: folding in large slices and saving may 
 SAVE_EVERY_S = 300.0  # and changed vectors are saved at least this often
 BUSY_FOLD_SLICE = 16  # vectors folded per lock hold while writes come (a few ms)
 FOLLOW_S = 1.0  # embedding in the background looks up at the policy this often
+PROGRESS_S = 10.0  # a long catch-up says how far it got this often (in the log)
 
 
 class Semantics:
@@ -69,6 +70,7 @@ class Semantics:
         self._last_write = -float("inf")
         self._last_save = 0.0
         self._wake = trio.Event()
+        self._progress: tuple[float, int] | None = None  # when, and how many were behind
 
     def on_commit(self, outcomes: Sequence[Outcome | Applied]) -> None:
         """A writer listener: remember when the last write came, and wake the follower."""
@@ -199,7 +201,30 @@ class Semantics:
             if semantic.wants_fold():
                 await self._fold(semantic, None if self._quiet() else BUSY_FOLD_SLICE)
         self.state = semantic.status().state
+        self._report(semantic.behind)
         return bool(semantic.behind)
+
+    def _report(self, behind: int) -> None:
+        """Log how a long catch-up goes (an import, a model change): how many are left,
+        at what rate, and about how long it will take."""
+        now = trio.current_time()
+        if not behind:
+            if self._progress is not None:
+                log.info("the vectors have caught up")
+            self._progress = None
+            return
+        if self._progress is None:
+            self._progress = (now, behind)
+            return
+        since, before = self._progress
+        if now - since < PROGRESS_S:
+            return
+        rate = (before - behind) / (now - since)
+        left = f", about {behind / rate / 60:.0f} min left" if rate > 0 else ""
+        log.info(
+            "embedding in the background: %d traces behind, %.0f a second%s", behind, rate, left
+        )
+        self._progress = (now, behind)
 
     async def _fold(self, semantic: SemanticIndex, slice_size: int | None) -> None:
         if slice_size is None:
