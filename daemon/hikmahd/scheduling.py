@@ -32,6 +32,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import sys
+import threading
 import time
 import weakref
 from collections import deque
@@ -192,7 +193,18 @@ class QueryThread:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hikmahd-query")
 
     def __call__(self, index: SemanticIndex, text: str) -> Callable[[], Vectors | None]:
-        return self._pool.submit(index.embed_query, text).result
+        started = threading.Event()
+
+        def embed() -> Vectors | None:
+            started.set()
+            return index.embed_query(text)
+
+        future = self._pool.submit(embed)
+        # Let the thread reach the model, which runs without the GIL: a recall's lexical
+        # work is Python holding the GIL, and a thread waiting for the GIL to start would
+        # wait for the whole of it (measured: no overlap at all without this wait).
+        started.wait()
+        return future.result
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

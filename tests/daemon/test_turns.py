@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import socket
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import trio
 import trio.testing
 
@@ -184,3 +186,21 @@ async def test_a_free_lock_is_held_without_a_round_of_the_event_loop() -> None:
             await trio.sleep(0.01)  # second waits: the lock is taken
             order.append("first")
     assert order == ["first", "second"]
+
+
+def test_the_query_thread_embeds_on_a_thread_of_its_own() -> None:
+    seen: list[str] = []
+
+    class Index:
+        def embed_query(self, text: str) -> np.ndarray:
+            seen.append(threading.current_thread().name)
+            return np.full(4, len(text), dtype=np.float32)
+
+    thread = QueryThread()
+    try:
+        wait = thread(Index(), "deploy friday")  # type: ignore[arg-type]
+        assert seen and seen[0].startswith("hikmahd-query")  # started before it returned
+        vector = wait()
+        assert vector is not None and vector.tolist() == [13.0] * 4
+    finally:
+        thread.close()
