@@ -60,7 +60,15 @@ from .policywatch import PolicyHolder
 from .reminders import Reminders
 from .replay import Replay
 from .rpc import Dispatcher, error_for, response
-from .scheduling import Offload, QueryThread, Recalls, in_thread, threads_of_their_own, wall_ms
+from .scheduling import (
+    Niced,
+    Offload,
+    QueryThread,
+    Recalls,
+    in_thread,
+    threads_of_their_own,
+    wall_ms,
+)
 from .semantics import Semantics
 from .services import Services
 from .syncing import Syncing
@@ -120,6 +128,7 @@ class Daemon:
         now_ms: Callable[[], int] = wall_ms,
         notifier: DesktopNotifier | None = None,
         offload: Offload = in_thread,
+        background: Offload | None = None,
         vault: Vault | None = None,
     ) -> None:
         self.config = config
@@ -138,7 +147,9 @@ class Daemon:
             self.policy.reminders.lead_minutes,
             offload,
         )
-        self.semantics = Semantics(store, policy, offload)
+        # The vectors' follower: a niced thread of its own (tests pass an offload).
+        self.background = Niced("hikmahd-vectors") if offload is in_thread else None
+        self.semantics = Semantics(store, policy, offload, background or self.background or offload)
         self.syncing = Syncing(
             store, self.writer, self.policies, vault, self.reminders, now_ms, offload
         )
@@ -253,6 +264,8 @@ class Daemon:
             connections.cancel()
             nursery.cancel_scope.cancel()
         self.query_thread.close()
+        if self.background is not None:
+            self.background.close()
 
     async def _reminders_then_semantics(
         self, nursery: trio.Nursery, semantic_scope: trio.CancelScope

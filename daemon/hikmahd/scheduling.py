@@ -29,8 +29,10 @@ two overlap, and a recall waits for the longer of them, not their sum.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
+import os
 import sys
 import threading
 import time
@@ -183,6 +185,29 @@ class Turns:
             if not waiter.gone:
                 return waiter
         return None
+
+
+class Niced:
+    """An :data:`Offload` onto one thread of the daemon's own at a lower CPU priority
+    (``nice``): for work that may take all the CPU the daemon does not need and none it
+    does, such as embedding what the vectors are behind on while writes and recalls
+    come. Linux gives each thread its own niceness."""
+
+    def __init__(self, name: str, nice: int = 10) -> None:
+        self._pool = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix=name, initializer=_lower, initargs=(nice,)
+        )
+
+    async def __call__(self, call: Callable[[], T]) -> T:
+        return await trio.to_thread.run_sync(self._pool.submit(call).result)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _lower(nice: int) -> None:
+    with contextlib.suppress(OSError):  # where threads cannot be niced, they run as others
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
 
 
 class QueryThread:

@@ -19,8 +19,9 @@ not the pinned ones), WordLlama serves instead and ``fallback`` says why: a
 degraded channel is never silent.
 
 Writes never wait for the model: the store drops a rewritten document's old
-vectors as it commits, and :meth:`Semantics.run` embeds what is behind in a
-worker thread, a batch at a time, folds recent vectors into the HNSW graph (in
+vectors as it commits, and :meth:`Semantics.run` embeds what is behind on a
+thread of its own at a lower CPU priority (so writes and recalls keep the CPU
+they need), a batch at a time, folds recent vectors into the HNSW graph (in
 small slices while writes come, so that a recall never waits long for the
 lock), and saves the file when no write came for a moment, and at the latest
 every few minutes; under the vault a purge saves at once (the store does that
@@ -58,8 +59,16 @@ PROGRESS_S = 10.0  # a long catch-up says how far it got this often (in the log)
 class Semantics:
     """Keeps the store's vectors as the policy asks. Start :meth:`run` in a nursery."""
 
-    def __init__(self, store: Store, policy: Callable[[], KernelPolicy], offload: Offload) -> None:
+    def __init__(
+        self,
+        store: Store,
+        policy: Callable[[], KernelPolicy],
+        offload: Offload,
+        background: Offload,
+    ) -> None:
         self.store, self.policy, self.offload = store, policy, offload
+        # Embedding and folding: the CPU the daemon does not need (scheduling.Niced).
+        self.background = background
         # Until run() starts (after the promise queue is loaded), an enabled channel is
         # about to load.
         self.state: State = "loading" if policy().semantic.enabled else "off"
@@ -197,7 +206,7 @@ class Semantics:
         store = self.store
         until = trio.current_time() + FOLLOW_S
         while semantic.behind and trio.current_time() < until:
-            await self.offload(lambda: semantic.follow(store.snapshot))
+            await self.background(lambda: semantic.follow(store.snapshot))
             if semantic.wants_fold():
                 await self._fold(semantic, None if self._quiet() else BUSY_FOLD_SLICE)
         self.state = semantic.status().state
@@ -228,9 +237,9 @@ class Semantics:
 
     async def _fold(self, semantic: SemanticIndex, slice_size: int | None) -> None:
         if slice_size is None:
-            await self.offload(semantic.fold)
+            await self.background(semantic.fold)
         else:
-            await self.offload(lambda: semantic.fold(slice_size=slice_size))
+            await self.background(lambda: semantic.fold(slice_size=slice_size))
 
     async def _maintain(self) -> None:
         """Fold and save while no write comes."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 from collections.abc import Callable
@@ -19,7 +20,7 @@ from hikmahd.connection import Connection
 from hikmahd.context import Context
 from hikmahd.peers import Peer
 from hikmahd.rpc import Dispatcher
-from hikmahd.scheduling import Asker, QueryThread, Recalls, Turns, held
+from hikmahd.scheduling import Asker, Niced, QueryThread, Recalls, Turns, held
 
 
 async def take(turns: Turns, name: str, unread: int, log: list[str]) -> None:
@@ -204,3 +205,19 @@ def test_the_query_thread_embeds_on_a_thread_of_its_own() -> None:
         assert vector is not None and vector.tolist() == [13.0] * 4
     finally:
         thread.close()
+
+
+async def test_background_work_runs_on_a_niced_thread_of_its_own() -> None:
+    niced = Niced("hikmahd-test", nice=7)
+    try:
+
+        def where() -> tuple[str, int]:
+            thread = threading.current_thread()
+            return thread.name, os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+        name, nice = await niced(where)
+        assert name.startswith("hikmahd-test")
+        assert nice == os.getpriority(os.PRIO_PROCESS, 0) + 7  # the daemon's own is untouched
+        assert await niced(where) == (name, nice)  # the same thread, every time
+    finally:
+        niced.close()
