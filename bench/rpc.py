@@ -466,6 +466,9 @@ def write_phase(root: Path, opts: Options, stack: contextlib.ExitStack) -> list[
                 run = observe(server, write_maker, n, opts)
                 runs.setdefault((name, n), []).append(run)
                 progress(measured(name, "memory.remember", n, [run]))
+                # Its vectors follow the writes in the background: let them catch up
+                # before the next daemon is measured, so that none runs beside another's.
+                wait_semantic_ready(server.socket)
     for server, _name in servers:
         server.stop()
     return rows + [measured(name, "memory.remember", n, r) for (name, n), r in runs.items()]

@@ -53,6 +53,11 @@ QUIET_S = 2.0  # no write for this long: folding in large slices and saving may 
 SAVE_EVERY_S = 300.0  # and changed vectors are saved at least this often
 BUSY_FOLD_SLICE = 16  # vectors folded per lock hold while writes come (a few ms)
 FOLLOW_S = 1.0  # embedding in the background looks up at the policy this often
+# While writes come, the follower lets them gather (it waits until none came for
+# GATHER_S, but at most GATHER_MAX_S): a write is then not embedded while the next one
+# is being made, which cost a lone client a quarter of its durable writes.
+GATHER_S = 0.05
+GATHER_MAX_S = 1.0
 PROGRESS_S = 10.0  # a long catch-up says how far it got this often (in the log)
 
 
@@ -204,6 +209,7 @@ class Semantics:
         if semantic is None or not semantic.serving:
             return False
         store = self.store
+        await self._gathered()
         until = trio.current_time() + FOLLOW_S
         while semantic.behind and trio.current_time() < until:
             await self.background(lambda: semantic.follow(store.snapshot))
@@ -212,6 +218,15 @@ class Semantics:
         self.state = semantic.status().state
         self._report(semantic.behind)
         return bool(semantic.behind)
+
+    async def _gathered(self) -> None:
+        """Wait while writes are coming, up to :data:`GATHER_MAX_S`."""
+        began = trio.current_time()
+        while (
+            trio.current_time() - self._last_write < GATHER_S
+            and trio.current_time() - began < GATHER_MAX_S
+        ):
+            await trio.sleep(GATHER_S)
 
     def _report(self, behind: int) -> None:
         """Log how a long catch-up goes (an import, a model change): how many are left,
