@@ -132,6 +132,9 @@ def test_every_view_as_of_each_moment_is_what_it_was_then(clocked: Clocked) -> N
         world.set(T0 + hours * HOUR)
 
     def record() -> None:
+        # The writes' vectors follow in the background: a view read before they are made
+        # is judged by words, and read again later it would not be.
+        wait_state(world.daemon, "ready")
         head = world.call("daemon.status")["head"]["seq"]
         recorded.append((int(world.clock.read_text()), head, views(world, ids)))
 
