@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from hikmah.deadlines import format_ms as iso_utc
+from hikmah.secrets import preview
 from hikmah.trace import Trace
 from hikmah_cli import presence, prompt
 
@@ -145,34 +146,44 @@ class Memory:
         except RemoteError as exc:
             if exc.reason != "presence_required":
                 raise
-        await self._prove(f"{method} is a person-only action.")
-        return wire.decode(await self._call(method, params), shape)
+        what = params.get("content") or params.get("id") or params.get("source") or ""
+        state = await self._prove(f"Confirm: {method} {preview(str(what))} (a person-only action).")
+        try:
+            return wire.decode(await self._call(method, params), shape)
+        finally:
+            if state["per_command"]:  # a proof for this action alone: the next one asks
+                await self._call("presence.end", {})
 
-    async def _prove(self, purpose: str) -> None:
+    async def _prove(self, purpose: str) -> dict[str, Any]:
         """Ask for the passphrase and prove presence, up to
         :data:`~hikmah_cli.presence.ATTEMPTS` times.
+
+        Returns:
+            ``presence.status`` as it was asked.
 
         Raises:
             NotProven: this process can never prove (why, in the daemon's words), or the
                 person gave no passphrase.
             RemoteError: the daemon refused the proof (the wrong passphrase each time).
         """
-        state = await self._call("presence.status", {})
+        state: dict[str, Any] = await self._call("presence.status", {})
         if not state["can_prove"]:
             raise NotProven(f"{purpose} {state['why_not']}")
         if self.ask is None:
             raise NotProven(f"{purpose} Nothing here can ask for the passphrase.")
         description = presence.explain(purpose, state, prompt.terminal_name())
         refused: str | None = None
-        for attempt in range(presence.ATTEMPTS):
+        attempts = 0
+        while True:
             secret = await self.ask(presence.PROMPT, description, refused)
             if not secret:
                 raise NotProven("no passphrase given: nothing was done")
             try:
                 await self._call("presence.prove", {"passphrase": secret})
-                return
+                return state
             except RemoteError as exc:
-                if not presence.ask_again(exc) or attempt + 1 == presence.ATTEMPTS:
+                attempts += 1
+                if not presence.ask_again(exc) or attempts == presence.ATTEMPTS:
                     raise
                 refused = str(exc)
 

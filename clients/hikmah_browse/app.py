@@ -8,7 +8,6 @@ import contextlib
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, ClassVar
 
-from rich.markup import escape
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
@@ -19,7 +18,7 @@ from textual.widgets import ContentSwitcher, DataTable, Footer, Static
 from hikmah.trace import Trace
 from hikmah_cli.render import when
 
-from . import dialogs, editor
+from . import dialogs, editor, format
 from .api import Memory, NotProven, ReadOnly
 from .base import View, in_worker
 from .conflicts import ConflictsView
@@ -102,7 +101,7 @@ class BrowseApp(App[int]):
                 connection = await self.dialer.dial(self._notified, self._lost)
                 break
             except Unavailable as exc:
-                self.masthead = f"[b]offline[/]: {escape(str(exc))} · retrying"
+                self.masthead = f"[b]offline[/]: {format.markup(str(exc))} · retrying"
                 await asyncio.sleep(RECONNECT_S)
         self.memory.connection = connection
         try:
@@ -112,10 +111,10 @@ class BrowseApp(App[int]):
             await self._refresh_status()
         except Unavailable as exc:
             # Gone or silent while setting up (a loss reconnects through ``_lost``).
-            self.masthead = f"[b]offline[/]: {escape(str(exc))}"
+            self.masthead = f"[b]offline[/]: {format.markup(str(exc))}"
             return
         except RemoteError as exc:
-            self.masthead = f"[b]{escape(str(exc))}[/]"
+            self.masthead = f"[b]{format.markup(str(exc))}[/]"
             return
         for view in self._views():
             view.stale = True
@@ -145,9 +144,9 @@ class BrowseApp(App[int]):
         if status is None:
             return "connecting…"
         who = (
-            f"[reverse b] READ-ONLY [/] agent session {escape(memory.principal.host)}"
+            f"[reverse b] READ-ONLY [/] agent session {format.markup(memory.principal.host)}"
             if memory.principal is not None
-            else escape(memory.source)
+            else format.markup(memory.source)
         )
         counts = status.counts
         parts = [
@@ -199,7 +198,9 @@ class BrowseApp(App[int]):
         if len(reminders) == 1:
             due = reminders[0]
             label = "OVERDUE" if due.stage == "overdue" else "due soon"
-            self.notify(escape(one_line(due.trace.content)), title=f"Reminder: {label}", timeout=10)
+            self.notify(
+                format.markup(one_line(due.trace.content)), title=f"Reminder: {label}", timeout=10
+            )
         elif reminders:
             overdue = sum(due.stage == "overdue" for due in reminders)
             self.notify(
@@ -356,7 +357,9 @@ class BrowseApp(App[int]):
 
     def _written(self, message: str, conflicts: list[str]) -> None:
         extra = f"; it conflicts with {', '.join(conflicts)}" if conflicts else ""
-        self.notify(escape(message + extra), severity="warning" if conflicts else "information")
+        self.notify(
+            format.markup(message + extra), severity="warning" if conflicts else "information"
+        )
 
     def act_confirm(self, trace: Trace) -> None:
         if self._writes():
@@ -473,7 +476,11 @@ class BrowseApp(App[int]):
         """Resolve a conflict: each trace claiming another value is superseded by a
         verified correction claiming the kept one, in the kept trace's words."""
         memory = self.memory
-        lines = [f"{t.id}: {t.claim_value} ({t.provenance.source})" for t in losers]
+        lines = [
+            f"{t.id}: {format.one_line(t.claim_value or '')}"
+            f" ({format.author(t.provenance.source, t.provenance.locator, t.provenance.verified)})"
+            for t in losers
+        ]
         question = dialogs.Confirm(
             f"Keep {kept.claim_key} = {value}?",
             "Each of these is superseded by a verified correction claiming"

@@ -7,7 +7,6 @@ import contextlib
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, cast
 
-from rich.markup import escape
 from textual.containers import Vertical
 from textual.dom import DOMNode
 from textual.widget import Widget
@@ -15,6 +14,7 @@ from textual.widgets import DataTable, Static
 from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
 from textual.worker import WorkType
 
+from . import format
 from .rpc import RemoteError, Unavailable
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ class View(Part, Vertical):
         try:
             await self.load()
         except (RemoteError, Unavailable) as exc:
-            self.say(f"[b]{escape(str(exc))}[/]")
+            self.say(f"[b]{format.markup(str(exc))}[/]")
 
     def say(self, markup: str) -> None:
         """Put ``markup`` in the view's status line."""

@@ -6,13 +6,12 @@ import asyncio
 from functools import partial
 from typing import ClassVar
 
-from rich.markup import escape
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
-from hikmah_cli.render import clip, when
+from hikmah_cli.render import when
 
 from . import format
 from .base import View, in_worker, restore_cursor, room, selected_key
@@ -61,7 +60,7 @@ class ConflictsView(View):
         table.clear()
         for group in groups:
             traces = sum(len(value.ids) for value in group.values)
-            table.add_row(clip(group.key, 40), len(group.values), traces, key=group.key)
+            table.add_row(format.cell(group.key, 40), len(group.values), traces, key=group.key)
         restore_cursor(table, keep)
         self.say(
             f"{len(groups)} open conflict{'' if len(groups) == 1 else 's'}"
@@ -94,17 +93,17 @@ class ConflictsView(View):
         self.claims = {
             i: (value, s) for (value, i), s in zip(ids, shown, strict=True) if isinstance(s, Shown)
         }
-        title.update(f"[b]{escape(group.key)}[/]: {len(group.values)} values")
+        title.update(f"[b]{format.markup(group.key)}[/]: {len(group.values)} values")
         keep = selected_key(table)
         table.clear()
         for trace_id, (value, entry) in self.claims.items():
             trace = entry.trace
-            source = trace.provenance.source + (" ✓" if trace.provenance.verified else "")
+            prov = trace.provenance
             table.add_row(
-                clip(value, 14),
-                clip(source, 16),
+                format.cell(value, 14),
+                format.cell(format.author(prov.source, prov.locator, prov.verified), 16),
                 when(trace.created_at),
-                clip(format.one_line(trace.content), room(self, 14, 16, 17)),
+                format.cell(trace.content, room(self, 14, 16, 17)),
                 key=trace_id,
             )
         restore_cursor(table, keep)

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Generic, TypeVar
 
-from rich.markup import escape
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -18,6 +17,7 @@ from hikmah.trace import Trace
 from hikmah.vocabulary import KINDS
 
 from . import editor
+from .format import markup, one_line
 from .query import SOURCES, STATUSES, VERIFIED, Search
 
 
@@ -55,9 +55,9 @@ class Message(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog" + (" error" if self.error else "")):
-            yield Label(f"[b]{escape(self.title_text)}[/]", classes="dialog-title")
+            yield Label(f"[b]{markup(self.title_text)}[/]", classes="dialog-title")
             with VerticalScroll(classes="dialog-body"):
-                yield Static(escape(self.text))
+                yield Static(markup(self.text))
             yield Label("[dim]Enter or Escape closes[/]", classes="dialog-keys")
 
     def action_dismiss_message(self) -> None:
@@ -80,9 +80,9 @@ class Confirm(_Dialog[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(f"[b]{escape(self.title_text)}[/]", classes="dialog-title")
+            yield Label(f"[b]{markup(self.title_text)}[/]", classes="dialog-title")
             with VerticalScroll(classes="dialog-body"):
-                yield Static(escape(self.text))
+                yield Static(markup(self.text))
             if self.verified_box:
                 yield Checkbox("verified: I checked this myself", True, id="verified")
             yield Label("[b]y[/] yes · [b]n[/] or Escape no", classes="dialog-keys")
@@ -118,7 +118,7 @@ class Correct(_Dialog[Correction]):
             yield TextArea(self.start, id="content", soft_wrap=True, show_line_numbers=False)
             if trace.claim_key is not None:
                 with Horizontal(classes="row"):
-                    yield Label(f"{escape(trace.claim_key)} =", classes="field-label")
+                    yield Label(f"{markup(trace.claim_key)} =", classes="field-label")
                     yield Input(trace.claim_value or "", id="claim", compact=True)
             yield Checkbox("verified: I checked this myself", self.verify, id="verified")
             yield Label(
@@ -158,7 +158,7 @@ class Purge(_Dialog[str]):
         with Vertical(classes="dialog error"):
             yield Label(f"[b]Purge {trace.id}[/] ({trace.kind})", classes="dialog-title")
             yield Static(
-                escape(" ".join(trace.content.split())[:200])
+                markup(one_line(trace.content)[:200])
                 + "\n\nRetention deletion: the trace leaves recall, show, export and every"
                 " index, and cannot be brought back. Its text stays in the ledger until"
                 " hikmah compact."
@@ -195,10 +195,10 @@ class Passphrase(_Dialog[str]):
         with Vertical(classes="dialog"):
             yield Label("[b]Person presence[/]", classes="dialog-title")
             if self.refused is not None:
-                yield Static(f"[b]Sorry, try again.[/] {escape(self.refused)}", id="refused")
-            yield Static(escape(self.description))
+                yield Static(f"[b]Sorry, try again.[/] {markup(self.refused)}", id="refused")
+            yield Static(markup(self.description))
             with Horizontal(classes="row"):
-                yield Label(escape(self.prompt), id="prompt", classes="field-label")
+                yield Label(markup(self.prompt), id="prompt", classes="field-label")
                 yield Input(password=True, id="passphrase", compact=True)
             yield Label("[b]Enter[/] prove · [b]Escape[/] cancel", classes="dialog-keys")
 

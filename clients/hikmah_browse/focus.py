@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from functools import partial
 
-from rich.markup import escape
 from textual import on
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
-
-from hikmah_cli.render import clip
 
 from . import format
 from .base import View, in_worker, restore_cursor, room, selected_key
@@ -55,7 +52,7 @@ class FocusView(View):
         table.clear()
         for capsule in capsules:
             table.add_row(
-                clip(capsule.name, 30),
+                format.cell(capsule.name, 30),
                 f"{capsule.size}/{capsule.limit}",
                 capsule.pinned,
                 capsule.notes,
@@ -77,7 +74,7 @@ class FocusView(View):
     async def _show(self, name: str) -> None:
         capsule = await self.browser.memory.capsule(name)
         self.query_one("#capsule-title", Static).update(
-            f"[b]{escape(capsule.name)}[/]: {len(capsule.traces)}/{capsule.limit} traces"
+            f"[b]{format.markup(capsule.name)}[/]: {len(capsule.traces)}/{capsule.limit} traces"
         )
         held = self.query_one("#held", DataTable)
         held.clear()
@@ -87,10 +84,13 @@ class FocusView(View):
                 f"{entry.activation:.2f}",
                 "yes" if entry.pinned else "",
                 entry.trace.kind,
-                clip(format.one_line(entry.trace.content), width),
+                format.cell(entry.trace.content, width),
                 key=entry.trace.id,
             )
-        notes = [f"({note.importance:.1f}) {escape(note.text)}" for note in capsule.notes]
+        notes = [
+            f"({note.importance:.1f}) {format.markup(format.one_line(note.text))}"
+            for note in capsule.notes
+        ]
         self.query_one("#notes", Static).update("\n".join(["[b]notes[/]", *notes]) if notes else "")
         held.focus()
 

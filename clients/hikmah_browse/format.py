@@ -10,9 +10,11 @@ import time
 from collections.abc import Callable
 
 from rich.markup import escape
+from rich.text import Text
 
-from hikmah.trace import Trace, source_class
-from hikmah_cli.render import relative
+from hikmah.display import stamped_agent, visible, writer
+from hikmah.trace import Trace
+from hikmah_cli.render import clip, relative
 
 from .wire import Hit, Why
 
@@ -45,13 +47,31 @@ def markers(trace: Trace, status: str, conflicted: bool) -> str:
 
 
 def provenance(trace: Trace) -> str:
-    """``human:ana, verified`` / ``tool:psql, unverified``."""
-    verified = "verified" if trace.provenance.verified else "unverified"
-    return f"{trace.provenance.source} ({source_class(trace)}), {verified}"
+    """``human:ana, verified``; ``human:ana (claimed), written by agent:codex, session
+    5f1c…, unverified`` for an agent session's write (:func:`hikmah.display.writer`)."""
+    prov = trace.provenance
+    return writer(prov.source, prov.locator, prov.verified)
+
+
+def author(source: str, locator: str | None, verified: bool) -> str:
+    """Who wrote a trace, for a narrow column: the agent whose session wrote it, else
+    its source; ``✓`` when a person verified it."""
+    return (stamped_agent(locator) or visible(source)) + (" ✓" if verified else "")
 
 
 def one_line(text: str) -> str:
-    return " ".join(text.split())
+    """Stored text on one line, its control and format characters shown as escapes."""
+    return visible(" ".join(text.split()))
+
+
+def markup(text: str) -> str:
+    """Stored or remote text inside Rich markup: shown as escapes, never read as markup."""
+    return escape(visible(text))
+
+
+def cell(text: str, width: int) -> Text:
+    """Stored text as a table cell: one line, clipped, never read as markup."""
+    return Text(clip(one_line(text), width), end="", no_wrap=True)
 
 
 def why_text(hit: Hit) -> str:
@@ -63,7 +83,7 @@ def why_text(hit: Hit) -> str:
         [
             f"[b]why[/] {hit.trace.id}: score [b]{hit.score:.3f}[/]"
             f" · cue {hit.cue:.3f} · meta {hit.meta:.3f}{folded}",
-            f" cue   matched {escape(matched)} · coverage {why.coverage:.2f}"
+            f" cue   matched {markup(matched)} · coverage {why.coverage:.2f}"
             f" · jaccard {why.jaccard:.2f}",
             f"       lexical {why.lexical:.2f} · tags {why.tag_coverage:.2f}"
             f" · redundancy {why.redundancy:.2f}",

@@ -6,13 +6,13 @@ from __future__ import annotations
 from functools import partial
 from typing import ClassVar
 
-from rich.markup import escape
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
-from hikmah_cli.render import clip, when
+from hikmah_cli.render import when
 
+from . import format
 from .base import View, in_worker, room
 
 
@@ -58,8 +58,8 @@ class LedgerView(View):
             lines.append(f"acknowledged head {acknowledged.seq}: the same record")
         else:
             lines += [f"acknowledged head {acknowledged.seq}, hash", f"  {acknowledged.hash}"]
-        lines += [f"[b]error[/] {escape(error)}" for error in report.errors]
-        lines += [f"warning {escape(warning)}" for warning in report.warnings]
+        lines += [f"[b]error[/] {format.markup(error)}" for error in report.errors]
+        lines += [f"warning {format.markup(warning)}" for warning in report.warnings]
         if report.unacknowledged:
             lines.append(
                 "Writes are refused until a person inspects the records below and runs"
@@ -75,14 +75,15 @@ class LedgerView(View):
             else "No unacknowledged record: every record was written by this store."
         )
         for record in report.unacknowledged:
+            source = record.source and format.author(record.source, record.locator, False)
             what = " ".join(
-                part for part in (record.kind, record.source, record.claim, record.preview) if part
+                part for part in (record.kind, source, record.claim, record.preview) if part
             )
             tail.add_row(
                 record.seq,
                 record.event,
                 record.trace_id or "",
-                clip(what, room(self, 8, 9, 25)),
+                format.cell(what, room(self, 8, 9, 25)),
                 key=str(record.seq),
             )
         checked = self.browser.ledger_checked_at

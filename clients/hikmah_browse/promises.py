@@ -73,7 +73,7 @@ class PromisesView(View):
             table.add_row(
                 when(deadline),
                 clip(lateness, 12),
-                clip(format.one_line(item.trace.content), width),
+                format.cell(item.trace.content, width),
                 key=item.trace.id,
             )
         restore_cursor(table, keep)

@@ -5,13 +5,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from rich.markup import escape
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
-
-from hikmah_cli.render import clip
 
 from . import format
 from .base import View, restore_cursor, room, selected_key
@@ -62,7 +59,7 @@ class ProposalsView(View):
                 proposal.support,
                 proposal.independent_sources,
                 proposal.origin,
-                clip(_claim(proposal), room(self, 1, 4, 6, 7, 10)),
+                format.cell(_claim(proposal), room(self, 1, 4, 6, 7, 10)),
                 key=proposal.id,
             )
         restore_cursor(table, keep)
@@ -83,12 +80,12 @@ class ProposalsView(View):
         if proposal is None:
             self.query_one("#proposal", Static).update("")
             return
-        lines = [f"[b]{proposal.id}[/] {escape(_claim(proposal))}"]
-        lines.append(escape(format.one_line(proposal.content)))
+        lines = [f"[b]{proposal.id}[/] {format.markup(_claim(proposal))}"]
+        lines.append(format.markup(format.one_line(proposal.content)))
         if proposal.quote:
-            lines.append(f"said: {escape(proposal.quote)}")
+            lines.append(f"said: {format.markup(proposal.quote)}")
         if proposal.conflicting_values:
-            lines.append("conflicts with " + escape(", ".join(proposal.conflicting_values)))
+            lines.append("conflicts with " + format.markup(", ".join(proposal.conflicting_values)))
         lines.append("evidence " + ", ".join(proposal.evidence))
         self.query_one("#proposal", Static).update("\n".join(lines))
 

@@ -11,14 +11,11 @@ from __future__ import annotations
 import asyncio
 from typing import ClassVar
 
-from rich.markup import escape
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.events import Key, Resize
 from textual.widgets import DataTable, Input, Static
-
-from hikmah_cli.render import clip
 
 from . import format
 from .base import View, restore_cursor, room, selected_key
@@ -89,7 +86,7 @@ class SearchView(View):
         try:
             hits = await self.browser.memory.recall(self.search)
         except Exception as exc:
-            self.say(f"[b]{escape(str(exc))}[/]")
+            self.say(f"[b]{format.markup(str(exc))}[/]")
             return
         self._show(hits)
 
@@ -106,9 +103,11 @@ class SearchView(View):
                 format.markers(trace, hit.status, bool(hit.conflicts)),
                 f"{hit.score:.2f}",
                 trace.kind,
-                clip(trace.provenance.source, 12),
+                format.cell(
+                    format.author(trace.provenance.source, trace.provenance.locator, False), 12
+                ),
                 format.age(trace.created_at, now),
-                clip(format.one_line(trace.content), width),
+                format.cell(trace.content, width),
                 key=trace.id,
             )
         restore_cursor(table, keep)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, ClassVar
 
-from rich.markup import escape
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -15,8 +14,9 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
+from hikmah.display import visible
 from hikmah.trace import normalize_claim_key
-from hikmah_cli.render import clip, when
+from hikmah_cli.render import when
 
 from . import format
 from .base import browser_of, in_worker, room, selected_key
@@ -60,11 +60,11 @@ class TracePage(Screen[None]):
             yield Static(id="content", classes="content")
             yield Static(id="fields")
             yield Static("[b]Corrections[/] (oldest first; → this trace)", classes="section")
-            history: DataTable[str] = DataTable(id="history", cursor_type="row")
+            history: DataTable[object] = DataTable(id="history", cursor_type="row")
             yield history
             yield Static("[b]Conflicts on its claim[/]", classes="section")
             yield Static(id="conflict-note")
-            rivals: DataTable[str] = DataTable(id="rivals", cursor_type="row")
+            rivals: DataTable[object] = DataTable(id="rivals", cursor_type="row")
             yield rivals
             yield Static(
                 "[b]Its claim's values over time[/] (oldest first)",
@@ -72,7 +72,7 @@ class TracePage(Screen[None]):
                 id="claim-title",
             )
             yield Static(id="claim-note")
-            values: DataTable[str] = DataTable(id="values", cursor_type="row")
+            values: DataTable[object] = DataTable(id="values", cursor_type="row")
             yield values
             yield Static("[b]Ledger[/]", classes="section")
             yield Static(id="ledger")
@@ -103,8 +103,8 @@ class TracePage(Screen[None]):
         try:
             shown = await memory.show(self.trace_id)
         except (RemoteError, Unavailable) as exc:
-            self.query_one("#title", Static).update(f"[b]{escape(self.trace_id)}[/]")
-            self.say(f"[b]{escape(str(exc))}[/]")
+            self.query_one("#title", Static).update(f"[b]{format.markup(self.trace_id)}[/]")
+            self.say(f"[b]{format.markup(str(exc))}[/]")
             return
         self.shown = shown
         self.related = {self.trace_id, *(entry.trace.id for entry in shown.history)}
@@ -123,7 +123,7 @@ class TracePage(Screen[None]):
         )
         purged = shown.purged
         self.query_one("#content", Static).update(
-            escape(trace.content)
+            format.markup(visible(trace.content))
             if purged is None
             else f"[b]purged {when(purged.at)}[/] (record {purged.seq}): its text is gone"
         )
@@ -164,14 +164,15 @@ class TracePage(Screen[None]):
             status = "purged" if entry.purged is not None else entry.status
             self._row(table, entry.trace, "→" if entry.trace.id == trace.id else " ", status)
 
-    def _row(self, table: DataTable[str], trace: Trace, mark: str, first: str) -> None:
+    def _row(self, table: DataTable[object], trace: Trace, mark: str, first: str) -> None:
         width = room(self, 1, 12, 16, 17) - 2  # the page's padding
+        prov = trace.provenance
         table.add_row(
             mark,
-            clip(first, 12),
-            clip(trace.provenance.source + (" ✓" if trace.provenance.verified else ""), 16),
+            format.cell(first, 12),
+            format.cell(format.author(prov.source, prov.locator, prov.verified), 16),
             when(trace.created_at),
-            clip(format.one_line(trace.content), width),
+            format.cell(trace.content, width),
             key=trace.id,
         )
 
@@ -186,9 +187,9 @@ class TracePage(Screen[None]):
         key = normalize_claim_key(trace.claim_key)
         group = next(iter(await self.browser.memory.conflicts(trace.claim_key)), None)
         if group is None:
-            note.update(f"none open on {escape(key)}")
+            note.update(f"none open on {format.markup(key)}")
             return
-        note.update(f"[b]![/] {escape(key)}: {len(group.values)} values among active traces")
+        note.update(f"[b]![/] {format.markup(key)}: {len(group.values)} values among active traces")
         ids = [trace_id for value in group.values for trace_id in value.ids]
         shown = await asyncio.gather(
             *(self.browser.memory.show(i) for i in ids), return_exceptions=True
@@ -215,17 +216,23 @@ class TracePage(Screen[None]):
         if trace.claim_key is None:
             return
         values = await self.browser.memory.history(trace.claim_key)
-        note.update(f"{len(values)} value(s) of {escape(normalize_claim_key(trace.claim_key))}")
+        note.update(
+            f"{len(values)} value(s) of {format.markup(normalize_claim_key(trace.claim_key))}"
+        )
         for value in values:
             still = "now" if self.browser.memory.point is None else "then still"
             until = still if value.ended is None else when(value.ended.at)
-            by = value.source + (" ✓" if value.verified else "")
+            by = format.author(value.source, value.locator, value.verified)
             mark = "→" if value.id == trace.id else " "
             self.related.add(value.id)
             table.add_row(
-                mark, clip(value.value, 12), clip(by, 16), when(value.written.at), until,
+                mark,
+                format.cell(value.value, 12),
+                format.cell(by, 16),
+                when(value.written.at),
+                until,
                 key=value.id,
-            )  # fmt: skip
+            )
         table.display = bool(values)
 
     def _show_ledger(self, report: VerifyReport | None) -> None:
@@ -292,4 +299,4 @@ class TracePage(Screen[None]):
 
 
 def _pairs(rows: list[tuple[str, str]]) -> str:
-    return "\n".join(f"[b]{name:<9}[/] {escape(value)}" for name, value in rows)
+    return "\n".join(f"[b]{name:<9}[/] {format.markup(visible(value))}" for name, value in rows)

@@ -113,6 +113,7 @@ class ClaimValue(_Reply, frozen=True):
     status: Status
     ended: Moment | None
     superseded_by: str | None
+    locator: str | None = None
 
 
 class ClaimHistory(_Reply, frozen=True):

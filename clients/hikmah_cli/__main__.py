@@ -12,6 +12,8 @@ import json
 import sys
 from typing import Any
 
+from hikmah.display import visible
+
 from .commands import COMMANDS, OneOf
 from .session import INTERNAL, OK, USAGE, Exit, UsageError, call
 
@@ -112,21 +114,21 @@ def main(argv: list[str] | None = None) -> int:
         if command.person is not None and command.person(args):
             from . import presence  # noqa: PLC0415 -- only person-only commands prove
 
-            presence.ensure(args)
+            presence.ensure(args, words)
         if command.run is not None:
             return command.run(args)
         assert command.request is not None
         method, params = command.request(args)
         result = call(args, method, params)
     except UsageError as exc:
-        parser.exit(USAGE, f"hikmah {args.command}: {exc}\n")
+        parser.exit(USAGE, visible(f"hikmah {args.command}: {exc}") + "\n")
     except Exit as exc:
         return exc.code
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
     else:
         show = command.show[method] if isinstance(command.show, dict) else command.show
-        print(show(result))
+        print(visible(show(result)))
     if method == "ledger.verify" and not result["ok"]:
         return INTERNAL
     return OK

@@ -17,6 +17,8 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from hikmah.display import visible, writer
+
 from .notes import Phrases, said
 
 CHARS_PER_TOKEN = 4
@@ -43,7 +45,13 @@ def _moment(ms: int) -> str:
 
 
 def _flat(text: str) -> str:
-    return " ".join(text.split())
+    """One line, its controls and format characters shown as escapes."""
+    return visible(" ".join(text.split()))
+
+
+def _writer(trace: Item) -> str:
+    prov = trace.get("provenance", {})
+    return writer(prov.get("source"), prov.get("locator"), bool(prov.get("verified")))
 
 
 def observation(item: Item) -> str:
@@ -53,12 +61,10 @@ def observation(item: Item) -> str:
     confidence 0.90, s=0.82) [tr_…]: text. Conflicts with …; superseded by ….``
     """
     trace = item["trace"]
-    prov = trace.get("provenance", {})
     facts = [
         _day(trace.get("created_at")),
         trace["kind"],
-        prov.get("source", "unknown"),
-        "verified" if prov.get("verified") else "unverified",
+        _writer(trace),
         f"confidence {trace.get('confidence', 0.5):.2f}",
     ]
     if item.get("score") is not None:
@@ -87,7 +93,7 @@ def commitment(item: Item) -> str:
     state = "OVERDUE since" if item.get("overdue") else "due"
     return (
         f"Commitment {state} {_moment(trace['deadline'])} [{trace['id']}]:"
-        f" {_flat(trace['content'])} ({trace['provenance'].get('source', 'unknown')})"
+        f" {_flat(trace['content'])} ({_writer(trace)})"
     )
 
 
@@ -95,7 +101,7 @@ def conflict(group: Item) -> str:
     values = "; ".join(
         f"{value['value']!r} ({', '.join(value['ids'])})" for value in group["values"]
     )
-    return f"Open conflict on {group['key']}: {values}. Do not pick one silently; ask."
+    return visible(f"Open conflict on {group['key']}: {values}. Do not pick one silently; ask.")
 
 
 def within_budget(lines: Sequence[str], budget: int, *, header: str = HEADER) -> str:
@@ -110,7 +116,7 @@ def within_budget(lines: Sequence[str], budget: int, *, header: str = HEADER) ->
         if shown and used + cost > budget:
             out.append(f"({len(lines) - shown} more not shown: token budget {budget} reached)")
             break
-        out.append("- " + line)
+        out.append("- " + visible(line))
         used += cost
     return "\n".join(out)
 

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from hikmah.display import visible
 from hikmah.vocabulary import IMPORT_SOURCES, KINDS, PREDICTION_TYPES, PRIVACIES, REMEMBERED_KINDS
 
 from . import render, runners
@@ -146,7 +147,7 @@ def _invalidate(args: argparse.Namespace) -> Request:
     preview = call(args, "memory.invalidate", dry)
     if not preview["matched"]:
         return "memory.invalidate", dry
-    print(render.invalidated(preview), file=sys.stderr)
+    print(visible(render.invalidated(preview)), file=sys.stderr)
     if not args.yes:
         if not sys.stdin.isatty():
             raise UsageError("not a terminal: check the list above, then rerun with --yes")
@@ -161,7 +162,7 @@ def _verify_traces(args: argparse.Namespace) -> Request:
     preview = call(args, "memory.verify", params)
     if not preview["matched"]:
         return "memory.verify", params
-    print(render.verify_preview(preview, args.source), file=sys.stderr)
+    print(visible(render.verify_preview(preview, args.source)), file=sys.stderr)
     if not sys.stdin.isatty():
         raise UsageError("verifying needs you at a terminal to confirm what you checked")
     answer = input(f"Verify these {preview['matched']} traces as checked by you? [y/N] ")
@@ -533,8 +534,10 @@ COMMANDS: tuple[Command, ...] = (
         " verified traces, changing or removing the passphrase) asks for it, on this"
         " terminal (or with pinentry in a desktop session), never from standard input. A"
         " proof holds for the terminal and the shell that typed it for [presence]"
-        " ticket_minutes (5). Only the passphrase's Argon2id hash is kept, in the ledger;"
-        " each change is a ledger record. Forgot it? docs/security.md.",
+        " ticket_seconds (300), or for the one command that asked with ticket_seconds = 0"
+        " and wherever the kernel lets programs push keys into a terminal (TIOCSTI). Only"
+        " the passphrase's Argon2id hash is kept, in the ledger; each change is a ledger"
+        " record. Forgot it? docs/security.md.",
     ),
     Command(
         "presence",

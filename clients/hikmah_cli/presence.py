@@ -12,9 +12,12 @@ and sends what they typed. What any client asks and when it asks again
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import time
 from typing import Any
+
+from hikmah.display import visible
 
 from . import prompt
 from .client import RemoteError
@@ -22,16 +25,37 @@ from .session import OK, REFUSED, USAGE, Exit, Session
 
 ATTEMPTS = 3
 PROMPT = "Hikmah passphrase: "
+SHOWN_CHARS = 300  # of the command a proof confirms
 
 
 def explain(purpose: str, state: dict[str, Any], terminal: str | None) -> str:
     """What a proof is for, to show with the prompt (``state``: ``presence.status``)."""
-    minutes = state["ticket_minutes"]
+    if state["per_command"]:
+        return (
+            f"{purpose} Hikmah asks for your passphrase to confirm this one command: if you"
+            " did not just run it, someone else typed it into your terminal; give nothing."
+        )
     return (
         f"{purpose} Hikmah asks for your passphrase so that {terminal or 'this terminal'}, and"
         f" the shell in it that ran this command, may take person-only actions for"
-        f" {minutes:g} minutes."
+        f" {lasting(state['ticket_seconds'])}."
     )
+
+
+def lasting(seconds: float) -> str:
+    """``5 minutes``, ``45 seconds``: how long a ticket holds."""
+    if seconds >= 60:
+        return f"{seconds / 60:g} minute{'' if seconds == 60 else 's'}"
+    return f"{seconds:g} second{'' if seconds == 1 else 's'}"
+
+
+def confirming(words: list[str]) -> str:
+    """The command a proof confirms, as the person (or whoever typed it) wrote it, its
+    controls shown as escapes and at most :data:`SHOWN_CHARS` long."""
+    line = visible(shlex.join(["hikmah", *words]))
+    if len(line) > SHOWN_CHARS:
+        line = line[: SHOWN_CHARS - 1] + "…"
+    return f"Confirm: {line}"
 
 
 def ask_again(refusal: RemoteError) -> bool:
@@ -40,10 +64,11 @@ def ask_again(refusal: RemoteError) -> bool:
     return refusal.reason == "presence_denied" and "wrong passphrase" in str(refusal)
 
 
-def ensure(args: argparse.Namespace) -> None:
-    """Prove presence before a person-only command, when presence is on, this terminal
-    holds no ticket, and the daemon would take a proof from this process. Otherwise
-    nothing: the daemon answers the command itself (and refuses it if it must).
+def ensure(args: argparse.Namespace, words: list[str]) -> None:
+    """Prove presence before a person-only command (``words``, as typed), when presence
+    is on, this terminal holds no ticket, and the daemon would take a proof from this
+    process. Otherwise nothing: the daemon answers the command itself (and refuses it if
+    it must).
 
     Raises:
         Exit: the person gave no passphrase, or the wrong one each time.
@@ -52,8 +77,7 @@ def ensure(args: argparse.Namespace) -> None:
         state = session.call("presence.status", {})
         if not state["on"] or state["ticket"] is not None or not state["can_prove"]:
             return
-        what = f"hikmah {args.command}"
-        _prove(session, state, PROMPT, f"{what} is a person-only action.")
+        _prove(session, state, PROMPT, f"{confirming(words)} (a person-only action).")
 
 
 def passphrase(args: argparse.Namespace) -> int:
@@ -79,10 +103,14 @@ def passphrase(args: argparse.Namespace) -> int:
         if new != again:
             return _usage("the two passphrases differ: nothing changed")
         done = session.call(f"presence.{args.action}", {"passphrase": new})
-    minutes = state["ticket_minutes"]
+    how_often = (
+        "for each command"
+        if state["per_command"]
+        else f"once per terminal every {lasting(state['ticket_seconds'])}"
+    )
     print(
         f"person presence is on (ledger record {done['seq']}): every person-only action"
-        f" now asks for this passphrase, once per terminal every {minutes:g} minutes."
+        f" now asks for this passphrase, {how_often}."
         " Forgot it? docs/security.md, 'A forgotten passphrase'."
     )
     return OK
@@ -98,6 +126,15 @@ def presence(args: argparse.Namespace) -> int:
         state = session.call("presence.status", {})
         if not state["on"]:
             print("person presence is off: set a passphrase with hikmah passphrase set")
+            return OK
+        if state["per_command"]:
+            why = (
+                "[presence] ticket_seconds = 0"
+                if state["ticket_seconds"] == 0
+                else "the kernel lets programs push keys into a terminal (TIOCSTI), and"
+                " [presence] tickets_with_tiocsti is off"
+            )
+            print(f"a proof holds for one command here ({why}): each person-only command asks")
             return OK
         if state["ticket"] is None:
             if not state["can_prove"]:

@@ -5,7 +5,8 @@ A passphrase proves that a person is present, so it must come from where only
 the person types: the controlling terminal (``/dev/tty``, echo off), or, in a
 desktop session with pinentry installed (the program gpg-agent uses;
 Debian's ``pinentry-gnome3``, ``pinentry-curses``, ``pinentry-tty``), a
-pinentry dialog spoken to over its Assuan protocol. Standard library only.
+pinentry dialog spoken to over its Assuan protocol. Standard library only (and
+:mod:`hikmah.display`, which is too).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import termios
 from collections.abc import Iterator
 from contextlib import contextmanager
 from urllib.parse import unquote
+
+from hikmah.display import visible
 
 # pinentry, in the order tried: Debian's alternative first (the flavour the person chose).
 PINENTRIES = ("pinentry", "pinentry-gnome3", "pinentry-qt", "pinentry-gtk-2", "pinentry-curses",
@@ -44,7 +47,7 @@ def terminal_name() -> str | None:
 
 def ask(prompt: str, description: str) -> str:
     """One passphrase from the person: ``prompt`` ends in ``": "``; ``description``
-    says what it is for (pinentry shows it; the terminal prompt does not need it).
+    says what it is for (the action being confirmed), shown above the prompt.
 
     Raises:
         NoTerminal: there is no controlling terminal.
@@ -55,7 +58,7 @@ def ask(prompt: str, description: str) -> str:
         pinentry = _pinentry_program()
         if pinentry is not None:
             return _from_pinentry(pinentry, prompt, description, tty)
-        return _from_terminal(fd, prompt)
+        return _from_terminal(fd, prompt, description)
 
 
 @contextmanager
@@ -77,14 +80,14 @@ def _pinentry_program() -> str | None:
     return next((found for name in PINENTRIES if (found := shutil.which(name))), None)
 
 
-def _from_terminal(fd: int, prompt: str) -> str:
+def _from_terminal(fd: int, prompt: str, description: str) -> str:
     old = termios.tcgetattr(fd)
     quiet = list(old)
     quiet[3] &= ~termios.ECHO
     # Echo goes off before the prompt shows: what is typed after it is never echoed,
     # and never flushed away.
     termios.tcsetattr(fd, termios.TCSAFLUSH, quiet)
-    os.write(fd, prompt.encode())
+    os.write(fd, f"{visible(description)}\n{prompt}".encode())
     try:
         line = b""
         while not line.endswith(b"\n"):

@@ -7,6 +7,8 @@ import textwrap
 import time
 from typing import Any
 
+from hikmah.display import is_agent_locator, writer
+
 from .notes import Phrases, said
 
 WIDTH = 80
@@ -41,9 +43,9 @@ def wrap(text: str, indent: str = "   ") -> str:
 
 
 def provenance(trace: dict[str, Any]) -> str:
+    """Who wrote a trace: its source, and the agent whose session wrote it when one did."""
     prov = trace.get("provenance", {})
-    verified = "verified" if prov.get("verified") else "unverified"
-    return f"{clip(prov.get('source', 'unknown'), 20)}, {verified}"
+    return writer(prov.get("source"), prov.get("locator"), bool(prov.get("verified")))
 
 
 def clip(text: str, width: int) -> str:
@@ -66,9 +68,7 @@ def trace_line(trace: dict[str, Any], status: str | None = None) -> str:
 def remembered(result: dict[str, Any]) -> str:
     trace = result["trace"]
     lines = [f"remembered {trace['id']} ({trace['kind']})"]
-    if trace.get("provenance", {}).get("locator", "") and trace["provenance"]["locator"].startswith(
-        "agent-session:"
-    ):
+    if is_agent_locator(trace.get("provenance", {}).get("locator")):
         lines.append(f"  stamped {trace['provenance']['locator']}")
     if result.get("conflicts"):
         lines.append(f"  conflicts with {', '.join(result['conflicts'])}")
@@ -123,16 +123,16 @@ def _recalled(result: dict[str, Any]) -> str:
                 subsequent_indent="    ",
             )
         )
-        prov = trace.get("provenance", {})
         meta = [trace["id"], f"{item['score']:.2f}", day(trace.get("created_at"))]
         if item.get("status", "active") != "active":
             meta.append(item["status"])
         if (origin := item.get("origin")) and not origin["this_device"]:
             meta.append(f"from {clip(origin['name'] or origin['device'], 16)}")
-        head = "    " + " · ".join(meta) + " · "
-        tail = " (verified)" if prov.get("verified") else " (unverified)"
-        room = max(WIDTH - len(head) - len(tail), 8)
-        lines.append(head + clip(prov.get("source", "unknown"), room) + tail)
+        head, writer = "    " + " · ".join(meta), provenance(trace)
+        if len(head) + 3 + len(writer) <= WIDTH:
+            lines.append(f"{head} · {writer}")
+        else:  # never clipped: who wrote it is the part that must be read whole
+            lines += [head, wrap(writer, "    ")]
         notes = said(item, _NOTES)
         if notes:
             lines.append(wrap("; ".join(notes), "    ↳ "))
@@ -238,7 +238,7 @@ def verified(report: dict[str, Any]) -> str:
         for item in tail:
             detail = " ".join(
                 f"{k}={item[k]}"
-                for k in ("trace_id", "kind", "source", "verified", "claim")
+                for k in ("trace_id", "kind", "source", "locator", "verified", "claim")
                 if item.get(k) is not None
             )
             lines.append(f"   #{item['seq']} {item['event']} {detail}")

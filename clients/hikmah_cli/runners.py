@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hikmah import paths
+from hikmah.display import visible
 
 from . import render
 from .session import INTERNAL, OK, REFUSED, UNAVAILABLE, USAGE, Exit, Session, UsageError, call
@@ -101,7 +102,7 @@ def ingest(args: argparse.Namespace) -> int:
             continue
         reports.append(report)
         if not args.json:
-            print(f"[{number}/{len(args.files)}] {render.ingested(report)}", flush=True)
+            print(visible(f"[{number}/{len(args.files)}] {render.ingested(report)}"), flush=True)
     if args.json:
         print(json.dumps({"files": reports}, ensure_ascii=False))
     elif reports:
@@ -179,8 +180,8 @@ def import_(args: argparse.Namespace) -> int:
         print(json.dumps(report, ensure_ascii=False))
     else:
         for refused in report["refused"]:
-            print(f"hikmah import: {render.refused_line(refused)}", file=sys.stderr)
-        print(render.imported(report))
+            print(visible(f"hikmah import: {render.refused_line(refused)}"), file=sys.stderr)
+        print(visible(render.imported(report)))
     return REFUSED if report["refused"] or report.get("break") else OK
 
 
@@ -221,10 +222,9 @@ def _import_source(args: argparse.Namespace) -> int:
         print(json.dumps(report, ensure_ascii=False))
     else:
         for refused in report["refused"]:
-            print(
-                f"hikmah import: {refused['locator']} refused: {refused['reason']}", file=sys.stderr
-            )
-        print(render.imported_source(report))
+            line = f"hikmah import: {refused['locator']} refused: {refused['reason']}"
+            print(visible(line), file=sys.stderr)
+        print(visible(render.imported_source(report)))
     return REFUSED if report["refused"] else OK
 
 

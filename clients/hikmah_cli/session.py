@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from hikmah import paths
+from hikmah.display import visible
 
 from .client import RemoteError, Unavailable, connect, environment_flags
 
@@ -70,7 +71,7 @@ class Session:
         except RemoteError as exc:
             from hikmah.errors import REASONS  # noqa: PLC0415 -- only a failure needs it
 
-            print(f"hikmah {self.args.command}: {exc}", file=sys.stderr)
+            print(visible(f"hikmah {self.args.command}: {exc}"), file=sys.stderr)
             category = REASONS.get(exc.reason or "")
             if category in EXIT_FOR_CATEGORY:
                 raise Exit(EXIT_FOR_CATEGORY[category]) from None

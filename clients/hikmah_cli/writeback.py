@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from hikmah.display import visible
 from hikmah.durable import write_atomic
 from hikmah.managed_block import BEGIN, END, is_begin, is_end
 from hikmah.managed_block import BEGIN_LINE as _BEGIN_LINE
@@ -155,7 +156,7 @@ def _safe(text: str) -> str:
     it from opening or closing an HTML comment for a Markdown renderer. The
     replacement only removes ASCII hyphens, so it cannot create a new match.
     """
-    one_line = " ".join(text.split())  # str.split also breaks on \r, \x85, \u2028…
+    one_line = visible(" ".join(text.split()))  # str.split also breaks on \r, \x85, \u2028…
     return one_line.replace("<!--", "<!\u2010\u2010").replace("-->", "\u2010\u2010>")
 
 

@@ -1,23 +1,25 @@
 """One client connection: read frames, dispatch them concurrently, send each reply
-(and each subscribed event) whole, through one lock."""
+(and each subscribed event) whole, through one lock; for as long as the process that
+opened it lives, and while it is used."""
 
 from __future__ import annotations
 
 import fcntl
 import logging
+import math
 import struct
 import termios
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
 import trio
 
-from hikmah.errors import TooLarge
+from hikmah.errors import Forbidden, TooLarge
 
 from .context import Context
 from .events import Events
 from .framing import FrameReader, Oversized
+from .peers import BoundProcess
 from .rpc import PARSE_ERROR, Dispatcher, RpcError, error_for, response
 from .scheduling import held
 
@@ -25,6 +27,10 @@ log = logging.getLogger(__name__)
 
 # Requests of one connection in flight at once; past it, reading pauses.
 MAX_IN_FLIGHT = 64
+# A connection that asks nothing for this long, and is not subscribed to events, is
+# closed (the clients that keep one open connect again when they next need it).
+IDLE_S = 600.0
+GONE = "the process that opened this connection has exited: each process connects itself"
 _ENCODER = msgspec.json.Encoder()
 
 
@@ -34,15 +40,15 @@ class Connection:
         stream: trio.abc.Stream,
         context: Context,
         dispatcher: Dispatcher,
-        identify: Callable[[], Awaitable[None]] | None = None,
+        bound: BoundProcess | None = None,
     ) -> None:
-        """``identify`` fills in who the peer is; it is awaited before the first request
-        is handled (a connection that never sends one costs no /proc walk)."""
+        """``bound`` is the process the connection was accepted for (and identified as):
+        requests are served only while it lives, and the connection ends when it exits."""
         self.stream = stream
         self.context = context
         context.line = self
         self.dispatcher = dispatcher
-        self._identify = identify
+        self.bound = bound
         self._send_lock = trio.Lock()
         self._limiter = trio.CapacityLimiter(MAX_IN_FLIGHT)
         self._nursery: trio.Nursery | None = None
@@ -50,16 +56,31 @@ class Connection:
         self.closed = False
 
     async def serve(self) -> None:
-        """Until the peer hangs up; requests already read are still carried out."""
+        """Until the peer hangs up, its process exits, or it stays idle (unsubscribed) for
+        :data:`IDLE_S`; requests already read are still carried out."""
         reader = FrameReader()
+        watching = trio.CancelScope()  # ended with the reading: the requests read go on
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
+            if self.bound is not None and self.bound.pidfd is not None:
+                pidfd = self.bound.pidfd
+                nursery.start_soon(self._until_exit, pidfd, nursery.cancel_scope, watching)
             while True:
-                try:
-                    data = await self.stream.receive_some(1 << 16)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                idle = IDLE_S if self._events_scope is None else math.inf
+                with trio.move_on_after(idle) as waited:
+                    try:
+                        data = await self.stream.receive_some(1 << 16)
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        break
+                if waited.cancelled_caught:
+                    if self._limiter.borrowed_tokens or self._events_scope is not None:
+                        continue  # answering a request, or subscribed since: not idle
+                    log.info("closing a connection idle for %.0f s", idle)
                     break
                 if not data:
+                    break
+                if self.bound is not None and not self.bound.alive():
+                    await self.send(response(None, error=error_for(Forbidden(GONE))))
                     break
                 for frame in reader.feed(data):
                     if isinstance(frame, Oversized):
@@ -71,9 +92,6 @@ class Connection:
                         )
                         await self.send(response(None, error=error))
                         continue
-                    if self._identify is not None:
-                        await self._identify()
-                        self._identify = None
                     # A token per request, not per frame: equal frames may be in flight.
                     token = object()
                     try:  # at once while there is room: no round of the event loop
@@ -81,9 +99,20 @@ class Connection:
                     except trio.WouldBlock:
                         await self._limiter.acquire_on_behalf_of(token)
                     nursery.start_soon(self._handle, frame, token)
+            watching.cancel()
             if self._events_scope is not None:
                 self._events_scope.cancel()
         self.closed = True
+
+    async def _until_exit(
+        self, pidfd: int, connection: trio.CancelScope, watching: trio.CancelScope
+    ) -> None:
+        """End the connection when the process it was accepted for exits (its pidfd turns
+        readable) while it is read: nothing more is read, answered or forwarded on it."""
+        with watching:
+            await trio.lowlevel.wait_readable(pidfd)
+            log.debug("closing a connection: %s", GONE)  # most often, the client's own end
+            connection.cancel()
 
     def subscribe(self, events: Events, replay: list[dict[str, Any]]) -> bool:
         """Forward every event to this connection, after ``replay``; False if it already

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from hikmah.person import PersonKey
 from hikmah.principal import UNPROVEN_PERSON, AgentSession, declared_session, named_session
 
 from .events import Events
@@ -56,10 +57,18 @@ class Context:
         agent = self.agent
         services = self.services
         if agent is None and not services.tickets.present(
-            services.store.presence, self.peer.terminal, services.now_ms()
+            services.store.presence, self.peer, services.now_ms()
         ):
             return UNPROVEN_PERSON
         return agent
+
+    @property
+    def person(self) -> PersonKey | None:
+        """The key of the person whose proof of presence this connection holds: the
+        person-only records its writes make carry their signature (hikmah.person)."""
+        if self.agent is not None:
+            return None
+        return self.services.tickets.key(self.peer, self.services.now_ms())
 
     def unread(self) -> int:
         """Bytes of replies the peer has not read yet (0 without a connection)."""

@@ -26,7 +26,7 @@ import trio
 
 from hikmah.errors import Forbidden, Unavailable
 from hikmah.policy import KernelPolicy
-from hikmah.principal import UNKNOWN_PRINCIPAL, AgentSession
+from hikmah.principal import AgentSession
 from hikmah.store import DEFAULT_MAP_SIZE, MAX_MAP_SIZE, Store
 
 from .capsules import Capsules
@@ -55,7 +55,7 @@ from .listen import (
     unlink_if_ours,
 )
 from .notify import DesktopNotifier
-from .peers import Peer, Restrictions, credentials, examine
+from .peers import BoundProcess, Peer, Restrictions, credentials, examine
 from .policywatch import PolicyHolder
 from .reminders import Reminders
 from .replay import Replay
@@ -255,6 +255,7 @@ class Daemon:
                 break
             notify_systemd("STOPPING=1")
             accept_scope.cancel()
+            self.semantics.interrupt()
             semantic_scope.cancel()
             await self.writer.close()
             await self.semantics.save()
@@ -306,9 +307,10 @@ class Daemon:
                         connections.start_soon(self._connection, stream)
 
     async def _connection(self, stream: trio.SocketStream) -> None:
-        """Serve one accepted connection. Its peer is identified in this task of its own,
-        in a worker thread, when its first request comes: the accept loop never waits
-        for /proc, and a connection that never asks for anything costs no walk."""
+        """Serve one accepted connection: bound to the process that opened it and its
+        peer identified now, in this task of its own (a worker thread walks /proc), so
+        the accept loop never waits for /proc and nothing the process does later (exit
+        and leave its socket to another) changes who it was."""
         async with stream:
             sock = stream.socket
             try:
@@ -329,11 +331,17 @@ class Daemon:
                 busy = f"this process holds {MAX_CONNECTIONS_PER_PROCESS} connections to hikmahd"
                 await self._refuse(stream, Unavailable(f"{busy} already: close some, or reuse one"))
                 return
+            try:
+                bound = BoundProcess.of(sock, pid)  # type: ignore[arg-type]
+            except ProcessLookupError:
+                log.info("pid %d connected and exited before its connection was accepted", pid)
+                return
             self.per_process[pid] += 1
             try:
-                await self._serve_peer(stream, pid, uid, gid)
+                await self._serve_peer(stream, bound, uid, gid)
             finally:
                 self._release(pid)
+                bound.close()
 
     def _release(self, pid: int) -> None:
         self.per_process[pid] -= 1
@@ -351,20 +359,27 @@ class Daemon:
         ):
             await stream.send_all(line)
 
-    async def _serve_peer(self, stream: trio.SocketStream, pid: int, uid: int, gid: int) -> None:
-        # Unknown (so restricted) until identified, which happens before its first request.
-        context = Context(self.services, Peer(pid=pid, uid=uid, gid=gid, session=UNKNOWN_PRINCIPAL))
+    async def _serve_peer(
+        self, stream: trio.SocketStream, bound: BoundProcess, uid: int, gid: int
+    ) -> None:
+        pid = bound.pid
 
-        async def identify() -> None:
-            def walk() -> tuple[Peer, AgentSession | None]:
-                session, terminal = examine(pid)
-                peer = Peer(pid=pid, uid=uid, gid=gid, session=session, terminal=terminal)
-                return peer, self.services.restrictions.of(peer)
+        def walk() -> tuple[Peer, AgentSession | None]:
+            session, terminal = examine(pid)
+            peer = Peer(
+                pid=pid, uid=uid, gid=gid, session=session, terminal=terminal, start=bound.start
+            )
+            return peer, self.services.restrictions.of(peer)
 
-            # A process that restricted itself once stays restricted on every connection.
-            context.peer, context.declared = await self._identify(walk)
-
-        connection = Connection(stream, context, self.dispatcher, identify)
+        # A process that restricted itself once stays restricted on every connection.
+        peer, declared = await self._identify(walk)
+        if not bound.alive():
+            # What /proc said may be of another process that took the pid since.
+            log.info("pid %d exited while it was identified", pid)
+            return
+        context = Context(self.services, peer)
+        context.declared = declared
+        connection = Connection(stream, context, self.dispatcher, bound)
         self.connections.add(connection)
         try:
             await connection.serve()

@@ -1,5 +1,13 @@
-"""Who is on the other end of a connection: uid by SO_PEERCRED, agent session and terminal
-by /proc.
+"""Who is on the other end of a connection: uid by SO_PEERCRED, the very process by a
+pidfd, agent session and terminal by /proc.
+
+A connection is bound at accept to the process that opened it
+(:class:`BoundProcess`: the kernel's ``SO_PEERPIDFD``, a pidfd of the connecting
+process itself, where the kernel has it, since Linux 6.5; else ``pidfd_open``
+of its pid and its start time). Its tree is examined then, and the connection
+serves only while that process lives: a socket handed to another process
+(SCM_RIGHTS) and outliving its opener is closed, so a pid that comes back as
+the person's shell never speaks on a connection an agent's child opened.
 
 The client never says whether it runs inside a coding-agent session; the
 daemon reads the peer and every ancestor up to pid 1 (or the user's service
@@ -15,8 +23,10 @@ what closes that (docs/security.md). For a person the walk also gives the
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import select
 import socket
 import struct
 from collections.abc import Iterator
@@ -36,6 +46,9 @@ from hikmah.principal import (
 log = logging.getLogger(__name__)
 
 _UCRED = struct.Struct("3i")
+# getsockopt(SOL_SOCKET, SO_PEERPIDFD): a pidfd of the peer that connected (Linux 6.5);
+# Python names it from 3.13 on (the same number on every architecture).
+SO_PEERPIDFD = getattr(socket, "SO_PEERPIDFD", 77)
 # An environment or command line larger than this is not read further (the kernel
 # allows far less).
 _MAX_ENVIRON = 4 << 20
@@ -84,6 +97,7 @@ class Peer:
     gid: int
     session: AgentSession | None
     terminal: Terminal | None = None
+    start: int | None = None  # the process's start time: with the pid, one process for good
 
 
 class _Hidden(Exception):
@@ -102,6 +116,57 @@ def credentials(sock: socket.socket) -> tuple[int, int, int]:
     raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size)
     pid, uid, gid = _UCRED.unpack(raw)
     return pid, uid, gid
+
+
+class BoundProcess:
+    """The process a connection was accepted for, as long as it lives.
+
+    With a pidfd (the peer's own from ``SO_PEERPIDFD``, or ``pidfd_open`` of its pid)
+    :meth:`alive` is the kernel's word; without pidfds at all (Linux before 5.3), the
+    pid's start time must stay the one seen at accept. ``pidfd_open`` of a pid that
+    was reused between the connect and the accept would name another process: the
+    kernel's own pidfd leaves no such window.
+    """
+
+    def __init__(self, pid: int, pidfd: int | None, start: int | None) -> None:
+        self.pid, self.pidfd, self.start = pid, pidfd, start
+
+    @classmethod
+    def of(cls, sock: socket.socket, pid: int, proc: Path = Path("/proc")) -> BoundProcess:
+        """The process that opened ``sock`` (``pid``, by SO_PEERCRED).
+
+        Raises:
+            ProcessLookupError: it has exited already.
+        """
+        pidfd: int | None
+        try:
+            pidfd = sock.getsockopt(socket.SOL_SOCKET, SO_PEERPIDFD)
+        except OSError:
+            try:
+                pidfd = os.pidfd_open(pid)
+            except ProcessLookupError:
+                raise
+            except OSError:
+                pidfd = None  # no pidfds on this kernel
+        bound = cls(pid, pidfd, start_time(pid, proc))
+        if not bound.alive():
+            bound.close()
+            raise ProcessLookupError(pid)
+        return bound
+
+    def alive(self) -> bool:
+        """Whether the process is still running (a pidfd turns readable when it exits)."""
+        if self.pidfd is not None:
+            poller = select.poll()
+            poller.register(self.pidfd, select.POLLIN)
+            return not poller.poll(0)
+        return self.start is not None and start_time(self.pid) == self.start
+
+    def close(self) -> None:
+        if self.pidfd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.pidfd)
+            self.pidfd = None
 
 
 def identify(sock: socket.socket, proc: Path = Path("/proc")) -> Peer:

@@ -94,6 +94,12 @@ class Semantics:
     def policy_changed(self) -> None:
         self._wake.set()
 
+    def interrupt(self) -> None:
+        """The daemon is stopping: embedding in progress ends within a slice, and what it
+        had chosen stays behind for the next start."""
+        if self.store.semantic is not None:
+            self.store.semantic.interrupt()
+
     def status(self) -> dict[str, Any]:
         """What ``daemon.status`` reports of the channel."""
         policy = self.policy().semantic
@@ -244,10 +250,11 @@ class Semantics:
         if now - since < PROGRESS_S:
             return
         rate = (before - behind) / (now - since)
-        left = f", about {behind / rate / 60:.0f} min left" if rate > 0 else ""
-        log.info(
-            "embedding in the background: %d traces behind, %.0f a second%s", behind, rate, left
-        )
+        if rate > 0:
+            pace = f"{rate:.0f} a second, about {behind / rate / 60:.0f} min left"
+        else:
+            pace = "writes coming faster than they are embedded"
+        log.info("embedding in the background: %d traces behind, %s", behind, pace)
         self._progress = (now, behind)
 
     async def _fold(self, semantic: SemanticIndex, slice_size: int | None) -> None:

@@ -30,6 +30,7 @@ import watchfiles
 from hikmah import exchange, replicas
 from hikmah.errors import ConflictError, HikmahError, NotFound, PolicyError
 from hikmah.exchange import Identity, Look
+from hikmah.person import PersonKey, grant
 from hikmah.policy import SyncPolicy
 from hikmah.rules import Applied, Outcome, Pair, RemoveDevice
 from hikmah.store import Store
@@ -341,8 +342,9 @@ class Syncing:
 
     # -- pairing and removal ------------------------------------------------------------
 
-    async def invite(self) -> dict[str, Any]:
-        """A one-time pairing code, and its invitation in the folder."""
+    async def invite(self, person: PersonKey | None) -> dict[str, Any]:
+        """A one-time pairing code, and its invitation in the folder; ``person``'s grant
+        of it goes in the record that adds whoever joins (:mod:`hikmah.person`)."""
         folder = self._folder()
         async with self._turn:
             identity = await self._identity()
@@ -351,6 +353,9 @@ class Syncing:
             opened, data = invite(
                 identity.key, name=identity.name, now_ms=now, lifetime_ms=lifetime
             )
+            if person is not None:
+                signed = grant(person, identity.key.device_id, opened.invite_id)
+                opened = msgspec.structs.replace(opened, grant=signed)
             # Kept before the file exists: a request can only answer a kept invitation.
             await self.writer.exclusive(lambda store: _keep_invitation(store, opened))
             name = invite_file(opened.invite_id)
@@ -360,8 +365,9 @@ class Syncing:
             await self._publish(folder, identity, self.manifests, now)
         return {"code": opened.code.text, "expires_at": opened.expires_at}
 
-    async def join(self, text: str) -> dict[str, Any]:
-        """Pair with the device whose invitation ``text`` (its code) opens."""
+    async def join(self, text: str, person: PersonKey | None) -> dict[str, Any]:
+        """Pair with the device whose invitation ``text`` (its code) opens; the record
+        that adds it carries ``person``'s attestation."""
         code = PairingCode.parse(text)
         folder = self._folder()
         async with self._turn:
@@ -378,7 +384,7 @@ class Syncing:
                 prekeys=tuple(pair.public for pair in identity.prekeys),
             )
             pair = Pair(device=invitation.inviter, key=invitation.key, name=invitation.name)
-            outcome = await self.writer.submit(pair)
+            outcome = await self.writer.submit(pair, person=person)
             if isinstance(outcome, HikmahError) and "already paired" not in str(outcome):
                 raise outcome
             name = join_file(invitation.invite_id)
@@ -389,16 +395,19 @@ class Syncing:
         self._wake.set()
         return {"device": invitation.inviter, "name": invitation.name}
 
-    async def remove(self, device: str, *, delete: bool) -> dict[str, Any]:
-        """Stop trusting ``device`` past what was applied of it; with ``delete``, also
-        delete its directory from the folder (its writer is gone)."""
+    async def remove(
+        self, device: str, *, delete: bool, person: PersonKey | None
+    ) -> dict[str, Any]:
+        """Stop trusting ``device`` past what was applied of it (the record carrying
+        ``person``'s attestation); with ``delete``, also delete its directory from the
+        folder (its writer is gone)."""
         folder = self._folder()
         async with self._turn:
             entry = self.store.read(replicas.paired, device)
             if entry is None:
                 raise NotFound(f"no paired device has id {device}: see hikmah sync status")
             if entry.peer.upto is None:
-                await self.writer.write(RemoveDevice(device=device))
+                await self.writer.write(RemoveDevice(device=device), person=person)
             elif not delete:
                 raise ConflictError(f"device {device} is already removed")
             deleted = False

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 import trio
 
 from hikmah.errors import HikmahError, Unavailable
+from hikmah.person import PersonKey
 from hikmah.policy import KernelPolicy
 from hikmah.rules import Applied, ApplyRemote, Change, Operation, Outcome, Written
 from hikmah.store import Store
@@ -53,6 +54,7 @@ class _Pending:
     # A write to batch, or a store maintenance call (a head move) to run alone.
     work: Change | Callable[[Store], Any]
     caller: object  # who asked: the nursery of the caller's task (a connection's)
+    person: PersonKey | None = None  # signs the person-only records it makes
     done: trio.Event = field(default_factory=trio.Event)
     result: Any = None
     error: BaseException | None = None
@@ -87,29 +89,36 @@ class Writer:
         # When each caller last wrote, oldest first: how many writes to gather.
         self._callers: dict[object, float] = {}
 
-    async def submit(self, operation: Operation) -> Outcome:
+    async def submit(self, operation: Operation, *, person: PersonKey | None = None) -> Outcome:
         """Queue one operation; its outcome once durable (or the error refusing it).
+        ``person``: the key of the person who proved presence for it, whose signature
+        its person-only records carry (:mod:`hikmah.person`).
 
         Raises:
             HikmahError: the whole batch failed (the store is full, the daemon
                 is stopping); nothing of it was written.
         """
-        result: Outcome = await self._queue(operation)
+        result: Outcome = await self._queue(operation, person)
         return result
 
-    async def write(self, operation: Operation) -> Written:
-        """Queue one operation; what it wrote once durable.
+    async def write(self, operation: Operation, *, person: PersonKey | None = None) -> Written:
+        """Queue one operation (``person`` as for :meth:`submit`); what it wrote once
+        durable.
 
         Raises:
             HikmahError: the operation was refused, or the whole batch failed.
         """
-        outcome = await self.submit(operation)
+        outcome = await self.submit(operation, person=person)
         if isinstance(outcome, HikmahError):
             raise outcome
         return outcome
 
     async def submit_all(
-        self, operations: Sequence[Operation], *, in_order: bool = False
+        self,
+        operations: Sequence[Operation],
+        *,
+        in_order: bool = False,
+        person: PersonKey | None = None,
     ) -> list[Outcome]:
         """Submit operations together, so that they share commits; their outcomes, in order.
 
@@ -120,19 +129,21 @@ class Writer:
         (the channel keeps order), and trio runs every task made runnable before a
         checkpoint ahead of those made runnable after it. Batching is unchanged.
         """
-        found: list[Outcome] = await self._all(operations, in_order)
+        found: list[Outcome] = await self._all(operations, in_order, person)
         return found
 
     async def receive(self, steps: Sequence[ApplyRemote]) -> list[Applied | HikmahError]:
         """Apply paired devices' records (a step each), in batches with the writes."""
-        found: list[Applied | HikmahError] = await self._all(steps, False)
+        found: list[Applied | HikmahError] = await self._all(steps, False, None)
         return found
 
-    async def _all(self, operations: Sequence[Change], in_order: bool) -> list[Any]:
+    async def _all(
+        self, operations: Sequence[Change], in_order: bool, person: PersonKey | None
+    ) -> list[Any]:
         outcomes: list[Outcome | Applied | None] = [None] * len(operations)
 
         async def one(position: int, operation: Change) -> None:
-            outcomes[position] = await self._queue(operation)
+            outcomes[position] = await self._queue(operation, person)
 
         async with trio.open_nursery() as nursery:
             for position, operation in enumerate(operations):
@@ -147,10 +158,12 @@ class Writer:
         result: T = await self._queue(call)
         return result
 
-    async def _queue(self, work: Change | Callable[[Store], Any]) -> Any:
+    async def _queue(
+        self, work: Change | Callable[[Store], Any], person: PersonKey | None = None
+    ) -> Any:
         # Shielded: a caller whose client hung up cannot pull its write back out
         # of a batch that is already committing, nor leave the batch unanswered.
-        pending = _Pending(work, trio.lowlevel.current_task().parent_nursery)
+        pending = _Pending(work, trio.lowlevel.current_task().parent_nursery, person)
         with trio.CancelScope(shield=True):
             try:
                 await self._send.send(pending)
@@ -258,11 +271,14 @@ class Writer:
 
     async def _commit(self, batch: list[_Pending], syncing: trio.Nursery) -> None:
         operations: list[Change] = [p.work for p in batch]  # type: ignore[misc]
+        persons = [p.person for p in batch]
         now_ms = self.now_ms()
         policy = self.policy()
         outcomes = await self._run_in_thread(
             batch,
-            lambda: self.store.apply(operations, now_ms=now_ms, policy=policy, sync=False),
+            lambda: self.store.apply(
+                operations, now_ms=now_ms, policy=policy, sync=False, persons=persons
+            ),
         )
         if outcomes is None:
             return  # every caller already has the error

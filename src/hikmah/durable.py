@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
+import secrets
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -44,18 +44,43 @@ def write_atomic(
     ``data`` may come in parts, written one after the other (a large file need not be
     joined in memory first).
     """
+    directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        write_atomic_at(directory, path.name, data, mode, temp_prefix=temp_prefix)
+    finally:
+        os.close(directory)
+
+
+def write_atomic_at(
+    directory: int,
+    name: str,
+    data: Data | Iterable[Data],
+    mode: int,
+    *,
+    temp_prefix: str | None = None,
+) -> None:
+    """:func:`write_atomic` of ``name`` in the directory open as ``directory``. The
+    temporary file is created there anew (never through a link), and the rename replaces
+    whatever ``name`` is, a link included, never what a link points to."""
     parts = [data] if isinstance(data, bytes | bytearray | memoryview) else data
-    prefix = f".{path.name}." if temp_prefix is None else temp_prefix
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=prefix, suffix=".tmp")
+    prefix = f".{name}." if temp_prefix is None else temp_prefix
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    while True:
+        temp = f"{prefix}{secrets.token_hex(6)}.tmp"
+        try:
+            fd = os.open(temp, flags, 0o600, dir_fd=directory)
+            break
+        except FileExistsError:
+            continue
     try:
         with os.fdopen(fd, "wb") as file:
             for part in parts:
                 file.write(part)
-            os.fchmod(file.fileno(), mode)  # mkstemp creates 0600
+            os.fchmod(file.fileno(), mode)  # created 0600, whatever the umask
             file.flush()
             os.fsync(file.fileno())
-        os.replace(temp, path)
+        os.replace(temp, name, src_dir_fd=directory, dst_dir_fd=directory)
     finally:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-    fsync_dir(path.parent)
+            os.unlink(temp, dir_fd=directory)
+    os.fsync(directory)

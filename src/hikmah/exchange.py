@@ -20,7 +20,6 @@ follows a link out of it (:mod:`hikmah.sync.folder`).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import NamedTuple
@@ -28,7 +27,6 @@ from typing import NamedTuple
 import msgspec
 
 from hikmah import replicas
-from hikmah.durable import fsync_dir, write_atomic
 from hikmah.errors import ConflictError, NotFound
 from hikmah.layout import SEQ
 from hikmah.ledger import GENESIS, Head, Record, decode_record
@@ -45,7 +43,7 @@ from hikmah.sync.envelope import (
     parse_envelope_file,
     seal_keys,
 )
-from hikmah.sync.folder import DEVICES, TEMP_PREFIX, DeviceDir, read_file, scan
+from hikmah.sync.folder import DeviceDir, read_file, scan, write_own
 from hikmah.sync.manifest import MANIFEST, Manifest, Seen, decode_manifest
 from hikmah.sync.pairing import (
     Invitation,
@@ -237,10 +235,13 @@ def _own_chain(
     snapshot: Snapshot, folder: Path, own: Manifest | None, head: Head | None
 ) -> tuple[list[Record], Head | None, list[Finding]]:
     """This device's published records its ledger lacks (a restored backup, a lost
-    store): they verify under its own key and continue its ledger."""
+    store): they verify under its own key and continue its ledger. A published head its
+    ledger holds another record at is another writer's: a fork, reported."""
     mine = head or Head(seq=0, hash=GENESIS)
-    if own is None or (own.epoch, own.head.seq) <= (replicas.epoch(snapshot), mine.seq):
+    if own is None:
         return [], None, []
+    if (own.epoch, own.head.seq) <= (replicas.epoch(snapshot), mine.seq):
+        return [], None, _forked(snapshot, own)
     device = own.device
     at = Position(epoch=own.epoch, seq=mine.seq, hash=mine.hash)
     result = follow(
@@ -257,6 +258,24 @@ def _own_chain(
                 f"this device published up to seq {own.head.seq}, its ledger ends at"
                 f" {mine.seq}: {why}")
     ]  # fmt: skip
+
+
+def _forked(snapshot: Snapshot, own: Manifest) -> list[Finding]:
+    """A fork when this device's ledger holds another record where its published head is
+    (the folder's copy of its chain was written by something else with its key)."""
+    if own.epoch != replicas.epoch(snapshot) or own.head.seq == 0:
+        return []
+    line = snapshot.line_at("", own.head.seq)
+    if line is None or decode_record(line).hash == own.head.hash:
+        return []
+    why = (
+        f"the folder holds a chain of this device that its ledger does not (seq"
+        f" {own.head.seq} differs): something else writes with this device's key, such as"
+        " a copy of its data directory. This device publishes its own again; every device"
+        " that took the other one halts this one. Stop the other writer, then check what"
+        " it wrote: hikmah sync status on the other devices names it"
+    )
+    return [Finding(own.device, "fork", why)]
 
 
 def _joins(
@@ -280,7 +299,14 @@ def _joins(
             except (Untrusted, ConflictError) as exc:
                 findings.append(Finding(device, "refused", str(exc)))
                 continue
-            pairs.append((Pair(device=device, key=request.key, name=request.name), used))
+            pair = Pair(
+                device=device,
+                key=request.key,
+                name=request.name,
+                invite=opened.invite_id if opened.grant is not None else None,
+                grant=opened.grant,
+            )
+            pairs.append((pair, used))
             opened = used  # a second request for it is refused: the code is one-time
     return pairs, findings
 
@@ -430,34 +456,21 @@ def _leftovers(reading: _Reading, manifests: Mapping[str, Manifest], now_ms: int
 
 
 def write(folder: Path, device: str, publication: Publication) -> None:
-    """Write a publication into this device's directory: each file atomically (a
-    ``.tmp-`` file the engines ignore, fsync, rename), in order, then the removals."""
-    root = folder / DEVICES / device
-    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    """Write a publication into this device's directory: each file atomically, in order,
+    then the removals; no link in the folder is ever followed (:func:`write_own`).
+
+    Raises:
+        Untrusted: a link on the way (reported by ``sync status``).
+    """
     writes = () if publication.publish is None else publication.publish.writes
     removes = (*(() if publication.publish is None else publication.publish.removes),
                *publication.removes)  # fmt: skip
-    for name, data in writes:
-        path = root / name
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        write_atomic(path, data, 0o600, temp_prefix=TEMP_PREFIX)
-    touched: set[Path] = set()
-    for name in removes:
-        path = root / name
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            continue
-        touched.add(path.parent)
-    for parent in touched:
-        fsync_dir(parent)
+    write_own(folder, device, writes, removes)
 
 
 def write_file(folder: Path, device: str, name: str, data: bytes) -> None:
     """One file of this device's directory (an invitation, a join request), atomically."""
-    root = folder / DEVICES / device
-    root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    write_atomic(root / name, data, 0o600, temp_prefix=TEMP_PREFIX)
+    write_own(folder, device, [(name, data)])
 
 
 def find_invitation(folder: Path, code: PairingCode) -> Invitation:

@@ -87,6 +87,7 @@ class Summary(msgspec.Struct, frozen=True, kw_only=True):
     trace_id: str | None = None
     kind: str | None = None
     source: str | None = None
+    locator: str | None = None  # an agent session's stamp says who wrote it
     verified: bool | None = None
     claim: str | None = None
     preview: str | None = None
@@ -318,6 +319,7 @@ def summarise(record: Record) -> Summary:
             trace_id=_text(trace.get("id")),
             kind=_text(trace.get("kind")),
             source=_text(provenance.get("source")),
+            locator=_text(provenance.get("locator")),
             verified=verified if isinstance(verified, bool) else None,
             claim=_text(claim),
             preview=_text(trace.get("content")),

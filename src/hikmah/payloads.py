@@ -73,12 +73,16 @@ class PresencePayload(msgspec.Struct, frozen=True, tag_field="type", tag="presen
     (``remove``, or ``reset`` by ``hikmahd --reset-passphrase`` for a forgotten one).
 
     ``hash`` is the passphrase's Argon2id hash in force from this record on (None:
-    presence is off); the passphrase itself is never written.
+    presence is off); the passphrase itself is never written. ``key`` is the public
+    half of the person key the passphrase unlocks with ``salt`` (:mod:`hikmah.person`;
+    None in records from before person keys).
     """
 
     action: Literal["set", "change", "remove", "reset"]
     hash: str | None
     at: int
+    key: bytes | None = None
+    salt: bytes | None = None
 
 
 class RedactedPayload(msgspec.Struct, frozen=True, tag_field="type", tag="redacted"):
@@ -101,12 +105,19 @@ class CompactedPayload(msgspec.Struct, frozen=True, tag_field="type", tag="compa
 
 class DeviceAddedPayload(msgspec.Struct, frozen=True, tag_field="type", tag="device_added"):
     """A device paired by a person: every device that trusts this chain trusts it too
-    (docs/sync.md, "Pairing"). Its id is a fingerprint of ``key``."""
+    (docs/sync.md, "Pairing"). Its id is a fingerprint of ``key``.
+
+    Written when a join request arrives, it carries ``grant``: the person's signature
+    of the invitation ``invite`` it answers, made when they ran ``sync invite``
+    (:func:`hikmah.person.grant`; None before person keys, or written by the joiner).
+    """
 
     device: str
     key: bytes
     name: str
     at: int | None = None  # when it was written (epoch ms)
+    invite: str | None = None
+    grant: bytes | None = None
 
 
 class DeviceRemovedPayload(msgspec.Struct, frozen=True, tag_field="type", tag="device_removed"):

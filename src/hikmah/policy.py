@@ -152,15 +152,24 @@ class VaultPolicy(_Section, frozen=True):
 class PresencePolicy(_Section, frozen=True):
     """Person presence (on once a person sets a passphrase): how long a proof lasts."""
 
-    ticket_minutes: Annotated[
+    ticket_seconds: Annotated[
         float,
         msgspec.Meta(
-            gt=0.0,
-            le=60.0,
-            description="minutes a proof of presence holds for the terminal and shell that"
-            " typed the passphrase",
+            ge=0.0,
+            le=3600.0,
+            description="seconds a proof of presence holds for the terminal and shell that"
+            " typed the passphrase; 0: a proof holds for the one command that asked for it,"
+            " so every person-only action asks",
         ),
-    ] = 5.0
+    ] = 300.0
+    tickets_with_tiocsti: Annotated[
+        bool,
+        msgspec.Meta(
+            description="keep timed tickets where the kernel lets any process push keys"
+            " into its terminal (TIOCSTI: Linux before 6.2, or dev.tty.legacy_tiocsti = 1);"
+            " otherwise a proof there holds for one command",
+        ),
+    ] = False
 
 
 class Blend(msgspec.Struct, frozen=True, kw_only=True):
@@ -298,6 +307,18 @@ class KernelPolicy(_Section, frozen=True):
     minimum_recall_score: Annotated[
         float, msgspec.Meta(gt=0.0, le=1.0, description="lowest cue that is recalled")
     ] = 0.12
+    # A memory is a statement, a note, a section of a document: room for any of them,
+    # while a pasted log or a whole file (an import's 40 MiB record) is refused before
+    # the detector, the indexes and the model read it.
+    max_trace_bytes: Annotated[
+        int,
+        msgspec.Meta(
+            ge=1024,
+            le=1 << 20,
+            description="largest text one trace holds, in UTF-8 bytes: a larger write is"
+            " refused (an import names each such record and goes on)",
+        ),
+    ] = 256 * 1024
     allow_sensitive_persistence: Annotated[
         bool,
         msgspec.Meta(description="accept privacy=sensitive traces (requires [vault] enabled)"),

@@ -46,6 +46,8 @@ class PresenceState(msgspec.Struct, frozen=True, kw_only=True):
     """
 
     hash: str | None = None
+    key: bytes | None = None  # the person key's public half (hikmah.person)
+    salt: bytes | None = None  # what it is derived with, from the passphrase
     seq: int | None = None
     action: str | None = None
     at: int | None = None
@@ -64,7 +66,14 @@ _SHOWN_MISSING = 5
 
 def after(payload: PresencePayload, seq: int) -> PresenceState:
     """The state a presence record leaves."""
-    return PresenceState(hash=payload.hash, seq=seq, action=payload.action, at=payload.at)
+    return PresenceState(
+        hash=payload.hash,
+        key=payload.key,
+        salt=payload.salt,
+        seq=seq,
+        action=payload.action,
+        at=payload.at,
+    )
 
 
 def read_state(records: Iterable[tuple[int, bytes]], head: int | None) -> PresenceState:

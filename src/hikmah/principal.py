@@ -22,11 +22,11 @@ from collections.abc import Iterable, Mapping
 
 import msgspec
 
+from hikmah.display import AGENT_LOCATOR_PREFIX
 from hikmah.errors import AgentRestricted, PresenceRequired
 from hikmah.secrets import find_secret
 
 __all__ = [
-    "AGENT_LOCATOR_PREFIX",
     "UNKNOWN_PRINCIPAL",
     "UNPROVEN_PERSON",
     "USER_CONFIGURATION",
@@ -36,7 +36,6 @@ __all__ = [
     "detect_agent_host",
     "detect_agent_session",
     "host_of_client",
-    "is_agent_locator",
     "merge_sessions",
     "named_session",
     "presence_message",
@@ -44,8 +43,6 @@ __all__ = [
     "restriction_message",
     "stamp_locator",
 ]
-
-AGENT_LOCATOR_PREFIX = "agent-session:"
 
 UNKNOWN_SESSION = "unknown"
 
@@ -404,11 +401,6 @@ def stamp_locator(session: AgentSession | None, locator: str | None) -> str | No
     if locator is None or not locator.strip():
         return stamp
     return f"{stamp}; {locator}"
-
-
-def is_agent_locator(locator: str | None) -> bool:
-    """Whether a locator was stamped by an agent session."""
-    return locator is not None and locator.startswith(AGENT_LOCATOR_PREFIX)
 
 
 def _display(name: str) -> str:

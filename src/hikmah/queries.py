@@ -77,6 +77,7 @@ class ClaimValue(msgspec.Struct, frozen=True, kw_only=True):
     id: str
     value: str  # as its trace wrote it
     source: str
+    locator: str | None  # an agent session's stamp says who wrote it, whatever the source
     verified: bool
     written: Moment
     status: Status
@@ -287,6 +288,7 @@ def claim_history(snapshot: Snapshot, key: str) -> list[ClaimValue]:
                 id=trace.id,
                 value=trace.claim_value,
                 source=trace.provenance.source,
+                locator=trace.provenance.locator,
                 verified=trace.provenance.verified,
                 written=Moment(seq=written, at=snapshot.written_at(written)),
                 status=entry.status,

@@ -35,11 +35,14 @@ from hikmah.payloads import (
     DeviceRemovedPayload,
     FulfillPayload,
     Payload,
+    PresencePayload,
+    PurgePayload,
     RedactedPayload,
     RememberPayload,
     SupersedePayload,
     decode_payload,
 )
+from hikmah.person import attestation, granted, person_only
 from hikmah.replicas import chain, paired, peers, put_peer
 from hikmah.rules import Applied, ApplyRemote, check_trace
 from hikmah.sealing import Sealed, open_with, wrapped_entry
@@ -83,14 +86,17 @@ def apply_step(
         why = "is not paired here" if entry is None else f"is halted: {entry.peer.halted}"
         raise Refused(f"device {step.device} {why}")
     peer = entry.peer
+    rebase = step.position.epoch > peer.applied.epoch and peer.applied.seq > 0
+    # A new epoch's step holds its whole chain: its person records are read from the start.
+    person = _Person(None, ()) if rebase else _Person(peer.person, peer.invites)
     try:
         payloads = _checked(snapshot, step.device, step.records, operation.keys)
+        person = _attested(step.device, person, step.records, payloads)
     except HikmahError as exc:
         halted = msgspec.structs.replace(peer, halted=str(exc))
         put_peer(snapshot, step.device, msgspec.structs.replace(entry, peer=halted))
         applied = Applied(device=step.device, records=0, position=peer.applied, halted=str(exc))
         return applied, Effects()
-    rebase = step.position.epoch > peer.applied.epoch and peer.applied.seq > 0
     done = Effects()
     count = _arrivals(snapshot)
     for record, payload in zip(step.records, payloads, strict=True):
@@ -105,7 +111,13 @@ def apply_step(
     snapshot.txn.put(_ARRIVALS, SEQ.pack(count), db=snapshot.dbs.meta)
     now = paired(snapshot, step.device)  # its own records may have cut it off
     assert now is not None
-    moved = msgspec.structs.replace(now.peer, applied=step.position, accepted=step.accepted)
+    moved = msgspec.structs.replace(
+        now.peer,
+        applied=step.position,
+        accepted=step.accepted,
+        person=person.key,
+        invites=person.invites,
+    )
     opened = now.opened if operation.opened is None else max(now.opened, operation.opened)
     put_peer(snapshot, step.device, msgspec.structs.replace(now, peer=moved, opened=opened))
     return Applied(device=step.device, records=len(step.records), position=step.position), done
@@ -206,6 +218,86 @@ def _check(
             raise Refused("a device is added with a name that is not 1 to 64 printable characters")
     elif isinstance(payload, DeviceRemovedPayload) and not is_device_id(payload.device):
         raise Refused("a device is removed by a name that is not a device id")
+
+
+class _Person(NamedTuple):
+    """A device's person as its chain says so far: the key in force, and the invitations
+    its grants have used."""
+
+    key: bytes | None
+    invites: tuple[str, ...]
+
+
+def _attested(
+    device: str, person: _Person, records: tuple[Record, ...], payloads: list[Payload]
+) -> _Person:
+    """Check every person-only record of ``device`` against its person key, in chain
+    order from ``person``; the person after them.
+
+    While presence is on there (its key in force), such a record must carry that key's
+    attestation; a change of presence too, and where none is in force a new key signs
+    its own record. A pairing the daemon wrote on a join may carry the person's grant of
+    the invitation instead, each invitation good once.
+
+    Raises:
+        Refused: naming the seq and what a copy of the device's files cannot do.
+    """
+    key, invites = person
+    for record, payload in zip(records, payloads, strict=True):
+        if not person_only(payload):
+            continue
+        found = attestation(record.payload)
+        if isinstance(payload, PresencePayload) and payload.action == "reset":
+            if key is not None:
+                raise Refused(
+                    f"seq {record.seq}: {device}'s passphrase was reset without the old one;"
+                    " a copy of its files can do that, so nothing more of it is taken here."
+                    f" If it was you, remove {device} here (hikmah sync remove) and pair that"
+                    " device again as a new one"
+                )
+            continue
+        if isinstance(payload, PresencePayload):
+            signer = key if key is not None else payload.key
+            if signer is not None and (found is None or not found.by(signer)):
+                raise Refused(
+                    f"seq {record.seq}: a change of {device}'s presence without its person's"
+                    " signature: a copy of its files cannot sign one"
+                )
+            key = payload.key if payload.hash is not None else None
+            continue
+        if key is None:
+            continue  # presence is off there: nothing tells the person from a copy
+        if found is not None and found.by(key):
+            continue
+        if isinstance(payload, DeviceAddedPayload) and _granted(device, key, invites, payload):
+            assert payload.invite is not None
+            invites = (*invites, payload.invite)
+            continue
+        raise Refused(
+            f"seq {record.seq}: {_what(payload)} without the signature of {device}'s person,"
+            " whose presence is on there: it was not made by them (a copy of the device's"
+            " files?)"
+        )
+    return _Person(key, invites)
+
+
+def _granted(
+    device: str, key: bytes, invites: tuple[str, ...], payload: DeviceAddedPayload
+) -> bool:
+    return (
+        payload.invite is not None
+        and payload.grant is not None
+        and payload.invite not in invites
+        and granted(key, payload.grant, device, payload.invite)
+    )
+
+
+def _what(payload: Payload) -> str:
+    if isinstance(payload, PurgePayload):
+        return "a purge"
+    if isinstance(payload, DeviceAddedPayload | DeviceRemovedPayload):
+        return "a change of who is paired"
+    return "a verified trace"
 
 
 def _check_followers(trace: Trace, after: list[Payload]) -> None:

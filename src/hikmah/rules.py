@@ -24,6 +24,7 @@ import msgspec
 from hikmah import replicas
 from hikmah.consolidation import promotion_draft, proposals
 from hikmah.deadlines import parse_deadline
+from hikmah.display import is_agent_locator
 from hikmah.errors import (
     ConflictError,
     HikmahError,
@@ -46,7 +47,7 @@ from hikmah.payloads import (
     SupersedePayload,
 )
 from hikmah.policy import KernelPolicy
-from hikmah.principal import AgentSession, is_agent_locator, refuse_in_agent_session, stamp_locator
+from hikmah.principal import AgentSession, refuse_in_agent_session, stamp_locator
 from hikmah.secrets import check_fields
 from hikmah.snapshot import Snapshot
 from hikmah.sync.chain import Position
@@ -130,10 +131,14 @@ class Purge(msgspec.Struct, frozen=True, kw_only=True):
 class SetPresence(msgspec.Struct, frozen=True, kw_only=True):
     """Turn person presence on (``set``), change its passphrase, or turn it off
     (``remove``; ``reset`` is the way back from a forgotten passphrase, with the daemon
-    stopped). ``hash`` is the new passphrase's Argon2id hash (None to turn it off)."""
+    stopped). ``hash`` is the new passphrase's Argon2id hash (None to turn it off), and
+    ``key`` the public half of the person key it unlocks with ``salt``
+    (:mod:`hikmah.person`)."""
 
     action: Literal["set", "change", "remove", "reset"]
     hash: str | None = None
+    key: bytes | None = None
+    salt: bytes | None = None
     session: AgentSession | None = None
 
 
@@ -144,6 +149,8 @@ class Pair(msgspec.Struct, frozen=True, kw_only=True):
     device: str
     key: bytes
     name: str
+    invite: str | None = None  # the invitation a join request answered, and the
+    grant: bytes | None = None  # person's signature of it (hikmah.person.grant)
 
 
 class RemoveDevice(msgspec.Struct, frozen=True, kw_only=True):
@@ -252,7 +259,17 @@ def _presence(operation: SetPresence, now_ms: int) -> PresencePayload:
     refuse_in_agent_session(operation.session, f"passphrase {operation.action}")
     if (operation.hash is None) != (operation.action in ("remove", "reset")):
         raise InvalidInput(f"passphrase {operation.action} takes a hash exactly when it sets one")
-    return PresencePayload(action=operation.action, hash=operation.hash, at=now_ms)
+    if (operation.key is None) != (operation.salt is None) or (
+        operation.hash is None and operation.key is not None
+    ):
+        raise InvalidInput(f"passphrase {operation.action}: a person key goes with its salt")
+    return PresencePayload(
+        action=operation.action,
+        hash=operation.hash,
+        at=now_ms,
+        key=operation.key,
+        salt=operation.salt,
+    )
 
 
 def _roster(snapshot: Snapshot, operation: Pair | RemoveDevice) -> Payload:
@@ -279,7 +296,13 @@ def _roster(snapshot: Snapshot, operation: Pair | RemoveDevice) -> Payload:
             if removed
             else f"device {operation.device} is already paired"
         )
-    return DeviceAddedPayload(device=operation.device, key=operation.key, name=operation.name)
+    return DeviceAddedPayload(
+        device=operation.device,
+        key=operation.key,
+        name=operation.name,
+        invite=operation.invite,
+        grant=operation.grant,
+    )
 
 
 def _remember(
@@ -385,6 +408,7 @@ def build_trace(
         InvalidInput, SecretDetected, ProvenanceRefused, AgentRestricted,
         NotFound, ConflictError, PolicyError: the first rule the draft breaks.
     """
+    check_size(draft.content, policy.max_trace_bytes)
     if draft.kind == "prediction" and not allow_prediction:
         raise InvalidInput("kind prediction is written with predict, which records the forecast")
     if session is not None and draft.verified:
@@ -428,6 +452,26 @@ def build_trace(
     if trace.supersedes is not None:
         _check_superseded(trace, superseded)
     return trace
+
+
+def check_size(content: str, limit: int) -> None:
+    """Refuse a text over ``limit`` UTF-8 bytes (the policy's ``max_trace_bytes``).
+
+    Raises:
+        InvalidInput: saying how large it is and what to do instead.
+    """
+    size = len(content)  # characters first: a huge text is refused without encoding it
+    if size <= limit:
+        size = len(content.encode())
+    if size > limit:
+        raise InvalidInput(
+            f"content is {_size(size)}, over the policy's max_trace_bytes ({_size(limit)}):"
+            " remember what matters in it, or where the document is"
+        )
+
+
+def _size(count: int) -> str:
+    return f"{count / (1 << 20):.1f} MiB" if count >= 1 << 20 else f"{count / 1024:.0f} KiB"
 
 
 def check_trace(trace: Trace, *, sealed: bool = False) -> None:

@@ -92,6 +92,9 @@ MAGIC = b"HIKMAH-VECTORS-3"
 _TRAILER = struct.Struct(f"<Q{len(MAGIC)}s")
 _AAD = b"hikmah vectors"
 FOLLOW_BATCH = 256  # documents embedded at a time in the background
+# Passages embedded between looks at whether to stop: a stopping daemon waits for at
+# most one slice (well under a second), not a batch of long documents.
+EMBED_SLICE = 32
 FOLD_SLICE = 256  # vectors moved into the graph per lock hold (about 0.2 s at 1M)
 # Recent vectors past which a graph takes them in: an exact search of 2k vectors
 # costs about 0.12 ms between a recall's lexical work (the graph's 0.35 ms), of 512
@@ -148,6 +151,7 @@ class SemanticIndex:
         self._lock = threading.Lock()
         self._state: State = "loading"
         self._arrived: set[int] = set()  # committed while loading
+        self._interrupted = threading.Event()
         self._reset()
 
     def _reset(self) -> None:
@@ -300,9 +304,15 @@ class SemanticIndex:
         elif doc.docno < self._frontier or doc.docno in self._flight:
             self._behind.add(doc.docno)
 
+    def interrupt(self) -> None:
+        """End a :meth:`follow` in progress at its next slice, and make every later one
+        embed nothing: the daemon is stopping. What was chosen stays behind."""
+        self._interrupted.set()
+
     def follow(self, snapshot_of: SnapshotOpener, limit: int = FOLLOW_BATCH) -> int:
         """Embed up to ``limit`` documents that are behind (their text read from a
-        snapshot ``snapshot_of`` opens once they are chosen); returns how many."""
+        snapshot ``snapshot_of`` opens once they are chosen); returns how many (0 when
+        :meth:`interrupt` came first)."""
         with self._lock:
             if self._state == "loading":
                 return 0
@@ -316,12 +326,14 @@ class SemanticIndex:
         try:
             with snapshot_of() as snapshot:
                 docs = _read(snapshot, chosen)
-            vectors, owners = self._embed(docs)
+            embedded = self._embed(docs)
         except BaseException:
-            with self._lock:  # behind they stay
-                self._behind.update(d for d in self._flight if d < self._frontier)
-                self._flight.clear()
+            self._put_back()
             raise
+        if embedded is None:
+            self._put_back()
+            return 0
+        vectors, owners = embedded
         with self._lock:
             if not self._flight:  # a rebuild started over meanwhile: another numbering
                 return 0
@@ -337,15 +349,28 @@ class SemanticIndex:
             self._changed = True
         return len(chosen)
 
-    def _embed(self, docs: Sequence[Added]) -> tuple[Vectors, npt.NDArray[np.intp]]:
-        """The passages' vectors of ``docs``, and for each the position of its document."""
+    def _put_back(self) -> None:
+        """Those being embedded stay behind (a follow that did not finish)."""
+        with self._lock:
+            self._behind.update(d for d in self._flight if d < self._frontier)
+            self._flight.clear()
+
+    def _embed(self, docs: Sequence[Added]) -> tuple[Vectors, npt.NDArray[np.intp]] | None:
+        """The passages' vectors of ``docs``, and for each the position of its document;
+        None when :meth:`interrupt` came meanwhile."""
         texts: list[str] = []
         owners: list[int] = []
         for i, doc in enumerate(docs):
             parts = self.embedder.passages(doc.text)
             texts += parts
             owners += [i] * len(parts)
-        return self.embedder.embed(texts), np.array(owners, dtype=np.intp)
+        pieces = []
+        for first in range(0, len(texts), EMBED_SLICE):
+            if self._interrupted.is_set():
+                return None
+            pieces.append(self.embedder.embed(texts[first : first + EMBED_SLICE]))
+        vectors = np.concatenate(pieces) if pieces else self.embedder.embed(texts)
+        return vectors, np.array(owners, dtype=np.intp)
 
     def _hold(
         self,

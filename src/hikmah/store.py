@@ -58,6 +58,7 @@ from hikmah.payloads import (
     decode_payload,
     stamped,
 )
+from hikmah.person import PersonKey, attest, person_only
 from hikmah.policy import KernelPolicy
 from hikmah.presence import PresenceState, after, read_state
 from hikmah.promises import Stage
@@ -374,8 +375,13 @@ class Store:
         now_ms: int,
         policy: KernelPolicy,
         sync: bool = True,
+        persons: Sequence[PersonKey | None] = (),
     ) -> list[Outcome | Applied]:
         """Check and commit a batch; one outcome per operation, in order.
+
+        ``persons``, when given, holds for each operation the key of the person who
+        proved presence for it (:mod:`hikmah.person`): the person-only records it
+        makes carry that person's attestation.
 
         With ``sync`` (the default) the batch is durable on return. Without it
         the commit has synced its data pages but not the meta page that makes
@@ -395,7 +401,9 @@ class Store:
         while True:
             try:
                 with self._gate.shared():
-                    outcomes, scrub, changes = self._apply_once(operations, now_ms, policy)
+                    outcomes, scrub, changes = self._apply_once(
+                        operations, persons or [None] * len(operations), now_ms, policy
+                    )
                 if sync or scrub:
                     self.sync()
                 if scrub:
@@ -477,7 +485,11 @@ class Store:
                 semantic.rebuild()
 
     def _apply_once(
-        self, operations: Sequence[Change], now_ms: int, policy: KernelPolicy
+        self,
+        operations: Sequence[Change],
+        persons: Sequence[PersonKey | None],
+        now_ms: int,
+        policy: KernelPolicy,
     ) -> tuple[list[Outcome | Applied], bool, list[Added]]:
         """Commit a batch; its outcomes, whether it destroyed a data key, and the documents
         whose text it changed, whichever chain their records came from (for the vectors)."""
@@ -501,7 +513,7 @@ class Store:
             seq, prev = (0, GENESIS) if last is None else (last.seq, last.hash)
             ahead = replicas.ahead(snapshot)
             received = rebuild = False
-            for operation in operations:
+            for operation, person in zip(operations, persons, strict=True):
                 if isinstance(operation, ApplyRemote):
                     try:
                         # Another device's records count from this ledger's next record.
@@ -531,7 +543,10 @@ class Store:
                     continue
                 for plain in map(stamped, payloads, itertools.repeat(now_ms)):
                     payload = self._at_rest(txn, plain)
-                    record = encode_record(seq + 1, prev, PAYLOAD_ENCODER.encode(payload))
+                    data = PAYLOAD_ENCODER.encode(payload)
+                    if person is not None and person_only(plain):
+                        data = attest(person, data)
+                    record = encode_record(seq + 1, prev, data)
                     if not txn.put(
                         SEQ.pack(record.seq), record.line, db=self.dbs.ledger, append=True
                     ):

@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 
+from hikmah.display import AGENT_LOCATOR_PREFIX
 from hikmah.vocabulary import Kind, PredictionType, Privacy, SourceClass
 
 DEFAULT_AUTHORITY = 0.5
@@ -176,7 +177,7 @@ def source_class(trace: Trace) -> SourceClass:
     """
     source = trace.provenance.source.strip().lower()
     locator = trace.provenance.locator or ""
-    if source.startswith("agent:") or locator.startswith("agent-session:"):
+    if source.startswith("agent:") or locator.startswith(AGENT_LOCATOR_PREFIX):
         return "agent"
     if source.startswith("human:"):
         return "person"

@@ -76,6 +76,9 @@ Role = Literal["user", "assistant", "tool", "system"]
 
 # The tag of every trace ingested from a session transcript.
 TRANSCRIPT_TAG = "transcript"
+# A record longer than this is skipped unread: parsing it would hold the interpreter
+# (and a daemon ingesting it) for long, and a message is cut far shorter anyway.
+MAX_LINE_BYTES = 8 << 20
 
 
 class Message(msgspec.Struct, frozen=True, kw_only=True):
@@ -256,6 +259,8 @@ def parse_transcript(lines: Iterable[str | bytes]) -> Transcript:
 
 def _decode(raw: str | bytes, *, first: bool) -> tuple[dict[str, Any] | None, str | None]:
     """(record, None), (None, problem) or (None, None) for a blank line."""
+    if len(raw) > MAX_LINE_BYTES:
+        return None, f"a line over {MAX_LINE_BYTES >> 20} MiB, skipped unread"
     data = raw.strip()
     if first:
         data = (
@@ -271,6 +276,8 @@ def _decode(raw: str | bytes, *, first: bool) -> tuple[dict[str, Any] | None, st
         return None, f"not JSON ({exc})"
     except UnicodeEncodeError:  # a str holding lone surrogates
         return None, "not valid Unicode"
+    except RecursionError:
+        return None, "JSON nested deeper than a transcript record is"
     if not isinstance(value, dict):
         return None, f"a JSON {type(value).__name__}, not an object"
     return value, None

@@ -22,7 +22,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 
-from hikmah.principal import AGENT_LOCATOR_PREFIX, AgentSession
+from hikmah.display import AGENT_LOCATOR_PREFIX
+from hikmah.principal import AgentSession
 from hikmah.rules import Remember
 from hikmah.trace import Draft, Trace, derived_trace_id, draft_fields
 

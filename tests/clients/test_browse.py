@@ -95,7 +95,7 @@ def test_search_open_correct_and_the_conflict_goes(daemon: Running) -> None:
             await until(pilot, lambda: page.shown is not None, "the trace")
             await until(pilot, lambda: "2 values" in text(app, "#conflict-note"), "its conflict")
             assert old["id"] in text(app, "#title")
-            assert "tool:psql (tool), unverified" in text(app, "#fields")
+            assert "tool:psql, unverified" in text(app, "#fields")
             assert "staging.db.version = 15" in text(app, "#fields")
             # Correct it inline: the new text and value, verified.
             await pilot.press("c")

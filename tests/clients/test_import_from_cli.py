@@ -16,6 +16,7 @@ import json
 import sqlite3
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -240,7 +241,15 @@ BAD: list[tuple[str, str, Any, str]] = [
         for s in ("mcp-memory", "claude-mem", "mem0", "claude-md")
     ),
     ("nothing there", "mem0", lambda r: r / "missing.json", "does not exist"),
+    ("nested 100,000 deep (mem0)", "mem0", lambda r: deep(r, "memories.json"), "nests JSON deeper"),
+    ("nested 100,000 deep (mcp-memory)", "mcp-memory", lambda r: deep(r, "memory.jsonl"), "nests"),
 ]
+
+
+def deep(root: Path, name: str) -> Path:
+    path = root / name
+    path.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    return path
 
 
 @pytest.mark.parametrize(("source", "make", "says"), [b[1:] for b in BAD], ids=[b[0] for b in BAD])
@@ -430,3 +439,48 @@ def test_pages_of_one_import_agree_even_if_the_export_changes(
         relative = conn.request("memory.import_source", source="mem0", path="mem0.json")
     assert relative["error"]["data"]["reason"] == "invalid"
     assert "absolute path" in relative["error"]["message"]
+
+
+def graph_with(path: Path, *observations: str) -> Path:
+    """An MCP memory graph of one entity with these observations."""
+    entity = {"type": "entity", "name": "notes", "entityType": "thing"}
+    path.write_text(json.dumps({**entity, "observations": list(observations)}) + "\n")
+    return path
+
+
+def test_a_record_too_large_to_be_a_trace_is_refused_by_locator_and_the_rest_imported(
+    daemon: Running, tmp_path: Path
+) -> None:
+    pasted = "a pasted build log line " * 150_000  # 3.4 MiB, over max_trace_bytes (256 KiB)
+    path = graph_with(tmp_path / "memory.jsonl", "the build runs on Fridays", pasted)
+    result = daemon.cli("import", "--from", "mcp-memory", str(path), "--json", env=clean_env())
+    assert result.returncode == 3, result.stderr
+    report = json.loads(result.stdout)
+    assert report["written"] == 2  # the other observation and the entity's type
+    (refused,) = report["refused"]
+    assert refused["locator"] == f"{path}:1 observations[1]"
+    assert "over the policy's max_trace_bytes (256 KiB)" in refused["reason"]
+    assert "pasted build log" not in result.stdout + result.stderr
+    assert all(len(t["content"]) < 1000 for t in exported(daemon))
+
+
+def test_the_daemon_answers_while_an_export_with_a_huge_record_is_read(
+    daemon: Running, tmp_path: Path
+) -> None:
+    path = graph_with(tmp_path / "memory.jsonl", "word " * 8_000_000)  # one 40 MB record
+    importing = subprocess.Popen(
+        [sys.executable, "-m", "hikmah_cli", "--socket", str(daemon.socket), "--no-autostart",
+         "import", "--from", "mcp-memory", str(path), "--json"],
+        stdout=subprocess.PIPE, env=clean_env(),
+    )  # fmt: skip
+    waits = []
+    with daemon.connect() as conn:
+        while importing.poll() is None:
+            began = time.monotonic()
+            conn.call("daemon.status")
+            waits.append(time.monotonic() - began)
+    out, _ = importing.communicate()
+    assert importing.returncode == 3 and "max_trace_bytes" in out.decode()
+    # Read in the daemon's own process, the record held it 12 s here; now it is parsed in
+    # one of its own, and the daemon never waits for it (the bound is for a loaded CI).
+    assert waits and max(waits) < 1.0, waits

@@ -69,10 +69,14 @@ class Running:
 
     def kill(self, sig: int = signal.SIGKILL) -> int:
         assert self.process is not None
-        self.process.send_signal(sig)
-        code = self.process.wait(timeout=20)
-        self.process = None
-        return code
+        process, self.process = self.process, None
+        process.send_signal(sig)
+        try:
+            return process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()  # a daemon that hangs fails this test, not the ones after it
+            process.wait()
+            raise
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -166,11 +167,24 @@ def test_oversized_frame_is_refused_and_the_connection_stays_usable(daemon: Runn
     assert daemon.call("daemon.status")["counts"]["active"] == 0
 
 
-def test_a_frame_just_under_the_limit_is_accepted(daemon: Running) -> None:
+def test_a_frame_just_under_the_limit_is_accepted(short_tmp: Path) -> None:
     content = "word " * ((MIB - 200) // 5)
-    with daemon.connect() as conn:
-        result = conn.call("memory.remember", content=content)
+    running = Running(short_tmp)
+    running.policy.write_text(f"max_trace_bytes = {MIB}\n")  # the largest a policy allows
+    running.start()
+    try:
+        with running.connect() as conn:
+            result = conn.call("memory.remember", content=content)
+    finally:
+        running.stop()
     assert result["trace"]["id"].startswith("tr_")
+
+
+def test_a_text_over_the_policys_limit_is_refused_saying_so(daemon: Running) -> None:
+    with daemon.connect() as conn:
+        reply = conn.request("memory.remember", content="word " * 60_000)  # 293 KiB
+    assert reply["error"]["data"]["reason"] == "invalid"
+    assert "over the policy's max_trace_bytes (256 KiB)" in reply["error"]["message"]
 
 
 def test_a_half_frame_then_hang_up_harms_nobody(daemon: Running) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import socket
 import subprocess
 import sys
 
@@ -140,3 +142,71 @@ def test_agents_cannot_purge(daemon: Running) -> None:
     assert agent.returncode == 3
     person = daemon.cli("purge", "--id", trace_id, "--reason", "cleanup", env=clean_env())
     assert person.returncode == 0, person.stderr
+
+
+HAND_OVER = """
+import socket, sys
+theirs = socket.socket(fileno=int(sys.argv[2]))
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+# Served once (accepted and identified while the child lives), then handed over.
+s.sendall(b'{"jsonrpc":"2.0","method":"daemon.status","id":0}\\n')
+assert b'"result"' in s.makefile("rb").readline()
+socket.send_fds(theirs, [b"x"], [s.fileno()])
+"""
+
+
+def handed_over(daemon: Running) -> socket.socket:
+    """A connection a child process opened, handed to this one (SCM_RIGHTS), and the
+    child gone: what an agent does to wait for its pid to come back as the person's."""
+    mine, theirs = socket.socketpair()
+    with mine, theirs:
+        child = subprocess.run(
+            [sys.executable, "-c", HAND_OVER, str(daemon.socket), str(theirs.fileno())],
+            pass_fds=[theirs.fileno()],
+            timeout=30,
+        )
+        assert child.returncode == 0
+        _, (fd,), _, _ = socket.recv_fds(mine, 16, 1)
+    return socket.socket(fileno=fd)
+
+
+def test_a_connection_outliving_the_process_that_opened_it_is_not_served(
+    daemon: Running,
+) -> None:
+    conn = handed_over(daemon)
+    with conn:
+        conn.settimeout(10)
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # closed already
+            conn.sendall(
+                b'{"jsonrpc":"2.0","method":"daemon.status","id":1}\n'
+                b'{"jsonrpc":"2.0","method":"memory.remember","params":{"content":'
+                b'"Always deploy on Fridays","verified":true},"id":2}\n'
+            )
+        data = b""
+        with contextlib.suppress(ConnectionResetError):
+            while chunk := conn.recv(65536):
+                data += chunk
+    # Closed when its opener exited (or refused, if the exit is seen at the request).
+    assert b'"result"' not in data
+    assert data == b"" or b"has exited" in data
+    found = daemon.call("memory.recall", query="deploy fridays")["results"]
+    assert found == []  # nothing was written
+
+
+def test_a_process_keeps_its_connection_while_it_lives(daemon: Running) -> None:
+    # The same hand-over within one process's life: a long-lived client is served.
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(str(daemon.socket))
+    with s:
+        s.sendall(b'{"jsonrpc":"2.0","method":"daemon.status","id":1}\n')
+        reply = s.makefile("rb").readline()
+    assert b'"result"' in reply
+
+
+def test_a_process_that_connects_again_and_again_is_always_served(daemon: Running) -> None:
+    # A connection its client closed ends at once: it never counts against the process's
+    # limit of connections held while the process lives on.
+    for _ in range(200):
+        with daemon.connect() as conn:
+            assert conn.call("daemon.status")["pid"] > 0

@@ -1,5 +1,5 @@
 """Issue 18: a person's path with presence on, for real in pseudo-terminals: the prompts,
-the ticket, its expiry (``[presence] ticket_minutes`` at 3 seconds), its binding (a
+the ticket, its expiry (``[presence] ticket_seconds`` at 3), its binding (a
 second terminal, a child of the same shell that is an agent, and one that is no
 direct child of it are refused), wrong passphrases (throttled, logged), the ledger
 records, and the way back from a forgotten passphrase."""
@@ -16,7 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from hikmah.policy import PresencePolicy
 from hikmah.presence import read_state
+from hikmahd import tickets
+from hikmahd.tickets import tiocsti_allowed
 from tests.reliability.test_agents import ledger_lines
 from tests.terminals import PtyShell
 
@@ -32,7 +35,9 @@ HIKMAH = "hikmah --no-autostart"
 
 @pytest.fixture
 def daemon(short_tmp: Path) -> Iterator[Running]:
-    (short_tmp / "policy.toml").write_text(f"[presence]\nticket_minutes = {TICKET_S / 60}\n")
+    (short_tmp / "policy.toml").write_text(
+        f"[presence]\nticket_seconds = {TICKET_S}\ntickets_with_tiocsti = true\n"
+    )
     running = Running(short_tmp).start()
     try:
         yield running
@@ -247,7 +252,7 @@ def test_pairing_and_removing_devices_need_presence(short_tmp: Path) -> None:
     folder = short_tmp / "folder"
     folder.mkdir()
     (short_tmp / "policy.toml").write_text(
-        f'[presence]\nticket_minutes = 1\n[sync]\nfolder = "{folder}"\nwatch = false\n'
+        f'[presence]\nticket_seconds = 60\ntickets_with_tiocsti = true\n[sync]\nfolder = "{folder}"\nwatch = false\n'
     )
     running = Running(short_tmp).start()
     first, second = terminal(running), terminal(running)
@@ -270,3 +275,84 @@ def test_pairing_and_removing_devices_need_presence(short_tmp: Path) -> None:
         first.close()
         second.close()
         running.stop()
+
+
+def test_a_ticket_cannot_tell_typed_keys_from_keys_pushed_into_the_terminal(
+    daemon: Running, shells: tuple[PtyShell, PtyShell]
+) -> None:
+    # What docs/security.md says a ticket cannot do: these keys reach the shell through
+    # the pty's master side, exactly as `tmux send-keys` or TIOCSTI put them there.
+    first, _ = shells
+    status, shown = first.run(f"{HIKMAH} remember --verified 'pushed in by someone else'")
+    assert status == 0 and "passphrase" not in shown, shown
+
+
+@pytest.fixture
+def asking(short_tmp: Path) -> Iterator[tuple[Running, PtyShell]]:
+    (short_tmp / "policy.toml").write_text("[presence]\nticket_seconds = 0\n")
+    running = Running(short_tmp).start()
+    shell = terminal(running)
+    try:
+        status, shown = shell.run(f"{HIKMAH} passphrase set", SET)
+        assert status == 0 and "asks for this passphrase, for each command" in shown, shown
+        yield running, shell
+    finally:
+        shell.close()
+        running.stop()
+
+
+def test_with_ticket_seconds_zero_every_person_only_command_asks_naming_itself(
+    asking: tuple[Running, PtyShell],
+) -> None:
+    daemon, shell = asking
+    assert daemon.call("presence.status")["per_command"]
+    status, shown = shell.run(f"{HIKMAH} remember --verified 'checked by me'", PROVE)
+    assert status == 0, shown
+    assert "Confirm: hikmah --no-autostart remember --verified 'checked by me'" in shown
+    # Keys pushed into the same terminal right after: the command asks again, naming what
+    # it would do; the person gives nothing, and nothing is written.
+    injected = "Always deploy on Fridays"
+    status, shown = shell.run(
+        f"{HIKMAH} remember --verified '{injected}'", [("Hikmah passphrase: ", "")]
+    )
+    assert status == 3 and f"'{injected}'" in shown and "someone else typed it" in shown, shown
+    # A bare client in that shell, and `hikmah presence`, get no lasting proof either.
+    assert reason_of(shell.run(raw("memory.remember", content="raw", verified=True))[1]) == (
+        "presence_required"
+    )
+    status, shown = shell.run(f"{HIKMAH} presence")
+    assert status == 0 and "a proof holds for one command here" in shown, shown
+    verified = [
+        t["content"]
+        for t in daemon.call("memory.export", limit=100)["traces"]
+        if t["provenance"]["verified"]
+    ]
+    assert verified == ["checked by me"]
+
+
+@pytest.mark.parametrize(
+    ("sysctl", "release", "allowed"),
+    [("1\n", None, True), ("0\n", None, False), (None, "6.1.90", True), (None, "6.18.4", False),
+     (None, "5.15.0-91-generic", True), (None, "weird", True)],
+)  # fmt: skip
+def test_tiocsti_is_read_from_the_kernel(
+    tmp_path: Path, sysctl: str | None, release: str | None, allowed: bool
+) -> None:
+    path = tmp_path / "legacy_tiocsti"
+    if sysctl is not None:
+        path.write_text(sysctl)
+    assert tiocsti_allowed(path, release or "6.8.0") is allowed
+
+
+def test_where_keys_can_be_pushed_a_proof_holds_for_one_command_unless_opted_in(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for pushable, seconds, opted, expected in [
+        (True, 300.0, False, True),
+        (True, 300.0, True, False),
+        (False, 300.0, False, False),
+        (False, 0.0, True, True),
+    ]:
+        monkeypatch.setattr(tickets, "tiocsti_allowed", lambda pushable=pushable: pushable)
+        policy = PresencePolicy(ticket_seconds=seconds, tickets_with_tiocsti=opted)
+        assert tickets.per_command(policy) is expected

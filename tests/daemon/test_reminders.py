@@ -21,7 +21,7 @@ from hikmah import queries
 from hikmah.rules import Fulfill, Purge, Remember, Written
 from hikmah.store import Store
 from hikmah.trace import Draft
-from hikmahd.connection import Connection
+from hikmahd.connection import IDLE_S, Connection
 from hikmahd.context import Context
 from hikmahd.daemon import Config, Daemon
 from hikmahd.peers import Peer
@@ -222,6 +222,7 @@ async def test_events_reach_a_subscribed_connection_over_a_stream(
             }
             due = await lines.next()
             assert due["method"] == "reminder.due" and due["params"]["stage"] == "lead"
+            assert trio.current_time() > IDLE_S  # a subscriber waits silently, never idle
             await client.aclose()
 
 

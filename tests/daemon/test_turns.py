@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -16,9 +18,9 @@ import trio.testing
 from hikmah.policy import KernelPolicy
 from hikmah.recall import RecallQuery
 from hikmah.store import Store
-from hikmahd.connection import Connection
+from hikmahd.connection import IDLE_S, Connection
 from hikmahd.context import Context
-from hikmahd.peers import Peer
+from hikmahd.peers import BoundProcess, Peer
 from hikmahd.rpc import Dispatcher
 from hikmahd.scheduling import Asker, Niced, QueryThread, Recalls, Turns, held
 
@@ -221,3 +223,42 @@ async def test_background_work_runs_on_a_niced_thread_of_its_own() -> None:
         assert await niced(where) == (name, nice)  # the same thread, every time
     finally:
         niced.close()
+
+
+async def test_an_idle_connection_is_closed(autojump_clock: trio.testing.MockClock) -> None:
+    left, right = socket.socketpair()
+    stream = trio.SocketStream(trio.socket.from_stdlib_socket(left))
+    peer = Peer(pid=0, uid=0, gid=0, session=None)
+    connection = Connection(stream, Context(services=None, peer=peer), Dispatcher())  # type: ignore[arg-type]
+    began = trio.current_time()
+    with right:
+        await connection.serve()  # nothing is ever sent
+    assert connection.closed and trio.current_time() - began >= IDLE_S
+    await stream.aclose()
+
+
+async def test_a_connection_ends_when_its_process_exits(tmp_path: Path) -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
+    bound = BoundProcess(child.pid, os.pidfd_open(child.pid), None)
+    left, right = socket.socketpair()
+    stream = trio.SocketStream(trio.socket.from_stdlib_socket(left))
+    peer = Peer(pid=child.pid, uid=0, gid=0, session=None)
+    connection = Connection(stream, Context(services=None, peer=peer), Dispatcher(), bound)  # type: ignore[arg-type]
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(connection.serve)
+            await trio.sleep(0.05)
+            assert not connection.closed and bound.alive()
+            assert child.stdin is not None
+            child.stdin.close()  # the child exits
+            with trio.fail_after(10):
+                while not connection.closed:
+                    await trio.sleep(0.01)
+        assert not bound.alive()
+    finally:
+        child.wait()
+        bound.close()
+        right.close()
+        await stream.aclose()

@@ -16,7 +16,13 @@ from hikmah import ingest
 from hikmah.errors import InvalidInput
 from hikmah.ingest import Candidate, evidence_holds, extract_candidates, restates
 from hikmah.tokenizer import terms
-from hikmah.transcripts import Message, Transcript, TranscriptError, parse_transcript
+from hikmah.transcripts import (
+    MAX_LINE_BYTES,
+    Message,
+    Transcript,
+    TranscriptError,
+    parse_transcript,
+)
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "transcripts"
 CLAUDE = FIXTURES / "claude-session.jsonl"
@@ -162,6 +168,15 @@ def test_repeated_records_are_kept_once() -> None:
     source = lines(CLAUDE)
     resumed = [*source, *source[5:12]]  # a resumed session repeats earlier records
     assert parse_transcript(resumed).messages == parsed(CLAUDE).messages
+
+
+def test_a_huge_or_deeply_nested_line_is_skipped_unread() -> None:
+    source = lines(CLAUDE)
+    huge = json.dumps({"type": "user", "message": {"content": "x" * (MAX_LINE_BYTES + 1)}})
+    deep = "[" * 100_000 + "]" * 100_000
+    transcript = parse_transcript([*source, huge, deep])
+    assert transcript.messages == parsed(CLAUDE).messages
+    assert transcript.skipped == parsed(CLAUDE).skipped + 2
 
 
 # --- parsing: Codex -----------------------------------------------------------

@@ -131,6 +131,8 @@ def test_missing_file_means_defaults(tmp_path: Path) -> None:
         ("[semantic]\nann_at = 0", ["$.semantic.ann_at"]),
         ("[semantic]\nenabled = 'yes'", ["$.semantic.enabled"]),
         ("[semantic]\nbogus = 1", ["bogus", "$.semantic"]),
+        ("max_trace_bytes = 100", ["$.max_trace_bytes", ">= 1024"]),
+        ("max_trace_bytes = 4194304", ["$.max_trace_bytes", "<= 1048576"]),
     ],
 )
 def test_invalid_policies_name_the_key(text: str, names: list[str]) -> None:

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from hikmah.display import is_agent_locator
 from hikmah.errors import AgentRestricted
 from hikmah.principal import (
     UNKNOWN_PRINCIPAL,
@@ -16,7 +17,6 @@ from hikmah.principal import (
     declared_session,
     detect_agent_session,
     host_of_client,
-    is_agent_locator,
     merge_sessions,
     named_session,
     refuse_in_agent_session,

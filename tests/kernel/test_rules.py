@@ -47,6 +47,20 @@ def test_defaults_on_write(store: Store) -> None:
     assert trace.created_at == NOW
 
 
+def test_a_text_over_the_policys_size_limit_is_refused_and_one_at_it_is_kept(
+    store: Store,
+) -> None:
+    policy = KernelPolicy(max_trace_bytes=4096)
+    at_limit = "é" * 2048  # 4096 bytes in UTF-8, 2048 characters
+    trace = build_trace(Draft(content=at_limit), now_ms=NOW, policy=policy)
+    assert trace.content == at_limit
+    for over in ("é" * 2049, "x" * 40_000_000):
+        with pytest.raises(InvalidInput, match="over the policy's max_trace_bytes") as caught:
+            build_trace(Draft(content=over), now_ms=NOW, policy=policy)
+        assert "é" not in str(caught.value) and "xxx" not in str(caught.value)
+    assert KernelPolicy().max_trace_bytes == 256 * 1024
+
+
 def test_ids_are_time_sortable_and_distinct(store: Store) -> None:
     ids = [remember(store, f"note {i}", now=NOW + i).id for i in range(50)]
     assert ids == sorted(ids)

@@ -25,7 +25,7 @@ from hikmah.paths import model_cache_dir
 from hikmah.policy import KernelPolicy, SemanticPolicy, parse_policy, reference_policy
 from hikmah.recall import RecallQuery, RecallResult, recall
 from hikmah.rules import Purge, Remember
-from hikmah.semantic import SemanticIndex, StaleVectors, vectors_path
+from hikmah.semantic import EMBED_SLICE, SemanticIndex, StaleVectors, vectors_path
 from hikmah.snapshot import Snapshot
 from hikmah.store import Store
 from hikmah.trace import Draft
@@ -331,6 +331,32 @@ def test_a_rewrite_while_being_embedded_is_embedded_again(vstore: Store) -> None
     remember(vstore, PAGER)
     caught_up(vstore)
     assert semantic.status().vectors == 1 and semantic.status().behind == 0
+
+
+def test_an_interrupt_ends_embedding_within_a_slice_and_leaves_the_rest_behind(
+    vstore: Store,
+) -> None:
+    assert vstore.semantic is not None
+    semantic = vstore.semantic
+    long = "We talked about the weather, the garden and the neighbour's new car. " * 200
+    for n in range(3):
+        remember(vstore, f"note {n}: {long}")
+    slices = []
+    embed = semantic.embedder.embed
+
+    def embed_then_interrupt(texts):  # type: ignore[no-untyped-def]
+        slices.append(len(texts))
+        semantic.interrupt()  # the daemon stops while the first slice is embedded
+        return embed(texts)
+
+    semantic.embedder.embed = embed_then_interrupt  # type: ignore[method-assign]
+    try:
+        assert semantic.follow(vstore.snapshot) == 0
+    finally:
+        del semantic.embedder.embed
+    assert slices == [EMBED_SLICE]  # far fewer than the batch's passages
+    assert status(vstore) == ("ready", 0, 3, 3)  # nothing held, all still behind
+    assert semantic.follow(vstore.snapshot) == 0  # and a stopping daemon embeds no more
 
 
 def test_the_file_is_loaded_and_caught_up_and_refused_when_it_does_not_fit(

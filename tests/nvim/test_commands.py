@@ -101,7 +101,7 @@ def test_remember_a_visual_selection_then_recall_it_in_a_float(
     assert lines[1].startswith("Recalled memories are evidence")
     assert lines[3] == " 1. [constraint] Never deploy on Fridays"
     day = time.strftime("%Y-%m-%d", time.gmtime())
-    assert lines[4].startswith(f"    {day} · human:") and " · unverified · score 0." in lines[4]
+    assert lines[4].startswith(f"    {day} · human:") and ", unverified · score 0." in lines[4]
     assert f"    {scope} · {trace_id}" in lines  # wrapped between parts, never inside one
     assert lines[-1] == "<CR> full trace and history · q close"
     everywhere = "\n".join(done["data"]["everywhere"])
@@ -139,7 +139,7 @@ def test_recall_the_word_under_the_cursor_and_open_the_full_trace(
     recall = "\n".join(done["data"]["recall"])
     assert done["data"]["recall"][0].startswith('Hikmah recall "PostgreSQL": 2 results')
     assert "[correction] The staging database runs PostgreSQL 16" in recall
-    assert "human:ana · verified" in recall
+    assert "human:ana, verified" in recall
     assert f"CONFLICTS with {ids['other']}" in recall
     assert f"supersedes {ids['old']}" in recall
     assert "claims staging.db.version = 16" in recall
@@ -150,7 +150,7 @@ def test_recall_the_word_under_the_cursor_and_open_the_full_trace(
         == f"{ids['new']} · correction · {time.strftime('%Y-%m-%d', time.gmtime())} · active"
     )
     assert "  The staging database runs PostgreSQL 16 since the upgrade" in trace
-    assert "  source     human:ana (verified)" in trace
+    assert "  source     human:ana, verified" in trace
     assert f"  supersedes {ids['old']}" in trace
     history = trace[trace.index("history (oldest first):") + 1 :]
     assert history[0].startswith(f"  {ids['old']} · belief · ")

@@ -1,7 +1,8 @@
 """Person presence from the editor: real headless Neovim, started by a shell in a real
 pty (so that it has a terminal and a shell of its own), asked for the passphrase with
-``inputsecret()`` when a verified write is refused with ``presence_required``; the
-passphrase is typed into Neovim's input as keys, the write is sent again and lands."""
+``inputsecret()`` when a verified write is refused with ``presence_required``, the prompt
+naming the write; the passphrase is typed into Neovim's input as keys, the write is sent
+again and lands. With ``ticket_seconds = 0`` the next verified write asks again."""
 
 from __future__ import annotations
 
@@ -31,15 +32,23 @@ vim.fn.inputsecret = function(prompt)
 end
 local hikmah = require("hikmah")
 hikmah.call("memory.remember", {{content = "checked in the editor", verified = true}}, function(err, result)
-  local file = io.open(out, "w")
-  file:write(vim.json.encode({{err = err, result = result, asked = asked, seen = seen}}))
-  file:close()
-  vim.cmd("qall!")
+  hikmah.call("memory.remember", {{content = "and this too", verified = true}}, function(err2)
+    local file = io.open(out, "w")
+    file:write(vim.json.encode({{err = err, result = result, asked = asked, seen = seen,
+                                 again = err2 == nil}}))
+    file:close()
+    vim.cmd("qall!")
+  end)
 end)
 """
+ASKED = [
+    "Confirm memory.remember: checked in the editor. Hikmah passphrase: ",
+    "Confirm memory.remember: and this too. Hikmah passphrase: ",
+]
 
 
 def test_a_verified_write_from_neovim_asks_with_inputsecret(short_tmp: Path) -> None:
+    (short_tmp / "policy.toml").write_text("[presence]\nticket_seconds = 0\n")
     daemon = Running(short_tmp).start()
     bin_dir = str(Path(sys.executable).parent)
     env = clean_env(PATH=f"{bin_dir}:{os.environ['PATH']}", HIKMAH_SOCKET=str(daemon.socket),
@@ -57,11 +66,12 @@ def test_a_verified_write_from_neovim_asks_with_inputsecret(short_tmp: Path) -> 
             status, shown = shell.run(nvim, timeout=60)
             assert status == 0, shown
             got = json.loads(out.read_text())
-            assert got["asked"] == ["Hikmah passphrase: "], got
+            assert got["asked"] == ASKED, got  # each write asks, naming itself
             if name == "right":
                 assert (
                     got.get("err") is None and got["result"]["trace"]["provenance"]["verified"]
                 ), got
+                assert got["again"], got
             else:
                 assert got["err"]["reason"] == "presence_required", got
                 assert any("wrong passphrase" in m for m in got["seen"]), got

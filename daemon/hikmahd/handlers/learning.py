@@ -70,7 +70,8 @@ async def outcome(ctx: Context, params: OutcomeParams) -> JSON:
         source=params.source,
         locator=params.locator,
     )
-    written = await ctx.services.writer.write(Remember(draft=draft, session=ctx.session))
+    operation = Remember(draft=draft, session=ctx.session)
+    written = await ctx.services.writer.write(operation, person=ctx.person)
     return {"trace": to_json(written.trace), "resolved": params.prediction}
 
 
@@ -149,7 +150,9 @@ async def invalidate(ctx: Context, params: InvalidateParams) -> JSON:
     operations = [Remember(draft=d, session=session) for d in plan.drafts]
     written, failed = [], []
     for trace, done in zip(
-        plan.chosen, await ctx.services.writer.submit_all(operations), strict=True
+        plan.chosen,
+        await ctx.services.writer.submit_all(operations, person=ctx.person),
+        strict=True,
     ):
         if isinstance(done, HikmahError):
             failed.append({"id": trace.id, "reason": str(done)})

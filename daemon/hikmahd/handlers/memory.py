@@ -36,7 +36,8 @@ class IdParams(Params, frozen=True):
 @registry.method("memory.remember", BaseDraft)
 async def remember(ctx: Context, params: BaseDraft) -> JSON:
     draft = Draft(**msgspec.structs.asdict(params))
-    written = await ctx.services.writer.write(Remember(draft=draft, session=ctx.session))
+    operation = Remember(draft=draft, session=ctx.session)
+    written = await ctx.services.writer.write(operation, person=ctx.person)
     return {"trace": to_json(written.trace), "conflicts": written.conflicts}
 
 
@@ -211,7 +212,7 @@ async def verify(ctx: Context, params: VerifyParams) -> JSON:
             " nothing was verified; run hikmah verify again and check the new list"
         )
     operations = [verification.verification(t, ctx.session) for t in chosen]
-    outcomes = await ctx.services.writer.submit_all(operations)
+    outcomes = await ctx.services.writer.submit_all(operations, person=ctx.person)
     failed = [
         (trace, operation, outcome)
         for trace, operation, outcome in zip(chosen, operations, outcomes, strict=True)
@@ -238,7 +239,7 @@ class PurgeParams(Params, frozen=True):
 @registry.method("memory.purge", PurgeParams)
 async def purge(ctx: Context, params: PurgeParams) -> JSON:
     operation = Purge(id=params.id, reason=params.reason, session=ctx.session)
-    written = await ctx.services.writer.write(operation)
+    written = await ctx.services.writer.write(operation, person=ctx.person)
     gone = "the trace is gone from recall, show, export and every index"
     if written.key_destroyed:
         note = f"{gone}; its data key was destroyed, so its encrypted text is unrecoverable"

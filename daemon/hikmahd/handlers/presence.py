@@ -15,13 +15,15 @@ from typing import Annotated, Any
 import msgspec
 
 from hikmah.errors import AgentRestricted, ConflictError, PresenceDenied
-from hikmah.presence import MAX_PASSPHRASE, check_passphrase, hash_passphrase
+from hikmah.person import PersonKey, new_salt
+from hikmah.presence import MAX_PASSPHRASE, PresenceState, check_passphrase, hash_passphrase
 from hikmah.principal import restriction_message
 from hikmah.rules import SetPresence
 
 from ..context import Context
 from ..peers import Terminal
 from ..rpc import JSON, NoParams, Params, Registry
+from ..tickets import per_command, process_of, tiocsti_allowed
 
 log = logging.getLogger(__name__)
 registry = Registry()
@@ -46,21 +48,58 @@ def report(ctx: Context) -> dict[str, Any]:
     changed = None
     if state.seq is not None:
         changed = {"seq": state.seq, "action": state.action, "at": state.at}
+    ticket = None
+    if terminal is not None and (until is not None or tickets.proven(ctx.peer)):
+        ticket = _ticket(terminal, until)
+    policy = services.policy.presence
     return {
         "on": state.on,
         "changed": changed,
         "damaged": state.damaged,
         "missing": list(state.missing),
-        "ticket": None if until is None or terminal is None else _ticket(terminal, until),
+        "ticket": ticket,
         "can_prove": _cannot_prove(ctx) is None,
         "why_not": _cannot_prove(ctx),
-        "ticket_minutes": services.policy.presence.ticket_minutes,
+        "ticket_seconds": policy.ticket_seconds,
+        "per_command": per_command(policy),
+        "tiocsti": tiocsti_allowed(),
         "failures": {"count": tickets.failures, "last_at": tickets.last_failure_ms},
     }
 
 
-def _ticket(terminal: Terminal, until: int) -> dict[str, Any]:
+def _ticket(terminal: Terminal, until: int | None) -> dict[str, Any]:
+    """A ticket as replies show it; ``expires_at`` None: a proof for this command alone."""
     return {"terminal": terminal.name, "expires_at": until}
+
+
+def _grant(ctx: Context, terminal: Terminal, key: PersonKey | None) -> dict[str, Any]:
+    """Give the caller what a proof gives, holding the person ``key``: a ticket for its
+    terminal and shell, or a proof for its process alone
+    (:func:`~hikmahd.tickets.per_command`)."""
+    services = ctx.services
+    policy = services.policy.presence
+    if not per_command(policy):
+        seconds = policy.ticket_seconds
+        return _ticket(terminal, services.tickets.grant(terminal, services.now_ms(), seconds, key))
+    process = process_of(ctx.peer)
+    if process is None:
+        raise PresenceDenied("Refused: this process's start time cannot be read, so no proof")
+    services.tickets.grant_command(process, key)
+    return _ticket(terminal, None)
+
+
+def _unlock(state: PresenceState, passphrase: str) -> PersonKey | None:
+    """The person key ``passphrase`` unlocks (a right one: checked before); None where
+    presence was set before person keys."""
+    if state.key is None or state.salt is None:
+        return None
+    key = PersonKey.derive(passphrase, state.salt)
+    if key.public != state.key:
+        raise PresenceDenied(
+            "Refused: the passphrase is right but does not unlock the person key its"
+            f" presence record names: the record was altered. {_RESET}."
+        )
+    return key
 
 
 def _cannot_prove(ctx: Context) -> str | None:
@@ -123,14 +162,14 @@ async def prove(ctx: Context, params: PassphraseParams) -> JSON:
             f"Refused: wrong passphrase ({failures} failed in a row; each one is logged, and"
             f" the next attempt waits {2 ** min(failures - 1, 8)} s or more). {_RESET}."
         )
-    minutes = services.policy.presence.ticket_minutes
-    return _ticket(terminal, services.tickets.grant(terminal, services.now_ms(), minutes))
+    key = await services.offload(lambda: _unlock(state, params.passphrase))
+    return _grant(ctx, terminal, key)
 
 
 @registry.method("presence.end", NoParams)
 async def end(ctx: Context, params: NoParams) -> JSON:
-    """Drop the caller's ticket now (it would have expired on its own)."""
-    return {"ended": ctx.services.tickets.end(ctx.peer.terminal)}
+    """Drop the caller's ticket, and its process's proof, now."""
+    return {"ended": ctx.services.tickets.end(ctx.peer)}
 
 
 @registry.method("presence.set", PassphraseParams, person="passphrase set")
@@ -157,21 +196,27 @@ async def remove(ctx: Context, params: NoParams) -> JSON:
     services = ctx.services
     if not services.store.presence.on:
         raise ConflictError("person presence is off already")
-    written = await services.writer.write(SetPresence(action="remove", session=ctx.session))
+    operation = SetPresence(action="remove", session=ctx.session)
+    written = await services.writer.write(operation, person=ctx.person)
     services.tickets.clear()
     log.warning("person presence turned off (ledger record %d)", written.seq)
     return {"on": False, "seq": written.seq}
 
 
 async def _new_passphrase(ctx: Context, action: str, passphrase: str) -> JSON:
+    """Set or change the passphrase: its hash and the public half of the person key it
+    unlocks go in the record, which the person key in force signs (or, turning presence
+    on, the new one)."""
     services = ctx.services
     terminal = _terminal(ctx)
     hashed = await services.offload(lambda: hash_passphrase(passphrase))
+    salt = new_salt()
+    key = await services.offload(lambda: PersonKey.derive(passphrase, salt))
     operation = SetPresence(action="set" if action == "set" else "change", hash=hashed,
-                            session=ctx.session)  # fmt: skip
-    written = await services.writer.write(operation)
+                            key=key.public, salt=salt, session=ctx.session)  # fmt: skip
+    signer = key if action == "set" else ctx.person
+    written = await services.writer.write(operation, person=signer)
     services.tickets.clear()
-    minutes = services.policy.presence.ticket_minutes
-    until = services.tickets.grant(terminal, services.now_ms(), minutes)
+    ticket = _grant(ctx, terminal, key)
     log.info("person presence: passphrase %s (ledger record %d)", action, written.seq)
-    return {"on": True, "seq": written.seq, "ticket": _ticket(terminal, until)}
+    return {"on": True, "seq": written.seq, "ticket": ticket}

@@ -41,7 +41,7 @@ async def promote(ctx: Context, params: PromoteParams) -> JSON:
     operation = Promote(
         proposal=params.id, verified=params.verified, source=params.source, session=ctx.session
     )
-    written = await ctx.services.writer.write(operation)
+    written = await ctx.services.writer.write(operation, person=ctx.person)
     return {"trace": to_json(written.trace), "conflicts": written.conflicts, "proposal": params.id}
 
 

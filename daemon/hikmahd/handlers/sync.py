@@ -25,7 +25,7 @@ async def exchange(ctx: Context, params: NoParams) -> JSON:
 @registry.method("sync.invite", NoParams, person="sync invite")
 async def invite(ctx: Context, params: NoParams) -> JSON:
     """A one-time code for another device to join with."""
-    return await ctx.services.syncing.invite()
+    return await ctx.services.syncing.invite(ctx.person)
 
 
 class JoinParams(Params, frozen=True):
@@ -35,7 +35,7 @@ class JoinParams(Params, frozen=True):
 @registry.method("sync.join", JoinParams, person="sync join")
 async def join(ctx: Context, params: JoinParams) -> JSON:
     """Pair with the device that printed ``code``."""
-    return await ctx.services.syncing.join(params.code)
+    return await ctx.services.syncing.join(params.code, ctx.person)
 
 
 class RemoveParams(Params, frozen=True):
@@ -52,7 +52,7 @@ class RemoveParams(Params, frozen=True):
 @registry.method("sync.remove", RemoveParams, person="sync remove")
 async def remove(ctx: Context, params: RemoveParams) -> JSON:
     """Stop trusting a paired device (and, with ``delete``, delete its directory)."""
-    return await ctx.services.syncing.remove(params.device, delete=params.delete)
+    return await ctx.services.syncing.remove(params.device, delete=params.delete, person=ctx.person)
 
 
 class StatusParams(Params, frozen=True):

@@ -31,6 +31,7 @@ from hikmah.secrets import preview, redact
 from hikmah.vocabulary import ImportSource
 
 from ..context import Context
+from ..exports import read_export
 from ..rpc import JSON, Params, Registry, to_json
 from .asof import past, reading
 
@@ -273,7 +274,7 @@ async def import_source(ctx: Context, params: ImportSourceParams) -> JSON:
     raced: set[str] = set()  # written meanwhile, by another import of the same records
     if not params.dry_run:
         operations = [write.operation(session) for write in page.writes]
-        outcomes = await services.writer.submit_all(operations)
+        outcomes = await services.writer.submit_all(operations, person=ctx.person)
         for write, outcome in zip(page.writes, outcomes, strict=True):
             if isinstance(outcome, Written):
                 continue
@@ -294,7 +295,13 @@ async def import_source(ctx: Context, params: ImportSourceParams) -> JSON:
         "corrected": sum(1 for w in done if w.correction),
         **counts,
         # A locator names a record the peer made: shown redacted, like any preview.
+        # Items too large to be traces were refused as the export was read: the
+        # first page names them.
         "refused": [
+            {"locator": locator, "reason": reason}
+            for locator, reason in (reading.refused if params.start == 0 else ())
+        ]
+        + [
             {"locator": redact(w.item.locator), "reason": refused[w.trace_id]}
             for w in page.writes
             if w.trace_id in refused
@@ -332,13 +339,14 @@ async def _reading(ctx: Context, params: ImportSourceParams) -> migration.Readin
     if isinstance(kept, _Kept) and (kept.params, kept.next) == (_read_as(params), params.start):
         return kept.reading
 
-    def read() -> migration.Reading:
-        scopes = {name: project_scope(Path(folder)) for name, folder in params.projects.items()}
-        path = Path(params.path)
-        return migration.read(params.source, path, home=Path.home(), projects=scopes)
-
-    reading: migration.Reading = await ctx.services.offload(read)
-    return reading
+    scopes = {name: project_scope(Path(folder)) for name, folder in params.projects.items()}
+    return await read_export(
+        params.source,
+        Path(params.path),
+        home=Path.home(),
+        projects=scopes,
+        limit=ctx.services.policy.max_trace_bytes,
+    )
 
 
 class _Applied:
@@ -360,7 +368,7 @@ async def _apply(ctx: Context, planned: Sequence[tuple[int, Operation]]) -> _App
             else:
                 todo.append((line, operation))
     operations = [operation for _, operation in todo]
-    outcomes = await ctx.services.writer.submit_all(operations, in_order=True)
+    outcomes = await ctx.services.writer.submit_all(operations, in_order=True, person=ctx.person)
     for (line, _), outcome in zip(todo, outcomes, strict=True):
         if isinstance(outcome, Written):
             done.written += 1

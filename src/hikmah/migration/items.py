@@ -204,11 +204,14 @@ class Reading(NamedTuple):
     """What a reader got from an export: its items, and the records it left out.
 
     ``skipped`` names each record left out by its locator and says why (a line
-    of a type the peer itself ignores, an empty memory), never by its text.
+    of a type the peer itself ignores, an empty memory), never by its text;
+    ``refused``, each (redacted locator, reason) too large to be a trace
+    (:mod:`hikmah.migration.stream`).
     """
 
     items: list[Item]
     skipped: list[str]
+    refused: tuple[tuple[str, str], ...] = ()
 
 
 class Collector:

@@ -1,22 +1,29 @@
-"""Reading the sync folder: what each device directory holds, read defensively.
+"""The sync folder, read and written defensively: what each device directory holds.
 
-The folder is untrusted storage, so a name is only ever read as a regular
-file, never through a symbolic link (which could point anywhere) and never
-blocking (a FIFO would hang the reader), and never past a size limit. Files
-being written (``.tmp-*``) are never read. Nothing here writes: a device
-writes only its own directory, with :mod:`hikmah.durable`'s atomic replace.
+The folder is untrusted storage that git and Syncthing fill with whatever
+another machine put there, symbolic links included. So below the folder
+itself no link is ever followed, reading or writing: every directory on the
+way is entered with ``O_NOFOLLOW`` relative to the one before (a link is
+refused, naming it, for ``sync status``), a name is only ever read as a
+regular file, never blocking (a FIFO would hang the reader) and never past a
+size limit, and files being written (``.tmp-*``) are never read. A device
+writes only its own directory, each file with :mod:`hikmah.durable`'s atomic
+replace, made there anew.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Final
 
 import msgspec
 
+from hikmah.durable import Data, write_atomic_at
 from hikmah.sync.device import Untrusted, is_device_id
 from hikmah.sync.segment import SEGMENT_BYTES, parse_segment_name
 
@@ -124,30 +131,108 @@ def read_file(folder: Path, device: str, name: str, *, limit: int = MAX_FILE) ->
     """The bytes of ``devices/<device>/<name>``, or None when it is not there (yet).
 
     Raises:
-        Untrusted: it is not a regular file (a link, a FIFO, a directory) or is
-            larger than ``limit``.
+        Untrusted: it is not a regular file (a link, a FIFO, a directory), a directory
+            on the way is a link, or it is larger than ``limit``.
     """
-    if not is_device_id(device) or ".." in name.split("/") or name.startswith("/"):
-        raise ValueError(f"not a name inside a device directory: {device}/{name}")
-    path = folder / DEVICES / device / name
+    *parents, leaf = _parts(device, name)
+    shown = f"{device}/{name}"
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        with _directory(folder, [DEVICES, device, *parents], create=False) as directory:
+            fd = os.open(
+                leaf, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=directory
+            )
     except FileNotFoundError:
         return None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise Untrusted(f"{device}/{name} is a symbolic link: not read") from None
+            raise Untrusted(f"{shown} is a symbolic link: not read") from None
         raise
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise Untrusted(f"{device}/{name} is not a regular file: not read")
+            raise Untrusted(f"{shown} is not a regular file: not read")
         if info.st_size > limit:
-            raise Untrusted(f"{device}/{name} is larger than {limit} bytes: not read")
+            raise Untrusted(f"{shown} is larger than {limit} bytes: not read")
         with os.fdopen(fd, "rb", closefd=False) as file:
             data = file.read(limit + 1)
     finally:
         os.close(fd)
     if len(data) > limit:
-        raise Untrusted(f"{device}/{name} is larger than {limit} bytes: not read")
+        raise Untrusted(f"{shown} is larger than {limit} bytes: not read")
     return data
+
+
+def write_own(
+    folder: Path, device: str, writes: Iterable[tuple[str, Data]], removes: Iterable[str] = ()
+) -> None:
+    """Write files into this device's own directory (created if need be), each atomically
+    (a ``.tmp-`` file the engines ignore, fsync, rename), in order, then remove others.
+
+    Raises:
+        Untrusted: a directory on the way, or a name written or removed, is a symbolic
+            link (or not what it should be): nothing is written through it.
+    """
+    for name, data in writes:
+        *parents, leaf = _parts(device, name)
+        with _directory(folder, [DEVICES, device, *parents], create=True) as directory:
+            _refuse_link(directory, leaf, f"{device}/{name}")
+            write_atomic_at(directory, leaf, data, 0o600, temp_prefix=TEMP_PREFIX)
+    for name in removes:
+        *parents, leaf = _parts(device, name)
+        try:
+            with _directory(folder, [DEVICES, device, *parents], create=False) as directory:
+                os.unlink(leaf, dir_fd=directory)  # a link itself, never its target
+                os.fsync(directory)
+        except FileNotFoundError:
+            continue
+
+
+def _parts(device: str, name: str) -> list[str]:
+    parts = name.split("/")
+    if not is_device_id(device) or any(part in ("", ".", "..") for part in parts):
+        raise ValueError(f"not a name inside a device directory: {device}/{name}")
+    return parts
+
+
+@contextlib.contextmanager
+def _directory(folder: Path, parts: list[str], *, create: bool) -> Iterator[int]:
+    """The directory ``folder/parts…`` open, each part entered without following a link
+    (and made, 0700, when ``create``); the folder itself is the person's own path.
+
+    Raises:
+        Untrusted: a part is a symbolic link or not a directory.
+        FileNotFoundError: a part is missing (``create`` false).
+    """
+    if create:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    opened = [os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)]
+    try:
+        for depth, part in enumerate(parts):
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o700, dir_fd=opened[-1])
+            flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+            try:
+                opened.append(os.open(part, flags, dir_fd=opened[-1]))
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                shown = "/".join(parts[: depth + 1])
+                raise Untrusted(
+                    f"{shown} in the sync folder is a symbolic link or not a directory:"
+                    " nothing is read or written through it; remove it and sync again"
+                ) from None
+        yield opened[-1]
+    finally:
+        for fd in reversed(opened):
+            os.close(fd)
+
+
+def _refuse_link(directory: int, name: str, shown: str) -> None:
+    """Refuse to replace a link: it was put there by something other than this device."""
+    with contextlib.suppress(FileNotFoundError):
+        if stat.S_ISLNK(os.stat(name, dir_fd=directory, follow_symlinks=False).st_mode):
+            raise Untrusted(
+                f"{shown} in the sync folder is a symbolic link: nothing is written through"
+                " it; remove it and sync again"
+            )

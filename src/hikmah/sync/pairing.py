@@ -122,6 +122,9 @@ class OpenInvitation(msgspec.Struct, frozen=True, kw_only=True):
     code: PairingCode
     expires_at: int
     used_by: str | None = None
+    # The person's signature of it (hikmah.person.grant), made when they ran sync invite
+    # with presence on: the record that adds whoever joins carries it.
+    grant: bytes | None = None
 
 
 _ENCODER = msgspec.json.Encoder()

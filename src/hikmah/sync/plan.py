@@ -46,6 +46,10 @@ class Peer(msgspec.Struct, frozen=True, kw_only=True):
         upto: it was removed: nothing past this seq is applied.
         halted: why its chain stopped being applied (a fork, a refused
             segment) until a person looks; None while it syncs.
+        person: the person key in force in its chain as applied (its presence
+            records say it; :mod:`hikmah.person`), None while presence is off there.
+        invites: the invitations its person's grants have added devices with (each
+            is good once).
     """
 
     key: bytes
@@ -53,6 +57,8 @@ class Peer(msgspec.Struct, frozen=True, kw_only=True):
     accepted: Accepted | None = None
     upto: int | None = None
     halted: str | None = None
+    person: bytes | None = None
+    invites: tuple[str, ...] = ()
 
 
 class Step(msgspec.Struct, frozen=True):

@@ -7,7 +7,6 @@ directory (the daemon will do the same with hikmah.durable's atomic replace).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +16,7 @@ import msgspec
 from hikmah.ledger import GENESIS, Head, Record, encode_record
 from hikmah.sync.chain import START, Position
 from hikmah.sync.device import DeviceKey
-from hikmah.sync.folder import DEVICES, read_file, scan
+from hikmah.sync.folder import DEVICES, read_file, scan, write_own
 from hikmah.sync.manifest import decode_manifest
 from hikmah.sync.plan import Announce, Peer, Published, audit, plan_apply, plan_publish
 
@@ -42,20 +41,6 @@ def chain(payloads: Iterable[bytes], after: list[Record] | None = None) -> list[
 def notes(count: int, prefix: str = "t", after: list[Record] | None = None) -> list[Record]:
     start = len(after or [])
     return chain((remember_payload(f"{prefix}{start + i}") for i in range(count)), after)
-
-
-def write_files(
-    root: Path, writes: Iterable[tuple[str, bytes]], removes: Iterable[str] = ()
-) -> None:
-    """Write each file atomically (a .tmp- name, then rename), in order."""
-    for name, data in writes:
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temp = path.with_name(".tmp-" + path.name)
-        temp.write_bytes(data)
-        os.replace(temp, path)
-    for name in removes:
-        (root / name).unlink(missing_ok=True)
 
 
 @dataclass
@@ -113,7 +98,7 @@ class Device:
         if plan is None:
             return False
         self.published = plan.published  # kept before the files are written
-        write_files(self.root, plan.writes, plan.removes)
+        write_own(self.folder, self.id, plan.writes, plan.removes)
         return True
 
     def apply(self) -> list[str]:

@@ -14,12 +14,12 @@ from hikmah.policy import KernelPolicy
 from hikmah.rules import Remember
 from hikmah.store import Store
 from hikmah.sync.device import DeviceKey, Untrusted
-from hikmah.sync.folder import DEVICES, read_file, scan
+from hikmah.sync.folder import DEVICES, read_file, scan, write_own
 from hikmah.sync.manifest import decode_manifest
 from hikmah.sync.plan import Announce, plan_publish
 from hikmah.trace import Draft
 
-from .devices import NOW, Device, write_files
+from .devices import NOW, Device
 
 
 def devices(folder: Path, *names: str) -> list[Device]:
@@ -87,7 +87,7 @@ def test_a_publish_killed_before_its_manifest_is_repaired_and_never_applied_earl
     assert plan is not None
     laptop.published = plan.published
     # kill -9 after the segments, before the manifest (and a temporary file left behind).
-    write_files(laptop.root, [w for w in plan.writes if w[0] != "manifest"])
+    write_own(tmp_path, laptop.id, [w for w in plan.writes if w[0] != "manifest"])
     (laptop.root / ".tmp-manifest").write_bytes(b"half")
     assert desk.apply() == []
     assert desk.applied(laptop).seq == 3  # past the signed head: not applied
@@ -197,6 +197,29 @@ def test_the_folder_is_read_as_regular_files_only(tmp_path: Path) -> None:
     (tmp_path / DEVICES / DeviceKey.generate().device_id).symlink_to(laptop.root)
     assert set(scan(tmp_path)) == {laptop.id}
     assert scan(tmp_path / "absent") == {}
+
+
+@pytest.mark.parametrize("linked", ["devices", "own", "segments", "manifest"])
+def test_nothing_is_written_through_a_link_in_the_folder(tmp_path: Path, linked: str) -> None:
+    folder, outside = tmp_path / "folder", tmp_path / "outside"
+    laptop = Device(folder, "laptop", segment_bytes=700)
+    laptop.write(3)
+    laptop.publish()
+    outside.mkdir()
+    place = {
+        "devices": folder / DEVICES,
+        "own": laptop.root,
+        "segments": next(p for p in laptop.root.iterdir() if p.is_dir()),
+        "manifest": laptop.root / "manifest",
+    }[linked]
+    os.rename(place, outside / "moved")
+    place.symlink_to(outside / "moved")  # git and Syncthing both carry links
+    before = sorted(p.relative_to(outside) for p in outside.rglob("*"))
+    laptop.write(40)  # new segments, a new manifest
+    with pytest.raises(Untrusted, match="symbolic link"):
+        laptop.publish()
+    assert sorted(p.relative_to(outside) for p in outside.rglob("*")) == before
+    assert place.is_symlink()  # refused, not replaced: sync status names it
 
 
 def test_a_real_stores_ledger_is_published_and_followed_byte_for_byte(tmp_path: Path) -> None:

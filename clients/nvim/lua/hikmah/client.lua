@@ -48,11 +48,21 @@ function M.call(method, params, callback, timeout_ms)
     if err == nil or err.reason ~= "presence_required" then
       return callback(err, result)
     end
-    require("hikmah.presence").prove(function(proved)
+    local action = method .. (params and params.content and (": " .. params.content) or "")
+    require("hikmah.presence").prove(action:sub(1, 200), function(proved, once)
       if not proved then
         return callback(err, nil)
       end
-      open():request(method, params, callback, timeout)
+      open():request(method, params, function(again, result)
+        if not once then
+          return callback(again, result)
+        end
+        -- A proof for this action alone: ended before anything else is sent (requests on
+        -- one connection run at once), so that the next action asks again.
+        open():request("presence.end", {}, function()
+          callback(again, result)
+        end, timeout)
+      end, timeout)
     end)
   end, timeout)
 end

@@ -3,6 +3,8 @@
 -- A missing daemon is said once: not again until the daemon has been reached in between,
 -- however many commands fail meanwhile.
 
+local display = require("hikmah.display")
+
 local levels = vim.log.levels
 
 local M = {}
@@ -12,7 +14,7 @@ local missing_reported = false
 ---@param message string
 ---@param level integer|nil vim.log.levels.*, default INFO
 function M.show(message, level)
-  vim.notify("Hikmah: " .. message, level or levels.INFO, { title = "Hikmah" })
+  vim.notify("Hikmah: " .. display.visible(message), level or levels.INFO, { title = "Hikmah" })
 end
 
 --- No daemon answers at `path`: say so once, with how to start one.
