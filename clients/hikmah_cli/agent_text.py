@@ -136,10 +136,24 @@ def context(result: Item, budget: int) -> str:
         *(commitment(entry) for entry in result["commitments"]),
         *(conflict(group) for group in result["conflicts"]),
     ]
+    waiting = awaiting_review(result.get("awaiting_review", 0))
     if not lines:
-        return ""
+        return waiting
     header = (
         f"{HEADER} Standing preferences, constraints and procedures for {result['scope']}"
         " (and global), commitments due soon and open conflicts follow."
     )
-    return within_budget(lines, budget, header=header)
+    text = within_budget(lines, budget, header=header)
+    return f"{text}\n{waiting}" if waiting else text
+
+
+def awaiting_review(count: int) -> str:
+    """That notes from agents wait for the person, never what they say."""
+    if not count:
+        return ""
+    notes = "1 note" if count == 1 else f"{count} notes"
+    verb = "awaits" if count == 1 else "await"
+    return (
+        f"{notes} from earlier agent sessions {verb} the person's review (hikmah review):"
+        " not shown until the person accepts them."
+    )

@@ -196,6 +196,34 @@ def _focus(args: argparse.Namespace) -> Request:
     return {"open": "focus.open", "show": "focus.read", "close": "focus.close"}[args.action], name
 
 
+REVIEW_ACTIONS = ("accept", "reject", "edit")
+
+
+def _review(args: argparse.Namespace) -> Request:
+    if args.action is None:
+        if args.ids:
+            raise UsageError(f"no review action {args.ids[0]!r}: {', '.join(REVIEW_ACTIONS)}")
+        return "review.list", _given(args, "limit")
+    if not args.ids:
+        raise UsageError(f"say which: hikmah review {args.action} ID…")
+    if args.action == "reject":
+        if args.reason is None:
+            raise UsageError("say why: hikmah review reject ID… --reason TEXT")
+        return "review.reject", {"ids": args.ids, "reason": args.reason}
+    if args.action == "accept":
+        return "review.accept", {"ids": args.ids}
+    if len(args.ids) != 1:
+        raise UsageError("edit one at a time: hikmah review edit ID")
+    from . import editor  # noqa: PLC0415 -- only an edit opens an editor
+
+    original = call(args, "memory.show", {"id": args.ids[0]})["trace"]["content"]
+    edited = editor.edit(original)
+    if not edited.strip():
+        raise UsageError("the text is empty: nothing was accepted")
+    content = None if edited == original else edited
+    return "review.accept", {"ids": args.ids, **({} if content is None else {"content": content})}
+
+
 SYNC_ACTIONS = ("invite", "join", "status", "remove")
 
 
@@ -435,6 +463,32 @@ COMMANDS: tuple[Command, ...] = (
         " scope, time and locator. It lists them and asks you on the terminal first, and"
         " verifies exactly what it listed. Agent sessions are refused. A later import of a"
         " record you verified leaves your verified trace alone.",
+    ),
+    Command(
+        "review",
+        "what agents wrote that waits for you before any agent reads it: list, accept,"
+        " reject, edit",
+        (
+            arg("action", nargs="?", choices=REVIEW_ACTIONS, help="nothing: list what waits"),
+            arg("ids", nargs="*", metavar="ID", help="the held traces to decide"),
+            arg("--reason", metavar="TEXT", help="(reject) why: kept in the rejection"),
+            arg("--limit", type=int, metavar="N", help="list at most N (default 100)"),
+        ),
+        _review,
+        {
+            "review.list": render.review_inbox,
+            "review.accept": render.reviewed,
+            "review.reject": render.reviewed,
+        },
+        description="An agent's preference, constraint or procedure, and any agent note that"
+        " reads as instructions to an agent (quarantined, with the rule that caught it),"
+        " waits for you: no agent reads it until you accept it. `hikmah review` lists what"
+        " waits, newest first. `accept ID…` writes a verified copy of each that supersedes"
+        " it; `edit ID` opens $EDITOR on its text and accepts what you save; `reject ID…"
+        " --reason TEXT` supersedes each by a rejection, and no agent ever reads it. A person"
+        " only: agent sessions are refused. [review] in the policy says what is held."
+        " See docs/security.md.",
+        person=lambda a: a.action is not None,
     ),
     Command(
         "purge",

@@ -25,5 +25,6 @@ def said(item: Mapping[str, Any], phrases: Phrases) -> list[str]:
         "conflicts": item.get("conflicts") or None,
         "supersedes": item.get("supersedes") or None,
         "superseded_by": item.get("superseded_by") or None,
+        "held": item.get("held"),  # for a person: it waits for their review
     }
     return [say(found[name]) for name, say in phrases.items() if found[name] is not None]

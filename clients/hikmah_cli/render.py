@@ -82,6 +82,9 @@ _NOTES: Phrases = {
     "conflicts": lambda ids: f"CONFLICTS with {', '.join(ids)}",
     "supersedes": lambda old: f"supersedes {old}",
     "superseded_by": lambda new: f"superseded by {new}",
+    "held": lambda state: (
+        f"{state.upper()}: waits for your review, no agent reads it (hikmah review)"
+    ),
 }
 
 
@@ -155,6 +158,10 @@ def shown(result: dict[str, Any]) -> str:
         ("locator", trace.get("provenance", {}).get("locator")),
         ("privacy", trace.get("privacy")),
         ("written on", _device(result.get("origin"))),
+        (
+            "review",
+            f"{result['held']}: no agent reads it (hikmah review)" if result.get("held") else None,
+        ),
         ("superseded", ", ".join(result.get("successors", [])) or None),
         (
             "claim",
@@ -267,6 +274,8 @@ def status(result: dict[str, Any]) -> str:
     if "semantic" in result:
         lines.append("  semantic  " + _semantic(result["semantic"]))
     lines.append(f"  reminders {reminders['scheduled']} scheduled, {reminders['overdue']} overdue")
+    if waiting := result.get("review", {}).get("waiting"):
+        lines.append(f"  review    {awaiting(waiting)}: hikmah review")
     lines.append(f"  events    {result.get('subscribers', 0)} subscribed connections")
     if reminders.get("next"):
         nxt = reminders["next"]
@@ -724,3 +733,55 @@ def sync_status(result: dict[str, Any]) -> str:
         lines.append(wrap(f"last exchange failed: {result['error']}", "  ! "))
     lines += [_finding(f) for f in result["findings"]]
     return "\n".join(lines)
+
+
+def awaiting(count: int) -> str:
+    """``3 memories await review``."""
+    return f"{count} {'memory awaits' if count == 1 else 'memories await'} review"
+
+
+def held_note(item: dict[str, Any]) -> str:
+    """Why a held trace waits: quarantined by which rules (and what each matched), or
+    pending as an agent's standing rule."""
+    if item["state"] == "pending":
+        return f"PENDING: an agent's {item['trace']['kind']}, no agent reads it until you accept it"
+    reasons = "; ".join(
+        f"{r['rule']} ({r['meaning']}: {clip(' '.join(r['matched'].split()), 40)!r})"
+        for r in item["reasons"]
+    )
+    return f"QUARANTINED: {reasons}"
+
+
+def review_inbox(result: dict[str, Any]) -> str:
+    items = result["items"]
+    if not items:
+        return "nothing waits for review"
+    lines = [f"{awaiting(result['waiting'])}, newest first:", ""]
+    for rank, item in enumerate(items, 1):
+        trace = item["trace"]
+        lines.append(
+            textwrap.fill(
+                f"[{trace['kind']}] " + " ".join(trace["content"].split()),
+                WIDTH,
+                initial_indent=f"{rank:>2}. ",
+                subsequent_indent="    ",
+            )
+        )
+        lines.append(wrap(f"{trace['id']} · {when(trace.get('created_at'))} · "
+                          f"{provenance(trace)}", "    "))  # fmt: skip
+        lines.append(textwrap.fill(held_note(item), WIDTH, initial_indent="    ↳ ",
+                                   subsequent_indent="      "))  # fmt: skip
+    if result["waiting"] > len(items):
+        lines.append(f"… and {result['waiting'] - len(items)} more (--limit)")
+    lines += [
+        "",
+        "accept: hikmah review accept ID…   edit: hikmah review edit ID",
+        "reject: hikmah review reject ID… --reason TEXT",
+    ]
+    return "\n".join(lines)
+
+
+def reviewed(result: dict[str, Any]) -> str:
+    lines = [f"{d['id']}: decided by {d['by']} (hikmah show {d['id']})" for d in result["decided"]]
+    lines += [f"refused {r['id']}: {r['reason']}" for r in result["refused"]]
+    return "\n".join(lines) or "nothing decided"

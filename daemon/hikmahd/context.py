@@ -7,6 +7,8 @@ from typing import Any, Protocol
 
 from hikmah.person import PersonKey
 from hikmah.principal import UNPROVEN_PERSON, AgentSession, declared_session, named_session
+from hikmah.review import hold
+from hikmah.trace import Trace
 
 from .events import Events
 from .peers import Peer
@@ -69,6 +71,11 @@ class Context:
         if self.agent is not None:
             return None
         return self.services.tickets.key(self.peer, self.services.now_ms())
+
+    def hides(self, trace: Trace) -> bool:
+        """Whether this caller may not read ``trace``: an agent, and a trace held for the
+        person's review (:mod:`hikmah.review`)."""
+        return self.agent is not None and hold(trace, self.services.policy.review) is not None
 
     def unread(self) -> int:
         """Bytes of replies the peer has not read yet (0 without a connection)."""

@@ -41,11 +41,13 @@ from .handlers import (
     presence,
     promises,
     replay,
+    review,
     service,
     sync,
     transfer,
     vault,
 )
+from .inbox import Inbox
 from .listen import (
     SocketError,
     bind_socket,
@@ -91,6 +93,7 @@ REGISTRIES = tuple(
         focus,
         vault,
         presence,
+        review,
         sync,
         service,
     )
@@ -138,15 +141,17 @@ class Daemon:
         self.events = Events()
         policy = self.policies.in_force
         self.writer = Writer(store, policy, now_ms=now_ms, offload=offload)
+        notifier = notifier or DesktopNotifier()
         self.reminders = Reminders(
             store,
             self.writer,
             self.events,
-            notifier or DesktopNotifier(),
+            notifier,
             now_ms,
             self.policy.reminders.lead_minutes,
             offload,
         )
+        self.inbox = Inbox(store, self.events, notifier, policy, offload)
         # The vectors' follower: a niced thread of its own (tests pass an offload).
         self.background = Niced("hikmahd-vectors") if offload is in_thread else None
         self.semantics = Semantics(store, policy, offload, background or self.background or offload)
@@ -160,6 +165,7 @@ class Daemon:
             self.events.changed,
             self.syncing.on_commit,
             self.semantics.on_commit,
+            self.inbox.on_commit,
         )
         self.replay = Replay(store, self.events, offload, policy)
         self.capsules = Capsules()
@@ -191,6 +197,7 @@ class Daemon:
     def _policy_changed(self) -> None:
         self.reminders.set_lead(self.policy.reminders.lead_minutes)
         self.semantics.policy_changed()
+        self.inbox.policy_changed()
 
     async def _close_idle_capsules(self) -> None:
         while True:
@@ -238,6 +245,7 @@ class Daemon:
             nursery.start_soon(self._reminders_then_semantics, nursery, semantic_scope)
             nursery.start_soon(self._read_presence)
             nursery.start_soon(self.replay.run)
+            nursery.start_soon(self.inbox.run)
             nursery.start_soon(self._close_idle_capsules)
             # Before any write: a store restored behind what it published takes it back.
             await nursery.start(self.syncing.run)

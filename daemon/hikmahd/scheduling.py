@@ -254,18 +254,27 @@ class Recalls:
         self._took_s = INLINE_RECALL_S
 
     async def recall(
-        self, query: RecallQuery, asker: Asker | None = None, *, point: Moment | None = None
+        self,
+        query: RecallQuery,
+        asker: Asker | None = None,
+        *,
+        point: Moment | None = None,
+        hide_held: bool = False,
     ) -> list[RecallResult]:
         """The results of ``query`` (as of ``point``, or now), after ``asker``'s previous
-        recall and in a turn."""
+        recall and in a turn; ``hide_held``: for an agent (:mod:`hikmah.review`)."""
         if asker is None:
-            return await self._in_turn(query, lambda: 0, point)
+            return await self._in_turn(query, lambda: 0, point, hide_held)
         own = self._own.setdefault(asker, trio.Lock())
         async with held(own):
-            return await self._in_turn(query, asker.unread, point)
+            return await self._in_turn(query, asker.unread, point, hide_held)
 
     async def _in_turn(
-        self, query: RecallQuery, unread: Callable[[], int], point: Moment | None
+        self,
+        query: RecallQuery,
+        unread: Callable[[], int],
+        point: Moment | None,
+        hide_held: bool,
     ) -> list[RecallResult]:
         async with self.turns.turn(unread):
             now, policy = self.now_ms(), self.policy()
@@ -279,6 +288,7 @@ class Recalls:
                         now_ms=now_of(snapshot, now),
                         policy=policy,
                         embed=self.query_thread,
+                        hide_held=hide_held,
                     )
 
             began = time.perf_counter()

@@ -35,6 +35,7 @@ from hikmah.ingest import Candidate, extract_candidates, restates
 from hikmah.layout import KIND_CODE, STATUS_CODE, TAG_PREFIX
 from hikmah.policy import KernelPolicy
 from hikmah.proposal import Origin, Proposal
+from hikmah.review import hold
 from hikmah.snapshot import Snapshot
 from hikmah.tokenizer import terms
 from hikmah.trace import Draft, Trace, is_model_source, normalize_claim_key, normalize_claim_value
@@ -78,6 +79,8 @@ def claim_proposals(traces: Iterable[Trace], policy: KernelPolicy) -> list[Propo
             continue
         if trace.kind == "prediction" or is_model_source(trace.provenance.source):
             continue
+        if hold(trace, policy.review) is not None:
+            continue  # an agent's claim no person has looked at is no evidence yet
         key = normalize_claim_key(trace.claim_key)
         value = normalize_claim_value(trace.claim_value)
         groups.setdefault(key, {}).setdefault(value, []).append(trace)

@@ -60,6 +60,13 @@ def stamped_agent(locator: str | None) -> str | None:
     return f"agent:{visible(host.strip()) or 'unknown'}"
 
 
+def stamped_session(locator: str | None) -> str | None:
+    """The agent session's id in the daemon's stamp (None: not stamped, or no id)."""
+    if locator is None or not is_agent_locator(locator):
+        return None
+    return locator[len(AGENT_LOCATOR_PREFIX) :].split(";", 1)[0].partition(":")[2].strip() or None
+
+
 def writer(source: str | None, locator: str | None, verified: bool) -> str:
     """Who wrote a trace, as shown next to it: its source, and when an agent's session
     wrote it (the daemon's stamp in the locator) that agent, whatever source it claimed:
@@ -71,9 +78,9 @@ def writer(source: str | None, locator: str | None, verified: bool) -> str:
     claimed = visible(source or "unknown")
     state = "verified" if verified else "unverified"
     agent = stamped_agent(locator)
-    if locator is None or agent is None:
+    if agent is None:
         return f"{claimed}, {state}"
-    session = locator[len(AGENT_LOCATOR_PREFIX) :].split(";", 1)[0].partition(":")[2].strip()
+    session = stamped_session(locator)
     session_text = f", session {visible(_short(session))}" if session else ""
     if claimed in (agent, "unknown", ""):
         return f"{agent}{session_text}, {state}"

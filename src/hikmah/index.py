@@ -49,6 +49,7 @@ from hikmah.payloads import (
     TracePayload,
     written_at,
 )
+from hikmah.review import screened
 from hikmah.sealing import Sealed
 from hikmah.snapshot import Snapshot
 from hikmah.sync.merge import Feedback, Pinned, RecordId
@@ -339,6 +340,7 @@ def _add(
     row["privacy"] = PRIVACY_CODE[trace.privacy]
     row["present"] = int(present)
     row["source"] = SOURCE_CODE[source_class(trace)]
+    row["screened"] = screened(trace)
     txn.put(u32(docno // CHUNK), chunk.tobytes(), db=dbs.features)
     dirty.add(docno // CHUNK)
 

@@ -108,12 +108,13 @@ FEATURES = np.dtype(
         ("present", "u1"),
         ("pinned", "u1"),
         ("source", "u1"),  # SOURCE_CODE of hikmah.trace.source_class
-        ("_pad", "<u1", (3,)),
+        ("screened", "u1"),  # an agent's trace the screen quarantines (hikmah.review)
+        ("_pad", "<u1", (2,)),
     ]
 )
 # Bumped whenever FEATURES or a derived database changes shape: a store whose
 # indexes were built with another layout rebuilds them from the ledger on open.
-LAYOUT = 4
+LAYOUT = 5
 FeatureArray = npt.NDArray[np.void]
 DocArray = npt.NDArray[np.uint32]
 

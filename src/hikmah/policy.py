@@ -17,6 +17,7 @@ from typing import Annotated, Literal
 import msgspec
 
 from hikmah.errors import PolicyError
+from hikmah.vocabulary import RememberedKind
 
 Weight = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 
@@ -170,6 +171,33 @@ class PresencePolicy(_Section, frozen=True):
             " otherwise a proof there holds for one command",
         ),
     ] = False
+
+
+class ReviewPolicy(_Section, frozen=True):
+    """What an agent writes that waits for a person before any agent reads it."""
+
+    kinds: Annotated[
+        tuple[RememberedKind, ...],
+        msgspec.Meta(
+            description="kinds of trace an agent session writes that wait for a person's"
+            " review before agents receive them (standing rules, by default)",
+        ),
+    ] = ("constraint", "preference", "procedure")
+    observations: Annotated[
+        bool,
+        msgspec.Meta(
+            description="hold an agent's observations (and episodes) for review too;"
+            " otherwise they reach agents at once unless the screen quarantines them",
+        ),
+    ] = False
+    screen: Annotated[
+        bool,
+        msgspec.Meta(
+            description="quarantine an agent's trace that reads as instructions to an agent"
+            " (override phrasing, role markers, hidden characters, encoded payloads, a"
+            " download piped into a shell, exfiltration, claims of authorisation)",
+        ),
+    ] = True
 
 
 class Blend(msgspec.Struct, frozen=True, kw_only=True):
@@ -336,6 +364,7 @@ class KernelPolicy(_Section, frozen=True):
     replay: ReplayPolicy = ReplayPolicy()
     vault: VaultPolicy = VaultPolicy()
     presence: PresencePolicy = PresencePolicy()
+    review: ReviewPolicy = ReviewPolicy()
     semantic: SemanticPolicy = SemanticPolicy()
     sync: SyncPolicy = SyncPolicy()
 

@@ -24,7 +24,9 @@ from hikmah.layout import (
     claim_value_key,
     reminder_key,
 )
+from hikmah.policy import ReviewPolicy
 from hikmah.promises import STAGES, Stage
+from hikmah.review import HELD_FIELDS, held_rows
 from hikmah.snapshot import Moment, Snapshot
 from hikmah.tokenizer import terms
 from hikmah.trace import Trace, normalize_claim_key, normalize_claim_value, normalize_content
@@ -253,12 +255,17 @@ def same_content(
             yield trace.id
 
 
-def conflicts(snapshot: Snapshot, key: str | None = None) -> list[ConflictGroup]:
-    """Every open conflict (or the one on ``key``), grouped by normalised key and value."""
+def conflicts(
+    snapshot: Snapshot, key: str | None = None, hides: Callable[[Trace], bool] | None = None
+) -> list[ConflictGroup]:
+    """Every open conflict (or the one on ``key``), grouped by normalised key and value;
+    without the traces ``hides`` says the caller may not read."""
     groups: dict[str, dict[str, list[str]]] = {}
     for _key, docno, _value in snapshot.claim_entries(key):
         trace = snapshot.trace_at(docno)
         assert trace.claim_key is not None and trace.claim_value is not None
+        if hides is not None and hides(trace):
+            continue
         name = normalize_claim_key(trace.claim_key)
         value = normalize_claim_value(trace.claim_value)
         groups.setdefault(name, {}).setdefault(value, []).append(trace.id)
@@ -269,8 +276,11 @@ def conflicts(snapshot: Snapshot, key: str | None = None) -> list[ConflictGroup]
     ]
 
 
-def claim_history(snapshot: Snapshot, key: str) -> list[ClaimValue]:
-    """Every value ``key`` was given (purged traces' aside), in write order."""
+def claim_history(
+    snapshot: Snapshot, key: str, hides: Callable[[Trace], bool] | None = None
+) -> list[ClaimValue]:
+    """Every value ``key`` was given (purged traces' aside, and those ``hides`` says the
+    caller may not read), in write order."""
     docs = sorted(docno for _key, docno, _value in snapshot.claim_log(key))
     rows = snapshot.features.take(
         ("seq_written", "seq_superseded", "seq_fulfilled"), np.array(docs, dtype=np.intp)
@@ -280,6 +290,8 @@ def claim_history(snapshot: Snapshot, key: str) -> list[ClaimValue]:
         entry = stored(snapshot, docno)
         trace = entry.trace
         assert trace.claim_value is not None
+        if hides is not None and hides(trace):
+            continue
         ended = {"superseded": rows["seq_superseded"][i], "fulfilled": rows["seq_fulfilled"][i]}
         end = ended.get(entry.status)
         written = int(rows["seq_written"][i])
@@ -335,11 +347,13 @@ def standing(
     scope: str | None,
     verified_only: bool = False,
     limit: int,
+    hide_held: ReviewPolicy | None = None,
 ) -> list[StoredTrace]:
     """Active traces of these kinds that hold in ``scope``: the rules a session starts with.
 
     Global traces always hold; ``scope`` adds its own. Sensitive traces are
-    never included. Verified first, then the most authoritative, then newest.
+    never included, nor, with ``hide_held`` (for an agent), those it holds for the
+    person's review. Verified first, then the most authoritative, then newest.
     """
     columns = snapshot.features
     mask = (columns["present"] == 1) & (columns["status"] == STATUS_CODE["active"])
@@ -352,6 +366,8 @@ def standing(
     mask &= np.isin(columns["scope"], scopes)
     if verified_only:
         mask &= columns["verified"] == 1
+    if hide_held is not None:
+        mask &= ~held_rows({name: columns[name] for name in HELD_FIELDS}, hide_held)
     docs = np.flatnonzero(mask)
     # lexsort sorts by the last key first; negate for descending order.
     order = np.lexsort(

@@ -48,6 +48,7 @@ from hikmah.layout import (
 )
 from hikmah.policy import Blend, KernelPolicy
 from hikmah.queries import conflicts_for, superseded_by
+from hikmah.review import HELD_FIELDS, held_rows
 from hikmah.semantic import SemanticIndex
 from hikmah.snapshot import Snapshot
 from hikmah.tokenizer import terms
@@ -174,17 +175,21 @@ def recall(
     now_ms: int,
     policy: KernelPolicy,
     embed: QueryEmbedding = embed_now,
+    hide_held: bool = False,
 ) -> list[RecallResult]:
     """The best ``min(limit, recall_limit)`` traces for ``query`` in ``snapshot``, best first.
 
     ``embed`` makes the query's vector when the semantic channel takes part: it is
-    started before the lexical candidates are gathered and waited for after."""
+    started before the lexical candidates are gathered and waited for after.
+    ``hide_held``: for an agent, never a trace held for the person's review
+    (:mod:`hikmah.review`)."""
     limit = min(query.limit or policy.recall_limit, policy.recall_limit)
     q_terms = sorted(terms(query.query))
     q_tags = sorted({t for t in map(normalize_tag, query.tags) if t})
     if limit < 1 or (query.query.strip() and not q_terms and not q_tags):
         return []  # a query of stopwords only asks for nothing
-    return _Scorer(snapshot, query, q_terms, q_tags, now_ms, policy, embed).run()[:limit]
+    scorer = _Scorer(snapshot, query, q_terms, q_tags, now_ms, policy, embed, hide_held)
+    return scorer.run()[:limit]
 
 
 Rows = dict[str, npt.NDArray[Any]]
@@ -252,13 +257,18 @@ class _Scorer:
         now_ms: int,
         policy: KernelPolicy,
         embed: QueryEmbedding,
+        hide_held: bool = False,
     ) -> None:
         self.snapshot, self.features = snapshot, snapshot.features
         self.query, self.policy = query, policy
         self.q_terms, self.q_tags, self.now = q_terms, q_tags, now_ms
         self.listing = not q_terms and not q_tags
+        self.hide_held = hide_held
         chosen = (("source", query.sources), ("verified", query.verified is not None))
-        self.filter_fields = _FILTER_FIELDS + tuple(name for name, asked in chosen if asked)
+        fields = _FILTER_FIELDS + tuple(name for name, asked in chosen if asked)
+        if hide_held:
+            fields += tuple(name for name in HELD_FIELDS if name not in fields)
+        self.filter_fields = fields
         self.weighting = policy.recall.weighting
         self.query_idf = 0.0
         self.params: _scoring.Params  # the kernel's: set by _candidates (the query's idf)
@@ -583,6 +593,8 @@ class _Scorer:
             mask &= rows["kind"] != KIND_CODE["prediction"]
         if not self.query.include_sensitive:
             mask &= rows["privacy"] != PRIVACY_CODE["sensitive"]
+        if self.hide_held:
+            mask &= ~held_rows(rows, self.policy.review)
         if self.query.scope is not None:
             scope = self.snapshot.scope_id(self.query.scope)
             in_scope = rows["scope"] == GLOBAL_SCOPE_ID

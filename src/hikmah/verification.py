@@ -1,4 +1,5 @@
-"""A person's word that traces they checked are right: a verified correction of each.
+"""A person's word that traces they checked are right: a verified correction of each;
+and their word on an agent's trace held for review (:mod:`hikmah.review`).
 
 What an import (or an agent) writes is never verified. A person who has
 checked what came in verifies it in one step (``hikmah verify --source
@@ -21,8 +22,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
+from typing import Final
 
-from hikmah.display import AGENT_LOCATOR_PREFIX
+import msgspec
+
+from hikmah.display import AGENT_LOCATOR_PREFIX, is_agent_locator, stamped_agent
 from hikmah.principal import AgentSession
 from hikmah.rules import Remember
 from hikmah.trace import Draft, Trace, derived_trace_id, draft_fields
@@ -79,3 +83,44 @@ def _unstamped(locator: str | None) -> str | None:
         return locator
     _stamp, _, caller = locator.partition("; ")
     return caller or None
+
+
+REJECTED_TAG: Final = "rejected"
+
+
+def acceptance(trace: Trace, content: str | None, session: AgentSession | None) -> Remember:
+    """The write that accepts a held trace: a verified copy that supersedes it, with
+    ``content`` in place of its text when the person edited it."""
+    accepted = verification(trace, session)
+    stamp = trace.provenance.locator
+    if is_agent_locator(stamp):  # who wrote what the person vouches for stays on record
+        accepted = msgspec.structs.replace(
+            accepted, draft=msgspec.structs.replace(accepted.draft, locator=f"reviewed: {stamp}")
+        )
+    if content is None or content == trace.content:
+        return accepted
+    draft = msgspec.structs.replace(accepted.draft, content=content)
+    key = f"accepted\0{trace.id}\0{content}"
+    return msgspec.structs.replace(
+        accepted, draft=draft, trace_id=derived_trace_id(trace.created_at, key)
+    )
+
+
+def rejection(trace: Trace, reason: str, session: AgentSession | None) -> Remember:
+    """The write that rejects a held trace: a correction that supersedes it. It names
+    the kind and the writer, never the text, so the rejection is safe for agents."""
+    reason = " ".join(reason.split())
+    writer = stamped_agent(trace.provenance.locator) or "an agent"
+    draft = Draft(
+        kind="correction",
+        content=f"Rejected in review ({reason}): a {trace.kind} written by {writer}",
+        tags=(REJECTED_TAG,),
+        supersedes=trace.id,
+        scope=trace.scope,
+        verified=True,
+    )
+    return Remember(
+        draft=draft,
+        session=session,
+        trace_id=derived_trace_id(trace.created_at, f"rejected\0{trace.id}"),
+    )

@@ -44,6 +44,8 @@ def view(ctx: Context, capsule: FocusCapsule) -> JSON:
                 capsule.held.pop(held.id, None)
                 gone.append(held.id)
                 continue
+            if ctx.hides(stored.trace):
+                continue  # held for the person's review: never an agent's to read
             traces.append({**to_json(stored), "activation": held.activation, "pinned": held.pinned})
     return {
         "name": capsule.name,
@@ -72,7 +74,7 @@ async def focus_read(ctx: Context, params: FocusName) -> JSON:
 @registry.method("focus.absorb", FocusAbsorb)
 async def focus_absorb(ctx: Context, params: FocusAbsorb) -> JSON:
     capsule = _open(ctx, params.name)
-    results = await ctx.services.recalls.recall(params, ctx)
+    results = await ctx.services.recalls.recall(params, ctx, hide_held=ctx.agent is not None)
     evicted = capsule.absorb((r.trace.id, r.score) for r in results)
     return {
         **view(ctx, capsule),

@@ -11,8 +11,8 @@ from typing import Annotated
 
 import msgspec
 
-from hikmah import fates, queries, verification
-from hikmah.errors import ConflictError, HikmahError, InvalidInput
+from hikmah import fates, queries, review, verification
+from hikmah.errors import ConflictError, HikmahError, InvalidInput, NotFound
 from hikmah.past import AsOf, moment
 from hikmah.recall import RecallQuery
 from hikmah.rules import Fulfill, Purge, Remember
@@ -56,6 +56,11 @@ def origin(ctx: Context, snapshot: Snapshot, trace_id: str, here: str | None = N
     return {"device": found.device, "name": name, "this_device": found.here}
 
 
+def held(ctx: Context, trace: Trace, status: str) -> review.Hold | None:
+    """Whether a trace shown to a person waits for their review (only an active one)."""
+    return review.hold(trace, ctx.services.policy.review) if status == "active" else None
+
+
 @registry.method("memory.recall", RecallParams)
 async def recall(ctx: Context, params: RecallParams) -> JSON:
     services = ctx.services
@@ -64,12 +69,14 @@ async def recall(ctx: Context, params: RecallParams) -> JSON:
         if params.focus is not None:
             raise InvalidInput("a recall as of the past cannot fill a focus capsule (now)")
         point = services.store.read(moment, params.as_of, services.now_ms())
-    results = await services.recalls.recall(params, ctx, point=point)
+    hide = ctx.agent is not None
+    results = await services.recalls.recall(params, ctx, point=point, hide_held=hide)
     found = to_json(results)
     with services.store.snapshot() as snapshot:
         here = fates.this_device(snapshot)
-        for result in found:
+        for result, item in zip(found, results, strict=True):
             result["origin"] = origin(ctx, snapshot, result["trace"]["id"], here)
+            result["held"] = held(ctx, item.trace, item.status)
     reply: dict[str, JSON] = {"results": found}
     if point is not None:
         reply["as_of"] = to_json(point)
@@ -90,12 +97,16 @@ class ShowParams(Params, frozen=True):
 async def show(ctx: Context, params: ShowParams) -> JSON:
     with reading(ctx.services, params.as_of) as snapshot:
         current = queries.get(snapshot, params.id)
-        history = queries.history(snapshot, params.id)
+        if ctx.hides(current.trace):
+            raise NotFound(f"{params.id} waits for the person's review: no agent reads it")
+        history = [entry for entry in queries.history(snapshot, params.id)
+                   if not ctx.hides(entry.trace)]  # fmt: skip
         record = queries.record_of(snapshot, params.id)
         successors = queries.successors(snapshot, params.id)
         where = origin(ctx, snapshot, params.id)
     reply = {
         **to_json(current),
+        "held": held(ctx, current.trace, current.status),
         "history": to_json(history),
         "record": to_json(record),
         "successors": list(successors),
@@ -112,7 +123,7 @@ class ConflictsParams(Params, frozen=True):
 @registry.method("memory.conflicts", ConflictsParams)
 async def conflicts(ctx: Context, params: ConflictsParams) -> JSON:
     with reading(ctx.services, params.as_of) as snapshot:
-        found = queries.conflicts(snapshot, params.key)
+        found = queries.conflicts(snapshot, params.key, ctx.hides)
     return past({"conflicts": to_json(found)}, snapshot)
 
 
@@ -125,7 +136,7 @@ class HistoryParams(Params, frozen=True):
 async def history(ctx: Context, params: HistoryParams) -> JSON:
     """Every value a claim key was given, in write order, with who set it and when."""
     with reading(ctx.services, params.as_of) as snapshot:
-        values = queries.claim_history(snapshot, params.key)
+        values = queries.claim_history(snapshot, params.key, ctx.hides)
     return past({"key": params.key, "values": to_json(values)}, snapshot)
 
 
@@ -155,14 +166,17 @@ async def context(ctx: Context, params: ContextParams) -> JSON:
             scope=params.scope,
             verified_only=params.verified_only,
             limit=params.limit,
+            hide_held=ctx.services.policy.review if ctx.agent is not None else None,
         )
-        commitments = due(snapshot, now, until, scope=params.scope)
-        open_conflicts = queries.conflicts(snapshot)
+        commitments = due(snapshot, now, until, scope=params.scope, hides=ctx.hides)
+        open_conflicts = queries.conflicts(snapshot, hides=ctx.hides)
+        waiting = review.waiting(snapshot, ctx.services.policy.review)
     return {
         "scope": params.scope or "global",
         "standing": to_json(standing),
         "commitments": commitments,
         "conflicts": to_json(open_conflicts),
+        "awaiting_review": waiting,
     }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 import msgspec
@@ -9,6 +10,7 @@ import msgspec
 from hikmah import queries
 from hikmah.past import AsOf, now_of
 from hikmah.snapshot import Snapshot
+from hikmah.trace import Trace
 
 from ..context import Context
 from ..rpc import JSON, Params, Registry, to_json
@@ -34,15 +36,26 @@ async def promises(ctx: Context, params: PromisesParams) -> JSON:
             until = now
         elif params.within_hours is not None:
             until = now + int(params.within_hours * HOUR_MS)
-        return past({"commitments": due(snapshot, now, until, scope=None)}, snapshot)
+        found = due(snapshot, now, until, scope=None, hides=ctx.hides)
+        return past({"commitments": found}, snapshot)
 
 
-def due(snapshot: Snapshot, now_ms: int, until: int | None, *, scope: str | None) -> list[JSON]:
-    """Open commitments due by ``until``, soonest first (only those holding in ``scope``),
-    each with whether it is overdue and how long until it is due."""
+def due(
+    snapshot: Snapshot,
+    now_ms: int,
+    until: int | None,
+    *,
+    scope: str | None,
+    hides: Callable[[Trace], bool],
+) -> list[JSON]:
+    """Open commitments due by ``until``, soonest first (only those holding in ``scope``,
+    and not those ``hides`` keeps from the caller), each with whether it is overdue and
+    how long until it is due."""
     commitments: list[JSON] = []
     for entry in queries.commitments(snapshot, until_ms=until):
         if scope is not None and entry.trace.scope not in ("global", scope):
+            continue
+        if hides(entry.trace):
             continue
         deadline = entry.trace.deadline
         assert deadline is not None

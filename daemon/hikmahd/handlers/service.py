@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from hikmah import __version__, queries
+from hikmah import __version__, queries, review
 from hikmah.errors import InvalidInput
 from hikmah.policy import KernelPolicy, render_policy
 
@@ -28,6 +28,8 @@ async def status(ctx: Context, params: NoParams) -> JSON:
     with store.snapshot() as snapshot:
         queue = queries.commitments(snapshot)
         counts = queries.counts(snapshot)
+        waiting = review.waiting(snapshot, services.policy.review)
+    shown = [entry for entry in queue if not ctx.hides(entry.trace)]
     return {
         "pid": os.getpid(),
         "version": __version__,
@@ -42,8 +44,9 @@ async def status(ctx: Context, params: NoParams) -> JSON:
         "reminders": {
             "scheduled": len(queue),
             "overdue": sum(1 for e in queue if (e.trace.deadline or 0) <= now),
-            "next": None if not queue else to_json(queue[0].trace),
+            "next": None if not shown else to_json(shown[0].trace),
         },
+        "review": {"waiting": waiting},
         "principal": None if ctx.agent is None else to_json(ctx.agent),
         "presence": report(ctx),
         "focus": [services.capsules.summary(name, now) for name in services.capsules.names()],

@@ -1,0 +1,138 @@
+"""``review.*``: the person's inbox of what agents wrote and no agent may read yet
+(:mod:`hikmah.review`): list it, accept (as written or edited), reject."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated
+
+import msgspec
+
+from hikmah import queries, review, verification
+from hikmah.errors import AgentRestricted, HikmahError, InvalidInput, NotFound, PresenceRequired
+from hikmah.policy import ReviewPolicy
+from hikmah.review import ReviewItem
+from hikmah.rules import Remember
+from hikmah.trace import Trace
+
+from ..context import Context
+from ..rpc import JSON, Params, Registry, to_json
+
+registry = Registry()
+_IDS = Annotated[list[str], msgspec.Meta(min_length=1, max_length=1000)]
+# The write that decides one held trace.
+_Write = Callable[[Trace], Remember]
+
+
+class ReviewListParams(Params, frozen=True):
+    limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 100
+
+
+class ReviewListResult(msgspec.Struct, frozen=True):
+    waiting: int  # every held trace that waits, beyond ``limit`` too
+    items: list[ReviewItem]  # newest first
+
+
+class ReviewAcceptParams(Params, frozen=True):
+    ids: _IDS
+    # The person's edit of the one trace named: accepted in place of its text.
+    content: str | None = None
+
+
+class ReviewRejectParams(Params, frozen=True):
+    ids: _IDS
+    reason: Annotated[str, msgspec.Meta(min_length=1, max_length=1000)]
+
+
+class Decided(msgspec.Struct, frozen=True):
+    id: str  # the held trace
+    by: str  # the trace that accepted or rejected it
+
+
+class Refused(msgspec.Struct, frozen=True):
+    id: str
+    reason: str
+
+
+class ReviewDecisionResult(msgspec.Struct, frozen=True):
+    decided: list[Decided]
+    refused: list[Refused]
+
+
+def _for_a_person(ctx: Context) -> None:
+    """Agents learn that something waits (``memory.context``), never what."""
+    if ctx.agent is not None:
+        raise AgentRestricted("the review inbox is the person's: no agent reads it")
+
+
+@registry.method("review.list", ReviewListParams)
+async def review_list(ctx: Context, params: ReviewListParams) -> JSON:
+    """The held traces that wait for the person, newest first."""
+    _for_a_person(ctx)
+    policy = ctx.services.policy.review
+    with ctx.services.store.snapshot() as snapshot:
+        result = ReviewListResult(
+            waiting=review.waiting(snapshot, policy),
+            items=review.inbox(snapshot, policy, params.limit),
+        )
+    return to_json(result)
+
+
+@registry.method("review.accept", ReviewAcceptParams, person="accept agents' notes in review")
+async def review_accept(ctx: Context, params: ReviewAcceptParams) -> JSON:
+    """Accept held traces: a verified copy of each supersedes it (with the person's
+    edit of its text, for one trace)."""
+    if params.content is not None and len(params.ids) != 1:
+        raise InvalidInput("an edited text accepts one trace: name exactly one id")
+    return await _decide(
+        ctx, params.ids, lambda trace: verification.acceptance(trace, params.content, ctx.session)
+    )
+
+
+@registry.method("review.reject", ReviewRejectParams, person="reject agents' notes in review")
+async def review_reject(ctx: Context, params: ReviewRejectParams) -> JSON:
+    """Reject held traces: a correction supersedes each, and no agent ever reads them."""
+    if not params.reason.strip():
+        raise InvalidInput("say why: the reason is kept in the rejection")
+    return await _decide(
+        ctx, params.ids, lambda trace: verification.rejection(trace, params.reason, ctx.session)
+    )
+
+
+async def _decide(ctx: Context, ids: list[str], write: _Write) -> JSON:
+    """Write each held trace's decision; those not waiting are refused, with why."""
+    policy = ctx.services.policy.review
+    chosen: list[tuple[str, Remember]] = []
+    refused: list[Refused] = []
+    with ctx.services.store.snapshot() as snapshot:
+        for trace_id in dict.fromkeys(ids):
+            try:
+                entry = queries.get(snapshot, trace_id)
+            except NotFound as exc:
+                refused.append(Refused(trace_id, str(exc)))
+                continue
+            why = _not_waiting(entry.trace, entry.status, policy)
+            if why is not None:
+                refused.append(Refused(trace_id, why))
+                continue
+            chosen.append((trace_id, write(entry.trace)))
+    operations = [operation for _id, operation in chosen]
+    outcomes = await ctx.services.writer.submit_all(operations, person=ctx.person)
+    decided = []
+    for (trace_id, operation), outcome in zip(chosen, outcomes, strict=True):
+        if isinstance(outcome, AgentRestricted | PresenceRequired):
+            raise outcome  # the caller may not: the same for every one of them
+        if isinstance(outcome, HikmahError):
+            refused.append(Refused(trace_id, str(outcome)))  # changed meanwhile, say
+            continue
+        assert operation.trace_id is not None
+        decided.append(Decided(trace_id, operation.trace_id))
+    return to_json(ReviewDecisionResult(decided=decided, refused=refused))
+
+
+def _not_waiting(trace: Trace, status: str, policy: ReviewPolicy) -> str | None:
+    if status != "active":
+        return f"it is {status}: decided already, or changed since"
+    if review.hold(trace, policy) is None:
+        return "it does not wait for review (a person's trace, verified, or not held)"
+    return None
