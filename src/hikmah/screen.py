@@ -93,10 +93,18 @@ def _words(*alternatives: str) -> str:
     return "(?:" + "|".join(alternatives) + ")"
 
 
-# Who a note may speak to, when it speaks to a model.
-_MODEL = _words(
-    "ai", "ais", "llms?", "agents?", "assistants?", "models?", "claude", "codex", "gemini",
-    "copilot", "chatgpt", "gpt", "bots?", "ia", "ki",
+# Who a note may speak to, when it speaks to a model: a model by name, or (weaker, since
+# agents leave each other handoff notes) the next agent.
+_AI = _words(
+    "ai", "ais", "llms?", "assistants?", "claude", "codex", "gemini", "copilot", "chatgpt",
+    "gpt", "ia", "ki", "language\\s+models?",
+)  # fmt: skip
+_MODEL = _words(_AI, "agents?", "models?", "bots?")
+# What makes words to the next agent a sign: they weaken a safeguard or send data out.
+_WEAKENS = _words(
+    "disable", "skip", "bypass", "no-verify", "suppress", "verify_ssl", "never\\s+ask",
+    "don't\\s+ask", "without\\s+(?:review|approval|confirmation|asking)", "upload", "exfil\\w*",
+    "rm\\s+-rf", "drop\\s+table", "force-push", "push\\s+--force", "chmod\\s+777",
 )  # fmt: skip
 # Words that make "the rules" the reader's own: what it was told before this note.
 _EARLIER = _words(
@@ -149,19 +157,43 @@ _OVERRIDE = _searching(
      r"\b(?:ignora|dimentica)\s+(?:tutte\s+)?(?:le|tue)\s+(?:\w+\s+){0,2}"
      r"(?:istruzioni|regole|politiche|direttive)\b"),
     ("negeer|vergeet", r"\b(?:negeer|vergeet)\s+(?:\w+\s+){0,3}(?:instructies|regels)\b"),
+    # A new persona, in the same languages.
+    ("you are", r"(?<!['\"‘“])\byou\s+are\s+(?:now|henceforth|from\s+now\s+on)\b"),
+    ("bist du", r"\b(?:ab\s+jetzt|von\s+nun\s+an|ab\s+sofort)\s+bist\s+du\b"),
+    ("tu es", r"\btu\s+es\s+(?:désormais|maintenant|dorénavant)\b"),
+    ("eres", r"\b(?:ahora|a\s+partir\s+de\s+ahora|desde\s+ahora)\s+eres\b"),
+    ("agora", r"\b(?:você|tu)\s+agora\s+(?:é|és)\b|\ba\s+partir\s+de\s+agora\s+(?:você|tu)\b"),
+    ("sei", r"\b(?:ora|d'ora\s+in\s+poi|da\s+ora\s+in\s+poi)\s+(?:tu\s+)?sei\b"),
+    ("je bent", r"\bje\s+bent\s+(?:nu|voortaan|vanaf\s+nu)\b"),
+    # Where memory ends and orders begin, or a note that wants to be copied on.
+    ("end of|begin|start of",
+     r"(?:end|beginning|start)\s+of\s+(?:the\s+)?(?:memory|memories|notes|context|system\s+prompt"
+     r"|instructions)\s*-{2,}|-{2,}\s*(?:end|begin|start)\s+(?:of\s+)?(?:the\s+)?(?:memory"
+     r"|memories|notes|context)"),
+    ("instructions from", r"\bnew\s+instructions\s+from\s+(?:the\s+)?\w+"),
+    ("this note|this text|this message|this instruction",
+     r"\b(?:copy|repeat|include|add|paste|append)\s+this\s+(?:note|text|message|instructions?)"
+     r"\b[^.\n]{0,40}\b(?:every|each|all)\s+(?:new\s+|future\s+)?(?:memor|notes?|sessions?"
+     r"|responses?|repl|commits?|files?)"),
 )  # fmt: skip
 
 # A chat transcript's turn markers, a model's template tokens, or a tool's result
 # forged inside a note.
 _ROLE = _searching(
     ("im_|system|assistant|user|endoftext|eot_id|start_header",
-     r"<\|?(?:im_start|im_end|system|assistant|user|endoftext|eot_id|start_header_id)\|?>"),
+     r"<\|?(?:system|assistant|user)\|?>|<\|(?:im_start|start_header_id)\|>\s*(?:system"
+     r"|assistant|developer)\b"),
     ("inst]|sys>>|system|assistant",
      r"\[/?inst\]|<</?sys>>|</?(?:system|assistant)(?:[\s_-]?prompt)?>"),
     ("tool_|function_|system-reminder|instructions>|</memory>",
      r"</?(?:tool_result|tool_call|tool_use|function_results?|function_calls|system-reminder"
      r"|instructions)>|</memory>"),
-    ("system|admin|developer|root", r"\[\s*(?:system|admin|developer|root)(?:\s+\w+){0,2}\s*\]"),
+    ("system|admin|developer|root|sistema|système|systeme",
+     r"\[\s*(?:\w+\s+){0,2}(?:system|admin|developer|root|sistema|système|systeme"
+     r"|systemnachricht)(?:\s+\w+){0,2}\s*\]"),
+    ('"role"',
+     r"\"role\"\s*:\s*\"(?:system|developer)\"\s*,\s*\"content\"\s*:\s*\"[^\"\n]{0,200}\b"
+     r"(?:override|ignore|must|never|always|you\s+are|do\s+not|from\s+now)"),
     ("```", r"```\s*(?:system|instructions?)\b"),
     ("system|assistant|developer|sistema|système|systeme",
      r"(?:^|\n)[ \t#*>]{0,8}(?:system|assistant|developer|sistema|système|systeme)"
@@ -228,6 +260,8 @@ _PIPE_TO_SHELL = _searching(
      r"\b(?:powershell|pwsh)(?:\.exe)?\b[^\n]{0,100}\s-(?:enc|encodedcommand|e)\s+"
      r"[a-z0-9+/=]{20}"),
     ("b64decode", r"\b(?:os\.system|subprocess\.\w+|exec|eval)\s*\(\s*(?:base64\.)?b64decode\b"),
+    ("urlopen|requests.get",
+     r"\b(?:exec|eval)\s*\(\s*(?:urllib\.request\.|\w{1,10}\.)?(?:urlopen|requests\.get)\s*\("),
 )  # fmt: skip
 
 # Sending local data out: a capture service, a request that carries a local secret,
@@ -253,6 +287,25 @@ _EXFILTRATION = _searching(
     ("scp|rsync|sftp|nc", rf"\b(?:scp|rsync|sftp|nc|ncat)\b[^\n]{{0,100}}(?:{_LOCAL_SECRETS})"),
     ("=$|=`", rf"[?&][\w-]{{1,40}}=(?:\$\(|`|{_SECRET_VAR})"),
     ("![", r"!\[[^\]\n]{0,100}\]\(\s*https?://[^)\s]{0,300}[?&][^)\s=]{1,40}=[<{$]"),
+    ("$(",
+     r"\$\(\s*(?:cat|printenv|env|whoami|base64|head|tail)\b[^)\n]{0,80}(?:\.env|\.ssh|\.aws"
+     r"|credentials|token|secret|\.git-credentials|\.netrc|id_rsa|id_ed25519)"
+     r"|\b(?:dig|nslookup|host|ping|curl|wget)\s+[^\n]{0,20}\$\(\s*(?:cat|printenv|env|whoami)\b"),
+    ("~/.ssh/id_|id_rsa|id_ed25519",
+     r"\b(?:cat|copy|copia|paste|print|send|upload|share|mail)\b[^\n]{0,30}(?:~|\$home)/\.ssh/id_"
+     r"(?:rsa|ed25519|ecdsa|dsa)\b(?!\.pub)"),
+    ("{{",
+     r"\{\{\s*(?:conversation|context|chat|history|transcript|secrets?|env|messages?)\s*\}\}"),
+    ("urlopen", r"\burlopen\s*\([^)\n]{0,200}(?:os\.environ|getenv)"),
+    ("discord.com/api/webhooks|discordapp.com/api/webhooks",
+     r"https?://(?:\w+\.)?discord(?:app)?\.com/api/webhooks/"),
+    ("http|@",
+     r"\b(?:send|post|upload|mail|e-?mail|forward|paste|copy|leak|push|invia|envía|envia|enviar"
+     r"|schick\w*|send\w*|envoie\w*|envoyer|mailen|sturen|stuur)\b[^.\n]{0,60}\b(?:env|printenv"
+     r"|environment|variables\s+d'ambiente|variables\s+de\s+(?:entorno|ambiente)|umgebungsvariablen"
+     r"|\.env|~/\.ssh|ssh\s+keys?|claves\s+ssh|private\s+keys?|credentials|api\s+keys?"
+     r"|transcript|conversation|chat\s+history|git\s+diff|source\s+code|personal\s+data"
+     r"|real\s+name|address)\b[^\n]{0,80}(?:https?://|\b[\w.-]{1,40}@[\w-]{1,40}\.\w{2,10}\b)"),
     ("send|post|upload|exfiltrat|forward|copy|leak",
      r"\b(?:send|post|upload|exfiltrate|forward|copy|leak)\s+(?:\w+\s+){0,4}"
      r"(?:secrets?|credentials|tokens?|api\s+keys?|private\s+keys?|ssh\s+keys?|env(?:ironment)?"
@@ -281,34 +334,78 @@ _AUTHORITY = _searching(
      rf"\b{_MODEL}\s+(?:may|can\s+now|are\s+(?:now\s+)?(?:allowed|permitted|authori[sz]ed))\s+"
      rf"(?:to\s+)?{_RISKY}"),
     ("you to", rf"\b{_PERSON}\s+(?:wants|asked|told|instructed|expects|requires)\s+you\s+to\b"),
+    ("pre-auth|preauth|pre-approv|preapprov", r"\bpre-?(?:authori[sz]ed|approved)\b"),
+    ("session",
+     r"\b(?:authori[sz]ed|agreed|consented|approved|permitted|allowed)\b[^.\n]{0,40}\b(?:for"
+     r"|in)\s+(?:all|every|any)\s+(?:future\s+)?sessions?\b"),
+    ("explicitly authori",
+     rf"\b{_PERSON}\s+explicitly\s+authori[sz]ed\b"),
+    ("prefers that you|wants that you",
+     r"\b(?:prefers|wants)\s+that\s+you\s+(?:never|always|don't|do\s+not|skip|stop)\b"),
+    ("autoriz|autoris|erlaubt|genehmigt|freigegeben|toegestaan|validé|abgesprochen",
+     r"\b(?:admin\w*|usuario|usuário|utilisateur|utente|nutzer|benutzer|gebruiker|beheerder)\b"
+     r"[^.\n]{0,30}\b(?:autorizó|autorizou|ha\s+autorizzato|a\s+autorisé|hat\s+[^.\n]{0,30}"
+     r"(?:erlaubt|genehmigt|freigegeben)|heeft\s+[^.\n]{0,30}toegestaan)"
+     r"|\bvalidé\s+par\s+l'admin|\bmit\s+dem\s+admin\w*\s+abgesprochen"
+     r"|\bde\s+(?:assistent|agent)\s+mag\b"),
+)  # fmt: skip
+
+# A wish to keep something from the person, or to tell them what is not so.
+_PASSED = (
+    r"(?:passed|pass|succeeded|are\s+green|is\s+green|is\s+fine|are\s+fine|is\s+correct|works)"
+)
+_CONCEAL = _searching(
     (_PEOPLE,
-     rf"\b(?:do\s+not|don't|never)\s+(?:tell|inform|ask|notify|alert|mention\s+(?:this\s+)?to)"
-     rf"\s+{_PERSON}\b"),
-    ("without", rf"\bwithout\s+(?:asking|telling|informing|notifying)\s+{_PERSON}\b"),
+     rf"\b(?:do\s+not|don't|never|no\s+need\s+to)\s+(?:tell|inform|ask|notify|alert|show"
+     rf"|check\s+with|mention\s+(?:this\s+|it\s+)?to)\s+{_PERSON}\b"),
+    ("without", rf"\bwithout\s+(?:asking|telling|informing|notifying|showing)\s+{_PERSON}\b"),
+    ("without", rf"\bwithout\s+(?:showing|telling)\s+(?:it|them|this)\s+to\s+{_PERSON}\b"),
     ("mention|report|disclos|reveal",
-     r"\b(?:never|do\s+not|don't)\s+(?:mention|report|disclose|reveal)\s+(?:it|this|that|them"
-     r"|anything|any\s+(?:problems?|issues?|findings?))\b"),
+     r"\b(?:never|do\s+not|don't|not)\s+(?:mention|report|disclose|reveal)\s+(?:it|this|that|them"
+     r"|anything|any\s+(?:problems?|issues?|findings?|warnings?))\b"),
     ("know|see|be told",
      rf"\b{_PERSON}\s+(?:doesn't|does\s+not|won't|need\s+not|needn't)\s+(?:need\s+to\s+)?"
      r"(?:know|see|be\s+told)\b"),
     ("quietly|silently|secretly|covertly",
      r"\b(?:quietly|silently|secretly|covertly)\s+(?:remove|delete|disable|commit|push|add"
-     r"|change|modify|upload|send|copy|merge|approve)\b"
+     r"|change|modify|upload|send|copy|merge|approve|close|dismiss)\b"
      r"|\b(?:do|did)\s+(?:it|this|that|so)\s+(?:quietly|silently|secretly|covertly)\b"),
-    ("erlaubt|gestattet|nichts",
-     r"\b(?:hat|haben)\s+(?:dir|euch|ihnen)\s+(?:erlaubt|gestattet)\b|\bsag\w*\s+(?:ihm|ihr"
-     r"|dem\s+nutzer|niemandem)\s+nichts\b"),
-    ("permiso|usuario", r"\btienes\s+permiso\s+para\b|\bno\s+(?:le\s+)?(?:digas|cuentes)\s+"
-                        r"(?:nada\s+)?al\s+usuario"),
-    ("permission|utilisateur",
-     r"\btu\s+as\s+(?:la\s+)?permission\s+de\b|\bne\s+dis\s+rien\s+à\s+l'utilisateur"),
+    ("never ask|don't ask|do not ask|no need to ask",
+     r"\b(?:never|don't|do\s+not|no\s+need\s+to)\s+ask\b"),
+    ("out of",
+     r"\bleave\s+(?:\w+\s+){0,3}out\s+of\s+(?:the\s+|your\s+)?(?:summar|reports?|pr\b|pull"
+     r"|descriptions?|repl|responses?|commit\s+messages?)"),
+    ("summar|report|repl|response|description",
+     r"\b(?:suppress|hide|omit|drop|leave\s+out)\b[^.\n]{0,60}\b(?:from|in|out\s+of)\s+"
+     r"(?:your|the)\s+(?:summar\w*|reports?|repl\w*|responses?|pr\s+descriptions?)"),
+    ("report|say|claim|tell",
+     r"\b(?:just|simply|and|then|anyway|still)\s+(?:report|say|claim|tell\s+(?:the\s+)?user)\s+"
+     rf"(?:that\s+)?(?:all\s+)?(?:the\s+)?(?:tests?|checks?|ci|build|it|they|everything)\s+{_PASSED}"),
+    ("without running|without checking|without testing|without verifying",
+     r"\b(?:report|say|claim|tell|answer|respond|pretend)\w*\b[^.\n]{0,60}\bwithout\s+"
+     r"(?:actually\s+)?(?:running|checking|testing|verifying)\b"),
+    # German, Spanish, French, Portuguese, Italian, Dutch
+    ("nichts|melden|zeigen",
+     r"\bsag\w*\s+(?:ihm|ihr|dem\s+nutzer|niemandem)\s+nichts\b|\btrotzdem\s+melden\b"
+     r"|\bohne\s+(?:sie|es|ihn)\s+dem\s+(?:nutzer|benutzer)\s+zu\s+zeigen\b"),
+    ("usuario|comprobar",
+     r"\bno\s+(?:le\s+)?(?:digas|cuentes)\s+(?:nada\s+)?al\s+usuario|\bsin\s+comprobarlo\b"),
+    ("utilisateur|sans les",
+     r"\bne\s+dis\s+rien\s+à\s+l'utilisateur|\bne\s+jamais\s+informer\s+l'utilisateur"
+     r"|\bsans\s+les\s+(?:lancer|exécuter|vérifier)\b"),
+    ("usuário", r"\bnão\s+(?:conte|diga)\s+(?:nada\s+)?ao\s+usuário"),
+    ("dichiara|senza", r"\bdichiara\s+che\s+(?:è|sono)\s+passat|\bsenza\s+(?:dirlo|avvisare)\b"),
+    ("gebruiker", r"\bzonder\s+de\s+gebruiker\s+te\s+(?:informeren|vertellen)\b"),
 )  # fmt: skip
 
 # Words addressed to whichever model reads the note.
 _ADDRESSED = _searching(
     ("note|message|memo|instruction|psa|reminder",
      rf"\b(?:note|message|memo|instructions?|psa|reminder)\s+(?:to|for)\s+(?:the\s+|any\s+"
-     rf"|all\s+|future\s+|next\s+){{0,2}}{_MODEL}\b"),
+     rf"|all\s+|future\s+|next\s+){{0,2}}{_AI}\b"),
+    ("agent",
+     r"\b(?:note|message|memo|instructions?|psa|reminder|hint)\s+(?:to|for)\s+(?:the\s+|any\s+"
+     rf"|all\s+|future\s+|next\s+|other\s+){{0,2}}agents?\b[^\n]{{0,200}}\b{_WEAKENS}"),
     ("attention|hey|hi|hello|dear",
      rf"\b(?:attention|hey|hi|hello|dear)\s*,?\s+(?:the\s+|any\s+|all\s+)?(?:\w+\s+)?{_MODEL}\b"),
     ("if you are", rf"\bif\s+you\s+are\s+(?:an?\s+)?(?:{_MODEL}|language\s+model)\b"),
@@ -316,16 +413,34 @@ _ADDRESSED = _searching(
      rf"\b(?:any|every|all|future|next|later|subsequent|other)\s+{_MODEL}\s+(?:reading|that"
      r"\s+reads?|who\s+reads?|seeing|loading)\s+this\b"),
     ("future|next|later|subsequent|other",
-     rf"\b(?:future|next|later|subsequent|other)\s+{_MODEL}\s+(?:must|should|need\s+to|have\s+to"
+     rf"\b(?:future|next|later|subsequent|other)\s+{_AI}\s+(?:must|should|need\s+to|have\s+to"
      r"|are\s+required\s+to|will\s+need\s+to)\b"),
-    ("for the next", rf"\bfor\s+the\s+next\s+{_MODEL}\b"),
+    ("future|next|later|subsequent|other",
+     r"\b(?:future|next|later|subsequent|other)\s+(?:agents?|sessions?)\s+(?:must|should|need\s+to"
+     rf"|have\s+to|are\s+required\s+to)\b[^\n]{{0,120}}\b{_WEAKENS}"),
+    ("for the next", rf"\bfor\s+the\s+next\s+{_AI}\b"),
     ("reading|loading|processing|seeing",
      rf"\b{_MODEL}\s+(?:reading|loading|processing|seeing)\s+(?:this|these)\b"),
     ("whoever", r"\bwhoever\s+(?:is\s+)?read(?:s|ing)\s+this\b"),
     ("when you", r"\bwhen\s+you\s+(?:read|see|recall|load)\s+this\s+(?:note|memory|message)\b"),
     ("as an ai", r"\bas\s+an\s+ai\s+(?:language\s+)?model,?\s+you\b"),
-    ("nota|hinweis|note", r"\b(?:nota|hinweis|note)\s+(?:para|für|pour)\s+(?:la\s+|die\s+|l')?"
-                          r"(?:ia|ki)\b"),
+    ("nota|hinweis|note|memo|lembrete|recordatorio|rappel|promemoria",
+     r"\b(?:nota|hinweis|note|memo|lembrete|recordatorio|rappel|promemoria)\s+(?:para|für|pour"
+     r"|per|voor|a)\s+(?:l'|la\s+|die\s+|den\s+|das\s+|o\s+|el\s+|de\s+|il\s+)?(?:\w+\s+)?"
+     r"(?:ia|ki|ai|agente|agenten|agent|assistente|asistente|assistant|assistent|modelo|modell)\b"),
+    ("important|attention|notice|warning",
+     rf"\b(?:important|attention|notice|warning)\s+(?:for|to)\s+(?:any|all|every|the)\s+"
+     rf"(?:\w+\s+)?{_MODEL}\b"),
+    ("going forward|from now on|in future sessions|every session|each session",
+     r"\b(?:going\s+forward|from\s+now\s+on|in\s+future\s+sessions|every\s+session"
+     r"|each\s+session),?\s+(?:the\s+)?(?:agents?|assistants?|ais?|you|models?|llms?)\s+"
+     r"(?:should|must|will|need\s+to|have\s+to)\b"),
+    ("should|must",
+     r"\b(?:agents?|assistants?)\s+(?:should|must)\s+(?:always\s+)?(?:\w+\s+){0,2}"
+     r"(?:disable|skip|bypass|--no-verify|force|suppress|hide|delete|remove|never\s+ask)\b"),
+    ("by the way|btw|por cierto|übrigens|au fait|a proposito|aliás",
+     r"\b(?:by\s+the\s+way|btw|por\s+cierto|übrigens|au\s+fait|a\s+proposito|aliás),?\s+"
+     r"(?:\w+\s+)?(?:ia|ki|ai|agente|agent|assistente|asistente|assistant|assistent)\s*[:,]"),
 )  # fmt: skip
 
 # Text a person cannot read: a base64 or hex run that decodes to prose, or a run of
@@ -335,7 +450,17 @@ _HEX_RUN = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){16,2048}(?![0-9A-Fa-f
 _ESCAPES = re.compile(r"(?:\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|%[0-9a-fA-F]{2}){12,}")
 
 
+_DECODE_AND_FOLLOW = re.compile(
+    r"\b(?:decode|decrypt|unscramble|reverse)\w*\b[^.\n]{0,40}\b(?:rot13|rot-13|base64|hex|caesar"
+    r"|backwards)\b[^.\n]{0,30}\b(?:follow|run|execute|obey|do\s+(?:it|what))",
+    re.IGNORECASE,
+)
+
+
 def _encoded(text: Text) -> str | None:
+    told = _DECODE_AND_FOLLOW.search(text.folded)
+    if told is not None:
+        return told.group()
     escaped = _ESCAPES.search(text.folded)
     if escaped is not None:
         return escaped.group()
@@ -377,7 +502,8 @@ RULES: Final[tuple[Rule, ...]] = (
     ),
     Rule("pipe-to-shell", "hands a download or a decoded payload to a shell", _PIPE_TO_SHELL),
     Rule("exfiltration", "sends local data or secrets somewhere", _EXFILTRATION),
-    Rule("authority", "claims a permission for its reader, or hides from the person", _AUTHORITY),
+    Rule("authority", "claims the person or an admin granted its reader something", _AUTHORITY),
+    Rule("conceal", "keeps something from the person, or has them told what is not so", _CONCEAL),
     Rule("addressed", "speaks to whichever model reads it", _ADDRESSED),
     Rule(
         "encoded", "holds an encoded text (base64, hex or escapes) a person cannot read", _encoded
