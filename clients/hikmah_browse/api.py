@@ -146,7 +146,13 @@ class Memory:
         except RemoteError as exc:
             if exc.reason != "presence_required":
                 raise
-        what = params.get("content") or params.get("id") or params.get("source") or ""
+        what = (
+            params.get("content")
+            or params.get("id")
+            or " ".join(params.get("ids", ()))
+            or params.get("source")
+            or ""
+        )
         state = await self._prove(f"Confirm: {method} {preview(str(what))} (a person-only action).")
         try:
             return wire.decode(await self._call(method, params), shape)
@@ -262,6 +268,12 @@ class Memory:
     async def verify(self) -> wire.VerifyReport:
         return await self._read("ledger.verify", {}, wire.VerifyReport)
 
+    async def review(self, limit: int | None = None) -> wire.ReviewInbox:
+        """What agents wrote that waits for the person, newest first (always now: the
+        inbox has no past; an agent session is refused)."""
+        params = {} if limit is None else {"limit": limit}
+        return await self._read("review.list", params, wire.ReviewInbox)
+
     async def subscribe(self) -> None:
         await self._call("events.subscribe", {})
 
@@ -300,3 +312,16 @@ class Memory:
         if dry_run:  # the preview writes nothing: any session may look
             return await self._read("memory.invalidate", params, wire.Invalidated)
         return await self._write("memory.invalidate", params, wire.Invalidated)
+
+    async def accept(self, trace_id: str, content: str | None = None) -> wire.ReviewDecision:
+        """Accept a held trace: a verified copy supersedes it, saying ``content`` when
+        the person edited its text."""
+        params: dict[str, Any] = {"ids": [trace_id]}
+        if content is not None:
+            params["content"] = content
+        return await self._write("review.accept", params, wire.ReviewDecision)
+
+    async def reject(self, trace_id: str, reason: str) -> wire.ReviewDecision:
+        """Reject a held trace: a correction that repeats none of its text supersedes it."""
+        params = {"ids": [trace_id], "reason": reason}
+        return await self._write("review.reject", params, wire.ReviewDecision)

@@ -16,7 +16,7 @@ from textual.reactive import reactive
 from textual.widgets import ContentSwitcher, DataTable, Footer, Static
 
 from hikmah.trace import Trace
-from hikmah_cli.render import when
+from hikmah_cli.render import awaiting, when
 
 from . import dialogs, editor, format
 from .api import Memory, NotProven, ReadOnly
@@ -29,12 +29,22 @@ from .ledger import LedgerView
 from .masthead import Masthead
 from .promises import PromisesView
 from .proposals import ProposalsView
+from .review import ReviewView, why_held
 from .rpc import Dialer, RemoteError, Unavailable
 from .search import SearchView
 from .trace import TracePage
-from .wire import DaemonStatus, Proposal, ReminderDue, VerifyReport, decode
+from .wire import (
+    DaemonStatus,
+    Proposal,
+    ReminderDue,
+    ReviewDecision,
+    ReviewItem,
+    VerifyReport,
+    Waiting,
+    decode,
+)
 
-VIEWS = ("search", "conflicts", "commitments", "focus", "proposals", "ledger")
+VIEWS = ("search", "conflicts", "commitments", "focus", "proposals", "ledger", "review")
 LIVE_DELAY_S = 0.25  # events are gathered this long, then each view reloads once
 RECONNECT_S = 2.0
 
@@ -74,6 +84,7 @@ class BrowseApp(App[int]):
         self._changed: set[str] = set()
         self._reminders: list[ReminderDue] = []
         self._flush_pending = False
+        self.waiting = 0  # held traces that wait for the person's review
 
     def compose(self) -> ComposeResult:
         yield Masthead()
@@ -85,6 +96,7 @@ class BrowseApp(App[int]):
             yield FocusView(id="focus")
             yield ProposalsView(id="proposals")
             yield LedgerView(id="ledger")
+            yield ReviewView(id="review")
         yield Footer(compact=True)
 
     # --- the connection ----------------------------------------------------------------
@@ -132,6 +144,7 @@ class BrowseApp(App[int]):
 
     async def _refresh_status(self) -> None:
         self.status = await self.memory.status()
+        self.waiting = self.status.review.waiting
         self.masthead = self._masthead_text()
 
     def now(self) -> int:
@@ -152,6 +165,7 @@ class BrowseApp(App[int]):
         parts = [
             "[b]hikmah[/]",
             "● live" if self.live else "○ not live",
+            *([f"[b]{awaiting(self.waiting)}[/]"] if self.waiting else []),
             who,
             f"{counts.get('active', 0):,} active",
             f"{status.reminders.overdue} overdue",
@@ -186,7 +200,13 @@ class BrowseApp(App[int]):
         elif method == "replay.proposals":
             count = len(params.get("proposals", []))
             self.notify(f"{count} new consolidation proposal(s): see 5 Proposals")
-            self.query_one("#proposals", View).stale = True
+            with contextlib.suppress(NoMatches):  # the app is closing
+                self.query_one("#proposals", View).stale = True
+        elif method == "review.waiting":
+            with contextlib.suppress(ValueError):
+                self.waiting = decode(params, Waiting).waiting
+                if self.status is not None:
+                    self.masthead = self._masthead_text()
         else:
             return
         if not self._flush_pending:
@@ -243,7 +263,12 @@ class BrowseApp(App[int]):
             text = f" {number} {name.capitalize()} "
             link = f"[@click=app.show('{name}')]{text}[/]"
             labels.append(f"[reverse b]{text}[/]" if name == current else link)
-        self.query_one("#tabs", Static).update("".join(labels) + "  [dim]? help[/]")
+        hint = "  ? help"  # when it fits: the footer shows "? Help" too
+        width = sum(len(f" {n} {name} ") for n, name in enumerate(VIEWS, 1)) + len(hint)
+        fits = self.size.width >= width
+        self.query_one("#tabs", Static).update(
+            "".join(labels) + (f"[dim]{hint}[/]" if fits else "")
+        )
 
     def action_show(self, name: str) -> None:
         while isinstance(self.screen, TracePage):
@@ -498,6 +523,61 @@ class BrowseApp(App[int]):
                 break
             done += 1
         self.notify(f"Kept {kept.claim_key} = {value}: {done} of {len(losers)} superseded")
+
+    def act_accept(self, item: ReviewItem, *, edit: bool = False) -> None:
+        if self._writes():
+            self._accept(item, edit)
+
+    @work(group="write")
+    async def _accept(self, item: ReviewItem, edit: bool) -> None:
+        """Accept a held trace, as written (asked first) or as the person edits it."""
+        memory, trace = self.memory, item.trace
+        content: str | None = None
+        if edit:
+            content = await self.push_screen_wait(dialogs.EditAccept(trace))
+            if content is None:
+                return
+            if content == trace.content.strip():
+                content = None  # unchanged: accepted as written
+        else:
+            held = "\n".join(why_held(item))
+            question = dialogs.Confirm(
+                f"Accept {trace.id}?",
+                f"{one_line(trace.content)}\n\n{held}\n\nA verified copy"
+                f" written by {memory.source} supersedes it; agents read it from then on.",
+            )
+            if not await self.push_screen_wait(question):
+                return
+        decided = await self._attempt(
+            f"accept {trace.id}", lambda: memory.accept(trace.id, content)
+        )
+        if decided is not None:
+            await self._reviewed("Accepted", decided)
+
+    def act_reject(self, item: ReviewItem) -> None:
+        if self._writes():
+            self._reject(item)
+
+    @work(group="write")
+    async def _reject(self, item: ReviewItem) -> None:
+        memory, trace = self.memory, item.trace
+        reason = await self.push_screen_wait(dialogs.Reject(trace))
+        if reason is None:
+            return
+        decided = await self._attempt(f"reject {trace.id}", lambda: memory.reject(trace.id, reason))
+        if decided is not None:
+            await self._reviewed("Rejected", decided)
+
+    async def _reviewed(self, verb: str, result: ReviewDecision) -> None:
+        """Say what was decided (or refused, in the daemon's words), and list the inbox
+        again from its first row."""
+        for done in result.decided:
+            self.notify(format.markup(f"{verb} {done.id}: superseded by {done.by}"))
+        if result.refused:
+            text = "\n".join(f"{r.id}: {r.reason}" for r in result.refused)
+            await self.push_screen_wait(dialogs.Message(f"Not {verb.lower()}", text, error=True))
+        with contextlib.suppress(NoMatches):  # the app is closing
+            self.query_one("#review", ReviewView).reload_from_top()
 
 
 def run(dialer: Dialer, query: str = "") -> int:

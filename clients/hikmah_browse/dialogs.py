@@ -181,6 +181,82 @@ class Purge(_Dialog[str]):
             self.dismiss(reason)
 
 
+class Reject(_Dialog[str]):
+    """Why a held trace is rejected: the reason is kept in the rejection."""
+
+    def __init__(self, trace: Trace) -> None:
+        super().__init__()
+        self.trace = trace
+
+    def compose(self) -> ComposeResult:
+        trace = self.trace
+        with Vertical(classes="dialog"):
+            yield Label(f"[b]Reject {trace.id}[/] ({trace.kind})", classes="dialog-title")
+            yield Static(
+                markup(one_line(trace.content)[:200])
+                + "\n\nA rejection supersedes it, and no agent ever reads it. The rejection"
+                " keeps your reason and who wrote it, never its text."
+            )
+            yield Input(placeholder="reason (kept in the rejection)", id="reason", compact=True)
+            yield Label("[b]Enter[/] reject · [b]Escape[/] cancel", classes="dialog-keys")
+
+    def on_mount(self) -> None:
+        self.query_one("#reason", Input).focus()
+
+    @on(Input.Submitted)
+    def submitted(self) -> None:
+        reason = self.query_one("#reason", Input).value.strip()
+        if not reason:
+            self.notify("Say why it is rejected (the reason is kept).", severity="warning")
+            return
+        self.dismiss(reason)
+
+
+class EditAccept(_Dialog[str]):
+    """A held trace's text as the person edits it (inline, or in $EDITOR with ctrl+e),
+    accepted in its place on ctrl+s."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+s", "save", "Accept", priority=True),
+        Binding("ctrl+e", "edit", "Edit in $EDITOR", priority=True),
+    ]
+
+    def __init__(self, trace: Trace) -> None:
+        super().__init__()
+        self.trace = trace
+
+    def compose(self) -> ComposeResult:
+        trace = self.trace
+        with Vertical(classes="dialog tall"):
+            yield Label(
+                f"[b]Edit, then accept {trace.id}[/] ({trace.kind}): a verified copy in your"
+                " words supersedes it",
+                classes="dialog-title",
+            )
+            yield TextArea(trace.content, id="content", soft_wrap=True, show_line_numbers=False)
+            yield Label(
+                "[b]ctrl+s[/] accept · [b]ctrl+e[/] edit in $EDITOR · [b]Escape[/] cancel",
+                classes="dialog-keys",
+            )
+
+    def on_mount(self) -> None:
+        self.query_one("#content", TextArea).focus()
+
+    def action_save(self) -> None:
+        content = self.query_one("#content", TextArea).text.strip()
+        if not content:
+            self.notify("An accepted trace needs some text.", severity="warning")
+            return
+        self.dismiss(content)
+
+    def action_edit(self) -> None:
+        area = self.query_one("#content", TextArea)
+        edited = editor.edit(self.app, area.text)
+        if edited is not None:
+            area.text = edited
+        area.focus()
+
+
 class Passphrase(_Dialog[str]):
     """The passphrase that proves a person is at this terminal: never shown, never kept
     (the caller sends it to the daemon and forgets it)."""

@@ -1,7 +1,8 @@
 """Short texts the screens show: times, provenance, markers, a score's breakdown.
 
 Meaning never rests on colour alone (``NO_COLOR`` turns it off): a verified trace
-has ``✓``, a conflict ``!``, an overdue commitment the word ``OVERDUE``.
+has ``✓``, a conflict ``!``, an overdue commitment the word ``OVERDUE``, a trace held
+for the person's review ``PENDING review`` or ``QUARANTINED``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from hikmah.display import stamped_agent, visible, writer
 from hikmah.trace import Trace
 from hikmah_cli.render import clip, relative
 
-from .wire import Hit, Why
+from .wire import Hit, Hold, Why
 
 Clock = Callable[[], int]  # epoch ms
 STATUS_MARK = {"active": " ", "superseded": "s", "fulfilled": "f", "purged": "x"}
@@ -44,6 +45,13 @@ def markers(trace: Trace, status: str, conflicted: bool) -> str:
     """Three columns: verified, conflict, status (``s`` superseded, ``f`` fulfilled)."""
     verified = "✓" if trace.provenance.verified else " "
     return verified + ("!" if conflicted else " ") + STATUS_MARK.get(status, "?")
+
+
+def held(state: Hold | None) -> str:
+    """The flag of a trace held for the person's review ("" when it is not held)."""
+    if state is None:
+        return ""
+    return "QUARANTINED" if state == "quarantined" else "PENDING review"
 
 
 def provenance(trace: Trace) -> str:

@@ -12,7 +12,8 @@ from textual.widgets import Static
 
 KEYS = """\
 [b]Everywhere[/]
-  1-6        Search · Conflicts · Commitments · Focus · Proposals · Ledger
+  1-7        Search · Conflicts · Commitments · Focus · Proposals · Ledger
+             · Review
   ? or F1    this help              q  quit (ctrl+c too)
   t          as of…: look at memory as it stood then (a date, -3d, a record)
   Tab        next field or table    Enter  open what is under the cursor
@@ -36,6 +37,8 @@ KEYS = """\
 [b]Commitments[/] (3)  o overdue · s 24 h · w 7 days · a all · d fulfil
 [b]Proposals[/] (5)  p promote (verified if you tick it)
 [b]Ledger[/] (6)  r verify the chain again
+[b]Review[/] (7)  what agents wrote that waits for you (no agent reads it yet):
+  a accept (a verified copy)   r reject (say why)   e edit, then accept
 
 Writes are a person's: in an agent session the browser only reads, and says so
 at the top; as of the past it only reads too. Whatever hikmahd refuses is shown

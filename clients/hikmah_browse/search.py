@@ -107,7 +107,7 @@ class SearchView(View):
                     format.author(trace.provenance.source, trace.provenance.locator, False), 12
                 ),
                 format.age(trace.created_at, now),
-                format.cell(trace.content, width),
+                format.cell(_flagged(hit), width),
                 key=trace.id,
             )
         restore_cursor(table, keep)
@@ -178,3 +178,9 @@ class SearchView(View):
 
     def action_invalidate(self) -> None:
         self.browser.act_invalidate(self.search.words_and_tags()[0])
+
+
+def _flagged(hit: Hit) -> str:
+    """A result's text, after its review flag when it waits for the person's review."""
+    flag = format.held(hit.held)
+    return f"{flag}: {hit.trace.content}" if flag else hit.trace.content

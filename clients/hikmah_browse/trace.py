@@ -118,8 +118,10 @@ class TracePage(Screen[None]):
         trace, now = shown.trace, self.browser.now()
         verified = "verified ✓" if trace.provenance.verified else "unverified"
         status = shown.status + (f" by {shown.superseded_by}" if shown.superseded_by else "")
+        flag = format.held(shown.held)
+        held = f" · [reverse b] {flag} [/]" if flag else ""
         self.query_one("#title", Static).update(
-            f"[b]{trace.id}[/] · {trace.kind} · {status} · {verified}"
+            f"[b]{trace.id}[/] · {trace.kind} · {status} · {verified}{held}"
         )
         purged = shown.purged
         self.query_one("#content", Static).update(
@@ -157,6 +159,8 @@ class TracePage(Screen[None]):
         ]
         if prov.evidence:
             rows.append(("evidence", ", ".join(prov.evidence)))
+        if flag:
+            rows.append(("review", f"{flag}: no agent reads it until you decide (7 Review)"))
         self.query_one("#fields", Static).update(_pairs(rows))
         table = self.query_one("#history", DataTable)
         table.clear()

@@ -10,7 +10,7 @@ newer daemon may add.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import msgspec
 
@@ -22,6 +22,9 @@ from hikmah.vocabulary import Status
 __all__ = ["Head", "Proposal", "Trace", "VerifyReport", "decode"]
 
 T = TypeVar("T")
+# Why a trace an agent wrote is held from agents until a person decides
+# (:mod:`hikmah.review`, which loads the store).
+Hold = Literal["pending", "quarantined"]
 
 
 class _Reply(msgspec.Struct, frozen=True, kw_only=True):
@@ -61,6 +64,7 @@ class Hit(_Reply, frozen=True):
     supersedes: str | None
     superseded_by: str | None
     why: Why
+    held: Hold | None = None  # waits for the person's review (a person's recall only)
 
 
 class Recalled(_Reply, frozen=True):
@@ -100,6 +104,7 @@ class Shown(Stored, frozen=True):
     # always sends them.
     history: list[Stored] = msgspec.field(default_factory=list)
     record: OwnRecord | None = None
+    held: Hold | None = None  # waits for the person's review
 
 
 class ClaimValue(_Reply, frozen=True):
@@ -200,6 +205,13 @@ class Reminders(_Reply, frozen=True):
     overdue: int
 
 
+class Waiting(_Reply, frozen=True):
+    """How many held traces wait for the person (``daemon.status``'s ``review``, and
+    the ``review.waiting`` notification's params)."""
+
+    waiting: int = 0
+
+
 class DaemonStatus(_Reply, frozen=True):
     pid: int
     version: str
@@ -208,6 +220,7 @@ class DaemonStatus(_Reply, frozen=True):
     reminders: Reminders
     principal: Principal | None
     data_dir: str
+    review: Waiting = msgspec.field(default_factory=Waiting)
 
 
 class Refusal(_Reply, frozen=True):
@@ -255,6 +268,44 @@ class ReminderDue(_Reply, frozen=True):
     due_at: int
     late: bool = False
     replayed: bool = False
+
+
+class ReviewReason(_Reply, frozen=True):
+    """A screen rule a quarantined trace matched: its name, what it means, what it
+    matched (the agent's text: shown escaped)."""
+
+    rule: str
+    meaning: str
+    matched: str
+
+
+class ReviewItem(_Reply, frozen=True):
+    """A held trace in the person's review inbox (``review.list``)."""
+
+    trace: Trace
+    state: Hold
+    reasons: list[ReviewReason] = []
+    writer: str | None = None  # agent:<host> when the daemon stamped it
+    session: str | None = None  # the agent session's id, from the stamp
+
+
+class ReviewInbox(_Reply, frozen=True):
+    """``review.list``: every held trace that waits counts, ``items`` newest first."""
+
+    waiting: int
+    items: list[ReviewItem]
+
+
+class Decided(_Reply, frozen=True):
+    id: str  # the held trace
+    by: str  # the trace that accepted or rejected it
+
+
+class ReviewDecision(_Reply, frozen=True):
+    """``review.accept`` and ``review.reject``: what was decided, what was refused."""
+
+    decided: list[Decided]
+    refused: list[Refusal]
 
 
 def decode(value: Any, shape: type[T]) -> T:
