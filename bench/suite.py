@@ -56,6 +56,9 @@ How each figure is made (details in the docstrings of the scripts it reuses):
   threads) and saved, so the daemon loads them at start; "start to semantic
   channel ready" is how long that takes in the background after READY. Remember
   throughput is also measured against a durable daemon with the channel off.
+- The screen: ``screen.measure``, the screen of an agent's note, of 2 KiB and of
+  256 KiB of prose, over the credential detector on the same texts (every write pays
+  the detector; an agent's also the screen).
 - hikmah-agent's start: ``agent.measure``, the installed script from its start to
   the answers to ``initialize`` and ``tools/list`` (sent at once, as a host does),
   over ``python -c pass`` with the venv's interpreter, run by run in turn; the
@@ -102,6 +105,7 @@ import lmdb
 import migration
 import reminders
 import rpc
+import screen
 import sync
 import vault
 from report import Figure, Target, label, plot, table
@@ -340,6 +344,22 @@ def tier_figures(tier: TierResult, empty: Empty, plan: Plan) -> list[Figure]:
     return figures
 
 
+def screen_figures(found: dict[str, Any]) -> list[Figure]:
+    """The screen of an agent's write beside the credential detector on the same text
+    (reported: every write pays the detector, an agent's also the screen)."""
+    texts = (("note", "an agent's note (median)"), ("prose_2k", "2 KiB of prose"),
+             ("prose_256k", "256 KiB of prose"))  # fmt: skip
+    return [
+        Figure(
+            f"screen of {what} vs the credential detector on it",
+            found[f"{key}_screen_ms"],
+            "ms",
+            found[f"{key}_detector_ms"],
+        )
+        for key, what in texts
+    ]
+
+
 def agent_figures(found: dict[str, Any], plan: Plan) -> list[Figure]:
     baseline = found["python_pass_ms"]
     figures = [
@@ -522,6 +542,10 @@ def execute(run: Run, root: Path) -> None:
             found = sync.measure(root / "sync", samples, records)
             run.details["sync"] = asdict(found)
             run.figures += sync_figures(found)
+        with run.section("the screen on agents' notes"):
+            found = screen.measure(2 if plan.quick else 5)
+            run.details["screen"] = found
+            run.figures += screen_figures(found)
         with run.section("import from other tools"):
             items = 1_000 if plan.quick else 10_000
             folder = root / "migration"

@@ -64,29 +64,38 @@ class Sign(NamedTuple):
     matched: str
 
 
-def _searching(*alternatives: tuple[str, str]) -> Finder:
-    """A finder for the alternatives, each ``(anchors, pattern)``: every match of the
+class Search:
+    """A finder for alternatives, each ``(anchors, pattern)``: every match of the
     (lowercase) pattern holds one of the ``|``-separated anchors. A pass of the regex
     engine over a long text costs far more than a substring test, so only the
     alternatives whose anchors the text holds are searched, in one pass."""
-    anchored = [tuple(anchors.split("|")) for anchors, _pattern in alternatives]
-    patterns = [pattern for _anchors, pattern in alternatives]
 
-    @functools.lru_cache(maxsize=64)
-    def combined(chosen: tuple[int, ...]) -> re.Pattern[str]:
-        return re.compile("|".join(f"(?:{patterns[i]})" for i in chosen))
+    def __init__(self, *alternatives: tuple[str, str]) -> None:
+        self.anchors = [tuple(anchors.split("|")) for anchors, _pattern in alternatives]
+        self.patterns = [pattern for _anchors, pattern in alternatives]
+        self._combined = functools.lru_cache(maxsize=64)(self._compile)
 
-    def find(text: Text) -> str | None:
+    def __call__(self, text: Text) -> str | None:
         lowered = text.lowered
         chosen = tuple(
-            i for i, anchors in enumerate(anchored) if any(a in lowered for a in anchors)
+            i for i, anchors in enumerate(self.anchors) if any(a in lowered for a in anchors)
         )
         if not chosen:
             return None
-        match = combined(chosen).search(lowered)
+        match = self._combined(chosen).search(lowered)
         return None if match is None else match.group()
 
-    return find
+    def unanchored(self, text: Text) -> list[str]:
+        """The patterns that match ``text`` though it holds none of their anchors: a
+        mistake in the anchors (what the tests look for)."""
+        return [
+            pattern
+            for anchors, pattern in zip(self.anchors, self.patterns, strict=True)
+            if re.search(pattern, text.lowered) and not any(a in text.lowered for a in anchors)
+        ]
+
+    def _compile(self, chosen: tuple[int, ...]) -> re.Pattern[str]:
+        return re.compile("|".join(f"(?:{self.patterns[i]})" for i in chosen))
 
 
 def _words(*alternatives: str) -> str:
@@ -118,7 +127,7 @@ _ORDERS = _words(
 _PERSON = r"(?:the\s+)?(?:user|person|human|owner|maintainer|admin(?:istrator)?|operator)"
 
 # Telling the reader to drop what it was told, in the languages whose phrasing we know.
-_OVERRIDE = _searching(
+_OVERRIDE = Search(
     ("ignor|disregard|forget|overrid|bypass",
      r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+|any\s+|of\s+)?"
      rf"(?:the\s+|your\s+|these\s+|those\s+)?{_EARLIER}\s+(?:\w+\s+)?{_ORDERS}\b"),
@@ -128,6 +137,16 @@ _OVERRIDE = _searching(
      rf"\b(?:ignore|disregard|bypass|override)\s+(?:the\s+|all\s+|any\s+)?(?:safety|security)"
      rf"\s+{_ORDERS}"),
     ("instructions", r"\bnew\s+(?:system\s+)?instructions\s*:"),
+    ("ignor|disregard",
+     r"\b(?:ignore|disregard)\s+(?:the\s+)?(?:task|request|question|prompt)s?\s+(?:the\s+user"
+     r"|you\s+were|from\s+the\s+user)"),
+    ("outrank|supersede|priority over|override the",
+     r"\b(?:outrank|supersede|take\s+priority\s+over|override)s?\s+(?:the\s+)?(?:system\s+prompt"
+     r"|user'?s?\s+instructions)"),
+    ("follow", r"\bfollow\s+(?:any|every|all)\s+(?:commands?|instructions?|orders?)\b"),
+    ("quarantine|screen|review|hikmah",
+     r"\b(?:delete|remove|purge)\s+(?:any|every|all)\s+(?:memory|memories|notes?)\b[^.\n]{0,60}"
+     r"\b(?:quarantine|screen|review|hikmah)"),
     ("your", r"\byour\s+(?:real|actual|true|new)\s+(?:instructions|orders|task|goal|objective)\b"),
     ("forget", r"\bforget\s+(?:everything|all)\s+(?:you\s+)?(?:were\s+told|know|learned)\b"),
     ("no longer|void|revoked|lifted|suspended|overridden|disabled",
@@ -179,7 +198,7 @@ _OVERRIDE = _searching(
 
 # A chat transcript's turn markers, a model's template tokens, or a tool's result
 # forged inside a note.
-_ROLE = _searching(
+_ROLE = Search(
     ("im_|system|assistant|user|endoftext|eot_id|start_header",
      r"<\|?(?:system|assistant|user)\|?>|<\|(?:im_start|start_header_id)\|>\s*(?:system"
      r"|assistant|developer)\b"),
@@ -191,9 +210,13 @@ _ROLE = _searching(
     ("system|admin|developer|root|sistema|système|systeme",
      r"\[\s*(?:\w+\s+){0,2}(?:system|admin|developer|root|sistema|système|systeme"
      r"|systemnachricht)(?:\s+\w+){0,2}\s*\]"),
+    ("system", r"(?:^|\n)[ \t#*>\[]{0,8}system\s+(?:notice|override|alert)\b"),
+    ("instruction|response",
+     r"(?:^|\n)#{2,4}[ \t]*(?:instruction|response)[ \t]*:?[ \t]*(?:\n|$)"),
     ('"role"',
      r"\"role\"\s*:\s*\"(?:system|developer)\"\s*,\s*\"content\"\s*:\s*\"[^\"\n]{0,200}\b"
-     r"(?:override|ignore|must|never|always|you\s+are|do\s+not|from\s+now)"),
+     r"(?:override|ignore|must|never|always|you\s+are|do\s+not|from\s+now|skip|clearance|disable"
+     r"|bypass)"),
     ("```", r"```\s*(?:system|instructions?)\b"),
     ("system|assistant|developer|sistema|système|systeme",
      r"(?:^|\n)[ \t#*>]{0,8}(?:system|assistant|developer|sistema|système|systeme)"
@@ -247,7 +270,7 @@ _SHELL = (
     r"(?:sudo\s+)?(?:ba|z|k|da|fi)?sh\b|python[23]?\b|perl\b|ruby\b|node\b|iex\b"
     r"|invoke-expression\b"
 )
-_PIPE_TO_SHELL = _searching(
+_PIPE_TO_SHELL = Search(
     ("|", rf"\b{_FETCH}[^|\n]{{0,300}}\|\s*(?:{_SHELL})"),
     ("$(", rf"\b(?:ba|z)?sh\s+(?:-c\s+)?[\"']?\$\(\s*{_FETCH}"),
     ("<(", rf"\b(?:ba|z)?sh\s+<\(\s*{_FETCH}"),
@@ -259,6 +282,9 @@ _PIPE_TO_SHELL = _searching(
     ("powershell|pwsh",
      r"\b(?:powershell|pwsh)(?:\.exe)?\b[^\n]{0,100}\s-(?:enc|encodedcommand|e)\s+"
      r"[a-z0-9+/=]{20}"),
+    ("base64",
+     r"\b(?:ba|z)?sh\s+-c\s+[\"']?\$\(\s*echo\b[^)\n]{0,300}\bbase64\s+(?:-d|--decode)\b"),
+    ("node", r"\bnode\s+-e\b[^\n]{0,400}\b(?:eval\s*\(|new\s+function\s*\()"),
     ("b64decode", r"\b(?:os\.system|subprocess\.\w+|exec|eval)\s*\(\s*(?:base64\.)?b64decode\b"),
     ("urlopen|requests.get",
      r"\b(?:exec|eval)\s*\(\s*(?:urllib\.request\.|\w{1,10}\.)?(?:urlopen|requests\.get)\s*\("),
@@ -277,7 +303,7 @@ _LOCAL_SECRETS = (
     r"|\bid_(?:rsa|ed25519|ecdsa)\b|/etc/(?:passwd|shadow)\b|\.env\b|\bcredentials\b"
 )
 _SECRET_VAR = r"\$\{?[a-z_]{0,40}(?:token|key|secret|pass\w{0,10}|aws\w{0,20})\b"
-_EXFILTRATION = _searching(
+_EXFILTRATION = Search(
     ("webhook|requestbin|pipedream|ngrok|interact|oast|burpcollab|hookbin|requestcatcher"
      "|beeceptor|transfer.sh|canarytokens|pastebin|0x0",
      rf"https?://(?:[\w-]+\.)*{_CAPTURE_HOSTS}"),
@@ -286,7 +312,9 @@ _EXFILTRATION = _searching(
      rf"|-f\s*\S*=@|-t\s|--upload-file\s|--post-file[=\s])[^\n]{{0,40}}(?:{_LOCAL_SECRETS})"),
     ("scp|rsync|sftp|nc", rf"\b(?:scp|rsync|sftp|nc|ncat)\b[^\n]{{0,100}}(?:{_LOCAL_SECRETS})"),
     ("=$|=`", rf"[?&][\w-]{{1,40}}=(?:\$\(|`|{_SECRET_VAR})"),
-    ("![", r"!\[[^\]\n]{0,100}\]\(\s*https?://[^)\s]{0,300}[?&][^)\s=]{1,40}=[<{$]"),
+    ("![",
+     r"!\[[^\]\n]{0,100}\]\(\s*https?://[^)\s]{0,300}[?&][^)\s=]{1,40}=(?:[<{$]|[^)\s&]{0,20}"
+     r"(?:conversation|summary|chat|history|context|secret|token|prompt))"),
     ("$(",
      r"\$\(\s*(?:cat|printenv|env|whoami|base64|head|tail)\b[^)\n]{0,80}(?:\.env|\.ssh|\.aws"
      r"|credentials|token|secret|\.git-credentials|\.netrc|id_rsa|id_ed25519)"
@@ -296,6 +324,12 @@ _EXFILTRATION = _searching(
      r"(?:rsa|ed25519|ecdsa|dsa)\b(?!\.pub)"),
     ("{{",
      r"\{\{\s*(?:conversation|context|chat|history|transcript|secrets?|env|messages?)\s*\}\}"),
+    ("curl",
+     r"\b(?:env|printenv|cat\s+\S{0,40}(?:\.env|\.ssh|credentials))\b[^\n]{0,40}\|\s*(?:base64"
+     r"[^|\n]{0,20}\|\s*)?curl\b[^\n]{0,60}(?:-d|--data\S*|-f|-t)\s*\S{0,4}@-"),
+    ("pixel|image|badge",
+     r"\b(?:tracking\s+pixel|pixel|image|badge)\b[^.\n]{0,40}\b(?:every|each|all)\s+(?:reply"
+     r"|replies|response|responses|answer|answers|message)"),
     ("urlopen", r"\burlopen\s*\([^)\n]{0,200}(?:os\.environ|getenv)"),
     ("discord.com/api/webhooks|discordapp.com/api/webhooks",
      r"https?://(?:\w+\.)?discord(?:app)?\.com/api/webhooks/"),
@@ -304,7 +338,8 @@ _EXFILTRATION = _searching(
      r"|schick\w*|send\w*|envoie\w*|envoyer|mailen|sturen|stuur)\b[^.\n]{0,60}\b(?:env|printenv"
      r"|environment|variables\s+d'ambiente|variables\s+de\s+(?:entorno|ambiente)|umgebungsvariablen"
      r"|\.env|~/\.ssh|ssh\s+keys?|claves\s+ssh|private\s+keys?|credentials|api\s+keys?"
-     r"|transcript|conversation|chat\s+history|git\s+diff|source\s+code|personal\s+data"
+     r"|transcript|conversation|chat\s+history|chatgeschiedenis|chatverlauf|historial"
+     r"|historique|cronologia|git\s+diff|source\s+code|personal\s+data"
      r"|real\s+name|address)\b[^\n]{0,80}(?:https?://|\b[\w.-]{1,40}@[\w-]{1,40}\.\w{2,10}\b)"),
     ("send|post|upload|exfiltrat|forward|copy|leak",
      r"\b(?:send|post|upload|exfiltrate|forward|copy|leak)\s+(?:\w+\s+){0,4}"
@@ -318,7 +353,7 @@ _RISKY = _words(
     "deploy", "force", "ignore", "upload", "send", "run", "execute", "drop", "turn off",
 )  # fmt: skip
 _PEOPLE = "user|person|human|owner|maintainer|admin|operator"
-_AUTHORITY = _searching(
+_AUTHORITY = Search(
     (_PEOPLE,
      rf"\b{_PERSON}\s+(?:has\s+|had\s+|have\s+)?(?:already\s+|explicitly\s+|pre-?)?"
      r"(?:authori[sz]ed|approved|permitted|allowed|granted|cleared|consented|instructed)\s+"
@@ -342,7 +377,7 @@ _AUTHORITY = _searching(
      rf"\b{_PERSON}\s+explicitly\s+authori[sz]ed\b"),
     ("prefers that you|wants that you",
      r"\b(?:prefers|wants)\s+that\s+you\s+(?:never|always|don't|do\s+not|skip|stop)\b"),
-    ("autoriz|autoris|erlaubt|genehmigt|freigegeben|toegestaan|validé|abgesprochen",
+    ("autoriz|autoris|erlaubt|genehmigt|freigegeben|toegestaan|validé|abgesprochen|mag",
      r"\b(?:admin\w*|usuario|usuário|utilisateur|utente|nutzer|benutzer|gebruiker|beheerder)\b"
      r"[^.\n]{0,30}\b(?:autorizó|autorizou|ha\s+autorizzato|a\s+autorisé|hat\s+[^.\n]{0,30}"
      r"(?:erlaubt|genehmigt|freigegeben)|heeft\s+[^.\n]{0,30}toegestaan)"
@@ -354,11 +389,11 @@ _AUTHORITY = _searching(
 _PASSED = (
     r"(?:passed|pass|succeeded|are\s+green|is\s+green|is\s+fine|are\s+fine|is\s+correct|works)"
 )
-_CONCEAL = _searching(
+_CONCEAL = Search(
     (_PEOPLE,
      rf"\b(?:do\s+not|don't|never|no\s+need\s+to)\s+(?:tell|inform|ask|notify|alert|show"
      rf"|check\s+with|mention\s+(?:this\s+|it\s+)?to)\s+{_PERSON}\b"),
-    ("without", rf"\bwithout\s+(?:asking|telling|informing|notifying|showing)\s+{_PERSON}\b"),
+    ("without", rf"\bwithout\s+(?:telling|informing|notifying|showing)\s+{_PERSON}\b"),
     ("without", rf"\bwithout\s+(?:showing|telling)\s+(?:it|them|this)\s+to\s+{_PERSON}\b"),
     ("mention|report|disclos|reveal",
      r"\b(?:never|do\s+not|don't|not)\s+(?:mention|report|disclose|reveal)\s+(?:it|this|that|them"
@@ -373,7 +408,7 @@ _CONCEAL = _searching(
     ("never ask|don't ask|do not ask|no need to ask",
      r"\b(?:never|don't|do\s+not|no\s+need\s+to)\s+ask\b"),
     ("out of",
-     r"\bleave\s+(?:\w+\s+){0,3}out\s+of\s+(?:the\s+|your\s+)?(?:summar|reports?|pr\b|pull"
+     r"\bleave\s+(?:[\w-]+\s+){0,3}out\s+of\s+(?:the\s+|your\s+)?(?:summar|reports?|pr\b|pull"
      r"|descriptions?|repl|responses?|commit\s+messages?)"),
     ("summar|report|repl|response|description",
      r"\b(?:suppress|hide|omit|drop|leave\s+out)\b[^.\n]{0,60}\b(?:from|in|out\s+of)\s+"
@@ -399,7 +434,7 @@ _CONCEAL = _searching(
 )  # fmt: skip
 
 # Words addressed to whichever model reads the note.
-_ADDRESSED = _searching(
+_ADDRESSED = Search(
     ("note|message|memo|instruction|psa|reminder",
      rf"\b(?:note|message|memo|instructions?|psa|reminder)\s+(?:to|for)\s+(?:the\s+|any\s+"
      rf"|all\s+|future\s+|next\s+){{0,2}}{_AI}\b"),
@@ -427,7 +462,9 @@ _ADDRESSED = _searching(
     ("nota|hinweis|note|memo|lembrete|recordatorio|rappel|promemoria",
      r"\b(?:nota|hinweis|note|memo|lembrete|recordatorio|rappel|promemoria)\s+(?:para|für|pour"
      r"|per|voor|a)\s+(?:l'|la\s+|die\s+|den\s+|das\s+|o\s+|el\s+|de\s+|il\s+)?(?:\w+\s+)?"
-     r"(?:ia|ki|ai|agente|agenten|agent|assistente|asistente|assistant|assistent|modelo|modell)\b"),
+     r"(?:ia|ki|ai|assistente|asistente|assistant|assistent|modelo|modell)\b"),
+    ("any repo|every repo|all repo|any project|every project|all project",
+     r"\b(?:in|to)\s+(?:any|every|all)\s+(?:repos?|repositories|projects?)\s+you\b"),
     ("important|attention|notice|warning",
      rf"\b(?:important|attention|notice|warning)\s+(?:for|to)\s+(?:any|all|every|the)\s+"
      rf"(?:\w+\s+)?{_MODEL}\b"),
@@ -452,7 +489,9 @@ _ESCAPES = re.compile(r"(?:\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|%[0-9a-fA-F]{2}){
 
 _DECODE_AND_FOLLOW = re.compile(
     r"\b(?:decode|decrypt|unscramble|reverse)\w*\b[^.\n]{0,40}\b(?:rot13|rot-13|base64|hex|caesar"
-    r"|backwards)\b[^.\n]{0,30}\b(?:follow|run|execute|obey|do\s+(?:it|what))",
+    r"|backwards)\b[^.\n]{0,30}\b(?:follow|run|execute|obey|do\s+(?:it|what))"
+    r"|\bdecode\w*\s+(?:it\s+|this\s+)?(?:and|before|then)\s+(?:follow|act|acting|run|execute"
+    r"|obey)\b|\brot-?13\b[^.\n]{0,30}\bdecode|\bdecode\b[^.\n]{0,30}\brot-?13\b",
     re.IGNORECASE,
 )
 
@@ -492,6 +531,92 @@ def _is_prose(raw: bytes) -> bool:
     return bool(decoded) and printable >= 0.95 * len(decoded) and decoded.count(" ") >= 3
 
 
+# A standing order that weakens a safeguard is a sign only together with another: a
+# claimed approval, a wish to keep it from the person, an order for every later session,
+# or data sent out. Each alone is ordinary in a developer's notes.
+_WEAKEN = Search(
+    ("--no-verify|verify|pinning|777",
+     r"--no-verify|\bverify(?:_ssl)?\s*=\s*false\b|\bcert(?:ificate)?\s+pinning\b"
+     r"|\bchmod\s+(?:-r\s+)?777\b"),
+    ("disable|turn off|bypass|skip|remove",
+     r"\b(?:disable|turn\s+off|bypass|skip|remove)\s+(?:the\s+|all\s+|any\s+)?(?:\w+\s+)?"
+     r"(?:tests?|hooks?|linters?|scanners?|checks?|2fa|mfa|ssl|tls|csrf|security|reviews?"
+     r"|confirmations?|confirmation\s+prompts?|pinning|pre-commit)\b"),
+    ("@skip|xfail", r"@skip\b|\bxfail\b"),
+    ("force|rm -rf|drop table|anyway",
+     r"\bforce[- ]push|\bpush\s+--force\b|\brm\s+-rf\b|\bdrop\s+table\b|\bapply\s+anyway\b"),
+    ("without", r"\bwithout\s+(?:review|approval|confirmation|asking|waiting)\b"),
+    ("hardcod|hard-cod|commit",
+     r"\bhard-?cod\w*\b[^.\n]{0,30}\b(?:passwords?|secrets?|keys?|tokens?)\b"
+     r"|\bcommit\w*\b[^.\n]{0,30}(?:\.env\b|\bsecrets?\b|\bapi\s+keys?\b|\btokens?\b"
+     r"|\bpasswords?\b)|\.env\S*\s+(?:\w+\s+){0,3}(?:be\s+)?committed\b"),
+    ("gitignore|audit", r"\.gitignore\b|\baudit[- ]logs?\b"),
+    ("assertion|whatever the code",
+     r"\bchange\s+the\s+(?:assertion|expected\s+value)|\bmatch\s+whatever\s+the\s+code"),
+)  # fmt: skip
+_APPROVED = Search(
+    ("approv|aprov|signed off|sign-off|cleared|sanction|whitelist|valid|greenlit|okayed"
+     "|with|exempt|aprob|freigegeben|genehmigt|abgesprochen|autorizzat|goedgekeurd|zatwierdz",
+     r"\b(?:approved|signed\s+off|sign-off|cleared|sanctioned|whitelisted|validated|validée?"
+     r"|greenlit|okayed|(?:confirmed|agreed)\s+with|exempt\w*|aprob[óo]|aprobado|approuvée?"
+     r"|freigegeben|genehmigt|abgesprochen|approvato|autorizzato|aprovado|goedgekeurd"
+     r"|zatwierdzi\w*)\b"),
+)  # fmt: skip
+_HIDE = Search(
+    ("mention|bring|add it to|log|show|report",
+     r"\b(?:don't|do\s+not|never|no\s+need\s+to)\s+(?:mention|bring\s+(?:it\s+)?up|add\s+it\s+to"
+     r"|log|show|report)\b"),
+    ("details|answer no|no-op|passed|silently|quietly",
+     r"\bdoesn't\s+need\s+the\s+details\b|\banswer\s+no\b|\bit\s+was\s+a\s+no-op\b"
+     r"|\bsay\s+'?all\s+checks\s+passed|\bsilently\b|\bquietly\b"),
+    ("ukrywasz|pytasz|vermeld|bericht|jamais|informes",
+     r"\bukrywasz\b|\bnie\s+pytasz\b|\bvermeld\s+dit\s+niet\b|\bim\s+bericht\b[^.\n]{0,40}"
+     r"\bnicht\b|\bne\s+vérifie\s+jamais\b|\bno\s+informes\b"),
+)  # fmt: skip
+_STANDING = Search(
+    ("every", r"\bevery\s+time\b|\b(?:before|after|in|at|for)\s+every\b|\bevery\s+(?:\w+\s+)?"
+              r"session\b|\bevery\s+project\s+you\b"),
+    ("whenever", r"\bwhenever\s+you\b"),
+    ("any repo|any project|any session", r"\b(?:in|to)\s+any\s+(?:repo|project|session)"),
+    ("future", r"\bfor\s+all\s+future\s+sessions\b|\bfuture\s+agents\b"),
+    ("going forward|from now on", r"\bgoing\s+forward\b|\bfrom\s+now\s+on\b"),
+    ("standing", r"\bstanding\s+(?:instruction|decision|order)\b"),
+    ("always say", r"\balways\s+say\b"),
+    ("each session|later session", r"\beach\s+session\b|\blater\s+sessions\b"),
+    ("poi|teraz|jetzt|partir|adelante|voortaan|sempre|prochain|kolejnych|próxima|volgende"
+     "|nächsten",
+     r"\bd'ora\s+in\s+poi\b|\bod\s+teraz\b|\bab\s+jetzt\b|\bà\s+partir\s+de\s+maintenant\b"
+     r"|\bde\s+ahora\s+en\s+adelante\b|\bvoortaan\b|\bfallo\s+sempre\b|\bprochains\s+agents\b"
+     r"|\bkolejnych\s+agentów\b|\bpróxima\s+sesión\b|\bvolgende\s+sessies\b"
+     r"|\bnächsten\s+(?:sitzung|agent)"),
+)  # fmt: skip
+_SENDS = Search(
+    ("send|post|push|paste|upload|mail|stuur|envoy|wyślij|invia|envía|append",
+     r"\b(?:send|post|push|paste|upload|e?-?mail|stuur|envoyez|envoyer|wyślij|invia|envía"
+     r"|append)\b[^.\n]{0,60}(?:\benv\b|\bprintenv\b|\.env\b|\.npmrc\b|\btokens?\b|\bapi\s+keys?\b"
+     r"|\bpasswords?\b|\bcredentials?\b|\bconversation\b|\bchat\s*history\b|\bchatgeschiedenis\b"
+     r"|\bsource\s+code\b|\bsrc/|\bsecrets?\b)"),
+)  # fmt: skip
+# Which signals make a sign together: (a signal, the ones that complete it).
+_TOGETHER: Final = (
+    (_WEAKEN, (_APPROVED, _HIDE, _STANDING)),
+    (_HIDE, (_STANDING, _SENDS, _APPROVED)),
+    (_SENDS, (_STANDING, _APPROVED, _WEAKEN)),
+)
+
+
+def _together(text: Text) -> str | None:
+    for first, others in _TOGETHER:
+        found = first(text)
+        if found is None:
+            continue
+        for other in others:
+            also = other(text)
+            if also is not None and also != found:
+                return f"{found} … {also}"
+    return None
+
+
 RULES: Final[tuple[Rule, ...]] = (
     Rule("override", "tells its reader to ignore what it was told", _OVERRIDE),
     Rule("role", "carries a chat role marker, a template token or a forged tool result", _ROLE),
@@ -505,6 +630,12 @@ RULES: Final[tuple[Rule, ...]] = (
     Rule("authority", "claims the person or an admin granted its reader something", _AUTHORITY),
     Rule("conceal", "keeps something from the person, or has them told what is not so", _CONCEAL),
     Rule("addressed", "speaks to whichever model reads it", _ADDRESSED),
+    Rule(
+        "weakens",
+        "orders a safeguard weakened, or data sent out, with an approval, a secret or a"
+        " standing order",
+        _together,
+    ),
     Rule(
         "encoded", "holds an encoded text (base64, hex or escapes) a person cannot read", _encoded
     ),
