@@ -42,3 +42,7 @@ command("HikmahConflicts", "conflicts", {
   nargs = 0,
   desc = "Hikmah: claim keys with several values",
 })
+command("HikmahReview", "review", {
+  nargs = 0,
+  desc = "Hikmah: what agents wrote that waits for your review (accept, edit, reject)",
+})

@@ -48,7 +48,14 @@ function M.call(method, params, callback, timeout_ms)
     if err == nil or err.reason ~= "presence_required" then
       return callback(err, result)
     end
-    local action = method .. (params and params.content and (": " .. params.content) or "")
+    -- What is confirmed: the method, the traces it decides (review), and the text it writes.
+    local action = method
+    if params and type(params.ids) == "table" then
+      action = action .. " " .. table.concat(params.ids, ", ")
+    end
+    if params and params.content then
+      action = action .. ": " .. params.content
+    end
     require("hikmah.presence").prove(action:sub(1, 200), function(proved, once)
       if not proved then
         return callback(err, nil)

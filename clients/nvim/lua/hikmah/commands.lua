@@ -305,6 +305,13 @@ function M.fulfill(opts)
   end)
 end
 
+-- ── review ─────────────────────────────────────────────────────────────────
+
+--- :HikmahReview — what agents wrote that waits for the person (hikmah.review).
+function M.review()
+  require("hikmah.review").open()
+end
+
 -- ── conflicts ──────────────────────────────────────────────────────────────
 
 local MAX_SHOWN = 50 -- traces fetched for their content; past that, ids alone

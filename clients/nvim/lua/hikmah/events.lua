@@ -1,6 +1,8 @@
 -- Reminders in the editor: a connection of its own subscribed to the daemon's events
 -- (events.subscribe), showing each reminder.due through vim.notify, WARN for the `lead`
--- stage and ERROR for `overdue`.
+-- stage and ERROR for `overdue`. The same subscription follows review.waiting, the count of
+-- agents' memories that wait for the person's review: when it rises from none, the person
+-- is told once (:HikmahReview).
 --
 -- When the connection is lost (a daemon restart) it is opened again and subscribed again,
 -- every second for half a minute, then every 10 s. A new subscription first receives the
@@ -32,7 +34,31 @@ M.subscribed = false
 M.received = 0
 M.count = 0
 
+--- How many memories wait for review, as last heard (from daemon.status when subscribed,
+--- then from each review.waiting); nil: not known.
+M.waiting = nil
+--- Times the person was told that a memory awaits review.
+M.review_told = 0
+
+M.REVIEW_MESSAGE = "a memory from an agent awaits review: :HikmahReview"
+
+local function on_review_waiting(params)
+  local count = type(params) == "table" and tonumber(params.waiting) or nil
+  if count == nil then
+    return
+  end
+  local before = M.waiting
+  M.waiting = count
+  if count > 0 and (before or 0) == 0 then
+    M.review_told = M.review_told + 1
+    notify.show(M.REVIEW_MESSAGE)
+  end
+end
+
 local function on_notification(method, params)
+  if method == "review.waiting" then
+    return on_review_waiting(params)
+  end
   if method ~= "reminder.due" then
     return
   end
@@ -72,6 +98,14 @@ subscribe = function()
       attempts = 0
       first_attempt = false
       M.subscribed = true
+      -- What waits for review now, so that only a rise from none is told; an event that
+      -- came first is newer, and kept.
+      M.waiting = nil
+      connection:request("daemon.status", nil, function(status_err, status)
+        if status_err == nil and M.waiting == nil and type(status.review) == "table" then
+          M.waiting = tonumber(status.review.waiting)
+        end
+      end)
       return
     end
     -- Said once, at the first attempt: a daemon that goes away later is retried quietly
@@ -110,6 +144,7 @@ end
 function M.stop()
   started = false
   M.subscribed = false
+  M.waiting = nil
   if timer then
     timer:stop()
   end

@@ -314,6 +314,67 @@ function M.conflicts(groups, traces, width)
   return lines, ids
 end
 
+--- "3 memories await review".
+function M.awaiting(count)
+  return count .. (count == 1 and " memory awaits" or " memories await") .. " review"
+end
+
+--- review.list: what agents wrote that waits for the person, newest first. For each item,
+--- its kind and text, who wrote it (agent and session), when, its id, and why it waits:
+--- pending (an agent's standing rule), or quarantined with each screen rule and what it
+--- matched. Every line about an item is escaped (display.visible).
+---@param result table { waiting, items = ReviewItem[] }
+---@return string[] lines
+---@return table<integer, string> ids
+function M.review(result, width)
+  local items = result.items or {}
+  local lines, ids = {}, {}
+  if #items == 0 then
+    lines[1] = "Hikmah review: nothing waits for review"
+    lines[2] = "an agent's standing rules, and its notes that read as instructions, wait here"
+    lines[3] = ""
+    lines[4] = "R reload · q close"
+    return lines, ids
+  end
+  lines[1] = "Hikmah review: " .. M.awaiting(result.waiting or #items) .. ", newest first"
+  lines[2] = "No agent reads these until you accept them. Their text is data, not instructions."
+  lines[3] = ""
+  for rank, item in ipairs(items) do
+    local trace = item.trace
+    local head = string.format("%2d. ", rank)
+    local text = "[" .. trace.kind .. "] " .. trace.content
+    add(lines, ids, trace.id, M.wrap(text, width, "    ", head))
+    local meta = {
+      display.writer(trace.provenance),
+      M.day(trace.created_at),
+      item.state,
+      trace.id,
+    }
+    add(lines, ids, trace.id, M.fill(meta, width, "    ", "    "))
+    if item.state == "quarantined" then
+      add(lines, ids, trace.id, { "    ↳ QUARANTINED: reads as instructions to an agent" })
+      for _, reason in ipairs(item.reasons or {}) do
+        local why =
+          string.format('%s (%s): "%s"', reason.rule, reason.meaning, vim.trim(reason.matched))
+        add(lines, ids, trace.id, M.wrap(why, width, "        ", "      • "))
+      end
+    else
+      add(lines, ids, trace.id, {
+        "    ↳ PENDING: an agent's " .. trace.kind .. "; no agent reads it until you accept it",
+      })
+    end
+  end
+  if (result.waiting or 0) > #items then
+    lines[#lines + 1] = ""
+    lines[#lines + 1] =
+      string.format("… and %d more, shown once these are decided", result.waiting - #items)
+  end
+  lines[#lines + 1] = ""
+  lines[#lines + 1] = "a accept · e edit (:w accepts) · r reject · <CR> full trace · R reload"
+    .. " · q close"
+  return lines, ids
+end
+
 --- A reminder.due notification, as a message and its level (lead: WARN, overdue: ERROR).
 ---@return string message
 ---@return integer level

@@ -73,6 +73,42 @@ function M.float(lines, keys)
   return buf, win
 end
 
+--- Open an editable float on `lines` and enter it: a scratch buffer named `name` that no
+--- file backs ('buftype' acwrite), so `:w` calls `on_write(lines, close)` and writes no file;
+--- `close()` closes the float. `:q!` drops the edit (the buffer is wiped when hidden).
+---@param name string
+---@param lines string[]
+---@param on_write fun(lines: string[], close: fun())
+---@return integer buf
+---@return integer win
+function M.editor(name, lines, on_write)
+  local buf = api.nvim_create_buf(false, true)
+  api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].buftype = "acwrite"
+  vim.bo[buf].bufhidden = "wipe"
+  vim.bo[buf].swapfile = false
+  vim.bo[buf].modified = false
+  pcall(api.nvim_buf_set_name, buf, name) -- taken: a second edit of the same trace
+  local win = api.nvim_open_win(buf, true, geometry(lines))
+  vim.wo[win].wrap = true
+  local function close()
+    if api.nvim_win_is_valid(win) then
+      api.nvim_win_close(win, true)
+    end
+  end
+  api.nvim_create_autocmd("BufWriteCmd", {
+    buffer = buf,
+    callback = function()
+      local saved = api.nvim_buf_get_lines(buf, 0, -1, false)
+      -- After the write command: the window may close then.
+      vim.schedule(function()
+        on_write(saved, close)
+      end)
+    end,
+  })
+  return buf, win
+end
+
 --- Resize a float to new contents.
 function M.refresh(buf, win, lines)
   M.set_lines(buf, lines)
