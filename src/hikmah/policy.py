@@ -502,4 +502,6 @@ def _toml_scalar(value: object) -> str:
         return repr(value)
     if isinstance(value, str):
         return json.dumps(value)  # a JSON string is a TOML basic string
+    if isinstance(value, tuple | list):
+        return "[" + ", ".join(map(_toml_scalar, value)) + "]"
     return str(value)
