@@ -20,7 +20,7 @@ def test_help_tags_cover_every_command_and_option(nvim: Nvim, short_tmp: Path) -
     )
     tags = {line.split("\t")[0] for line in (doc / "tags").read_text().splitlines()}
     commands = {c for c in done["data"]["commands"] if c.startswith("Hikmah")}
-    assert len(commands) == 6
+    assert len(commands) == 7
     assert {f":{c}" for c in commands} <= tags
     options = set(done["data"]["options"]) | {"socket", "recall_limit"}  # nil by default
     assert {f"hikmah-option-{o}" for o in options} <= tags
