@@ -8,6 +8,7 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, cast
 
 from textual.containers import Vertical
+from textual.css.query import NoMatches
 from textual.dom import DOMNode
 from textual.widget import Widget
 from textual.widgets import DataTable, Static
@@ -63,8 +64,20 @@ class View(Part, Vertical):
 def in_worker(node: DOMNode, work: Callable[[], Coroutine[Any, Any, None]], group: str) -> None:
     """Run ``work`` as ``node``'s worker of ``group``, cancelling an older one of it.
     Given as a function, not a coroutine: a worker cancelled before it started would
-    leave a coroutine never awaited."""
-    typed: WorkType[None] = work
+    leave a coroutine never awaited.
+
+    A view taken down while its work awaited the daemon (the app closing, a page
+    replaced) has no widgets left to show the answer in: the work ends there. A
+    widget missing from a view still shown is a bug, and raises."""
+
+    async def shown() -> None:
+        try:
+            await work()
+        except NoMatches:
+            if node.is_attached:
+                raise
+
+    typed: WorkType[None] = shown
     node.run_worker(typed, exclusive=True, group=group)
 
 
