@@ -174,8 +174,13 @@ async def test_every_tool_works_and_recall_is_framed(daemon: Running) -> None:
         assert "Never deploy staging" in text(await call("context", {}))
         assert "Open conflict on db" in text(await call("conflicts", {}))
 
+        held = trace_id_in(
+            text(await call("remember", {"content": "deploy with make ship", "kind": "procedure"}))
+        )  # an agent's procedure waits for the person: no agent reads it meanwhile
+        assert "waits for the person's review" in error(await call("inspect", {"id": held}))
+        assert "make ship" not in text(await call("context", {}))
         noted = text(
-            await call("remember", {"content": "deploys need the VPN", "kind": "procedure"})
+            await call("remember", {"content": "deploys need the VPN", "kind": "observation"})
         )
         first = trace_id_in(noted)
         corrected = text(
