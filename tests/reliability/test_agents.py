@@ -63,6 +63,8 @@ PERSON_ONLY = [
     ("sync.invite", None),
     ("sync.join", None),
     ("sync.remove", None),
+    ("review.accept", None),
+    ("review.reject", None),
 ]
 
 
