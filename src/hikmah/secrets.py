@@ -3,7 +3,8 @@
 Every field a writer controls passes through :func:`check_fields` before a
 write, and ledger reports show previews through :func:`redact`. This is a
 guard against secrets that merely appeared in a conversation, not a DLP
-system: it knows well-known credential shapes and ``NAME=value`` assignments.
+system: it knows well-known credential shapes, ``NAME=value`` assignments and
+passwords named in a sentence.
 
 A text holds a secret when one of these matches:
 
@@ -16,11 +17,46 @@ A text holds a secret when one of these matches:
   token (20+ characters with a letter and a digit, so prose about "the bearer
   of ..." passes) and an ``Authorization:`` header with a Basic, Bearer or
   Token credential.
+* Credential files and connection strings: base64 of a PEM private key (a
+  Kubernetes ``tls.key``; a certificate decodes to no private key and passes),
+  the private lines of a PuTTY key, Azure ``AccountKey=`` and
+  ``SharedAccessKey=``, ``.netrc`` entries (``machine HOST login USER password
+  PASS``), ``.pgpass`` lines (``host:port:db:user:password``, a whole line whose
+  password has a digit, a symbol or both cases), the ``auth`` of a docker config
+  (base64 that decodes to ``user:password``), Discord bot tokens (the first part
+  decodes to a numeric id), HashiCorp Vault tokens, and a Twilio account SID
+  with a 32-hex auth token within a few lines of it.
+* A password named in prose: ``password`` (passwd, passphrase, passcode, pw,
+  pwd) with up to six words of context, a verb (is, was, changed to...) or a
+  colon, then a value ("the wifi password is hunter2!42"); ``password VALUE``
+  with no verb ("ssh deploy@host with password Winter2024!"); a login pair
+  ("login is admin / Sup3rS3cret!"); ``-p VALUE`` on a ``login`` command line.
+  The value must read as a password: a letter, a digit and a symbol or both
+  cases, or 8+ characters with a letter and a digit or symbol; and it must not
+  be a reference, a placeholder, a path, a URL, an e-mail address, a date, code,
+  a description or technical words (``sha256-hashed``, ``16-chars``). Context
+  that makes the sentence about something else (the password's hash, policy,
+  length, reset, field...) leaves it alone.
 * An assignment: a name containing password, passwd, passphrase, secret,
   api key, api token, access token, auth token, refresh token or private key
   (any case, any separator: ``DB_PASSWORD``, ``apiKey``, ``x-api-key``,
   ``Private key``), then ``:``, ``=``, ``:=``, ``=>`` or ``==``, then a value
-  of at least 8 characters, possibly quoted.
+  of at least 8 characters, possibly quoted; or such a name and its value as
+  separate fields (``<add key="ApiSecret" value="..."/>``, a Kubernetes
+  ``- name: PGPASSWORD`` / ``value: ...``).
+
+Detection reads the text as written and, when it differs, a normalised copy:
+each non-ASCII character in NFKC form (fullwidth letters become ASCII),
+invisible characters dropped (Unicode format characters, category Cf, such as
+the zero-width space and joiners, and the other default-ignorable ones),
+Cyrillic and Greek letters drawn like Latin ones folded to them, and a token
+that starts with a known prefix (``eyJ``, ``ghp_``, ``AKIA``...) joined across
+the spaces or line breaks that split it, as long as the pieces are not words.
+What is stored is never changed; :func:`redact` maps what it finds in the copy
+back to the span of the original text it came from. Pure ASCII text with no
+prefixed token followed by whitespace costs one scan and no copy. Each shape
+first checks for a fixed substring every match contains (``ghp_``, ``://``),
+so most texts skip most scans.
 
 An assignment whose value describes the secret instead of being it is
 allowed:
@@ -56,13 +92,18 @@ apart.
 Every pattern runs in linear time: quantifiers are bounded or possessive, no
 quantified group can match the same text two ways, and each unbounded token
 pattern starts with a lookbehind that excludes its own alphabet, so a run of
-token characters is scanned from its first character only.
+token characters is scanned from its first character only. The lazy gaps
+(the context before a password, the text between a Twilio SID and its
+token) are bounded, so each candidate costs a constant.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 import unicodedata
+from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -81,6 +122,9 @@ PREVIEW_CHARS = 80
 _UNPRINTABLE = frozenset({"Cc", "Cf", "Zl", "Zp"})
 
 _MIN_VALUE = 8
+# A value in prose as short as "L4bR4t!" still reads as a password when it
+# mixes letters, digits and symbols or cases.
+_MIN_PROSE_VALUE = 6
 
 _DIGIT = re.compile(r"[0-9]")
 _LOWER = re.compile(r"[a-z]")
@@ -117,6 +161,60 @@ def _url_password(match: re.Match[str]) -> bool:
     return not _is_reference(match.group("secret"))
 
 
+def _b64decode(token: str) -> bytes | None:
+    """Standard or URL-safe base64, padding optional; None when it is not base64."""
+    token = token.rstrip("=").replace("-", "+").replace("_", "/")
+    try:
+        return base64.b64decode(token + "=" * (-len(token) % 4), validate=True)
+    except binascii.Error:
+        return None
+
+
+def _pem_in_base64(match: re.Match[str]) -> bool:
+    # A certificate (tls.crt) is base64 of a PEM block too, and public.
+    head = _b64decode(match.group(0)[:80])
+    return head is not None and _PEM_BEGIN.match(head.decode("ascii", "replace")) is not None
+
+
+def _azure_key(match: re.Match[str]) -> bool:
+    return _has_digit(match.group("secret")) and _mixed_case(match)
+
+
+def _registry_auth(match: re.Match[str]) -> bool:
+    """A docker config ``auth`` is base64 of ``user:password``."""
+    raw = _b64decode(match.group("secret"))
+    if raw is None:
+        return False
+    try:
+        user, sep, password = raw.decode("utf-8").partition(":")
+    except UnicodeDecodeError:
+        return False
+    return bool(sep and user and password) and password.isprintable()
+
+
+def _discord_token(match: re.Match[str]) -> bool:
+    # The first part is the bot's user id (a snowflake) in base64.
+    raw = _b64decode(match.group("id"))
+    return raw is not None and raw.isdigit() and 17 <= len(raw) <= 20
+
+
+def _netrc_password(match: re.Match[str]) -> bool:
+    return not _is_placeholder(match.group("secret"))
+
+
+def _pgpass_line(match: re.Match[str]) -> bool:
+    # Five colon-separated fields also make log lines and Redis keys
+    # (worker:10:queue:default:started); a password has a digit, a symbol or
+    # both cases, and a host has a letter, a dot or is *.
+    host, value = match.group("host"), match.group("secret")
+    return (
+        (_LETTER.search(host) is not None or "." in host or host == "*")
+        and not _is_placeholder(value)
+        and not value.isdigit()
+        and (_has_digit(value) or _SYMBOL.search(value) is not None or _mixed_case(match))
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class _Shape:
     """A well-known credential shape.
@@ -126,11 +224,21 @@ class _Shape:
         pattern: Finds candidates; a group named ``secret``, when present, is
             the span :func:`redact` withholds (otherwise the whole match).
         accept: Further test of a candidate the pattern alone cannot express.
+        needles: Substrings one of which every match contains, checked first
+            so that a text without any skips the scan (in lowercase when the
+            pattern ignores case); empty for a shape without one.
     """
 
     label: str
     pattern: re.Pattern[str]
     accept: Callable[[re.Match[str]], bool] | None = None
+    needles: tuple[str, ...] = ()
+
+    def may_match(self, text: str, lowered: str) -> bool:
+        if not self.needles:
+            return True
+        haystack = lowered if self.pattern.flags & re.IGNORECASE else text
+        return any(needle in haystack for needle in self.needles)
 
 
 def _shape(
@@ -138,8 +246,9 @@ def _shape(
     pattern: str,
     accept: Callable[[re.Match[str]], bool] | None = None,
     flags: int = 0,
+    needles: tuple[str, ...] = (),
 ) -> _Shape:
-    return _Shape(label, re.compile(pattern, flags), accept)
+    return _Shape(label, re.compile(pattern, flags), accept, needles)
 
 
 _PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
@@ -147,43 +256,152 @@ _PEM_END = re.compile(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
 
 # Order matters only for the label: the more specific shape goes first
 # (sk-ant- before the generic OpenAI sk-).
-_PEM = _Shape("private key", _PEM_BEGIN)
+_PEM = _Shape("private key", _PEM_BEGIN, needles=("PRIVATE KEY",))
 _SHAPES: tuple[_Shape, ...] = (
     _PEM,
-    _shape("AWS access key", r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
-    _shape("GitHub token", r"(?<![A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{30,}+"),
-    _shape("GitHub token", r"(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{40,}+"),
-    _shape("GitLab token", r"(?<![A-Za-z0-9_-])glpat-[A-Za-z0-9_-]{20,}+"),
-    _shape("Anthropic API key", r"(?<![A-Za-z0-9_-])sk-ant-[A-Za-z0-9_-]{20,}+"),
+    # base64 of "-----BEGIN", as in a Kubernetes secret's tls.key.
+    _shape(
+        "private key",
+        r"(?<![A-Za-z0-9+/])LS0tLS1CRUdJTi[A-Za-z0-9+/]{16,}+={0,2}",
+        _pem_in_base64,
+        needles=("LS0tLS1CRUdJTi",),
+    ),
+    # A PuTTY key file's private part: the lines after "Private-Lines: N".
+    _shape(
+        "private key",
+        r"Private-Lines:[ \t]*+[0-9]{1,4}+[ \t]*+\r?\n[ \t]{0,8}+"
+        r"(?P<secret>[A-Za-z0-9+/=]{16,256}+"
+        r"(?:\r?\n[ \t]{0,8}+[A-Za-z0-9+/=]{1,256}+(?![^\r\n])){0,256}+)",
+        needles=("Private-Lines:",),
+    ),
+    _shape(
+        "AWS access key",
+        r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])",
+        needles=("AKIA", "ASIA"),
+    ),
+    _shape(
+        "GitHub token",
+        r"(?<![A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{30,}+",
+        needles=("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    ),
+    _shape(
+        "GitHub token",
+        r"(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{40,}+",
+        needles=("github_pat_",),
+    ),
+    _shape("GitLab token", r"(?<![A-Za-z0-9_-])glpat-[A-Za-z0-9_-]{20,}+", needles=("glpat-",)),
+    _shape(
+        "Anthropic API key",
+        r"(?<![A-Za-z0-9_-])sk-ant-[A-Za-z0-9_-]{20,}+",
+        needles=("sk-ant-",),
+    ),
     _shape(
         "OpenAI API key",
         r"(?<![A-Za-z0-9_-])sk-(?:proj-)?(?P<secret>[A-Za-z0-9_-]{32,}+)",
         _secret_has_digit,
+        needles=("sk-",),
     ),
-    _shape("Stripe key", r"(?<![A-Za-z0-9_])[sr]k_live_[A-Za-z0-9]{16,}+"),
-    _shape("Stripe webhook secret", r"(?<![A-Za-z0-9_])whsec_[A-Za-z0-9]{24,}+"),
-    _shape("Slack token", r"(?<![A-Za-z0-9_-])xox[abprs]-[A-Za-z0-9-]{10,}+"),
+    _shape(
+        "Stripe key",
+        r"(?<![A-Za-z0-9_])[sr]k_live_[A-Za-z0-9]{16,}+",
+        needles=("k_live_",),
+    ),
+    _shape(
+        "Stripe webhook secret",
+        r"(?<![A-Za-z0-9_])whsec_[A-Za-z0-9]{24,}+",
+        needles=("whsec_",),
+    ),
+    _shape("Slack token", r"(?<![A-Za-z0-9_-])xox[abprs]-[A-Za-z0-9-]{10,}+", needles=("xox",)),
     _shape(
         "Slack webhook",
         r"https://hooks\.slack\.com/services/[A-Za-z0-9]{1,64}+/[A-Za-z0-9]{1,64}+"
         r"/[A-Za-z0-9]{16,}+",
+        needles=("hooks.slack.com",),
     ),
-    _shape("Google API key", r"(?<![A-Za-z0-9_-])AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"),
-    _shape("Google OAuth client secret", r"(?<![A-Za-z0-9_-])GOCSPX-[A-Za-z0-9_-]{28,}+"),
-    _shape("API key", r"(?<![A-Za-z0-9])apikey_[0-9a-fA-F]{32,}+_[0-9a-fA-F]{32,}+"),
-    _shape("npm token", r"(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"),
-    _shape("PyPI token", r"(?<![A-Za-z0-9_-])pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{40,}+"),
+    _shape(
+        "Google API key",
+        r"(?<![A-Za-z0-9_-])AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])",
+        needles=("AIza",),
+    ),
+    _shape(
+        "Google OAuth client secret",
+        r"(?<![A-Za-z0-9_-])GOCSPX-[A-Za-z0-9_-]{28,}+",
+        needles=("GOCSPX-",),
+    ),
+    _shape(
+        "API key",
+        r"(?<![A-Za-z0-9])apikey_[0-9a-fA-F]{32,}+_[0-9a-fA-F]{32,}+",
+        needles=("apikey_",),
+    ),
+    _shape("npm token", r"(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])", needles=("npm_",)),
+    _shape(
+        "PyPI token",
+        r"(?<![A-Za-z0-9_-])pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{40,}+",
+        needles=("pypi-",),
+    ),
     # Real Hugging Face tokens mix cases; a long snake_case identifier does not.
     _shape(
         "Hugging Face token",
         r"(?<![A-Za-z0-9_])hf_(?P<secret>[A-Za-z0-9]{34,}+)",
         _mixed_case,
+        needles=("hf_",),
     ),
-    _shape("SendGrid key", r"(?<![A-Za-z0-9_.-])SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"),
-    _shape("DigitalOcean token", r"(?<![A-Za-z0-9_])do[por]_v1_[a-f0-9]{64}"),
+    _shape(
+        "SendGrid key",
+        r"(?<![A-Za-z0-9_.-])SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}",
+        needles=("SG.",),
+    ),
+    _shape(
+        "DigitalOcean token",
+        r"(?<![A-Za-z0-9_])do[por]_v1_[a-f0-9]{64}",
+        needles=("_v1_",),
+    ),
+    _shape(
+        "Vault token",
+        r"(?<![A-Za-z0-9_.-])hv[sb]\.[A-Za-z0-9_-]{24,}+",
+        needles=("hvs.", "hvb."),
+    ),
+    # Connection strings of Azure Storage and Service Bus / Event Hubs.
+    _shape(
+        "Azure key",
+        r"(?<![A-Za-z0-9])(?:Account|SharedAccess)Key[ \t]{0,3}+=[ \t]{0,3}+"
+        r"(?P<secret>[A-Za-z0-9+/]{30,}+=*+)",
+        _azure_key,
+        re.IGNORECASE | re.ASCII,
+        needles=("accountkey", "sharedaccesskey"),
+    ),
+    # "auths" in ~/.docker/config.json: base64 of user:password.
+    _shape(
+        "registry credential",
+        r"\\?\"auth\\?\"[ \t]{0,5}+:[ \t\r\n]{0,20}+"
+        r"\\?\"(?P<secret>[A-Za-z0-9+/]{8,1024}+={0,2})\\?\"",
+        _registry_auth,
+        needles=('"auth',),
+    ),
+    _shape(
+        "Discord bot token",
+        r"(?<![A-Za-z0-9_-])(?P<id>[MNO][A-Za-z0-9_-]{22,27})\.[A-Za-z0-9_-]{6}\."
+        r"[A-Za-z0-9_-]{27,40}(?![A-Za-z0-9_-])",
+        _discord_token,
+    ),
+    # An account SID alone names the account; next to a 32-hex auth token
+    # (either way round, within a few lines) the pair signs in.
+    _shape(
+        "Twilio credentials",
+        r"(?<![A-Za-z0-9])AC[0-9a-f]{32}(?![A-Za-z0-9])(?s:.){0,300}?"
+        r"(?<![A-Za-z0-9])(?P<secret>[0-9a-f]{32})(?![A-Za-z0-9])",
+        needles=("AC",),
+    ),
+    _shape(
+        "Twilio credentials",
+        r"(?<![A-Za-z0-9])(?P<secret>[0-9a-f]{32})(?![A-Za-z0-9])(?s:.){0,300}?"
+        r"(?<![A-Za-z0-9])AC[0-9a-f]{32}(?![A-Za-z0-9])",
+        needles=("AC",),
+    ),
     _shape(
         "JSON Web Token",
         r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{5,}+\.eyJ[A-Za-z0-9_-]{5,}+\.[A-Za-z0-9_-]*+",
+        needles=("eyJ",),
     ),
     # The user part stops at ':' and the password at '@', so both can be
     # possessive; an empty password (redis://:@host) is no password.
@@ -192,6 +410,26 @@ _SHAPES: tuple[_Shape, ...] = (
         r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,30}+://[^\s/?#@:]{0,256}+"
         r":(?P<secret>[^\s/?#@]{1,256}+)@(?=[A-Za-z0-9\[])",
         _url_password,
+        needles=("://",),
+    ),
+    # ~/.netrc: "machine HOST login USER password PASS", on one line or several.
+    _shape(
+        "netrc password",
+        # "default" alone is too common a word: only "default login USER" counts.
+        r"(?<![A-Za-z0-9_-])(?:machine[ \t]++[^\s]{1,256}+"
+        r"(?:\s{1,20}+(?:login|account)[ \t]++[^\s]{1,256}+)?"
+        r"|default\s{1,20}+login[ \t]++[^\s]{1,256}+)"
+        r"\s{1,20}+password[ \t]++(?P<secret>[^\s]{1,256}+)",
+        _netrc_password,
+        needles=("machine", "default"),
+    ),
+    # ~/.pgpass: a whole line of host:port:database:user:password.
+    _shape(
+        "pgpass password",
+        r"^[ \t]{0,8}+(?P<host>[A-Za-z0-9._*-]{1,253}+):(?:[0-9]{2,5}+|\*)"
+        r":[^:\s]{1,128}+:[^:\s]{1,128}+:(?P<secret>[^\s]{1,256}+)[ \t]{0,8}+$",
+        _pgpass_line,
+        re.MULTILINE,
     ),
     _shape(
         "authorization header",
@@ -199,20 +437,25 @@ _SHAPES: tuple[_Shape, ...] = (
         r"(?P<secret>[A-Za-z0-9._~+/-]{8,1024}+=*+)",
         _header_credential,
         re.IGNORECASE | re.ASCII,
+        needles=("authorization",),
     ),
     _shape(
         "bearer token",
         r"(?<![A-Za-z0-9_-])bearer[ \t]{1,5}+(?P<secret>[A-Za-z0-9._~+/-]{20,1024}+=*+)",
         _bearer_like,
         re.IGNORECASE | re.ASCII,
+        needles=("bearer",),
     ),
 )
 
 # Values are capped at 256 characters: a credential is never longer, and the
 # cap keeps the work per candidate constant however long the input runs on.
+_KEYWORDS = (
+    r"pass(?:word|wd|phrase)|secret|api[ ._-]?(?:key|token)"
+    r"|(?:access|auth|refresh)[ ._-]?token|private[ ._-]?key"
+)
 _ASSIGNMENT = re.compile(
-    r"(?P<kw>pass(?:word|wd|phrase)|secret|api[ ._-]?(?:key|token)"
-    r"|(?:access|auth|refresh)[ ._-]?token|private[ ._-]?key)"
+    r"(?P<kw>" + _KEYWORDS + ")"
     # The rest of the name (_FILE, Name, _v2) and what closes it: a quote, a
     # bracket (config["password"]), Markdown bold (**Password**:) or the
     # backslash of escaped JSON ({\"password\": \"...\"}).
@@ -222,6 +465,16 @@ _ASSIGNMENT = re.compile(
     r"|[\"'`]?(?P<bare>[^\s\"'`,;&)\]}]{1,256}+))",
     re.IGNORECASE | re.ASCII,
 )
+
+# A name and its value as separate fields: .NET's <add key="ApiSecret" value="..."/>
+# and a Kubernetes env entry (- name: PGPASSWORD / value: "...").
+_KEY_VALUE = re.compile(
+    r"(?<![A-Za-z0-9_])(?:key|name)[ \t]{0,3}+[=:][ \t]{0,3}+[\"']?(?P<name>[A-Za-z0-9_.:-]{1,64}+)"
+    r"[\"']?(?:[ \t]{1,5}+|[ \t]{0,5}+\r?\n[ \t]{0,40}+)value[ \t]{0,3}+[=:][ \t]{0,3}+"
+    r"(?:\"(?P<dq>[^\"\r\n]{1,256}+)\"|'(?P<sq>[^'\r\n]{1,256}+)'|(?P<bare>[^\s\"',;}]{1,256}+))",
+    re.IGNORECASE | re.ASCII,
+)
+_KEYWORD = re.compile(_KEYWORDS, re.IGNORECASE | re.ASCII)
 
 # Keyed by the keyword's first three letters, which tell every keyword apart.
 # The patterns are ASCII-only so that case folding cannot match a keyword
@@ -299,6 +552,11 @@ _DESCRIBING = frozenset(
         "creds",
         "credentials",
         "placeholder",
+        "your",
+        "here",
+        "example",
+        "dummy",
+        "sample",
         "unset",
         "none",
         "empty",
@@ -472,10 +730,420 @@ def _assignments(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
             pos = match.start(group)
 
 
+_PROSE_KEYWORD = r"(?<![A-Za-z0-9_])(?:pass(?:word|wd|phrase|code)|pwd?)s?"
+_PROSE_VALUE = r"[\"'`]?(?P<secret>[^\s\"'`]{6,64}+)"
+# "the wifi password is hunter2!42", "the password for the staging db was Tr0ub4dor&3",
+# "smtp password for mailgun: ...": up to six words of context, a verb or a colon,
+# then the value.
+_PROSE_PASSWORD = re.compile(
+    _PROSE_KEYWORD
+    + r"(?P<context>(?:[ \t]{1,3}+(?!(?:is|was|are|were)\b)[A-Za-z0-9_'@.-]{1,40}+){0,6}?)"
+    r"(?:[ \t]{1,3}+(?:(?:(?:is|was|has[ \t]{1,3}+been)[ \t]{1,3}+)?"
+    r"(?:changed|set|reset|updated)[ \t]{1,3}+to|is|was|are|were|became)"
+    r"(?:[ \t]{1,3}+(?:now|still|just|currently|simply|literally))?"
+    r"|[ \t]{0,3}+(?P<colon>:))[ \t]{1,3}+" + _PROSE_VALUE,
+    re.IGNORECASE | re.ASCII,
+)
+# "ssh deploy@10.0.0.5 with password Winter2024!": with no verb only a value that
+# can be nothing but a password counts.
+_PROSE_PASSWORD_DIRECT = re.compile(
+    _PROSE_KEYWORD + r"[ \t]{1,3}+" + _PROSE_VALUE, re.IGNORECASE | re.ASCII
+)
+# "login is admin / Sup3rS3cret!", "credentials: deploy:Tr0ub4dor&3".
+_LOGIN_PAIR = re.compile(
+    r"(?<![A-Za-z0-9_])(?:log[ -]?in|creds|credentials"
+    r"|user(?:name)?[ \t]{0,3}+/[ \t]{0,3}+pass(?:word)?)"
+    r"(?:[ \t]{1,3}+(?:is|are|was|were|with)[ \t]{1,3}+|[ \t]{0,3}+[:=][ \t]{0,3}+)"
+    r"[A-Za-z0-9._@+-]{1,64}+[ \t]{0,3}+[/:][ \t]{0,3}+[\"'`]?(?P<secret>[^\s\"'`,;]{8,64}+)",
+    re.IGNORECASE | re.ASCII,
+)
+# "docker login -u ci -p ...": a password flag on a login command line.
+_LOGIN_FLAG = re.compile(
+    r"(?<![A-Za-z0-9_-])login[ \t](?:[^\s|;&][^\n|;&]{0,120}?[ \t])?-p[ \t]{1,3}+"
+    r"[\"']?(?P<secret>[^\s\"']{6,64}+)",
+    re.ASCII,
+)
+# Context that makes the sentence about something other than the password's value:
+# "the password hash is 5f4dcc3b...", "the password policy is 12 characters".
+_ABOUT_THE_PASSWORD = frozenset(
+    [
+        "hash",
+        "hashes",
+        "digest",
+        "length",
+        "policy",
+        "policies",
+        "hint",
+        "reset",
+        "manager",
+        "field",
+        "rule",
+        "rules",
+        "requirement",
+        "requirements",
+        "expiry",
+        "expiration",
+        "age",
+        "prompt",
+        "file",
+        "path",
+        "salt",
+        "strength",
+        "complexity",
+        "history",
+        "format",
+        "algorithm",
+        "scheme",
+        "column",
+        "type",
+        "regex",
+        "pattern",
+        "limit",
+        "minimum",
+        "maximum",
+        "generator",
+        "encoding",
+        "prefix",
+    ]
+)
+# Words with digits that describe how a password is kept or how long it is
+# ("sha256-hashed", "aes-256-gcm", "16-chars"): not a password.
+_TECHNICAL = frozenset(
+    [
+        "argon2",
+        "argon2i",
+        "argon2id",
+        "bcrypt",
+        "scrypt",
+        "pbkdf2",
+        "sha",
+        "sha1",
+        "sha2",
+        "sha256",
+        "sha384",
+        "sha512",
+        "sha3",
+        "md5",
+        "hmac",
+        "aes",
+        "aes128",
+        "aes256",
+        "gcm",
+        "cbc",
+        "rsa",
+        "ed25519",
+        "x25519",
+        "base32",
+        "base64",
+        "hex",
+        "utf",
+        "utf8",
+        "ascii",
+        "2fa",
+        "mfa",
+        "totp",
+        "hotp",
+        "otp",
+        "u2f",
+        "fido2",
+        "webauthn",
+        "pkcs",
+        "pkcs8",
+        "pkcs12",
+        "x509",
+        "tls",
+        "ssl",
+        "oauth2",
+        "ipv4",
+        "ipv6",
+        "bit",
+        "bits",
+        "byte",
+        "bytes",
+        "char",
+        "chars",
+        "characters",
+        "digits",
+        "encoded",
+        "salted",
+        "protected",
+        "based",
+        "generated",
+        "random",
+        "long",
+        "min",
+        "max",
+    ]
+)
+_TECHNICAL_SPLIT = re.compile(r"[-_./+]")
+_VERSION = re.compile(r"v?[0-9]+")
+_LETTER = re.compile(r"[A-Za-z]")
+# Not brackets: "(optional)" is prose.
+_SYMBOL = re.compile(r"[!@#$%^&*+=?~|\\]")
+_EMAIL = re.compile(r"[^@\s]{1,64}+@[A-Za-z0-9-]{1,63}+(?:\.[A-Za-z0-9-]{1,63}+)++")
+# Values that stand for a credential in examples: PASSWORD, xxxxxxxx, <token>,
+# yourpassword.
+_PLACEHOLDER = re.compile(r"[A-Z_]++|[xX*.]++|(?i:your|my)[-_A-Za-z]*+|<[^>]*+>")
+
+
+def _is_placeholder(value: str) -> bool:
+    return _is_reference(value) or _is_env_name(value) or _PLACEHOLDER.fullmatch(value) is not None
+
+
+def _is_technical(value: str) -> bool:
+    words = [word for word in _TECHNICAL_SPLIT.split(value.lower()) if word]
+    return all(
+        word in _TECHNICAL or word in _DESCRIBING or _VERSION.fullmatch(word) for word in words
+    )
+
+
+def _prose_value_is_secret(value: str, strict: bool) -> bool:
+    """Whether a value named in prose reads as a password: it has a letter, a digit,
+    and a symbol or both cases; or (not ``strict``) it is 8 characters or more with
+    a letter and a digit or symbol. And it is none of the things a sentence about a
+    password names instead."""
+    value = value.rstrip(".,;:)")
+    if len(value) < _MIN_PROSE_VALUE or _LETTER.search(value) is None:
+        return False
+    if (
+        _is_placeholder(value)
+        or _is_description(value)
+        or _is_technical(value)
+        or _names_a_credential(value)
+        or _EMAIL.fullmatch(value)
+        or _PATH.match(value)
+        or _URL.match(value)
+        or _DATE.fullmatch(value)
+        or _is_code(value)
+    ):
+        return False
+    digit, symbol = _has_digit(value), _SYMBOL.search(value) is not None
+    mixed = _LOWER.search(value) is not None and _UPPER.search(value) is not None
+    if digit and (symbol or mixed):
+        return True
+    return not strict and len(value) >= _MIN_VALUE and (digit or symbol)
+
+
+def _value_span(match: re.Match[str]) -> tuple[int, int]:
+    """The value's span without the punctuation that ends a sentence."""
+    start = match.start("secret")
+    return start, start + len(match.group("secret").rstrip(".,;:)"))
+
+
+def _prose_passwords(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
+    """Yield the label and value span of every password named in a sentence."""
+    for match in _PROSE_PASSWORD.finditer(text):
+        context = match.group("context").lower().split()
+        # "password: ..." with no context is an assignment, judged as one.
+        if match.group("colon") and not context:
+            continue
+        if not _ABOUT_THE_PASSWORD.intersection(context) and _prose_value_is_secret(
+            match.group("secret"), strict=False
+        ):
+            yield "password in prose", _value_span(match)
+    for match in _PROSE_PASSWORD_DIRECT.finditer(text):
+        if _prose_value_is_secret(match.group("secret"), strict=True):
+            yield "password in prose", _value_span(match)
+    for match in _LOGIN_PAIR.finditer(text):
+        if _prose_value_is_secret(match.group("secret"), strict=False):
+            yield "login and password", _value_span(match)
+    for match in _LOGIN_FLAG.finditer(text):
+        if _prose_value_is_secret(match.group("secret"), strict=True):
+            yield "login and password", _value_span(match)
+
+
+def _key_values(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
+    """Yield the kind and value span of every key/value pair whose value is a secret."""
+    for match in _KEY_VALUE.finditer(text):
+        name = match.group("name")
+        keyword = _KEYWORD.search(name)
+        group = next(g for g in ("dq", "sq", "bare") if match.group(g) is not None)
+        if (
+            keyword is not None
+            and not name.lower().endswith(_METADATA_SUFFIXES)
+            and _value_is_secret(match.group(group))
+        ):
+            yield f"{_KIND_BY_KEYWORD[keyword.group()[:3].lower()]} assignment", match.span(group)
+
+
 def _shape_matches(shape: _Shape, text: str) -> Iterable[re.Match[str]]:
     for match in shape.pattern.finditer(text):
         if shape.accept is None or shape.accept(match):
             yield match
+
+
+# The assignment keywords all contain one of these.
+_ASSIGNMENT_NEEDLES = ("pass", "secret", "api", "token", "private")
+_PROSE_NEEDLES = ("pass", "pw", "log", "cred", "user")
+
+
+def _findings(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
+    """Yield the label and the span to withhold of every credential in ``text``."""
+    lowered = text.lower()
+    for shape in _SHAPES:
+        if not shape.may_match(text, lowered):
+            continue
+        if shape is _PEM:
+            # The whole block, not only its header.
+            yield from ((shape.label, span) for span in _pem_spans(text))
+            continue
+        group = "secret" if "secret" in shape.pattern.groupindex else 0
+        for match in _shape_matches(shape, text):
+            yield shape.label, match.span(group)
+    if any(needle in lowered for needle in _ASSIGNMENT_NEEDLES):
+        yield from _assignments(text)
+        yield from _key_values(text)
+    if any(needle in lowered for needle in _PROSE_NEEDLES):
+        yield from _prose_passwords(text)
+
+
+# Characters that render as nothing, so they can sit inside a token unseen: the
+# format characters (Unicode category Cf: zero-width space and joiners, bidi
+# controls, the soft hyphen, the BOM) and the other default-ignorable ones
+# (combining grapheme joiner, Hangul fillers, variation selectors).
+_INVISIBLE = re.compile(
+    "[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U00013438\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+    "\U000e0020-\U000e007f"
+    "\u034f\u115f\u1160\u180b-\u180d\u3164\ufe00-\ufe0f\uffa0]"
+)
+# Cyrillic and Greek letters drawn like Latin ones (NFKC leaves them be).
+_HOMOGLYPHS = str.maketrans(
+    "аеорсухіјѕһԁԛԝӏ"  # Cyrillic lowercase
+    "АВЕКМНОРСТУХІЈЅԚԜҮ"  # Cyrillic uppercase
+    "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧ"  # Greek uppercase
+    "οιυνκρα",  # Greek lowercase
+    "aeopcyxijshdqwlABEKMHOPCTYXIJSQWYABEZHIKMNOPTYXoiuvkpa",
+)
+_NON_ASCII = re.compile(r"[^\x00-\x7f]++")
+
+# A token broken over lines or by spaces: it starts with a known prefix and goes on
+# in pieces that are not words (a word ends the token). The lookbehind excludes the
+# first piece's alphabet, so each piece is scanned once; "=" ends a name
+# (id_token=eyJ...) as well as a base64 token, hence only at the end.
+_SPLIT_START = re.compile(
+    r"(?<![A-Za-z0-9_.+/-])(?:eyJ|LS0tLS1CRUdJTi|gh[pousr]_|github_pat_|glpat-|sk-"
+    r"|[sr]k_live_|whsec_|xox[abprs]-|AIza|GOCSPX-|npm_|pypi-|hf_|SG\.|do[por]_v1_|AKIA|ASIA)"
+    r"[A-Za-z0-9_.+/-]*+={0,2}+(?=[ \t\r\n])"
+)
+_SPLIT_GAP = re.compile(r"[ \t]{0,8}+(?:\r?\n[ \t]{0,8}+)?")
+_SPLIT_PIECE = re.compile(r"[A-Za-z0-9_.+/=-]++")
+_WORD_PIECE = re.compile(r"(?:[A-Z]?[a-z]{1,40}+|[0-9]{1,3}+)\.?")
+_MAX_JOINED = 8192
+
+
+class _Layer:
+    """One step of normalisation: a new text made of pieces of an old one, and the
+    way back from a position in the new text to one in the old."""
+
+    __slots__ = ("_copied", "_origins", "_pieces", "_starts", "length")
+
+    def __init__(self) -> None:
+        self._pieces: list[str] = []
+        self._starts: list[int] = []
+        self._origins: list[int] = []
+        self._copied: list[bool] = []
+        self.length = 0
+
+    def add(self, piece: str, origin: int, copied: bool = True) -> None:
+        """Append ``piece``: the old text from ``origin`` on, character for character
+        when ``copied``, else what the one old character at ``origin`` became."""
+        if not piece:
+            return
+        self._pieces.append(piece)
+        self._starts.append(self.length)
+        self._origins.append(origin)
+        self._copied.append(copied)
+        self.length += len(piece)
+
+    def text(self) -> str:
+        return "".join(self._pieces)
+
+    def old(self, position: int) -> int:
+        """The old position of the character at ``position`` of the new text."""
+        i = bisect_right(self._starts, position) - 1
+        return self._origins[i] + (position - self._starts[i] if self._copied[i] else 0)
+
+
+@dataclass(frozen=True, slots=True)
+class _Normalised:
+    """The text detection reads besides the original, and the way back to it."""
+
+    text: str
+    layers: tuple[_Layer, ...]
+
+    def original(self, span: tuple[int, int]) -> tuple[int, int]:
+        """The span of the original text that ``span`` of this one came from."""
+        first, last = span[0], max(span[0], span[1] - 1)
+        for layer in reversed(self.layers):
+            first, last = layer.old(first), layer.old(last)
+        return first, last + 1
+
+
+def _unicode_layer(text: str) -> _Layer | None:
+    """NFKC, invisible characters dropped and homoglyphs folded; None if that changes
+    nothing. Only non-ASCII runs are looked at, and a run that needs none of it is
+    copied whole."""
+    layer = _Layer()
+    changed = False
+    cursor = 0
+    for run in _NON_ASCII.finditer(text):
+        layer.add(text[cursor : run.start()], cursor)
+        folded = run.group().translate(_HOMOGLYPHS)
+        if unicodedata.is_normalized("NFKC", folded) and _INVISIBLE.search(folded) is None:
+            layer.add(folded, run.start())
+            changed = changed or folded != run.group()
+        else:
+            changed = True
+            # Character by character, so that each maps back; NFKC may expand one
+            # character into several (the ligature "ﬁ" into "fi").
+            for offset, char in enumerate(run.group()):
+                if _INVISIBLE.match(char) is None:
+                    new = unicodedata.normalize("NFKC", char).translate(_HOMOGLYPHS)
+                    layer.add(new, run.start() + offset, copied=new == char)
+        cursor = run.end()
+    layer.add(text[cursor:], cursor)
+    return layer if changed else None
+
+
+def _split_layer(text: str) -> _Layer | None:
+    """The text with the whitespace inside a split token removed; None if there is none."""
+    layer: _Layer | None = None
+    cursor = pos = 0
+    while (start := _SPLIT_START.search(text, pos)) is not None:
+        end = start.end()
+        while end - start.start() < _MAX_JOINED:
+            gap = _SPLIT_GAP.match(text, end)
+            piece = _SPLIT_PIECE.match(text, gap.end()) if gap is not None else None
+            if gap is None or piece is None or gap.end() == end:
+                break
+            if _WORD_PIECE.fullmatch(piece.group()) is not None:
+                break
+            layer = layer or _Layer()
+            layer.add(text[cursor:end], cursor)
+            cursor, end = gap.end(), piece.end()
+        pos = end
+    if layer is None:
+        return None
+    layer.add(text[cursor:], cursor)
+    return layer
+
+
+def _normalise(text: str) -> _Normalised | None:
+    """What detection reads besides ``text`` itself, or None when that is ``text``.
+
+    Pure ASCII text with no token followed by whitespace costs one scan.
+    """
+    layers: list[_Layer] = []
+    current = text
+    if not text.isascii() and (layer := _unicode_layer(text)) is not None:
+        layers.append(layer)
+        current = layer.text()
+    if (layer := _split_layer(current)) is not None:
+        layers.append(layer)
+        current = layer.text()
+    return _Normalised(current, tuple(layers)) if layers else None
 
 
 def find_secret(text: str) -> str | None:
@@ -488,11 +1156,12 @@ def find_secret(text: str) -> str | None:
         A short label of the kind of credential found (``"GitHub token"``,
         ``"password assignment"``, ``"password in URL"``), or None.
     """
-    for shape in _SHAPES:
-        for _ in _shape_matches(shape, text):
-            return shape.label
-    for label, _span in _assignments(text):
+    for label, _span in _findings(text):
         return label
+    normalised = _normalise(text)
+    if normalised is not None:
+        for label, _span in _findings(normalised.text):
+            return label
     return None
 
 
@@ -560,14 +1229,10 @@ def preview(text: str, chars: int = PREVIEW_CHARS) -> str:
 def _secret_spans(text: str) -> list[tuple[int, int]]:
     """The spans :func:`redact` withholds, sorted; empty when :func:`find_secret` finds
     nothing."""
-    spans = list(_pem_spans(text))
-    for shape in _SHAPES:
-        if shape is _PEM:
-            continue
-        for match in _shape_matches(shape, text):
-            group = "secret" if "secret" in shape.pattern.groupindex else 0
-            spans.append(match.span(group))
-    spans.extend(span for _label, span in _assignments(text))
+    spans = [span for _label, span in _findings(text)]
+    normalised = _normalise(text)
+    if normalised is not None:
+        spans.extend(normalised.original(span) for _label, span in _findings(normalised.text))
     return sorted(spans)
 
 
