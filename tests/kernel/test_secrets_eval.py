@@ -1,0 +1,62 @@
+"""The credential detector against its evaluation sets.
+
+``tests/eval/secrets/dev.toml`` is the set the detector was developed against;
+``heldout.toml`` was written afterwards, independently, and only measured. Each
+holds realistic secrets the detector must refuse and look-alikes from developer
+notes it must store.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from hikmah.secrets import find_secret
+
+SETS = Path(__file__).parent.parent / "eval" / "secrets"
+REQUIRED = 0.95
+# Splits literal tokens in the files so that a secret scanner does not flag them.
+_BREAK = "{*}"
+
+
+def _load(name: str) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    with (SETS / f"{name}.toml").open("rb") as file:
+        data = tomllib.load(file)
+    secrets = [{**entry, "text": entry["text"].replace(_BREAK, "")} for entry in data["secret"]]
+    lookalikes = [
+        {**entry, "text": entry["text"].replace(_BREAK, "")} for entry in data["lookalike"]
+    ]
+    return secrets, lookalikes
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "dev",
+        # Not tuned to. First measured at 90.0% of its secrets refused and 96.9%
+        # of its look-alikes stored; then 90.8% / 97.7% after fixes for dev's
+        # misses and one plain bug it showed (".netrc" read "the default password
+        # on" as an entry). The misses are shapes the detector does not know yet
+        # (curl -u user:pass, <password> elements, CLI --client-secret flags, a
+        # base64 value starting with "/" read as a path).
+        pytest.param("heldout", marks=pytest.mark.xfail(strict=True, reason="recall 90.8% < 95%")),
+    ],
+)
+def test_secrets_are_refused_and_look_alikes_stored(name: str) -> None:
+    secrets, lookalikes = _load(name)
+    assert len(secrets) >= 120 and len(lookalikes) >= 120
+    missed = [entry for entry in secrets if find_secret(entry["text"]) is None]
+    refused = [
+        (entry, label) for entry in lookalikes if (label := find_secret(entry["text"])) is not None
+    ]
+    recall = 1 - len(missed) / len(secrets)
+    stored = 1 - len(refused) / len(lookalikes)
+    print(f"\n{name}: secrets refused {recall:.1%}, look-alikes stored {stored:.1%}")
+    for entry in missed:
+        print(f"  missed ({entry['shape']}): {entry['text']!r}")
+    for entry, label in refused:
+        print(f"  refused as {label} ({entry['why']}): {entry['text']!r}")
+    assert recall >= REQUIRED, f"{len(missed)} of {len(secrets)} secrets missed"
+    assert stored >= REQUIRED, f"{len(refused)} of {len(lookalikes)} look-alikes refused"
