@@ -4,7 +4,7 @@ Every field a writer controls passes through :func:`check_fields` before a
 write, and ledger reports show previews through :func:`redact`. This is a
 guard against secrets that merely appeared in a conversation, not a DLP
 system: it knows well-known credential shapes, ``NAME=value`` assignments and
-passwords named in a sentence.
+passwords named in a sentence, on a command line or in XML.
 
 A text holds a secret when one of these matches:
 
@@ -13,10 +13,13 @@ A text holds a secret when one of these matches:
   keys, JSON Web Tokens and passwords in URLs (``scheme://user:pass@host``).
   Beyond the reference list we also recognise a few shapes that are as
   unambiguous: npm, PyPI, Hugging Face, SendGrid, DigitalOcean, Stripe
-  webhook and Google OAuth client secrets, Slack webhook URLs, a ``Bearer``
-  token (20+ characters with a letter and a digit, so prose about "the bearer
-  of ..." passes) and an ``Authorization:`` header with a Basic, Bearer or
-  Token credential.
+  webhook and Google OAuth client secrets, Google OAuth refresh (``1//0...``)
+  and access (``ya29.``) tokens, Slack webhook URLs, a ``Bearer`` token (20+
+  characters with a letter and a digit, so prose about "the bearer of ..."
+  passes), an ``Authorization:`` header with a Basic, Bearer or Token
+  credential, and bare base64 after ``auth:`` or ``Basic`` that decodes to
+  ``user:password``. A JWT pasted in parts with a label before each ("header
+  eyJ...", "payload: eyJ...", "sig ...") counts as one.
 * Credential files and connection strings: base64 of a PEM private key (a
   Kubernetes ``tls.key``; a certificate decodes to no private key and passes),
   the private lines of a PuTTY key, Azure ``AccountKey=`` and
@@ -26,11 +29,24 @@ A text holds a secret when one of these matches:
   (base64 that decodes to ``user:password``), Discord bot tokens (the first part
   decodes to a numeric id), HashiCorp Vault tokens, and a Twilio account SID
   with a 32-hex auth token within a few lines of it.
+* A command line: ``user:password`` after ``-u``, ``--user``, ``-a`` or
+  ``--auth`` on the line of an HTTP client (curl, wget, HTTPie, xh) and not
+  after a ``|``, ``;`` or ``&``; a credential flag (a name ending in password,
+  pass, passphrase, pwd, secret, token, or api/app/access/secret/private/
+  client/auth key, after ``-`` or ``--``) and its value after a space or ``=``
+  (``--client-secret X``, ``-passout pass:X``). The value must read as a
+  password (below, not strict) and be no other flag, no ``k=v`` list
+  (``--secret id=npmrc,src=.npmrc``) and no placeholder.
 * A password named in prose: ``password`` (passwd, passphrase, passcode, pw,
   pwd) with up to six words of context, a verb (is, was, changed to...) or a
   colon, then a value ("the wifi password is hunter2!42"); ``password VALUE``
   with no verb ("ssh deploy@host with password Winter2024!"); a login pair
-  ("login is admin / Sup3rS3cret!"); ``-p VALUE`` on a ``login`` command line.
+  ("login is admin / Sup3rS3cret!"), or after use, try, creds or credentials
+  ("use admin / Adm1n!2025"); a ``user / password`` pair with no verb whose
+  password has a letter, a digit and a symbol ("keycloak admin / K3ycl0ak!Adm");
+  ``-p VALUE`` on a ``login`` command line. "password: VALUE" with words
+  before it ("new ssh password: 7Seas&Salt") is judged strictly (a letter, a
+  digit, and a symbol or both cases).
   The value must read as a password: a letter, a digit and a symbol or both
   cases, or 8+ characters with a letter and a digit or symbol; and it must not
   be a reference, a placeholder, a path, a URL, an e-mail address, a date, code,
@@ -41,9 +57,19 @@ A text holds a secret when one of these matches:
   api key, api token, access token, auth token, refresh token or private key
   (any case, any separator: ``DB_PASSWORD``, ``apiKey``, ``x-api-key``,
   ``Private key``), then ``:``, ``=``, ``:=``, ``=>`` or ``==``, then a value
-  of at least 8 characters, possibly quoted; or such a name and its value as
-  separate fields (``<add key="ApiSecret" value="..."/>``, a Kubernetes
-  ``- name: PGPASSWORD`` / ``value: ...``).
+  of at least 8 characters, possibly quoted (a Python bytes literal ``b'...'``
+  too); or such a name and its value as separate fields (``<add
+  key="ApiSecret" value="..."/>``, a Kubernetes ``- name: PGPASSWORD`` /
+  ``value: ...``); or an XML element so named, or named ``...token``
+  (``<password>...</password>``, ``<apiKey>``), whose value passes the same
+  test or reads as a password.
+* A named token: such a name, or ``token`` or an app/access/secret/master key,
+  with up to four words and ``is``/``was``, a colon, ``=`` or only a space
+  before a long random value ("datadog api key 55bd51f0...",
+  "AWS_SECRET_ACCESS_KEY is MJ8P..."): 16+ characters mixing cases and digits,
+  20+ hex digits, or 24+ lowercase letters and 4+ digits. A value starting with
+  a known token prefix is left to its shape; words that make it about
+  something else ("the password digest is ...", "api key id ...") leave it.
 
 Detection reads the text as written and, when it differs, a normalised copy:
 each non-ASCII character in NFKC form (fullwidth letters become ASCII),
@@ -70,15 +96,19 @@ allowed:
   words ending in an ``-ed`` word and a date (``rotated-2026-09``); in both
   chain forms the first word is letters only, at least two of them, so
   ``x_rotated-2026-09`` and ``p_server_only`` are credentials;
-* an environment variable name (``TYPESAFE_API_KEY``, ``_PRIVATE_KEY_TYPES``);
+* an environment variable name (``TYPESAFE_API_KEY``, ``_PRIVATE_KEY_TYPES``)
+  or an HTTP header's name (``X-API-Key``);
 * something that is plainly not a credential: a file path (``/run/secrets/db``,
-  ``~/.pgpass``), a URL (its password, if any, is caught by the URL shape),
+  ``~/.pgpass``; made of names: a segment of 20+ base64 characters mixing
+  cases and digits, a ``+`` or ``=`` padding make base64 that starts with
+  ``/``, not a path), a URL (its password, if any, is caught by the URL shape),
   an ISO date, a code expression (``os.environ["X"]``, ``getpass()``,
-  ``settings.SECRET_KEY``) or a variable named after a credential
+  ``settings.SECRET_KEY``, ``std::env::var("X")``, ``process.env.X!``; code
+  reading the environment counts as a reference) or a variable named after a credential
   (``self.password = password``, ``key_password=key_password``);
 * an assignment to a name that is about the secret rather than the secret
   itself (``secretName``, ``PASSWORD_FILE``, ``private_key_path``,
-  ``password_min_length``);
+  ``password_min_length``, ``api_key_header``);
 * documentation: a docstring field (``:param password: ...``) or a sentence
   (``password: Password to send with the request.``).
 
@@ -93,14 +123,19 @@ Every pattern runs in linear time: quantifiers are bounded or possessive, no
 quantified group can match the same text two ways, and each unbounded token
 pattern starts with a lookbehind that excludes its own alphabet, so a run of
 token characters is scanned from its first character only. The lazy gaps
-(the context before a password, the text between a Twilio SID and its
-token) are bounded, so each candidate costs a constant.
+(the context before a password or a named token, the text between a Twilio
+SID and its token) are bounded, so each candidate costs a constant. Where a
+shape needs context that a pattern would reach by a long gap (the HTTP client
+before a ``-u``), the pattern finds the short part and a check looks back at
+most 200 characters. A scan that skips a rejected candidate resumes inside it,
+never before its start.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 import unicodedata
 from bisect import bisect_right
@@ -215,6 +250,42 @@ def _pgpass_line(match: re.Match[str]) -> bool:
     )
 
 
+def _basic_credential(match: re.Match[str]) -> bool:
+    """Bare base64 after ``auth:`` or ``Basic``: it must decode to ``user:password``
+    in printable ASCII, with no space in the user."""
+    raw = _b64decode(match.group("secret"))
+    if raw is None or not raw.isascii():
+        return False
+    user, sep, password = raw.decode("ascii").partition(":")
+    return bool(sep and user and password) and (user + password).isprintable() and " " not in user
+
+
+# An HTTP client's command, which a -u/--user/-a/--auth flag must follow on its line.
+_HTTP_CLIENT = re.compile(r"(?<![A-Za-z0-9_-])(?:curl|wget|https?+|xhs?+)[ \t]")
+_CLIENT_REACH = 200
+
+
+def _client_password(match: re.Match[str]) -> bool:
+    """``user:password`` after -u, --user, -a or --auth on an HTTP client's command
+    line (curl, wget, HTTPie, xh), not piped or chained from an earlier command."""
+    text, start = match.string, match.start()
+    window = text[max(0, start - _CLIENT_REACH) : start]
+    window = window[window.rfind("\n") + 1 :]
+    commands = [command.end() for command in _HTTP_CLIENT.finditer(window)]
+    return (
+        bool(commands)
+        and not any(separator in window[commands[-1] :] for separator in "|;&")
+        and _flag_value_is_secret(match.group("secret"))
+    )
+
+
+def _labelled_jwt(match: re.Match[str]) -> bool:
+    signature = match.group("sig")
+    return _has_digit(signature) or (
+        _LOWER.search(signature) is not None and _UPPER.search(signature) is not None
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class _Shape:
     """A well-known credential shape.
@@ -253,6 +324,14 @@ def _shape(
 
 _PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
 _PEM_END = re.compile(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+
+# What may stand between the parts of a JWT pasted with labels: spaces, a line
+# break, and a label of a word or two closed by a colon or spaces.
+_JWT_GAP = (
+    r"[ \t]{0,8}+(?:\r?\n[ \t]{0,8}+)?+"
+    r"(?:[A-Za-z][A-Za-z0-9_-]{0,19}+(?:[ \t][A-Za-z0-9_-]{1,20}+)?"
+    r"(?:[ \t]{0,3}+[:=][ \t]{0,8}+|[ \t]{1,8}+))?"
+)
 
 # Order matters only for the label: the more specific shape goes first
 # (sk-ant- before the generic OpenAI sk-).
@@ -378,6 +457,26 @@ _SHAPES: tuple[_Shape, ...] = (
         _registry_auth,
         needles=('"auth',),
     ),
+    # An HTTP client's user:password: curl -u, --user; httpie -a, --auth; wget --user.
+    _shape(
+        "password on a command line",
+        r"(?<![A-Za-z0-9_-])(?:-u|-a|--user|--auth|--proxy-user|--http-user|-U)"
+        r"(?:[ \t]{1,3}+|=)?+[\"']?+[^\s:\"'$]{1,64}+:(?P<secret>[^\s\"']{1,256}+)",
+        _client_password,
+        needles=("curl", "wget", "http", "xh"),
+    ),
+    # Google OAuth refresh tokens ("1//0...") and access tokens ("ya29.").
+    _shape(
+        "Google OAuth token",
+        r"(?<![A-Za-z0-9_/-])1//0[A-Za-z0-9_-]{30,}+",
+        needles=("1//0",),
+    ),
+    _shape(
+        "Google OAuth token",
+        r"(?<![A-Za-z0-9_.-])ya29\.(?P<secret>[A-Za-z0-9_-]{30,}+)",
+        _mixed_case,
+        needles=("ya29.",),
+    ),
     _shape(
         "Discord bot token",
         r"(?<![A-Za-z0-9_-])(?P<id>[MNO][A-Za-z0-9_-]{22,27})\.[A-Za-z0-9_-]{6}\."
@@ -401,6 +500,15 @@ _SHAPES: tuple[_Shape, ...] = (
     _shape(
         "JSON Web Token",
         r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{5,}+\.eyJ[A-Za-z0-9_-]{5,}+\.[A-Za-z0-9_-]*+",
+        needles=("eyJ",),
+    ),
+    # A JWT pasted in parts with a label before each ("header eyJ...", "payload:
+    # eyJ...", "sig ..."); a label is a word or two, then spaces or a colon.
+    _shape(
+        "JSON Web Token",
+        r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{5,}+\.?+" + _JWT_GAP + r"\.?+"
+        r"eyJ[A-Za-z0-9_-]{5,}+\.?+" + _JWT_GAP + r"\.?+(?P<sig>[A-Za-z0-9_-]{16,}+)",
+        _labelled_jwt,
         needles=("eyJ",),
     ),
     # The user part stops at ':' and the password at '@', so both can be
@@ -446,6 +554,16 @@ _SHAPES: tuple[_Shape, ...] = (
         re.IGNORECASE | re.ASCII,
         needles=("bearer",),
     ),
+    # The same base64 of user:password bare ("auth: YWRt...") or after "Basic"
+    # without an Authorization header.
+    _shape(
+        "basic auth credential",
+        r"(?<![A-Za-z0-9_-])(?:auth|basic)[\"']?+(?:[ \t]{0,5}+[:=][ \t]{0,5}+|[ \t]{1,5}+)[\"']?+"
+        r"(?P<secret>[A-Za-z0-9+/]{8,1024}+={0,2}+)(?![A-Za-z0-9+/=_-])",
+        _basic_credential,
+        re.IGNORECASE | re.ASCII,
+        needles=("auth", "basic"),
+    ),
 )
 
 # Values are capped at 256 characters: a credential is never longer, and the
@@ -461,7 +579,9 @@ _ASSIGNMENT = re.compile(
     # backslash of escaped JSON ({\"password\": \"...\"}).
     r"(?P<tail>[A-Za-z0-9_.-]{0,40}+)[\\\"'`\]*]{0,4}+[ \t]{0,5}+"
     r"(?::=|=>|==|[:=])[ \t]{0,5}+(?:\*\*)?[ \t]{0,5}+"
-    r"\\?(?:\"(?P<dq>[^\"\r\n]{1,256}+)\"|'(?P<sq>[^'\r\n]{1,256}+)'|`(?P<bq>[^`\r\n]{1,256}+)`"
+    # A Python bytes literal (b'...') is quoted like a string.
+    r"\\?(?:[bB][rR]?+(?=[\"'])|[rR][bB](?=[\"']))?+"
+    r"(?:\"(?P<dq>[^\"\r\n]{1,256}+)\"|'(?P<sq>[^'\r\n]{1,256}+)'|`(?P<bq>[^`\r\n]{1,256}+)`"
     r"|[\"'`]?(?P<bare>[^\s\"'`,;&)\]}]{1,256}+))",
     re.IGNORECASE | re.ASCII,
 )
@@ -501,6 +621,13 @@ _METADATA_SUFFIXES = (
     "length",
     "len",
     "policy",
+    # Where the secret travels or is read from (api_key_header: X-API-Key).
+    "header",
+    "headers",
+    "field",
+    "param",
+    "env",
+    "var",
 )
 
 _DESCRIBING = frozenset(
@@ -561,6 +688,7 @@ _DESCRIBING = frozenset(
         "none",
         "empty",
         "required",
+        "optional",
         "daily",
         "weekly",
         "monthly",
@@ -581,6 +709,18 @@ _REFERENCE_PREFIXES = (
     "arn:",
     "ssm:",
     "sops:",
+    # Code reading the environment (process.env.X!, std::env::var("X")).
+    "process.env",
+    "import.meta.env",
+    "os.environ",
+    "os.getenv",
+    "env::",
+    "std::env",
+    "env[",
+    "env.fetch",
+    "system.getenv",
+    "deno.env",
+    "environment.getenvironmentvariable",
 )
 
 _WORD_SPLIT = re.compile(r"[-_ ]")
@@ -591,12 +731,20 @@ _NUMBER = re.compile(r"[0-9]+")
 _FIRST_WORD = re.compile(r"[a-z]{2,}")
 _ENV_WORD = re.compile(r"[A-Z0-9]*[A-Z]")
 _PATH = re.compile(r"(?:~|\.{1,2})?/")
+# A path's segments are names; a segment of 20+ base64 characters mixing cases and
+# digits, a "+", or "=" padding at the end make base64 that happens to start with
+# "/" (a private key's "/fUJPG5GbCh+TrX..."), not a path.
+_BASE64_SEGMENT = re.compile(r"[A-Za-z0-9+]{20,}+")
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,30}+://")
 _DATE = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
     r"(?:[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?)?"
 )
-_CALL_OR_INDEX = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,255}+[(\[]")
+# A call or an index, Rust paths and macros too (std::env::var(, env!().
+_CALL_OR_INDEX = re.compile(
+    r"[A-Za-z_][A-Za-z0-9_.]{0,255}+(?:::[A-Za-z_][A-Za-z0-9_.]{0,255}+){0,16}+!?[(\[]"
+)
+_HEADER_NAME = re.compile(r"[Xx]-[A-Za-z]{1,20}+(?:-[A-Za-z]{1,20}+){0,6}+")
 _IDENTIFIER = re.compile(r"_*+[A-Za-z][A-Za-z0-9_]*+")
 _IDENTIFIER_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _CREDENTIAL_WORDS = re.compile(
@@ -673,11 +821,33 @@ def _names_a_credential(value: str) -> bool:
 def _is_code(value: str) -> bool:
     if _CALL_OR_INDEX.match(value):
         return True
+    # TypeScript's non-null assertion (process.env.KEY!) ends an expression.
+    value = value.removesuffix("!")
     # A segment ending in a digit (ya29.a0AfH6, john.doe1) reads as a token or
     # a password, not an attribute path.
     return _ATTRIBUTE_PATH.fullmatch(value) is not None and not any(
         part[-1].isdigit() for part in value.split(".")
     )
+
+
+def _is_path(value: str) -> bool:
+    """A file path: starts like one and is made of names, not base64."""
+    if _PATH.match(value) is None:
+        return False
+    if "+" in value or value.endswith("="):
+        return False
+    return not any(
+        _BASE64_SEGMENT.fullmatch(segment) is not None
+        and _has_digit(segment)
+        and _LOWER.search(segment) is not None
+        and _UPPER.search(segment) is not None
+        for segment in value.split("/")
+    )
+
+
+def _is_header_name(value: str) -> bool:
+    """An HTTP header's name (X-API-Key, X-Auth-Token): where a credential goes."""
+    return _HEADER_NAME.fullmatch(value) is not None
 
 
 def _value_is_secret(value: str) -> bool:
@@ -691,9 +861,9 @@ def _value_is_secret(value: str) -> bool:
         return False
     if _names_a_credential(value):
         return False
-    if _PATH.match(value) or _URL.match(value) or _DATE.fullmatch(value):
+    if _is_path(value) or _URL.match(value) or _DATE.fullmatch(value):
         return False
-    return not _is_code(value)
+    return not _is_code(value) and not _is_header_name(value)
 
 
 def _in_prose(text: str, match: re.Match[str], group: str) -> bool:
@@ -763,6 +933,55 @@ _LOGIN_FLAG = re.compile(
     r"[\"']?(?P<secret>[^\s\"']{6,64}+)",
     re.ASCII,
 )
+# "use admin / Adm1n!2025", "try root / S3cure-pw9": a verb, a user, a password.
+_VERB_PAIR = re.compile(
+    r"(?<![A-Za-z0-9_])(?:use|using|try|creds|credentials)[ \t]{1,3}+[A-Za-z0-9._@+-]{1,64}+"
+    r"[ \t]{1,3}+/[ \t]{1,3}+[\"'`]?(?P<secret>[^\s\"'`,;]{8,64}+)",
+    re.IGNORECASE | re.ASCII,
+)
+# "keycloak admin / K3ycl0ak!Adm": a user name and, with no verb, a password that
+# can be nothing else (a letter, a digit and a symbol).
+_STRONG_PAIR = re.compile(
+    r"(?<![A-Za-z0-9_./-])[a-z][a-z0-9._-]{1,31}+[ \t]{1,3}+/[ \t]{1,3}+[\"'`]?"
+    r"(?P<secret>[^\s\"'`,;]{8,64}+)",
+    re.ASCII,
+)
+# A credential flag on a command line, its value after a space or "=":
+# --client-secret X, --token X, --api-key=X, -passout pass:X.
+_CLI_FLAG = re.compile(
+    r"(?<![A-Za-z0-9_-])--?+(?:[A-Za-z0-9]{1,20}+-){0,4}"
+    r"(?:pass(?:word|wd|phrase|in|out)?|pwd|secret|token"
+    r"|(?:api|app|access|secret|private|client|auth)-?key)"
+    r"(?:[ \t]{1,3}+|=)[\"']?(?P<secret>[^\s\"']{6,256}+)",
+    re.IGNORECASE | re.ASCII,
+)
+# <password>...</password>, <apiKey>...</apiKey>, <token>...</token>.
+_XML_ELEMENT = re.compile(
+    r"<(?P<name>[A-Za-z_][A-Za-z0-9_.:-]{0,60}+)[ \t]*+>(?P<secret>[^<>\r\n]{1,256}+)"
+    r"</(?P=name)[ \t]*+>",
+    re.ASCII,
+)
+_TOKEN_NAME = re.compile(r"token$", re.IGNORECASE)
+# A credential named and followed by a long random value, with no "=" needed:
+# "datadog api key 55bd51f0...", "the CI variable AWS_SECRET_ACCESS_KEY is MJ8P...",
+# "the bot token for staging is ...".
+_NAMED_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9])(?:" + _KEYWORDS + r"|token"
+    r"|(?:app|application|access|secret|master)[ ._-]?key)(?P<tail>[A-Za-z0-9_]{0,40}+)"
+    r"(?:(?P<context>(?:[ \t]{1,3}+(?!(?:is|was)\b)[A-Za-z0-9_.-]{1,30}+){0,4}?)"
+    r"[ \t]{1,3}+(?:is|was)(?:[ \t]{1,3}+now)?|[ \t]{0,3}+[:=]|)"
+    r"[ \t]{1,3}+[\"'`]?(?P<secret>[A-Za-z0-9_+/.=-]{16,256}+)",
+    re.IGNORECASE | re.ASCII,
+)
+_HEX = re.compile(r"[0-9a-fA-F-]++")
+# The prefixes of the tokens the shapes know; such a value is left to its shape,
+# which names it better (and finds it joined when it was split).
+_TOKEN_PREFIXES = (
+    r"eyJ|LS0tLS1CRUdJTi|gh[pousr]_|github_pat_|glpat-|sk-|[sr]k_live_|whsec_|xox[abprs]-"
+    r"|AIza|GOCSPX-|npm_|pypi-|hf_|SG\.|do[por]_v1_|AKIA|ASIA"
+)
+_KNOWN_PREFIX = re.compile(_TOKEN_PREFIXES)
+_BASE36 = re.compile(r"[a-z0-9]++")
 # Context that makes the sentence about something other than the password's value:
 # "the password hash is 5f4dcc3b...", "the password policy is 12 characters".
 _ABOUT_THE_PASSWORD = frozenset(
@@ -806,6 +1025,21 @@ _ABOUT_THE_PASSWORD = frozenset(
         "prefix",
     ]
 )
+# Words that make a named value something other than the credential: "the password
+# digest is 8d96...", "api key id 1234...".
+_ABOUT_THE_TOKEN = _ABOUT_THE_PASSWORD | {
+    "id",
+    "ids",
+    "checksum",
+    "fingerprint",
+    "sha",
+    "sha1",
+    "sha256",
+    "md5",
+    "name",
+    "header",
+    "version",
+}
 # Words with digits that describe how a password is kept or how long it is
 # ("sha256-hashed", "aes-256-gcm", "16-chars"): not a password.
 _TECHNICAL = frozenset(
@@ -911,7 +1145,7 @@ def _prose_value_is_secret(value: str, strict: bool) -> bool:
         or _is_technical(value)
         or _names_a_credential(value)
         or _EMAIL.fullmatch(value)
-        or _PATH.match(value)
+        or _is_path(value)
         or _URL.match(value)
         or _DATE.fullmatch(value)
         or _is_code(value)
@@ -924,6 +1158,48 @@ def _prose_value_is_secret(value: str, strict: bool) -> bool:
     return not strict and len(value) >= _MIN_VALUE and (digit or symbol)
 
 
+def _flag_value_is_secret(value: str) -> bool:
+    """Whether the value of a credential flag (``--token X``, ``curl -u user:X``) reads
+    as one: not another flag, a key=value list (``--secret id=npmrc,src=.npmrc``), a
+    placeholder, or a word ("pass --token explicitly")."""
+    value = value.removeprefix("pass:")
+    return (
+        not value.startswith("-")
+        and "=" not in value.rstrip("=")
+        and not _is_placeholder(value)
+        and _prose_value_is_secret(value, strict=False)
+    )
+
+
+def _looks_random(value: str) -> bool:
+    """Whether a value named without ``=`` reads as a generated token: 16+ characters
+    mixing cases and digits, 20+ of hex, or 24+ of lowercase letters and 4+ digits; and
+    none of the things a sentence names instead."""
+    value = value.rstrip(".,;:)")
+    if len(value) < 16 or _LETTER.search(value) is None or not _has_digit(value):
+        return False
+    if _KNOWN_PREFIX.match(value) is not None:
+        return False
+    if (
+        _is_placeholder(value)
+        or _is_path(value)
+        or _URL.match(value)
+        or _DATE.fullmatch(value)
+        or _is_code(value)
+        or _is_technical(value)
+    ):
+        return False
+    if _LOWER.search(value) is not None and _UPPER.search(value) is not None:
+        return True
+    if _HEX.fullmatch(value) is not None:
+        return len(value.replace("-", "")) >= 20
+    return (
+        _BASE36.fullmatch(value) is not None
+        and len(value) >= 24
+        and len(_DIGIT.findall(value)) >= 4
+    )
+
+
 def _value_span(match: re.Match[str]) -> tuple[int, int]:
     """The value's span without the punctuation that ends a sentence."""
     start = match.start("secret")
@@ -934,11 +1210,12 @@ def _prose_passwords(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
     """Yield the label and value span of every password named in a sentence."""
     for match in _PROSE_PASSWORD.finditer(text):
         context = match.group("context").lower().split()
-        # "password: ..." with no context is an assignment, judged as one.
-        if match.group("colon") and not context:
-            continue
+        # "password: ..." with no context is an assignment, judged as one; but
+        # the assignment stops a value at "&" (a query string), so a value that can
+        # be nothing but a password counts here too ("new ssh password: 7Seas&Salt").
+        strict = bool(match.group("colon")) and not context
         if not _ABOUT_THE_PASSWORD.intersection(context) and _prose_value_is_secret(
-            match.group("secret"), strict=False
+            match.group("secret"), strict=strict
         ):
             yield "password in prose", _value_span(match)
     for match in _PROSE_PASSWORD_DIRECT.finditer(text):
@@ -950,6 +1227,54 @@ def _prose_passwords(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
     for match in _LOGIN_FLAG.finditer(text):
         if _prose_value_is_secret(match.group("secret"), strict=True):
             yield "login and password", _value_span(match)
+    for match in _VERB_PAIR.finditer(text):
+        if _prose_value_is_secret(match.group("secret"), strict=True):
+            yield "login and password", _value_span(match)
+
+
+def _strong_pairs(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
+    """Yield the value span of every ``user / password`` pair whose password has a
+    letter, a digit and a symbol."""
+    for match in _STRONG_PAIR.finditer(text):
+        value = match.group("secret").rstrip(".,;:)")
+        if (
+            len(value) >= _MIN_VALUE
+            and _SYMBOL.search(value) is not None
+            and _prose_value_is_secret(value, strict=True)
+        ):
+            yield "login and password", _value_span(match)
+
+
+def _named_values(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
+    """Yield the kind and value span of credentials named by a command-line flag or an
+    XML element, or named in a sentence and followed by a long random value."""
+    pos = 0 if "-" in text else len(text)
+    while (match := _CLI_FLAG.search(text, pos)) is not None:
+        if _flag_value_is_secret(match.group("secret")):
+            yield "credential on a command line", _value_span(match)
+            pos = match.end()
+        else:
+            # The value may be the next flag (--with-token --token X).
+            pos = match.start("secret")
+    if "</" in text:
+        for match in _XML_ELEMENT.finditer(text):
+            name, raw = match.group("name"), match.group("secret")
+            value = raw.strip()
+            keyword = _KEYWORD.search(name)
+            if (
+                (keyword is not None or _TOKEN_NAME.search(name) is not None)
+                and not name.lower().endswith(_METADATA_SUFFIXES)
+                and (_value_is_secret(value) or _prose_value_is_secret(value, strict=True))
+            ):
+                kind = _KIND_BY_KEYWORD[keyword.group()[:3].lower()] if keyword else "token"
+                start = match.start("secret") + len(raw) - len(raw.lstrip())
+                yield f"{kind} in XML", (start, start + len(value))
+    for match in _NAMED_TOKEN.finditer(text):
+        about = f"{match.group('tail')} {match.group('context') or ''}".lower()
+        if not _ABOUT_THE_TOKEN.intersection(_WORD_SPLIT.split(about)) and _looks_random(
+            match.group("secret")
+        ):
+            yield "named token", _value_span(match)
 
 
 def _key_values(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
@@ -974,7 +1299,9 @@ def _shape_matches(shape: _Shape, text: str) -> Iterable[re.Match[str]]:
 
 # The assignment keywords all contain one of these.
 _ASSIGNMENT_NEEDLES = ("pass", "secret", "api", "token", "private")
-_PROSE_NEEDLES = ("pass", "pw", "log", "cred", "user")
+# The keywords of the flags, elements and named tokens.
+_NAMED_NEEDLES = (*_ASSIGNMENT_NEEDLES, "pwd", "key")
+_PROSE_NEEDLES = ("pass", "pw", "log", "cred", "user", "use", "try")
 
 
 def _findings(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
@@ -993,8 +1320,12 @@ def _findings(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
     if any(needle in lowered for needle in _ASSIGNMENT_NEEDLES):
         yield from _assignments(text)
         yield from _key_values(text)
+    if any(needle in lowered for needle in _NAMED_NEEDLES):
+        yield from _named_values(text)
     if any(needle in lowered for needle in _PROSE_NEEDLES):
         yield from _prose_passwords(text)
+    if " / " in text or "\t/" in text or "/\t" in text:
+        yield from _strong_pairs(text)
 
 
 # Characters that render as nothing, so they can sit inside a token unseen: the
@@ -1023,9 +1354,7 @@ _NON_ASCII = re.compile(r"[^\x00-\x7f]++")
 # first piece's alphabet, so each piece is scanned once; "=" ends a name
 # (id_token=eyJ...) as well as a base64 token, hence only at the end.
 _SPLIT_START = re.compile(
-    r"(?<![A-Za-z0-9_.+/-])(?:eyJ|LS0tLS1CRUdJTi|gh[pousr]_|github_pat_|glpat-|sk-"
-    r"|[sr]k_live_|whsec_|xox[abprs]-|AIza|GOCSPX-|npm_|pypi-|hf_|SG\.|do[por]_v1_|AKIA|ASIA)"
-    r"[A-Za-z0-9_.+/-]*+={0,2}+(?=[ \t\r\n])"
+    r"(?<![A-Za-z0-9_.+/-])(?:" + _TOKEN_PREFIXES + r")[A-Za-z0-9_.+/-]*+={0,2}+(?=[ \t\r\n])"
 )
 _SPLIT_GAP = re.compile(r"[ \t]{0,8}+(?:\r?\n[ \t]{0,8}+)?")
 _SPLIT_PIECE = re.compile(r"[A-Za-z0-9_.+/=-]++")
@@ -1081,6 +1410,15 @@ class _Normalised:
         return first, last + 1
 
 
+@functools.lru_cache(maxsize=4096)
+def _normalised_char(char: str) -> str:
+    """What one non-ASCII character becomes: nothing if invisible, else its NFKC form
+    with homoglyphs folded."""
+    if _INVISIBLE.match(char) is not None:
+        return ""
+    return unicodedata.normalize("NFKC", char).translate(_HOMOGLYPHS)
+
+
 def _unicode_layer(text: str) -> _Layer | None:
     """NFKC, invisible characters dropped and homoglyphs folded; None if that changes
     nothing. Only non-ASCII runs are looked at, and a run that needs none of it is
@@ -1097,11 +1435,22 @@ def _unicode_layer(text: str) -> _Layer | None:
         else:
             changed = True
             # Character by character, so that each maps back; NFKC may expand one
-            # character into several (the ligature "ﬁ" into "fi").
-            for offset, char in enumerate(run.group()):
-                if _INVISIBLE.match(char) is None:
-                    new = unicodedata.normalize("NFKC", char).translate(_HOMOGLYPHS)
-                    layer.add(new, run.start() + offset, copied=new == char)
+            # character into several (the ligature "ﬁ" into "fi"). Characters that
+            # each become one character map back one for one, so a stretch of them
+            # is one piece.
+            stretch: list[str] = []
+            stretch_start = run.start()
+            for position, char in enumerate(run.group(), run.start()):
+                new = _normalised_char(char)
+                if len(new) == 1:
+                    if not stretch:
+                        stretch_start = position
+                    stretch.append(new)
+                    continue
+                layer.add("".join(stretch), stretch_start)
+                stretch = []
+                layer.add(new, position, copied=False)
+            layer.add("".join(stretch), stretch_start)
         cursor = run.end()
     layer.add(text[cursor:], cursor)
     return layer if changed else None
