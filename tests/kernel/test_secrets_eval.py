@@ -44,6 +44,22 @@ def _load(name: str) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
         # supported in general: 100% / 100% since, so it no longer measures
         # anything blind; heldout2 does.
         "heldout",
+        # Written blind by another engineer while heldout's categories were added,
+        # copied in after the last detector change and only measured: 73.7% of its
+        # secrets refused (41 of 156 missed), 94.1% of its look-alikes stored (10 of
+        # 169 refused). Most misses are vendor prefixes the detector does not know
+        # (glrt-, shpat_, PMAK-, dapi, sq0atp-, xkeysib-, gsk_, AGE-SECRET-KEY-1,
+        # ATATT, SSWS, Azure SAS sig=, Discord webhooks), passwords on other
+        # command lines (mysql -p..., sshpass -p, redis-cli -a, net use /user:,
+        # ConvertTo-SecureString), prose in other languages, "pass"/"key" as
+        # bare names, a URL whose password starts with "*" (read as a reference)
+        # and a Go DSN without a scheme. And one plain bug: the named-token rule
+        # wants a space after "=" or ":", so NAME_TOKEN=value written without
+        # spaces (PAGERDUTY_TOKEN=..., NOTION_TOKEN=...) is missed.
+        pytest.param(
+            "heldout2",
+            marks=pytest.mark.xfail(strict=True, reason="recall 73.7% < 95%, stored 94.1%"),
+        ),
     ],
 )
 def test_secrets_are_refused_and_look_alikes_stored(name: str) -> None:
