@@ -8,7 +8,8 @@ passwords named in a sentence, on a command line or in XML.
 
 A text holds a secret when one of these matches:
 
-* A well-known shape: PEM private key headers, AWS access key ids, GitHub,
+* A well-known shape: PEM private key headers (not one mentioned in a sentence,
+  with words after it on its line and no key), AWS access key ids, GitHub,
   GitLab, Anthropic, OpenAI, Stripe, Slack, Google and ``apikey_<hex>_<hex>``
   keys, JSON Web Tokens and passwords in URLs (``scheme://user:pass@host``).
   Beyond the reference list we also recognise a few shapes that are as
@@ -20,6 +21,18 @@ A text holds a secret when one of these matches:
   credential, and bare base64 after ``auth:`` or ``Basic`` that decodes to
   ``user:password``. A JWT pasted in parts with a label before each ("header
   eyJ...", "payload: eyJ...", "sig ...") counts as one.
+* Vendor prefixes, each with a fixed or minimum length and a body that has a
+  digit or mixed case, so a prefix in prose passes: every GitLab token kind
+  (``glpat-``, ``glrt-``, ``gldt-``...), Shopify (``shpat_`` and the other three),
+  Postman ``PMAK-``, Databricks ``dapi`` and 32 hex digits, Square ``sq0atp-`` /
+  ``sq0csp-``, Brevo ``xkeysib-``, Groq ``gsk_``, Atlassian ``ATATT3``, an Okta
+  ``SSWS`` header, age ``AGE-SECRET-KEY-1``, the ``sig=`` of an Azure shared access
+  signature (with ``sv=``, ``se=`` or another SAS field in the same URL), Discord
+  webhook URLs, Telegram bot tokens (``123456789:`` and 35 characters), Mailgun
+  ``key-``, Mailchimp ``...-us21``, New Relic ``NRAK-``, a Sentry DSN's key,
+  Doppler ``dp.st.``, Airtable ``pat...``, Firebase server keys, and a UUID or a
+  40-character token a few words after "heroku" or "cloudflare"/``CF_`` (unless
+  the words make it an id).
 * Credential files and connection strings: base64 of a PEM private key (a
   Kubernetes ``tls.key``; a certificate decodes to no private key and passes),
   the private lines of a PuTTY key, Azure ``AccountKey=`` and
@@ -27,8 +40,13 @@ A text holds a secret when one of these matches:
   PASS``), ``.pgpass`` lines (``host:port:db:user:password``, a whole line whose
   password has a digit, a symbol or both cases), the ``auth`` of a docker config
   (base64 that decodes to ``user:password``), Discord bot tokens (the first part
-  decodes to a numeric id), HashiCorp Vault tokens, and a Twilio account SID
-  with a 32-hex auth token within a few lines of it.
+  decodes to a numeric id), HashiCorp Vault tokens, a Twilio account SID
+  with a 32-hex auth token within a few lines of it, and a Go DSN without a
+  scheme (``user:pass@tcp(host)/db``). A password in a URL, a DSN or ``.netrc``
+  may start with any symbol (``*Y1Od...``, ``%qhrd...``); only a template
+  (``$VAR``, ``${VAR}``, ``{{ x }}``, ``<password>``, ``%VAR%``), a reference
+  (``vault:``...), a mask, an uppercase placeholder (``USER:PASSWORD``) or a
+  credential's name (``user:password@``) is no password.
 * A command line: ``user:password`` after ``-u``, ``--user``, ``-a`` or
   ``--auth`` on the line of an HTTP client (curl, wget, HTTPie, xh) and not
   after a ``|``, ``;`` or ``&``; a credential flag (a name ending in password,
@@ -36,7 +54,13 @@ A text holds a secret when one of these matches:
   client/auth key, after ``-`` or ``--``) and its value after a space or ``=``
   (``--client-secret X``, ``-passout pass:X``). The value must read as a
   password (below, not strict) and be no other flag, no ``k=v`` list
-  (``--secret id=npmrc,src=.npmrc``) and no placeholder.
+  (``--secret id=npmrc,src=.npmrc``) and no placeholder. Short password flags
+  count after their command on the same line: ``-p`` of mysql, mariadb,
+  mysqldump and the like (``-pX``; ``-p X`` only when X reads as a password
+  strictly, since ``mysql -p dbname`` prompts) and of sshpass, ``-a`` of
+  redis-cli; also the password of ``net use ... /user:X``, the string given to
+  PowerShell's ``ConvertTo-SecureString ... -AsPlainText``, and the last argument
+  of ``htpasswd -b``.
 * A password named in prose: ``password`` (passwd, passphrase, passcode, pw,
   pwd) with up to six words of context, a verb (is, was, changed to...) or a
   colon, then a value ("the wifi password is hunter2!42"); ``password VALUE``
@@ -44,7 +68,12 @@ A text holds a secret when one of these matches:
   ("login is admin / Sup3rS3cret!"), or after use, try, creds or credentials
   ("use admin / Adm1n!2025"); a ``user / password`` pair with no verb whose
   password has a letter, a digit and a symbol ("keycloak admin / K3ycl0ak!Adm");
-  ``-p VALUE`` on a ``login`` command line. "password: VALUE" with words
+  ``-p VALUE`` on a ``login`` command line; ``pass VALUE`` with a strict value
+  ("user x, pass .Zqe..."); and the same in German (Passwort, Kennwort: ist, war,
+  lautet), French (mot de passe: est), Spanish (contraseña: es, era), Portuguese
+  (senha: é, foi), Italian (password: è) and Russian (пароль), context words in
+  any letters. The value may follow the verb or colon on the next line.
+  "password: VALUE" with words
   before it ("new ssh password: 7Seas&Salt") is judged strictly (a letter, a
   digit, and a symbol or both cases).
   The value must read as a password: a letter, a digit and a symbol or both
@@ -63,13 +92,30 @@ A text holds a secret when one of these matches:
   ``value: ...``); or an XML element so named, or named ``...token``
   (``<password>...</password>``, ``<apiKey>``), whose value passes the same
   test or reads as a password.
-* A named token: such a name, or ``token`` or an app/access/secret/master key,
+* A name built around a credential word: any ``NAME = value`` (``=``, ``:``,
+  ``:=``, ``=>``; ``.env``, ``export``, YAML, JSON, TOML, INI) whose name has, as a
+  ``_``/``-``/``.``/camel-case word, token, key, psk, auth, secret, password,
+  passwd, passphrase, pass or pwd (``PAGERDUTY_TOKEN``, ``ansible_become_pass``,
+  ``"pass"``, rclone's ``key``, ``SNOWSQL_PWD``), with no word after it that makes
+  the name about the credential (``_id``, ``_type``, ``_ttl``, ``_path``...) and no
+  word before a token or key that makes it a key of data (primary, sort, cache,
+  public, next/page, csrf...; for a one-word name, the word before it in the text
+  counts: "cache key: ..."). A password word's value passes the assignment test
+  (pass and pwd also the prose one); a token, key or auth value must look random:
+  16+ characters, no space, no ``=`` inside, random as a named token must be
+  (below), or three character classes with a digit, or high entropy. A bare
+  ``key: <hex>`` also needs mixed case; an ``auth`` whose value is base64 of
+  text is left to the docker and basic-auth shapes.
+* A named token: such a name, or ``token``, ``pat``, ``psk`` or an app/access/
+  secret/master/(pre-)shared key,
   with up to four words and ``is``/``was``, a colon, ``=`` or only a space
   before a long random value ("datadog api key 55bd51f0...",
   "AWS_SECRET_ACCESS_KEY is MJ8P..."): 16+ characters mixing cases and digits,
   20+ hex digits, or 24+ lowercase letters and 4+ digits. A value starting with
   a known token prefix is left to its shape; words that make it about
-  something else ("the password digest is ...", "api key id ...") leave it.
+  something else ("the password digest is ...", "api key id ...") leave it;
+  ``=`` or ``:`` needs no space after it (``NOTION_TOKEN=secret_...``), and up to
+  eight context words may carry brackets and commas.
 
 Detection reads the text as written and, when it differs, a normalised copy:
 each non-ASCII character in NFKC form (fullwidth letters become ASCII),
@@ -77,7 +123,9 @@ invisible characters dropped (Unicode format characters, category Cf, such as
 the zero-width space and joiners, and the other default-ignorable ones),
 Cyrillic and Greek letters drawn like Latin ones folded to them, and a token
 that starts with a known prefix (``eyJ``, ``ghp_``, ``AKIA``...) joined across
-the spaces or line breaks that split it, as long as the pieces are not words.
+the spaces or line breaks that split it, as long as the pieces are not words;
+and a run of 16 or more single characters each followed by a space ("g h p _
+E E h V ...") joined.
 What is stored is never changed; :func:`redact` maps what it finds in the copy
 back to the span of the original text it came from. Pure ASCII text with no
 prefixed token followed by whitespace costs one scan and no copy. Each shape
@@ -110,7 +158,17 @@ allowed:
   itself (``secretName``, ``PASSWORD_FILE``, ``private_key_path``,
   ``password_min_length``, ``api_key_header``);
 * documentation: a docstring field (``:param password: ...``) or a sentence
-  (``password: Password to send with the request.``).
+  (``password: Password to send with the request.``), and text for people
+  (``"password_hint": "At least 12 characters"``, a name ending in label,
+  hint, message, error, placeholder, prompt...);
+* a note in brackets (``old password: (rotated)``), an obvious test value (a
+  word chain with test, fake, mock, dummy, demo: ``test-password``), or a value
+  whose line comment calls it a placeholder or an example
+  (``POSTGRES_PASSWORD=changeme  # placeholder``);
+* a secret's name rather than its value: Helm's ``existingSecret=...``, and a
+  ``--flag=value`` judged as a flag (``--secret=stripe-key`` names a secret in
+  gcloud); SealedSecret ciphertext (64+ base64 characters after
+  ``encryptedData``) and SOPS ``ENC[...]`` values.
 
 A value still counts when a word in it ends in a digit (``princess1``,
 ``summer-2024``, ``ADMIN_PASS1``), when it is any other single word
@@ -126,9 +184,13 @@ token characters is scanned from its first character only. The lazy gaps
 (the context before a password or a named token, the text between a Twilio
 SID and its token) are bounded, so each candidate costs a constant. Where a
 shape needs context that a pattern would reach by a long gap (the HTTP client
-before a ``-u``), the pattern finds the short part and a check looks back at
-most 200 characters. A scan that skips a rejected candidate resumes inside it,
-never before its start.
+before a ``-u``, mysql before a ``-p``), the pattern finds the short part and a
+check looks back at most 200 characters; likewise at most 600 characters of the
+URL around an Azure ``sig=``, 60 before a Heroku or Cloudflare value and 40 of a
+name before its keyword. A ``NAME = value`` candidate is any name (scanned from
+its first character, its lookbehind excluding its alphabet) whose lowercase form
+contains a credential word's letters; its words are judged in Python. A scan
+that skips a rejected candidate resumes inside it, never before its start.
 """
 
 from __future__ import annotations
@@ -136,6 +198,7 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+import math
 import re
 import unicodedata
 from bisect import bisect_right
@@ -193,7 +256,13 @@ def _mixed_case(match: re.Match[str]) -> bool:
 
 
 def _url_password(match: re.Match[str]) -> bool:
-    return not _is_reference(match.group("secret"))
+    # user:password@host in documentation names the parts; USER:PASSWORD likewise.
+    secret = match.group("secret")
+    return (
+        not _is_template(secret)
+        and _PLACEHOLDER.fullmatch(secret) is None
+        and not _names_a_credential(secret)
+    )
 
 
 def _b64decode(token: str) -> bytes | None:
@@ -234,7 +303,8 @@ def _discord_token(match: re.Match[str]) -> bool:
 
 
 def _netrc_password(match: re.Match[str]) -> bool:
-    return not _is_placeholder(match.group("secret"))
+    secret = match.group("secret")
+    return not _is_template(secret) and _PLACEHOLDER.fullmatch(secret) is None
 
 
 def _pgpass_line(match: re.Match[str]) -> bool:
@@ -286,6 +356,58 @@ def _labelled_jwt(match: re.Match[str]) -> bool:
     )
 
 
+def _random_secret(match: re.Match[str]) -> bool:
+    """A vendor token's body: mixes cases or has a digit, so a name or prose does not."""
+    token = match.group("secret")
+    return _has_digit(token) or (
+        _LOWER.search(token) is not None and _UPPER.search(token) is not None
+    )
+
+
+def _mixed_and_digit(match: re.Match[str]) -> bool:
+    return _has_digit(match.group("secret")) and _mixed_case(match)
+
+
+_SAS_REACH = 600
+_SAS_FIELD = re.compile(r"[?&;](?:sv|se|sp|sr|spr|st|srt|ss)=")
+
+
+def _sas_signature(match: re.Match[str]) -> bool:
+    """``sig=`` of an Azure shared access signature: other SAS fields (``sv=``, ``se=``)
+    sit in the same URL or query, with no whitespace between."""
+    text = match.string
+    window = text[max(0, match.start() - _SAS_REACH) : match.start()]
+    before = "" if not window or window[-1].isspace() else window.rsplit(None, 1)[-1]
+    after = _NO_SPACE.match(text, match.end(), match.end() + _SAS_REACH)
+    query = before + (after.group() if after else "")
+    return _SAS_FIELD.search(query) is not None and _has_digit(match.group("secret"))
+
+
+_NO_SPACE = re.compile(r"\S*+")
+
+
+_CONTEXT_REACH = 60
+
+
+def _near_vendor(*names: str) -> Callable[[re.Match[str]], bool]:
+    """Accept a bare random value only when a vendor's name is a few words before it
+    and the words between do not make it an id."""
+
+    def accept(match: re.Match[str]) -> bool:
+        before = match.string[max(0, match.start() - _CONTEXT_REACH) : match.start()].lower()
+        hits = [before.rfind(name) for name in names]
+        first = max(hits)
+        if first == -1:
+            return False
+        between = set(_WORD_SPLIT.split(re.sub(r"[^a-z0-9_ -]", " ", before[first:])))
+        return not _ABOUT_THE_TOKEN.intersection(between)
+
+    return accept
+
+
+_near_cloudflare = _near_vendor("cloudflare", "cf_", "cf-")
+
+
 @dataclass(frozen=True, slots=True)
 class _Shape:
     """A well-known credential shape.
@@ -304,11 +426,14 @@ class _Shape:
     pattern: re.Pattern[str]
     accept: Callable[[re.Match[str]], bool] | None = None
     needles: tuple[str, ...] = ()
+    # Whether the needles are looked for in the lowercased text (the pattern ignores
+    # case); kept apart from the pattern's flags, whose enum arithmetic is slow.
+    folded: bool = False
 
     def may_match(self, text: str, lowered: str) -> bool:
         if not self.needles:
             return True
-        haystack = lowered if self.pattern.flags & re.IGNORECASE else text
+        haystack = lowered if self.folded else text
         return any(needle in haystack for needle in self.needles)
 
 
@@ -319,7 +444,7 @@ def _shape(
     flags: int = 0,
     needles: tuple[str, ...] = (),
 ) -> _Shape:
-    return _Shape(label, re.compile(pattern, flags), accept, needles)
+    return _Shape(label, re.compile(pattern, flags), accept, needles, bool(flags & re.IGNORECASE))
 
 
 _PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
@@ -368,7 +493,22 @@ _SHAPES: tuple[_Shape, ...] = (
         r"(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{40,}+",
         needles=("github_pat_",),
     ),
-    _shape("GitLab token", r"(?<![A-Za-z0-9_-])glpat-[A-Za-z0-9_-]{20,}+", needles=("glpat-",)),
+    _shape(
+        "GitLab token",
+        r"(?<![A-Za-z0-9_-])gl(?:pat|rt|dt|ptt|ft|cbt|soat|agent|oas)-(?P<secret>[A-Za-z0-9_-]{20,}+)",
+        _random_secret,
+        needles=(
+            "glpat-",
+            "glrt-",
+            "gldt-",
+            "glptt-",
+            "glft-",
+            "glcbt-",
+            "glsoat-",
+            "glagent-",
+            "gloas-",
+        ),
+    ),
     _shape(
         "Anthropic API key",
         r"(?<![A-Za-z0-9_-])sk-ant-[A-Za-z0-9_-]{20,}+",
@@ -439,6 +579,140 @@ _SHAPES: tuple[_Shape, ...] = (
         "Vault token",
         r"(?<![A-Za-z0-9_.-])hv[sb]\.[A-Za-z0-9_-]{24,}+",
         needles=("hvs.", "hvb."),
+    ),
+    # Vendor tokens with a distinctive prefix; each body has a fixed length or a
+    # minimum one, and a digit or mixed case, so a word after the prefix is prose.
+    _shape(
+        "Shopify token",
+        r"(?<![A-Za-z0-9_])shp(?:at|ca|pa|ss)_(?P<secret>[a-fA-F0-9]{32})(?![A-Za-z0-9])",
+        needles=("shpat_", "shpca_", "shppa_", "shpss_"),
+    ),
+    _shape(
+        "Postman API key",
+        r"(?<![A-Za-z0-9_-])PMAK-[A-Za-z0-9]{24}-(?P<secret>[A-Za-z0-9]{30,40}+)",
+        _random_secret,
+        needles=("PMAK-",),
+    ),
+    _shape(
+        "Databricks token",
+        r"(?<![A-Za-z0-9_-])dapi(?P<secret>[a-f0-9]{32})(?:-[0-9])?(?![A-Za-z0-9])",
+        _random_secret,
+        needles=("dapi",),
+    ),
+    _shape(
+        "Square token",
+        r"(?<![A-Za-z0-9_-])sq0(?:atp|csp|idp)-(?P<secret>[A-Za-z0-9_-]{22,}+)",
+        _random_secret,
+        needles=("sq0atp-", "sq0csp-", "sq0idp-"),
+    ),
+    _shape(
+        "Brevo key",
+        r"(?<![A-Za-z0-9_-])x(?:keysib|smtpsib)-[a-f0-9]{64}-(?P<secret>[A-Za-z0-9]{16})",
+        needles=("xkeysib-", "xsmtpsib-"),
+    ),
+    _shape(
+        "Groq API key",
+        r"(?<![A-Za-z0-9_])gsk_(?P<secret>[A-Za-z0-9]{40,}+)",
+        _random_secret,
+        needles=("gsk_",),
+    ),
+    _shape(
+        "Atlassian API token",
+        r"(?<![A-Za-z0-9_-])ATATT3(?P<secret>[A-Za-z0-9_=-]{60,}+)",
+        _random_secret,
+        needles=("ATATT3",),
+    ),
+    _shape(
+        "Okta API token",
+        r"(?<![A-Za-z0-9_-])SSWS[ \t]{1,5}+(?P<secret>[A-Za-z0-9_-]{30,}+)",
+        _mixed_and_digit,
+        needles=("SSWS",),
+    ),
+    _shape(
+        "age secret key",
+        r"(?<![A-Za-z0-9_-])AGE-SECRET-KEY-1(?P<secret>[A-Z0-9]{50,}+)",
+        needles=("AGE-SECRET-KEY-1",),
+    ),
+    _shape(
+        "Azure SAS signature",
+        r"(?<![A-Za-z0-9_])sig=(?P<secret>[A-Za-z0-9%+/=_-]{30,256}+)",
+        _sas_signature,
+        needles=("sig=",),
+    ),
+    _shape(
+        "Discord webhook",
+        r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]{17,20}+"
+        r"/(?P<secret>[A-Za-z0-9_-]{40,}+)",
+        needles=("/api/webhooks/",),
+    ),
+    _shape(
+        "Telegram bot token",
+        r"(?<![A-Za-z0-9_:-])[0-9]{8,10}+:(?P<secret>[A-Za-z0-9_-]{35})(?![A-Za-z0-9_-])",
+        _mixed_and_digit,
+        needles=(":",),
+    ),
+    _shape(
+        "Mailgun key",
+        r"(?<![A-Za-z0-9_-])key-(?P<secret>[0-9a-z]{32})(?![A-Za-z0-9])",
+        _secret_has_digit,
+        needles=("key-",),
+    ),
+    _shape(
+        "Mailchimp key",
+        r"(?<![A-Za-z0-9_-])(?P<secret>[0-9a-f]{32})-us[0-9]{1,2}(?![A-Za-z0-9])",
+        _random_secret,
+        needles=("-us",),
+    ),
+    _shape(
+        "New Relic key",
+        r"(?<![A-Za-z0-9_-])NR(?:AK|AA|II|IQ|JS|RA|SP)-(?P<secret>[A-Z0-9]{27})(?![A-Za-z0-9])",
+        _random_secret,
+        needles=("NRAK-", "NRAA-", "NRII-", "NRIQ-", "NRJS-", "NRRA-", "NRSP-"),
+    ),
+    _shape(
+        "Sentry DSN",
+        r"https?://(?P<secret>[0-9a-f]{32})(?::[0-9a-f]{32})?@[A-Za-z0-9.-]{1,200}+"
+        r"(?::[0-9]{1,5}+)?/[0-9]{1,12}+(?![A-Za-z0-9])",
+        needles=("://",),
+    ),
+    _shape(
+        "Doppler token",
+        r"(?<![A-Za-z0-9_.-])dp\.(?:st|ct|pt|sa|scim|audit)\.(?:[a-z0-9_-]{1,40}+\.)?"
+        r"(?P<secret>[A-Za-z0-9]{40,}+)",
+        _random_secret,
+        needles=("dp.",),
+    ),
+    _shape(
+        "Airtable token",
+        r"(?<![A-Za-z0-9_])pat[A-Za-z0-9]{14}\.(?P<secret>[a-f0-9]{64})",
+        needles=("pat",),
+    ),
+    _shape(
+        "Firebase server key",
+        r"(?<![A-Za-z0-9_-])AAAA[A-Za-z0-9_-]{7}:(?P<secret>APA91b[A-Za-z0-9_-]{100,}+)",
+        needles=(":APA91b",),
+    ),
+    _shape(
+        "Heroku API key",
+        r"(?<![A-Za-z0-9-])(?P<secret>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"
+        r"(?![A-Za-z0-9-])",
+        _near_vendor("heroku"),
+        re.IGNORECASE,
+        needles=("heroku",),
+    ),
+    _shape(
+        "Cloudflare token",
+        r"(?<![A-Za-z0-9_-])(?P<secret>[A-Za-z0-9_-]{37,40})(?![A-Za-z0-9_-])",
+        lambda match: _mixed_and_digit(match) and _near_cloudflare(match),
+        needles=("cloudflare", "cf_", "cf-"),
+    ),
+    # A Go DSN has no scheme: user:password@tcp(host:port)/db.
+    _shape(
+        "password in DSN",
+        r"(?<![A-Za-z0-9_.:/@-])[A-Za-z0-9_.-]{1,64}+:(?P<secret>[^\s@/\"'`]{1,256}+)"
+        r"@(?:tcp|udp|unix)\(",
+        _url_password,
+        needles=("@tcp(", "@udp(", "@unix("),
     ),
     # Connection strings of Azure Storage and Service Bus / Event Hubs.
     _shape(
@@ -516,7 +790,8 @@ _SHAPES: tuple[_Shape, ...] = (
     _shape(
         "password in URL",
         r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,30}+://[^\s/?#@:]{0,256}+"
-        r":(?P<secret>[^\s/?#@]{1,256}+)@(?=[A-Za-z0-9\[])",
+        # A password may hold "#" (mysql://root:#Zq8x@db), never "/", "?" or "@".
+        r":(?P<secret>[^\s/?@]{1,256}+)@(?=[A-Za-z0-9\[])",
         _url_password,
         needles=("://",),
     ),
@@ -628,6 +903,19 @@ _METADATA_SUFFIXES = (
     "param",
     "env",
     "var",
+    # User-interface text about the secret (password_label: "Password").
+    "label",
+    "hint",
+    "mismatch",
+    "message",
+    "msg",
+    "error",
+    "title",
+    "placeholder",
+    "prompt",
+    "tooltip",
+    "help",
+    "description",
 )
 
 _DESCRIBING = frozenset(
@@ -683,6 +971,12 @@ _DESCRIBING = frozenset(
         "here",
         "example",
         "dummy",
+        "test",
+        "testing",
+        "fake",
+        "mock",
+        "fixture",
+        "demo",
         "sample",
         "unset",
         "none",
@@ -709,6 +1003,8 @@ _REFERENCE_PREFIXES = (
     "arn:",
     "ssm:",
     "sops:",
+    # A SOPS-encrypted value.
+    "enc[",
     # Code reading the environment (process.env.X!, std::env::var("X")).
     "process.env",
     "import.meta.env",
@@ -765,6 +1061,23 @@ _ATTRIBUTE_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*+(?:\.[A-Za-z_][A-Za-z0-9_]
 
 def _is_reference(value: str) -> bool:
     return value.startswith(_REFERENCE_STARTS) or value.lower().startswith(_REFERENCE_PREFIXES)
+
+
+# A reference in a URL or a .netrc, where a password may itself start with a symbol
+# ("*Y1Od3...", "%qhrd..."): a template variable, not just any leading symbol.
+_TEMPLATE = re.compile(
+    r"\$\{[^}]*+\}?|\$\([^)]*+\)?|\$[A-Za-z_][A-Za-z0-9_]*+|\{\{.*|\{[A-Za-z0-9_.]*+\}"
+    r"|<[^>]*+>|%\([A-Za-z0-9_]++\)s|%s|%[A-Za-z_][A-Za-z0-9_]*+%"
+)
+
+
+def _is_template(value: str) -> bool:
+    """A template variable or reference standing for a password in a URL or file."""
+    return (
+        _TEMPLATE.fullmatch(value) is not None
+        or value.lower().startswith(_REFERENCE_PREFIXES)
+        or value.startswith(("${", "{{", "$("))
+    )
 
 
 def _is_env_name(value: str) -> bool:
@@ -825,8 +1138,12 @@ def _is_code(value: str) -> bool:
     value = value.removesuffix("!")
     # A segment ending in a digit (ya29.a0AfH6, john.doe1) reads as a token or
     # a password, not an attribute path.
+    # A segment of 16+ characters mixing cases and digits is a token's (a Discord bot
+    # token's three parts read like an attribute path).
     return _ATTRIBUTE_PATH.fullmatch(value) is not None and not any(
-        part[-1].isdigit() for part in value.split(".")
+        part[-1].isdigit()
+        or (len(part) >= 16 and _has_digit(part) and _LOWER.search(part) and _UPPER.search(part))
+        for part in value.split(".")
     )
 
 
@@ -850,12 +1167,25 @@ def _is_header_name(value: str) -> bool:
     return _HEADER_NAME.fullmatch(value) is not None
 
 
+# Text for people, not a value: "At least 12 characters", "Passwords do not match".
+_UI_TEXT = re.compile(r"[A-Z][a-z]++(?:[ \t](?:[a-z]++|[0-9]++)){1,12}+[.!]?")
+# A note in brackets ("(rotated)", "(see vault)") instead of a value.
+_NOTE = re.compile(r"\([A-Za-z][A-Za-z _-]{0,60}+\)?")
+
+
+def _is_example(value: str) -> bool:
+    """A note in brackets instead of a value."""
+    return _NOTE.fullmatch(value) is not None
+
+
 def _value_is_secret(value: str) -> bool:
     """Whether an assigned value is the credential itself rather than a description."""
     # Trailing punctuation of a sentence, or the backslash of an escaped
     # closing quote in JSON that was itself quoted, is not part of the value.
     value = value.strip().rstrip(".:\\")
     if len(value) < _MIN_VALUE:
+        return False
+    if _is_example(value) or _UI_TEXT.fullmatch(value):
         return False
     if _is_reference(value) or _is_env_name(value) or _is_description(value):
         return False
@@ -877,16 +1207,66 @@ def _in_prose(text: str, match: re.Match[str], group: str) -> bool:
     return value.lower() in _DESCRIBING or _PROSE_FOLLOWS.match(text, match.end()) is not None
 
 
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+_NAME_REACH = 40
+# Words of a comment after a value that make the value an example.
+_EXAMPLE_WORDS = frozenset(["placeholder", "example", "dummy", "fake", "sample", "test"])
+_COMMENT = re.compile(r"[ \t]++(?:#|//|;)[ \t]*+(?P<comment>[^\r\n]{0,120}+)")
+# A Bitnami SealedSecret's values are ciphertext under "encryptedData", safe to commit.
+_SEALED = "encryptedData"
+_SEALED_VALUE = re.compile(r"[A-Za-z0-9+/]{64,}+={0,2}+")
+
+
+def _name_before(text: str, start: int) -> str:
+    """The rest of the name that ends at ``start`` (``redis.auth.existing`` before
+    ``Secret``, ``--`` before ``secret``), at most 40 characters back."""
+    i, low = start, max(0, start - _NAME_REACH)
+    while i > low and text[i - 1] in _NAME_CHARS:
+        i -= 1
+    return text[i:start]
+
+
+def _commented_as_example(text: str, end: int) -> bool:
+    """A comment on the value's line calls it a placeholder or an example."""
+    comment = _COMMENT.match(text, end)
+    if comment is None:
+        return False
+    words = _WORD_SPLIT.split(re.sub(r"[^a-z -]", " ", comment.group("comment").lower()))
+    return bool(_EXAMPLE_WORDS.intersection(words))
+
+
+def _sealed(text: str, sealed_at: int, start: int, value: str) -> bool:
+    """A SealedSecret's ciphertext: long base64 after ``encryptedData``."""
+    return sealed_at != -1 and sealed_at < start and _SEALED_VALUE.fullmatch(value) is not None
+
+
+def _assignment_allowed(text: str, match: re.Match[str], group: str, sealed_at: int) -> bool:
+    """An assignment whose context makes it no credential: its value is commented as
+    a placeholder, is SealedSecret ciphertext, or names an existing secret."""
+    return _commented_as_example(text, match.end()) or _sealed(
+        text, sealed_at, match.start(group), match.group(group)
+    )
+
+
 def _assignments(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
     """Yield the kind and value span of every assignment whose value is a secret."""
     pos = 0
+    sealed_at = text.find(_SEALED)
     while (match := _ASSIGNMENT.search(text, pos)) is not None:
         group = next(g for g in ("dq", "sq", "bq", "bare") if match.group(g) is not None)
         name = match.group("kw") + match.group("tail")
+        before = _name_before(text, match.start()).lower()
+        value = match.group(group)
         if (
             not name.lower().endswith(_METADATA_SUFFIXES)
-            and _value_is_secret(match.group(group))
+            # Helm's existingSecret names a secret that is already there.
+            and not before.endswith("existing")
+            # A command-line flag (--secret=stripe-key, a secret's name in gcloud) is
+            # judged like one.
+            and (not before.startswith("-") or _flag_value_is_secret(value))
+            and _value_is_secret(value)
             and not _in_prose(text, match, group)
+            and not _assignment_allowed(text, match, group, sealed_at)
         ):
             kind = _KIND_BY_KEYWORD[match.group("kw")[:3].lower()]
             start, end = match.span(group)
@@ -900,8 +1280,344 @@ def _assignments(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
             pos = match.start(group)
 
 
+# Any NAME = value: .env, export, YAML, JSON, TOML, INI. The name is scanned from its
+# first character only (the lookbehind excludes its alphabet); its words decide.
+_NAMED_ASSIGNMENT = re.compile(
+    r"(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,63}+)[\\\"'`\]]{0,4}+[ \t]{0,5}+"
+    r"(?::=|=>|[:=])[ \t]{0,5}+"
+    r"(?:\"(?P<dq>[^\"\r\n]{1,256}+)\"|'(?P<sq>[^'\r\n]{1,256}+)'|`(?P<bq>[^`\r\n]{1,256}+)`"
+    r"|[\"'`]?(?P<bare>[^\s\"'`,;&)\]}]{1,256}+))",
+    re.ASCII,
+)
+_NAME_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+# Name words that make the value a password; "pass", "pwd" and "auth" are short words
+# that name other things too, so their value must also read as a password.
+_PASSWORD_WORDS = frozenset(["password", "passwd", "passphrase", "secret", "pass", "pwd"])
+_WEAK_WORDS = frozenset(["pass", "pwd"])
+# Name words whose value must look random: long, mixed classes or high entropy.
+_TOKEN_WORDS = frozenset(["token", "auth", "key", "psk"])
+_NAME_WORDS = _PASSWORD_WORDS | _TOKEN_WORDS
+# Words after the credential's word that make the name about it: where it lives, its
+# id, its type, how long it lives, its label.
+_ABOUT_WORDS = frozenset(
+    [
+        *_METADATA_SUFFIXES,
+        "id",
+        "ids",
+        "type",
+        "types",
+        "count",
+        "ttl",
+        "expiry",
+        "expires",
+        "expiration",
+        "lifetime",
+        "timeout",
+        "endpoint",
+        "location",
+        "dir",
+        "size",
+        "bits",
+        "algorithm",
+        "alg",
+        "format",
+        "prefix",
+        "version",
+        "hash",
+        "fingerprint",
+        "mode",
+        "method",
+        "provider",
+        "enabled",
+        "required",
+        "min",
+        "max",
+        "limit",
+        "source",
+        "store",
+        "vault",
+        "arn",
+        "secret",
+        "secrets",
+    ]
+)
+# Words before "key" that make it a key of data, not a credential.
+_DATA_KEY_WORDS = frozenset(
+    [
+        "primary",
+        "sort",
+        "partition",
+        "foreign",
+        "cache",
+        "lookup",
+        "idempotency",
+        "routing",
+        "shard",
+        "row",
+        "range",
+        "hash",
+        "composite",
+        "unique",
+        "index",
+        "object",
+        "map",
+        "dict",
+        "dedup",
+        "dedupe",
+        "deduplication",
+        "group",
+        "ordering",
+        "message",
+        "translation",
+        "i18n",
+        "public",
+        "pub",
+        "publishable",
+        "gpg",
+        "pgp",
+        "ssh",
+        "host",
+        "sign",
+        "hot",
+        "api_key_header",
+        "s3",
+        "storage",
+        "label",
+        "cursor",
+        "page",
+        "pagination",
+        "next",
+        "csrf",
+        "existing",
+    ]
+)
+
+
+# First words that make a name a switch or a handler (onPass, is_token_valid,
+# allow_key_reuse), not a credential.
+_PREDICATE_WORDS = frozenset(
+    ["on", "handle", "is", "has", "should", "can", "allow", "enable", "disable", "use", "skip"]
+)
+
+
+def _credential_word(name: str) -> str | None:
+    """The credential word a name is built around (``TOKEN`` in ``PAGERDUTY_TOKEN``,
+    ``pass`` in ``ansible_become_pass``), or None when it has none or is about one."""
+    words: list[str] = [word.lower() for word in _NAME_WORD.findall(name)]
+    last = next((i for i in range(len(words) - 1, -1, -1) if words[i] in _NAME_WORDS), None)
+    if last is None or "existing" in words or words[0] in _PREDICATE_WORDS:
+        return None
+    if _ABOUT_WORDS.intersection(words[last + 1 :]):
+        return None
+    word: str = words[last]
+    if word in _TOKEN_WORDS and _DATA_KEY_WORDS.intersection(words[:last]):
+        return None
+    return word
+
+
+def _entropy(value: str) -> float:
+    counts: dict[str, int] = {}
+    for char in value:
+        counts[char] = counts.get(char, 0) + 1
+    return -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
+
+
+_HEX_NUMBER = re.compile(r"0[xX][0-9A-Fa-f]++")
+_RELATIVE_PATH = re.compile(r"(?:[A-Za-z0-9_.-]{1,64}+/){1,16}+[A-Za-z0-9_.-]{1,64}+")
+
+
+def _random_value(value: str) -> bool:
+    """A generated credential: 16+ characters with no space, and random (what a named
+    token must be), three character classes, or high entropy."""
+    value = value.strip()
+    # An "=" inside (not base64 padding) makes a k=v list, not one token.
+    if len(value) < 16 or " " in value or "=" in value.rstrip("="):
+        return False
+    if not _value_is_secret(value) or _is_placeholder(value):
+        return False
+    if _KNOWN_PREFIX.match(value) is not None:
+        # Left to its shape, which names it better (and finds it joined when split).
+        return False
+    if _HEX_NUMBER.fullmatch(value) is not None:
+        # 0x4AEE18F83AFDEB23: a number or a key id written in hex.
+        return False
+    if _RELATIVE_PATH.fullmatch(value) is not None and not any(
+        _BASE64_SEGMENT.fullmatch(segment) for segment in value.split("/")
+    ):
+        # uploads/2024/06/Report_Q2.pdf: an object key, made of names.
+        return False
+    if _looks_random(value):
+        return True
+    classes = sum(
+        pattern.search(value) is not None for pattern in (_LOWER, _UPPER, _DIGIT, _SYMBOL)
+    )
+    return _has_digit(value) and (classes >= 3 or _entropy(value) >= 4.0)
+
+
+def _named_assignments(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
+    """Yield the kind and value span of every ``NAME = value`` whose name is built
+    around a credential word (``PAGERDUTY_TOKEN=``, ``"pass": "..."``, INI ``key =``)
+    and whose value is a secret."""
+    sealed_at = text.find(_SEALED)
+    pos = 0
+    while (match := _NAMED_ASSIGNMENT.search(text, pos)) is not None:
+        pos = match.start("name") + len(match.group("name"))
+        name = match.group("name")
+        if not any(hint in name.lower() for hint in _NAME_HINTS) or _KEYWORD.search(name):
+            # A name with a keyword of its own (DB_PASSWORD, apiKey) is judged as an
+            # assignment already.
+            continue
+        # A name of one word takes the word before it ("cache key: ...").
+        before = _WORD_BEFORE.search(text[max(0, match.start() - 30) : match.start()])
+        full = f"{before.group(1)}_{name}" if before and _NAME_WORD.fullmatch(name) else name
+        word = _credential_word(full)
+        if word is None or name.lower().endswith(_METADATA_SUFFIXES):
+            continue
+        group = next(g for g in ("dq", "sq", "bq", "bare") if match.group(g) is not None)
+        value = match.group(group).rstrip("\\")
+        if word == "auth" and _decodes_to_text(value):
+            # A docker or npm "auth" is base64 of user:password, which its shape decodes.
+            continue
+        if word in _PASSWORD_WORDS:
+            secret = _value_is_secret(value) and (
+                word not in _WEAK_WORDS or _prose_value_is_secret(value, strict=False)
+            )
+        else:
+            secret = _random_value(value) and (
+                # A bare "key: <hex>" is as often a digest or an id: the name alone must
+                # come with mixed case.
+                full.lower() != "key" or (_LOWER.search(value) and _UPPER.search(value)) is not None
+            )
+        if (
+            secret
+            and not _in_prose(text, match, group)
+            and not _assignment_allowed(text, match, group, sealed_at)
+        ):
+            kind = "password" if word in _PASSWORD_WORDS and word != "secret" else word
+            kind = {"auth": "auth token", "psk": "key", "secret": "secret"}.get(kind, kind)
+            start = match.start(group)
+            yield f"{kind} assignment", (start, start + len(value))
+            pos = match.end()
+
+
+_NAME_HINTS = ("pass", "pwd", "secret", "token", "auth", "key", "psk")
+_WORD_BEFORE = re.compile(r"(?<![A-Za-z0-9])([A-Za-z0-9]{1,20}+)[ \t]{1,3}+\Z")
+
+
+def _decodes_to_text(value: str) -> bool:
+    """Base64 of printable ASCII."""
+    raw = _b64decode(value)
+    return raw is not None and raw.isascii() and raw.decode("ascii").isprintable()
+
+
+# Passwords on the command lines of tools whose flag for it is a short one: a flag
+# whose meaning depends on the command (-p is a port elsewhere) counts only after
+# that command on the same line, not after a |, ; or &.
+_PASSWORD_FLAG = re.compile(
+    r"(?<![A-Za-z0-9_-])-(?P<flag>[pa])(?:(?P<space>[ \t]{1,3}+)|(?=[^\s]))"
+    r"(?P<quote>[\"']?)(?P<secret>[^\s\"']{1,256}+)",
+    re.ASCII,
+)
+# The commands and the flag that takes a password there.
+_FLAG_COMMANDS = {
+    "p": re.compile(
+        r"(?<![A-Za-z0-9_-])(?:mysql(?:dump|admin|import|show|check|sh|binlog|slap)?+"
+        r"|mariadb(?:-dump|-admin|dump)?+|sshpass)(?:\.exe)?+[ \t]"
+    ),
+    "a": re.compile(r"(?<![A-Za-z0-9_-])redis-cli(?:\.exe)?+[ \t]"),
+}
+# net use Z: \\server\share /user:DOMAIN\user PASSWORD (or the password before /user:).
+_NET_USE = re.compile(
+    r"(?<![A-Za-z0-9_-])net[ \t]{1,5}+use[ \t]{1,5}+(?:[A-Za-z*]:[ \t]{1,5}+)?+"
+    r"(?:[^\s]{1,256}+[ \t]{1,5}+(?P<before>[^\s/\"'][^\s\"']{0,255}+)[ \t]{1,5}+/user:"
+    r"|[^\s]{1,256}+[ \t]{1,5}+/user:[^\s]{1,256}+[ \t]{1,5}+[\"']?+"
+    r"(?P<after>[^\s/\"'][^\s\"']{0,255}+))",
+    re.IGNORECASE | re.ASCII,
+)
+# PowerShell: ConvertTo-SecureString "..." -AsPlainText.
+_SECURE_STRING = re.compile(
+    r"ConvertTo-SecureString[ \t]{1,5}+(?:-String[ \t]{1,5}+)?+"
+    r"[\"'](?P<secret>[^\"'\r\n]{1,256}+)[\"'][ \t]{1,5}+-AsPlainText",
+    re.IGNORECASE | re.ASCII,
+)
+# htpasswd -b[c...] [file] user password: the password is the last argument.
+_HTPASSWD = re.compile(
+    r"(?<![A-Za-z0-9_-])htpasswd[ \t]{1,5}+(?P<args>[^\r\n|;&<>]{1,300}+)", re.ASCII
+)
+_COMMAND_NEEDLES = ("mysql", "mariadb", "sshpass", "redis-cli", "net", "securestring", "htpasswd")
+
+
+def _after_command(text: str, start: int, command: re.Pattern[str]) -> bool:
+    """Whether ``command`` runs on the line before ``start``, not piped or chained
+    away from it."""
+    window = text[max(0, start - _CLIENT_REACH) : start]
+    window = window[window.rfind("\n") + 1 :]
+    ends = [found.end() for found in command.finditer(window)]
+    return bool(ends) and not any(separator in window[ends[-1] :] for separator in "|;&")
+
+
+def _command_passwords(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
+    """Yield the span of every password given on a command line by a short flag
+    (``mysql -pX``, ``sshpass -p X``, ``redis-cli -a X``), after ``net use /user:``,
+    to ``ConvertTo-SecureString -AsPlainText`` or to ``htpasswd -b``."""
+    label = "password on a command line"
+    if "-" in text:
+        for match in _PASSWORD_FLAG.finditer(text):
+            command = _FLAG_COMMANDS[match.group("flag")]
+            value = match.group("secret")
+            # "mysql -u root -p dbname" prompts and names a database: a password
+            # after a space must read as one strictly.
+            strict = (
+                bool(match.group("space"))
+                and match.group("flag") == "p"
+                and not (match.group("quote"))
+            )
+            if (
+                _after_command(text, match.start(), command)
+                and not value.startswith("-")
+                and not _is_template(value)
+                and not _is_placeholder(value)
+                and _prose_value_is_secret(value, strict=strict)
+            ):
+                yield label, _value_span(match)
+    for match in _NET_USE.finditer(text):
+        group = "before" if match.group("before") is not None else "after"
+        value = match.group(group)
+        if not _is_placeholder(value) and _prose_value_is_secret(value, strict=False):
+            yield label, match.span(group)
+    for match in _SECURE_STRING.finditer(text):
+        value = match.group("secret")
+        if (
+            len(value) >= _MIN_PROSE_VALUE
+            and not _is_template(value)
+            and not value.startswith("$")
+            and not _is_placeholder(value)
+        ):
+            yield label, match.span("secret")
+    for match in _HTPASSWD.finditer(text):
+        args = match.group("args")
+        words = [(m.group(), m.start()) for m in _ARG.finditer(args)]
+        flags = "".join(word[1:] for word, _ in words if word.startswith("-"))
+        positional = [(word, at) for word, at in words if not word.startswith("-")]
+        if "b" not in flags:
+            continue
+        needed = 2 if "n" in flags else 3
+        if len(positional) >= needed:
+            word, at = positional[needed - 1]
+            value = word.strip("\"'")
+            if not _is_template(value) and not _is_placeholder(value) and len(value) >= 4:
+                start = match.start("args") + at + (len(word) - len(word.lstrip("\"'")))
+                yield label, (start, start + len(value))
+
+
+_ARG = re.compile(r"[^\s]++")
+
+
 _PROSE_KEYWORD = r"(?<![A-Za-z0-9_])(?:pass(?:word|wd|phrase|code)|pwd?)s?"
-_PROSE_VALUE = r"[\"'`]?(?P<secret>[^\s\"'`]{6,64}+)"
+# A run longer than 64 characters is no password someone wrote in a sentence.
+# After the verb or colon: spaces, or a line break ("the password is\nX").
+_PROSE_GAP = r"(?:[ \t]{1,3}+|[ \t]{0,3}+\r?\n[ \t]{0,8}+)"
+_PROSE_VALUE = r"[\"'`]?(?P<secret>[^\s\"'`]{6,64}+)(?![^\s\"'`])"
 # "the wifi password is hunter2!42", "the password for the staging db was Tr0ub4dor&3",
 # "smtp password for mailgun: ...": up to six words of context, a verb or a colon,
 # then the value.
@@ -911,13 +1627,24 @@ _PROSE_PASSWORD = re.compile(
     r"(?:[ \t]{1,3}+(?:(?:(?:is|was|has[ \t]{1,3}+been)[ \t]{1,3}+)?"
     r"(?:changed|set|reset|updated)[ \t]{1,3}+to|is|was|are|were|became)"
     r"(?:[ \t]{1,3}+(?:now|still|just|currently|simply|literally))?"
-    r"|[ \t]{0,3}+(?P<colon>:))[ \t]{1,3}+" + _PROSE_VALUE,
+    r"|[ \t]{0,3}+(?P<colon>:))" + _PROSE_GAP + _PROSE_VALUE,
     re.IGNORECASE | re.ASCII,
 )
-# "ssh deploy@10.0.0.5 with password Winter2024!": with no verb only a value that
-# can be nothing but a password counts.
+# "ssh deploy@10.0.0.5 with password Winter2024!", "user x, pass ...": with no verb
+# only a value that can be nothing but a password counts.
 _PROSE_PASSWORD_DIRECT = re.compile(
-    _PROSE_KEYWORD + r"[ \t]{1,3}+" + _PROSE_VALUE, re.IGNORECASE | re.ASCII
+    r"(?:" + _PROSE_KEYWORD + r"|(?<![A-Za-z0-9_-])pass)[ \t]{1,3}+" + _PROSE_VALUE,
+    re.IGNORECASE | re.ASCII,
+)
+# The same in German, French, Spanish, Portuguese, Italian and Russian: "WLAN-Passwort
+# fürs Büro: ...", "le mot de passe est ...", "la contraseña es ...", "a senha é ...",
+# "la password è ...", "пароль: ...". Context words may be any letters.
+_FOREIGN_VERB = r"(?:ist|war|lautet|est|était|es|era|é|è|era|foi)(?!\w)"
+_FOREIGN_PROSE = re.compile(
+    r"(?<!\w)(?:passwort|kennwort|mot[ \t]de[ \t]passe|contrase[ñn]a|senha|пароль|password)"
+    r"(?P<context>(?:[ \t]{1,3}+(?!" + _FOREIGN_VERB + r")[\w'@.-]{1,40}+){0,6}?)"
+    r"(?:[ \t]{1,3}+" + _FOREIGN_VERB + r"|[ \t]{0,3}+(?P<colon>:))" + _PROSE_GAP + _PROSE_VALUE,
+    re.IGNORECASE,
 )
 # "login is admin / Sup3rS3cret!", "credentials: deploy:Tr0ub4dor&3".
 _LOGIN_PAIR = re.compile(
@@ -966,11 +1693,15 @@ _TOKEN_NAME = re.compile(r"token$", re.IGNORECASE)
 # "datadog api key 55bd51f0...", "the CI variable AWS_SECRET_ACCESS_KEY is MJ8P...",
 # "the bot token for staging is ...".
 _NAMED_TOKEN = re.compile(
-    r"(?<![A-Za-z0-9])(?:" + _KEYWORDS + r"|token"
-    r"|(?:app|application|access|secret|master)[ ._-]?key)(?P<tail>[A-Za-z0-9_]{0,40}+)"
-    r"(?:(?P<context>(?:[ \t]{1,3}+(?!(?:is|was)\b)[A-Za-z0-9_.-]{1,30}+){0,4}?)"
-    r"[ \t]{1,3}+(?:is|was)(?:[ \t]{1,3}+now)?|[ \t]{0,3}+[:=]|)"
-    r"[ \t]{1,3}+[\"'`]?(?P<secret>[A-Za-z0-9_+/.=-]{16,256}+)",
+    r"(?<![A-Za-z0-9])(?:" + _KEYWORDS + r"|token|pat|psk"
+    r"|(?:app|application|access|secret|master|(?:pre[ ._-]?)?shared)[ ._-]?key)"
+    r"(?P<tail>[A-Za-z0-9_]{0,40}+)"
+    # Context words may carry brackets and commas: "PAT for the job (full access, sorry):".
+    r"(?:(?P<context>(?:[ \t]{1,3}+(?!(?:is|was)\b)[A-Za-z0-9_.,()-]{1,30}+){0,8}?)"
+    r"(?:[ \t]{1,3}+(?:is|was)(?:[ \t]{1,3}+now)?[ \t]{1,3}+|[ \t]{0,3}+[:=][ \t]{0,3}+)"
+    # NAME_TOKEN=value needs no space after "=".
+    r"|[ \t]{0,3}+[:=][ \t]{0,3}+|[ \t]{1,3}+)"
+    r"[\"'`]?(?P<secret>[A-Za-z0-9_+/.=-]{16,256}+)",
     re.IGNORECASE | re.ASCII,
 )
 _HEX = re.compile(r"[0-9a-fA-F-]++")
@@ -979,6 +1710,8 @@ _HEX = re.compile(r"[0-9a-fA-F-]++")
 _TOKEN_PREFIXES = (
     r"eyJ|LS0tLS1CRUdJTi|gh[pousr]_|github_pat_|glpat-|sk-|[sr]k_live_|whsec_|xox[abprs]-"
     r"|AIza|GOCSPX-|npm_|pypi-|hf_|SG\.|do[por]_v1_|AKIA|ASIA"
+    r"|gl(?:rt|dt|ptt|ft|cbt|soat)-|shp(?:at|ca|pa|ss)_|PMAK-|sq0(?:atp|csp)-|xkeysib-|gsk_"
+    r"|ATATT3|AGE-SECRET-KEY-1|NRAK-|dp\.(?:st|ct|pt|sa)\."
 )
 _KNOWN_PREFIX = re.compile(_TOKEN_PREFIXES)
 _BASE36 = re.compile(r"[a-z0-9]++")
@@ -1121,7 +1854,12 @@ _PLACEHOLDER = re.compile(r"[A-Z_]++|[xX*.]++|(?i:your|my)[-_A-Za-z]*+|<[^>]*+>"
 
 
 def _is_placeholder(value: str) -> bool:
-    return _is_reference(value) or _is_env_name(value) or _PLACEHOLDER.fullmatch(value) is not None
+    return (
+        _is_reference(value)
+        or _is_env_name(value)
+        or _PLACEHOLDER.fullmatch(value) is not None
+        or _is_example(value)
+    )
 
 
 def _is_technical(value: str) -> bool:
@@ -1218,6 +1956,11 @@ def _prose_passwords(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
             match.group("secret"), strict=strict
         ):
             yield "password in prose", _value_span(match)
+    for match in _FOREIGN_PROSE.finditer(text):
+        context = match.group("context").split()
+        strict = bool(match.group("colon")) and not context
+        if _prose_value_is_secret(match.group("secret"), strict=strict):
+            yield "password in prose", _value_span(match)
     for match in _PROSE_PASSWORD_DIRECT.finditer(text):
         if _prose_value_is_secret(match.group("secret"), strict=True):
             yield "password in prose", _value_span(match)
@@ -1269,10 +2012,16 @@ def _named_values(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
                 kind = _KIND_BY_KEYWORD[keyword.group()[:3].lower()] if keyword else "token"
                 start = match.start("secret") + len(raw) - len(raw.lstrip())
                 yield f"{kind} in XML", (start, start + len(value))
+    sealed_at = text.find(_SEALED)
     for match in _NAMED_TOKEN.finditer(text):
         about = f"{match.group('tail')} {match.group('context') or ''}".lower()
-        if not _ABOUT_THE_TOKEN.intersection(_WORD_SPLIT.split(about)) and _looks_random(
-            match.group("secret")
+        before = _name_before(text, match.start()).lower()
+        if (
+            not _ABOUT_THE_TOKEN.intersection(_WORD_SPLIT.split(about))
+            # next_page_token, csrf_token, cache_key: a key of data, not a credential.
+            and not _DATA_KEY_WORDS.intersection(_WORD_SPLIT.split(before))
+            and _looks_random(match.group("secret"))
+            and not _sealed(text, sealed_at, match.start("secret"), match.group("secret"))
         ):
             yield "named token", _value_span(match)
 
@@ -1300,8 +2049,21 @@ def _shape_matches(shape: _Shape, text: str) -> Iterable[re.Match[str]]:
 # The assignment keywords all contain one of these.
 _ASSIGNMENT_NEEDLES = ("pass", "secret", "api", "token", "private")
 # The keywords of the flags, elements and named tokens.
-_NAMED_NEEDLES = (*_ASSIGNMENT_NEEDLES, "pwd", "key")
-_PROSE_NEEDLES = ("pass", "pw", "log", "cred", "user", "use", "try")
+_NAMED_NEEDLES = (*_ASSIGNMENT_NEEDLES, "pwd", "key", "pat", "psk")
+_PROSE_NEEDLES = (
+    "pass",
+    "pw",
+    "log",
+    "cred",
+    "user",
+    "use",
+    "try",
+    "kennwort",
+    "contrase",
+    "senha",
+)
+# Lowercase Cyrillic, which the other needles, all ASCII, never meet.
+_CYRILLIC_NEEDLES = ("пароль",)
 
 
 def _findings(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
@@ -1322,8 +2084,14 @@ def _findings(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
         yield from _key_values(text)
     if any(needle in lowered for needle in _NAMED_NEEDLES):
         yield from _named_values(text)
-    if any(needle in lowered for needle in _PROSE_NEEDLES):
+    if any(needle in lowered for needle in _NAME_HINTS):
+        yield from _named_assignments(text)
+    if any(needle in lowered for needle in _PROSE_NEEDLES) or (
+        not text.isascii() and any(needle in lowered for needle in _CYRILLIC_NEEDLES)
+    ):
         yield from _prose_passwords(text)
+    if any(needle in lowered for needle in _COMMAND_NEEDLES):
+        yield from _command_passwords(text)
     if " / " in text or "\t/" in text or "/\t" in text:
         yield from _strong_pairs(text)
 
@@ -1360,6 +2128,9 @@ _SPLIT_GAP = re.compile(r"[ \t]{0,8}+(?:\r?\n[ \t]{0,8}+)?")
 _SPLIT_PIECE = re.compile(r"[A-Za-z0-9_.+/=-]++")
 _WORD_PIECE = re.compile(r"(?:[A-Z]?[a-z]{1,40}+|[0-9]{1,3}+)\.?")
 _MAX_JOINED = 8192
+# A token typed one character at a time with a space between ("g h p _ E E h V ..."):
+# 16 or more single characters, each followed by one space or tab.
+_SPACED = re.compile(r"(?<!\S)(?:\S[ \t]){15,}\S(?!\S)")
 
 
 class _Layer:
@@ -1479,6 +2250,23 @@ def _split_layer(text: str) -> _Layer | None:
     return layer
 
 
+def _spaced_layer(text: str) -> _Layer | None:
+    """The text with the spaces inside runs of single spaced characters removed; None
+    if there is none."""
+    layer: _Layer | None = None
+    cursor = 0
+    for run in _SPACED.finditer(text):
+        layer = layer or _Layer()
+        layer.add(text[cursor : run.start()], cursor)
+        for position in range(run.start(), run.end(), 2):
+            layer.add(text[position], position)
+        cursor = run.end()
+    if layer is None:
+        return None
+    layer.add(text[cursor:], cursor)
+    return layer
+
+
 def _normalise(text: str) -> _Normalised | None:
     """What detection reads besides ``text`` itself, or None when that is ``text``.
 
@@ -1487,6 +2275,9 @@ def _normalise(text: str) -> _Normalised | None:
     layers: list[_Layer] = []
     current = text
     if not text.isascii() and (layer := _unicode_layer(text)) is not None:
+        layers.append(layer)
+        current = layer.text()
+    if " " in current and (layer := _spaced_layer(current)) is not None:
         layers.append(layer)
         current = layer.text()
     if (layer := _split_layer(current)) is not None:
@@ -1537,11 +2328,24 @@ def check_fields(fields: Iterable[tuple[str, str | None]]) -> None:
             )
 
 
+# What follows a header mentioned in a sentence: on the same line, a word or
+# punctuation, not the key's base64 (a key goes on after a line break, an escaped
+# "\\n", a quote or the end of the text).
+_PEM_MENTIONED = re.compile(
+    r"[ \t]{0,3}+(?:[.,;:!?)]|(?<=[ \t])(?![A-Za-z0-9+/=]{16}|\\n|[\r\n\"']|\Z))"
+)
+
+
 def _pem_spans(text: str) -> Iterable[tuple[int, int]]:
     # The whole block goes, through its END line, or to the end of the text
     # when the block was cut off. Searching on from there keeps this linear.
     pos = 0
     while (begin := _PEM_BEGIN.search(text, pos)) is not None:
+        if _PEM_MENTIONED.match(text, begin.end()):
+            # "a file that starts with -----BEGIN PRIVATE KEY----- must not be
+            # committed": the header in a sentence, no key after it.
+            pos = begin.end()
+            continue
         end = _PEM_END.search(text, begin.end())
         stop = end.end() if end is not None else len(text)
         yield begin.start(), stop

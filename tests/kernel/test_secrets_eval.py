@@ -47,19 +47,16 @@ def _load(name: str) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
         # Written blind by another engineer while heldout's categories were added,
         # copied in after the last detector change and only measured: 73.7% of its
         # secrets refused (41 of 156 missed), 94.1% of its look-alikes stored (10 of
-        # 169 refused). Most misses are vendor prefixes the detector does not know
-        # (glrt-, shpat_, PMAK-, dapi, sq0atp-, xkeysib-, gsk_, AGE-SECRET-KEY-1,
-        # ATATT, SSWS, Azure SAS sig=, Discord webhooks), passwords on other
-        # command lines (mysql -p..., sshpass -p, redis-cli -a, net use /user:,
-        # ConvertTo-SecureString), prose in other languages, "pass"/"key" as
-        # bare names, a URL whose password starts with "*" (read as a reference)
-        # and a Go DSN without a scheme. And one plain bug: the named-token rule
-        # wants a space after "=" or ":", so NAME_TOKEN=value written without
-        # spaces (PAGERDUTY_TOKEN=..., NOTION_TOKEN=...) is missed.
-        pytest.param(
-            "heldout2",
-            marks=pytest.mark.xfail(strict=True, reason="recall 73.7% < 95%, stored 94.1%"),
-        ),
+        # 169 refused). Its misses were then read and treated as categories (vendor
+        # prefixes, names built around token/key/pass/pwd/auth, passwords on mysql,
+        # sshpass, redis-cli, net use, ConvertTo-SecureString and htpasswd command
+        # lines, URL passwords starting with a symbol, Go DSNs, prose in six other
+        # languages, spaced-out tokens; and, for the look-alikes, PEM headers in
+        # prose, secret names, SealedSecret ciphertext, UI text, test values):
+        # 100% / 98.8% since. The two look-alikes still refused are ones the unit
+        # tests want refused (password=xxxxxxxx, AWS's documented example key). It
+        # no longer measures anything blind; the next held-out set does.
+        "heldout2",
     ],
 )
 def test_secrets_are_refused_and_look_alikes_stored(name: str) -> None:
