@@ -57,6 +57,12 @@ def _load(name: str) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
         # tests want refused (password=xxxxxxxx, AWS's documented example key). It
         # no longer measures anything blind; the next held-out set does.
         "heldout2",
+        # Written blind by a third engineer, weighted to what real notes hold (.env
+        # lines, config files, command lines, vendor tokens, prose in seven
+        # languages), copied in after heldout2's categories and measured once: 93.8%
+        # of its secrets refused (15 of 240 missed), 93.7% of its look-alikes stored
+        # (16 of 252 refused).
+        "heldout3",
     ],
 )
 def test_secrets_are_refused_and_look_alikes_stored(name: str) -> None:
