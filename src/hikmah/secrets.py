@@ -18,21 +18,25 @@ A text holds a secret when one of these matches:
   and access (``ya29.``) tokens, Slack webhook URLs, a ``Bearer`` token (20+
   characters with a letter and a digit, so prose about "the bearer of ..."
   passes), an ``Authorization:`` header with a Basic, Bearer or Token
-  credential, and bare base64 after ``auth:`` or ``Basic`` that decodes to
-  ``user:password``. A JWT pasted in parts with a label before each ("header
-  eyJ...", "payload: eyJ...", "sig ...") counts as one.
+  credential, and bare base64 after ``auth:`` (``REGISTRY_AUTH=`` too) or
+  ``Basic`` that decodes to ``user:password``. A JWT pasted in parts with a
+  label before each ("header eyJ...", "payload: eyJ...", "sig ...") counts as
+  one.
 * Vendor prefixes, each with a fixed or minimum length and a body that has a
   digit or mixed case, so a prefix in prose passes: every GitLab token kind
   (``glpat-``, ``glrt-``, ``gldt-``...), Shopify (``shpat_`` and the other three),
   Postman ``PMAK-``, Databricks ``dapi`` and 32 hex digits, Square ``sq0atp-`` /
   ``sq0csp-``, Brevo ``xkeysib-``, Groq ``gsk_``, Atlassian ``ATATT3``, an Okta
-  ``SSWS`` header, age ``AGE-SECRET-KEY-1``, the ``sig=`` of an Azure shared access
+  ``SSWS`` header, age ``AGE-SECRET-KEY-1``, Tailscale ``tskey-auth-`` /
+  ``tskey-api-``..., Docker ``dckr_pat_``, the ``sig=`` of an Azure shared access
   signature (with ``sv=``, ``se=`` or another SAS field in the same URL), Discord
-  webhook URLs, Telegram bot tokens (``123456789:`` and 35 characters), Mailgun
+  webhook URLs, Telegram bot tokens (``123456789:`` and 35 characters, also in a
+  ``/bot<id>:<token>/`` URL), Mailgun
   ``key-``, Mailchimp ``...-us21``, New Relic ``NRAK-``, a Sentry DSN's key,
   Doppler ``dp.st.``, Airtable ``pat...``, Firebase server keys, and a UUID or a
   40-character token a few words after "heroku" or "cloudflare"/``CF_`` (unless
-  the words make it an id).
+  the words make it an id). A match that holds a mask or filler (8+ ``x``, 4+
+  ``*`` or ``•``: ``sk_live_xxxxxxxx``, ``AGE-SECRET-KEY-1XXXX``) is an example.
 * Credential files and connection strings: base64 of a PEM private key (a
   Kubernetes ``tls.key``; a certificate decodes to no private key and passes),
   the private lines of a PuTTY key, Azure ``AccountKey=`` and
@@ -60,7 +64,14 @@ A text holds a secret when one of these matches:
   strictly, since ``mysql -p dbname`` prompts) and of sshpass, ``-a`` of
   redis-cli; also the password of ``net use ... /user:X``, the string given to
   PowerShell's ``ConvertTo-SecureString ... -AsPlainText``, and the last argument
-  of ``htpasswd -b``.
+  of ``htpasswd -b``; ``-P`` of sqlcmd, bcp and osql, ``-w`` of the OpenLDAP
+  clients (ldapsearch...), the password of ``smbclient -U user%X``; and a value
+  quoted after ``=`` may start with ``-`` (``--password='-B_q...'``).
+* A call: a first string argument that names a credential and a second that is
+  its value (PHP ``define('DB_PASSWORD', '...')``, ``set("api_token", "...")``),
+  judged like an assignment of that name; the third string argument of a
+  connection call (``new PDO(dsn, user, 'X')``, ``getConnection(url, user, "X")``,
+  ``mysqli_connect``) unless it is a template, placeholder or code.
 * A password named in prose: ``password`` (passwd, passphrase, passcode, pw,
   pwd) with up to six words of context, a verb (is, was, changed to...) or a
   colon, then a value ("the wifi password is hunter2!42"); ``password VALUE``
@@ -72,7 +83,11 @@ A text holds a secret when one of these matches:
   ("user x, pass .Zqe..."); and the same in German (Passwort, Kennwort: ist, war,
   lautet), French (mot de passe: est), Spanish (contraseña: es, era), Portuguese
   (senha: é, foi), Italian (password: è) and Russian (пароль), context words in
-  any letters. The value may follow the verb or colon on the next line.
+  any letters; and with no verb, at most a colon ("Kennwort X", "mdp : X",
+  "clave X", parola, wachtwoord, lösenord, and English "password X"), when X
+  reads as a password strictly or is 10+ letters mixing cases at random (not
+  CamelCase or capitals: ``fzGOABJwkwqcgcyNb``, ``CPtHCLStjb-Hpy``). The value
+  may follow the verb or colon on the next line.
   "password: VALUE" with words
   before it ("new ssh password: 7Seas&Salt") is judged strictly (a letter, a
   digit, and a symbol or both cases).
@@ -167,8 +182,16 @@ allowed:
   (``POSTGRES_PASSWORD=changeme  # placeholder``);
 * a secret's name rather than its value: Helm's ``existingSecret=...``, and a
   ``--flag=value`` judged as a flag (``--secret=stripe-key`` names a secret in
-  gcloud); SealedSecret ciphertext (64+ base64 characters after
-  ``encryptedData``) and SOPS ``ENC[...]`` values.
+  gcloud); a password's key in a Secret (``adminPasswordKey:``); SealedSecret
+  ciphertext (64+ base64 characters after ``encryptedData``, or after text that
+  calls it ciphertext or sealed) and SOPS ``ENC[...]`` values;
+* a value whose next line is a comment pointing up at it (``# ^ example...``);
+  a name inside an ARN or a CloudFormation ``{{resolve:...}}`` reference; a value
+  read from a file (``password=@db-pass.txt``); a masked value (``sk-proj-••••``,
+  ``ab****yz``); a sentence in any language, capitalised and ending in ``.!?``
+  (``"Passwort vergessen?"``); a value the text calls "not a secret"; Tailscale's
+  public ``nodekey:``/``discokey:``/``mkey:``; and a token value spelling the
+  alphabet (``123456789:ABCdefGhIJK...``, a documentation sample).
 
 A value still counts when a word in it ends in a digit (``princess1``,
 ``summer-2024``, ``ADMIN_PASS1``), when it is any other single word
@@ -634,6 +657,19 @@ _SHAPES: tuple[_Shape, ...] = (
         needles=("AGE-SECRET-KEY-1",),
     ),
     _shape(
+        "Tailscale key",
+        r"(?<![A-Za-z0-9_-])tskey-(?:auth|api|client|scim|webhook)-[A-Za-z0-9]{6,}+-"
+        r"(?P<secret>[A-Za-z0-9]{20,}+)",
+        _random_secret,
+        needles=("tskey-",),
+    ),
+    _shape(
+        "Docker token",
+        r"(?<![A-Za-z0-9_-])dckr_(?:pat|oat)_(?P<secret>[A-Za-z0-9_-]{24,}+)",
+        _random_secret,
+        needles=("dckr_",),
+    ),
+    _shape(
         "Azure SAS signature",
         r"(?<![A-Za-z0-9_])sig=(?P<secret>[A-Za-z0-9%+/=_-]{30,256}+)",
         _sas_signature,
@@ -647,7 +683,8 @@ _SHAPES: tuple[_Shape, ...] = (
     ),
     _shape(
         "Telegram bot token",
-        r"(?<![A-Za-z0-9_:-])[0-9]{8,10}+:(?P<secret>[A-Za-z0-9_-]{35})(?![A-Za-z0-9_-])",
+        r"(?:(?<![A-Za-z0-9_:-])|(?<=/bot))[0-9]{8,10}+:(?P<secret>[A-Za-z0-9_-]{35})"
+        r"(?![A-Za-z0-9_-])",
         _mixed_and_digit,
         needles=(":",),
     ),
@@ -672,7 +709,7 @@ _SHAPES: tuple[_Shape, ...] = (
     _shape(
         "Sentry DSN",
         r"https?://(?P<secret>[0-9a-f]{32})(?::[0-9a-f]{32})?@[A-Za-z0-9.-]{1,200}+"
-        r"(?::[0-9]{1,5}+)?/[0-9]{1,12}+(?![A-Za-z0-9])",
+        r"(?::[0-9]{1,5}+)?/[0-9]{1,20}+(?![A-Za-z0-9])",
         needles=("://",),
     ),
     _shape(
@@ -833,7 +870,7 @@ _SHAPES: tuple[_Shape, ...] = (
     # without an Authorization header.
     _shape(
         "basic auth credential",
-        r"(?<![A-Za-z0-9_-])(?:auth|basic)[\"']?+(?:[ \t]{0,5}+[:=][ \t]{0,5}+|[ \t]{1,5}+)[\"']?+"
+        r"(?<![A-Za-z0-9-])(?:auth|basic)[\"']?+(?:[ \t]{0,5}+[:=][ \t]{0,5}+|[ \t]{1,5}+)[\"']?+"
         r"(?P<secret>[A-Za-z0-9+/]{8,1024}+={0,2}+)(?![A-Za-z0-9+/=_-])",
         _basic_credential,
         re.IGNORECASE | re.ASCII,
@@ -1178,14 +1215,42 @@ def _is_example(value: str) -> bool:
     return _NOTE.fullmatch(value) is not None
 
 
+# A value masked or filled in for an example: a run of mask dots or asterisks, or of
+# x after a vendor's prefix (sk_live_xxxxxxxx, sk-proj-••••Tz9Q, AGE-SECRET-KEY-1XXXX).
+_MASK_RUN = re.compile(r"[xX]{8,}+|[*\u2022\u25cf\u2219\u00b7]{4,}+")
+# Text for people in any language, ending as a sentence does: "Passwort vergessen?",
+# "La tua password è scaduta, impostane una nuova."
+_SENTENCE = re.compile(r"[^\W\d_][\w'\u2019-]*+(?:,?+[ \t]++[\w'\u2019-]++){1,20}+[.!?\u2026]")
+# A value read from a file: vault's and curl's "@file" (password=@db-pass.txt).
+_FILE_VALUE = re.compile(r"@[A-Za-z0-9_./~-]{1,200}+")
+_EXTENSION = re.compile(r"\.[a-z]{2,5}+\Z")
+
+
+def _is_masked(value: str) -> bool:
+    """A masked value (``sk-proj-••••Tz9Q``, ``ab****yz``) or a vendor prefix filled in
+    with x (``sk_live_xxxxxxxx``)."""
+    if _MASK_RUN.search(value) is None:
+        return False
+    # "xxxxxxxx" alone is what the unit tests call a password (password = xxxxxxxx).
+    return (
+        _KNOWN_PREFIX.match(value) is not None
+        or _MASK_RUN.fullmatch(value) is None
+        or (not value[:1].isalnum())
+    )
+
+
 def _value_is_secret(value: str) -> bool:
     """Whether an assigned value is the credential itself rather than a description."""
+    if value[:1].isupper() and value[-1:] in ".!?\u2026" and _SENTENCE.fullmatch(value):
+        return False
     # Trailing punctuation of a sentence, or the backslash of an escaped
     # closing quote in JSON that was itself quoted, is not part of the value.
     value = value.strip().rstrip(".:\\")
     if len(value) < _MIN_VALUE:
         return False
-    if _is_example(value) or _UI_TEXT.fullmatch(value):
+    if _is_example(value) or _UI_TEXT.fullmatch(value) or _is_masked(value):
+        return False
+    if value.startswith("@") and _FILE_VALUE.fullmatch(value) and _EXTENSION.search(value):
         return False
     if _is_reference(value) or _is_env_name(value) or _is_description(value):
         return False
@@ -1226,13 +1291,31 @@ def _name_before(text: str, start: int) -> str:
     return text[i:start]
 
 
+# A comment on the next line that points at the value above ("# ^ example ...").
+_COMMENT_BELOW = re.compile(
+    r"[ \t]*+\r?\n[ \t]*+(?:#|//|;)[ \t]*+(?:\^|above\b)(?P<comment>[^\r\n]{0,120}+)", re.I
+)
+
+
 def _commented_as_example(text: str, end: int) -> bool:
-    """A comment on the value's line calls it a placeholder or an example."""
-    comment = _COMMENT.match(text, end)
+    """A comment on the value's line, or one below pointing up at it, calls it a
+    placeholder or an example."""
+    comment = _COMMENT.match(text, end) or _COMMENT_BELOW.match(text, end)
     if comment is None:
         return False
     words = _WORD_SPLIT.split(re.sub(r"[^a-z -]", " ", comment.group("comment").lower()))
     return bool(_EXAMPLE_WORDS.intersection(words))
+
+
+_SEALED_LABELS = ("encrypteddata", "ciphertext", "sealed")
+
+
+def _sealed_at(text: str) -> int:
+    """Where the first mark of ciphertext is: ``encryptedData``, or a sentence calling
+    what follows ciphertext or sealed; -1 when there is none."""
+    lowered = text.lower()
+    found = [at for at in (lowered.find(label) for label in _SEALED_LABELS) if at != -1]
+    return min(found, default=-1)
 
 
 def _sealed(text: str, sealed_at: int, start: int, value: str) -> bool:
@@ -1240,18 +1323,45 @@ def _sealed(text: str, sealed_at: int, start: int, value: str) -> bool:
     return sealed_at != -1 and sealed_at < start and _SEALED_VALUE.fullmatch(value) is not None
 
 
+# "the tenant id, not a secret: ...": the sentence says the value is no credential.
+_NEGATED = re.compile(r"(?:(?<![A-Za-z])not?|n't)(?:[ \t]{1,3}+(?:a|an|the))?[ \t]{1,3}+\Z", re.I)
+# A name inside a reference to a stored secret: an ARN (arn:aws:secretsmanager:...:
+# secret:name) or a CloudFormation dynamic reference ({{resolve:...:SecretString:...}}).
+_REFERENCE_TOKEN = re.compile(r"(?:arn:|\{\{resolve:)[^\s\"']{0,200}+\Z", re.I)
+
+
+def _inside_reference(text: str, start: int) -> bool:
+    """Whether the name at ``start`` is part of an ARN or a dynamic reference (where a
+    colon comes right before it)."""
+    return (
+        start > 0
+        and text[start - 1] == ":"
+        and _REFERENCE_TOKEN.search(text, max(0, start - 200), start) is not None
+    )
+
+
+def _negated(text: str, start: int) -> bool:
+    """Whether the words right before ``start`` say "not (a)" or "no"."""
+    window = text[max(0, start - 12) : start]
+    return ("no" in window.lower() or "n't" in window) and _NEGATED.search(window) is not None
+
+
 def _assignment_allowed(text: str, match: re.Match[str], group: str, sealed_at: int) -> bool:
     """An assignment whose context makes it no credential: its value is commented as
-    a placeholder, is SealedSecret ciphertext, or names an existing secret."""
-    return _commented_as_example(text, match.end()) or _sealed(
-        text, sealed_at, match.start(group), match.group(group)
+    a placeholder, is SealedSecret ciphertext, names an existing secret, sits inside
+    a reference to a stored secret, or the sentence says it is not a secret."""
+    return (
+        _commented_as_example(text, match.end())
+        or _sealed(text, sealed_at, match.start(group), match.group(group))
+        or _inside_reference(text, match.start())
+        or _negated(text, match.start())
     )
 
 
 def _assignments(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
     """Yield the kind and value span of every assignment whose value is a secret."""
     pos = 0
-    sealed_at = text.find(_SEALED)
+    sealed_at = _sealed_at(text)
     while (match := _ASSIGNMENT.search(text, pos)) is not None:
         group = next(g for g in ("dq", "sq", "bq", "bare") if match.group(g) is not None)
         name = match.group("kw") + match.group("tail")
@@ -1259,6 +1369,10 @@ def _assignments(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
         value = match.group(group)
         if (
             not name.lower().endswith(_METADATA_SUFFIXES)
+            # adminPasswordKey, secretKeys: the key a Secret holds it under (Helm).
+            and not (
+                match.group("kw")[:3].lower() == "pas" and match.group("tail") in ("Key", "Keys")
+            )
             # Helm's existingSecret names a secret that is already there.
             and not before.endswith("existing")
             # A command-line flag (--secret=stripe-key, a secret's name in gcloud) is
@@ -1426,6 +1540,9 @@ _HEX_NUMBER = re.compile(r"0[xX][0-9A-Fa-f]++")
 _RELATIVE_PATH = re.compile(r"(?:[A-Za-z0-9_.-]{1,64}+/){1,16}+[A-Za-z0-9_.-]{1,64}+")
 
 
+_ALPHABET_RUN = "abcdefgh"
+
+
 def _random_value(value: str) -> bool:
     """A generated credential: 16+ characters with no space, and random (what a named
     token must be), three character classes, or high entropy."""
@@ -1440,6 +1557,10 @@ def _random_value(value: str) -> bool:
         return False
     if _HEX_NUMBER.fullmatch(value) is not None:
         # 0x4AEE18F83AFDEB23: a number or a key id written in hex.
+        return False
+    if _ALPHABET_RUN in value.lower():
+        # 123456789:ABCdefGhIJKlmNoPQRsTUVwxyZ: documentation spells out the alphabet;
+        # a generated token never holds eight letters in order.
         return False
     if _RELATIVE_PATH.fullmatch(value) is not None and not any(
         _BASE64_SEGMENT.fullmatch(segment) for segment in value.split("/")
@@ -1458,7 +1579,7 @@ def _named_assignments(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
     """Yield the kind and value span of every ``NAME = value`` whose name is built
     around a credential word (``PAGERDUTY_TOKEN=``, ``"pass": "..."``, INI ``key =``)
     and whose value is a secret."""
-    sealed_at = text.find(_SEALED)
+    sealed_at = _sealed_at(text)
     pos = 0
     while (match := _NAMED_ASSIGNMENT.search(text, pos)) is not None:
         pos = match.start("name") + len(match.group("name"))
@@ -1471,7 +1592,11 @@ def _named_assignments(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
         before = _WORD_BEFORE.search(text[max(0, match.start() - 30) : match.start()])
         full = f"{before.group(1)}_{name}" if before and _NAME_WORD.fullmatch(name) else name
         word = _credential_word(full)
-        if word is None or name.lower().endswith(_METADATA_SUFFIXES):
+        if (
+            word is None
+            or name.lower().endswith(_METADATA_SUFFIXES)
+            or name.lower() in _PUBLIC_KEY_NAMES
+        ):
             continue
         group = next(g for g in ("dq", "sq", "bq", "bare") if match.group(g) is not None)
         value = match.group(group).rstrip("\\")
@@ -1501,6 +1626,8 @@ def _named_assignments(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
 
 
 _NAME_HINTS = ("pass", "pwd", "secret", "token", "auth", "key", "psk")
+# Public keys written with their type (Tailscale's nodekey:..., discokey:..., mkey:...).
+_PUBLIC_KEY_NAMES = frozenset(["nodekey", "discokey", "mkey", "nlpub"])
 _WORD_BEFORE = re.compile(r"(?<![A-Za-z0-9])([A-Za-z0-9]{1,20}+)[ \t]{1,3}+\Z")
 
 
@@ -1514,7 +1641,7 @@ def _decodes_to_text(value: str) -> bool:
 # whose meaning depends on the command (-p is a port elsewhere) counts only after
 # that command on the same line, not after a |, ; or &.
 _PASSWORD_FLAG = re.compile(
-    r"(?<![A-Za-z0-9_-])-(?P<flag>[pa])(?:(?P<space>[ \t]{1,3}+)|(?=[^\s]))"
+    r"(?<![A-Za-z0-9_-])-(?P<flag>[paPw])(?:(?P<space>[ \t]{1,3}+)|(?=[^\s]))"
     r"(?P<quote>[\"']?)(?P<secret>[^\s\"']{1,256}+)",
     re.ASCII,
 )
@@ -1525,7 +1652,21 @@ _FLAG_COMMANDS = {
         r"|mariadb(?:-dump|-admin|dump)?+|sshpass)(?:\.exe)?+[ \t]"
     ),
     "a": re.compile(r"(?<![A-Za-z0-9_-])redis-cli(?:\.exe)?+[ \t]"),
+    # SQL Server's sqlcmd, bcp and osql take the password after -P.
+    "P": re.compile(r"(?<![A-Za-z0-9_-])(?:sqlcmd|bcp|osql)(?:\.exe)?+[ \t]", re.IGNORECASE),
+    # OpenLDAP's clients take the bind password after -w.
+    "w": re.compile(
+        r"(?<![A-Za-z0-9_-])ldap(?:search|modify|add|delete|modrdn|passwd|whoami|compare|exop)"
+        r"[ \t]"
+    ),
 }
+# smbclient -U DOMAIN\user%password (or --user=).
+_SMB_USER = re.compile(
+    r"(?<![A-Za-z0-9_-])(?:-U|--user)(?:[ \t]{1,3}+|=)[\"']?+[^\s%\"']{1,128}+%"
+    r"(?P<secret>[^\s\"']{1,256}+)",
+    re.ASCII,
+)
+_SMB_COMMAND = re.compile(r"(?<![A-Za-z0-9_-])(?:smbclient|smbcacls|smbget|rpcclient)[ \t]")
 # net use Z: \\server\share /user:DOMAIN\user PASSWORD (or the password before /user:).
 _NET_USE = re.compile(
     r"(?<![A-Za-z0-9_-])net[ \t]{1,5}+use[ \t]{1,5}+(?:[A-Za-z*]:[ \t]{1,5}+)?+"
@@ -1544,7 +1685,21 @@ _SECURE_STRING = re.compile(
 _HTPASSWD = re.compile(
     r"(?<![A-Za-z0-9_-])htpasswd[ \t]{1,5}+(?P<args>[^\r\n|;&<>]{1,300}+)", re.ASCII
 )
-_COMMAND_NEEDLES = ("mysql", "mariadb", "sshpass", "redis-cli", "net", "securestring", "htpasswd")
+_COMMAND_NEEDLES = (
+    "mysql",
+    "mariadb",
+    "sshpass",
+    "redis-cli",
+    "net",
+    "securestring",
+    "htpasswd",
+    "sqlcmd",
+    "bcp",
+    "osql",
+    "ldap",
+    "smb",
+    "rpcclient",
+)
 
 
 def _after_command(text: str, start: int, command: re.Pattern[str]) -> bool:
@@ -1580,6 +1735,15 @@ def _command_passwords(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
                 and _prose_value_is_secret(value, strict=strict)
             ):
                 yield label, _value_span(match)
+    for match in _SMB_USER.finditer(text):
+        value = match.group("secret")
+        if (
+            _after_command(text, match.start(), _SMB_COMMAND)
+            and len(value) >= _MIN_PROSE_VALUE
+            and not _is_template(value)
+            and not _is_placeholder(value)
+        ):
+            yield label, match.span("secret")
     for match in _NET_USE.finditer(text):
         group = "before" if match.group("before") is not None else "after"
         value = match.group(group)
@@ -1646,6 +1810,35 @@ _FOREIGN_PROSE = re.compile(
     r"(?:[ \t]{1,3}+" + _FOREIGN_VERB + r"|[ \t]{0,3}+(?P<colon>:))" + _PROSE_GAP + _PROSE_VALUE,
     re.IGNORECASE,
 )
+# With no verb: "Benutzer admin, Kennwort Z3ZO...", "login x, mdp : CPtH...",
+# "usuario soporte / clave fzGO...": the word, at most a colon, then a value that
+# can be nothing but a password.
+_FOREIGN_DIRECT = re.compile(
+    r"(?<!\w)(?:passwort|kennwort|mot[ \t]de[ \t]passe|mdp|contrase[ñn]a|clave|senha|parola"
+    r"|wachtwoord|lösenord|пароль)(?:[ \t]{0,3}+:)?+[ \t]{1,3}+" + _PROSE_VALUE,
+    re.IGNORECASE,
+)
+# Words in CamelCase (ResetPassword) or capitals; a mix that is neither reads as random.
+_CAMEL_WORDS = re.compile(r"(?:[A-Z]?[a-z]{2,}+)++|[A-Z]++(?:[a-z]{2,}+)?+")
+_SEPARATOR = re.compile(r"[-_.]")
+
+
+def _random_letters(value: str) -> bool:
+    """Letters mixing cases at random (``fzGOABJwkwqcgcyNb``, ``CPtHCLStjb-Hpy``), 10+
+    of them, perhaps split by - _ or .: no word in CamelCase or capitals reads so."""
+    value = value.rstrip(".,;:)")
+    pieces = _SEPARATOR.split(value)
+    return (
+        len(value) >= 10
+        and all(piece.isascii() and piece.isalpha() for piece in pieces)
+        and _LOWER.search(value) is not None
+        and _UPPER.search(value) is not None
+        and not all(_CAMEL_WORDS.fullmatch(piece) for piece in pieces)
+        and not _is_placeholder(value)
+        and not _is_technical(value)
+    )
+
+
 # "login is admin / Sup3rS3cret!", "credentials: deploy:Tr0ub4dor&3".
 _LOGIN_PAIR = re.compile(
     r"(?<![A-Za-z0-9_])(?:log[ -]?in|creds|credentials"
@@ -1679,7 +1872,7 @@ _CLI_FLAG = re.compile(
     r"(?<![A-Za-z0-9_-])--?+(?:[A-Za-z0-9]{1,20}+-){0,4}"
     r"(?:pass(?:word|wd|phrase|in|out)?|pwd|secret|token"
     r"|(?:api|app|access|secret|private|client|auth)-?key)"
-    r"(?:[ \t]{1,3}+|=)[\"']?(?P<secret>[^\s\"']{6,256}+)",
+    r"(?:[ \t]{1,3}+|(?P<eq>=))(?P<quote>[\"']?)(?P<secret>[^\s\"']{6,256}+)",
     re.IGNORECASE | re.ASCII,
 )
 # <password>...</password>, <apiKey>...</apiKey>, <token>...</token>.
@@ -1711,7 +1904,7 @@ _TOKEN_PREFIXES = (
     r"eyJ|LS0tLS1CRUdJTi|gh[pousr]_|github_pat_|glpat-|sk-|[sr]k_live_|whsec_|xox[abprs]-"
     r"|AIza|GOCSPX-|npm_|pypi-|hf_|SG\.|do[por]_v1_|AKIA|ASIA"
     r"|gl(?:rt|dt|ptt|ft|cbt|soat)-|shp(?:at|ca|pa|ss)_|PMAK-|sq0(?:atp|csp)-|xkeysib-|gsk_"
-    r"|ATATT3|AGE-SECRET-KEY-1|NRAK-|dp\.(?:st|ct|pt|sa)\."
+    r"|ATATT3|AGE-SECRET-KEY-1|NRAK-|dp\.(?:st|ct|pt|sa)\.|tskey-|dckr_(?:pat|oat)_|dapi[a-f0-9]"
 )
 _KNOWN_PREFIX = re.compile(_TOKEN_PREFIXES)
 _BASE36 = re.compile(r"[a-z0-9]++")
@@ -1869,6 +2062,8 @@ def _is_technical(value: str) -> bool:
     )
 
 
+# Pure, and called again for the same words when a flag or keyword repeats.
+@functools.lru_cache(maxsize=1024)
 def _prose_value_is_secret(value: str, strict: bool) -> bool:
     """Whether a value named in prose reads as a password: it has a letter, a digit,
     and a symbol or both cases; or (not ``strict``) it is 8 characters or more with
@@ -1896,13 +2091,13 @@ def _prose_value_is_secret(value: str, strict: bool) -> bool:
     return not strict and len(value) >= _MIN_VALUE and (digit or symbol)
 
 
-def _flag_value_is_secret(value: str) -> bool:
+def _flag_value_is_secret(value: str, dash: bool = False) -> bool:
     """Whether the value of a credential flag (``--token X``, ``curl -u user:X``) reads
     as one: not another flag, a key=value list (``--secret id=npmrc,src=.npmrc``), a
     placeholder, or a word ("pass --token explicitly")."""
     value = value.removeprefix("pass:")
     return (
-        not value.startswith("-")
+        (dash or not value.startswith("-"))
         and "=" not in value.rstrip("=")
         and not _is_placeholder(value)
         and _prose_value_is_secret(value, strict=False)
@@ -1962,7 +2157,13 @@ def _prose_passwords(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
         if _prose_value_is_secret(match.group("secret"), strict=strict):
             yield "password in prose", _value_span(match)
     for match in _PROSE_PASSWORD_DIRECT.finditer(text):
-        if _prose_value_is_secret(match.group("secret"), strict=True):
+        if _prose_value_is_secret(match.group("secret"), strict=True) or _random_letters(
+            match.group("secret")
+        ):
+            yield "password in prose", _value_span(match)
+    for match in _FOREIGN_DIRECT.finditer(text):
+        value = match.group("secret")
+        if _prose_value_is_secret(value, strict=True) or _random_letters(value):
             yield "password in prose", _value_span(match)
     for match in _LOGIN_PAIR.finditer(text):
         if _prose_value_is_secret(match.group("secret"), strict=False):
@@ -1993,7 +2194,10 @@ def _named_values(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
     XML element, or named in a sentence and followed by a long random value."""
     pos = 0 if "-" in text else len(text)
     while (match := _CLI_FLAG.search(text, pos)) is not None:
-        if _flag_value_is_secret(match.group("secret")):
+        # A value quoted after "=" (--password='-B_q...') is no other flag, whatever
+        # it starts with.
+        dash = bool(match.group("eq") and match.group("quote"))
+        if _flag_value_is_secret(match.group("secret"), dash):
             yield "credential on a command line", _value_span(match)
             pos = match.end()
         else:
@@ -2012,7 +2216,7 @@ def _named_values(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
                 kind = _KIND_BY_KEYWORD[keyword.group()[:3].lower()] if keyword else "token"
                 start = match.start("secret") + len(raw) - len(raw.lstrip())
                 yield f"{kind} in XML", (start, start + len(value))
-    sealed_at = text.find(_SEALED)
+    sealed_at = _sealed_at(text)
     for match in _NAMED_TOKEN.finditer(text):
         about = f"{match.group('tail')} {match.group('context') or ''}".lower()
         before = _name_before(text, match.start()).lower()
@@ -2022,8 +2226,61 @@ def _named_values(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
             and not _DATA_KEY_WORDS.intersection(_WORD_SPLIT.split(before))
             and _looks_random(match.group("secret"))
             and not _sealed(text, sealed_at, match.start("secret"), match.group("secret"))
+            and not _inside_reference(text, match.start())
+            and not _negated(text, match.start())
         ):
             yield "named token", _value_span(match)
+
+
+# A call whose first string argument names a credential and whose second is its value:
+# PHP's define('DB_PASSWORD', '...'), putenv-like setters, config.set("api_key", "...").
+_CALL_PAIR = re.compile(
+    r"\([ \t]{0,3}+(?P<q1>[\"'])(?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,63}+)(?P=q1)[ \t]{0,3}+,"
+    r"[ \t]{0,3}+(?P<q2>[\"'])(?P<secret>[^\"'\r\n]{1,256}+)(?P=q2)[ \t]{0,3}+[),]",
+    re.ASCII,
+)
+_STRING_ARG = r"(?:\"[^\"\r\n]{0,256}+\"|'[^'\r\n]{0,256}+')[ \t]{0,3}+,[ \t]{0,3}+"
+# Connection calls whose third argument is the password: PDO (dsn, user, password), JDBC's
+# getConnection (url, user, password), mysqli (host, user, password).
+_CONNECT_CALL = re.compile(
+    r"(?<![A-Za-z0-9_])(?:new[ \t]{1,3}+(?:PDO|mysqli)|getConnection|mysqli_connect"
+    r"|mysql_connect)[ \t]{0,3}+\([ \t]{0,3}+"
+    + _STRING_ARG
+    + _STRING_ARG
+    + r"(?P<q>[\"'])(?P<secret>[^\"'\r\n]{1,256}+)(?P=q)",
+    re.ASCII,
+)
+
+
+def _call_pairs(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
+    """Yield the value span of a credential passed by name to a call."""
+    for match in _CALL_PAIR.finditer(text):
+        name, value = match.group("name"), match.group("secret")
+        keyword = _KEYWORD.search(name)
+        word = None if keyword else _credential_word(name)
+        if name.lower().endswith(_METADATA_SUFFIXES):
+            continue
+        if keyword is not None or word in _PASSWORD_WORDS:
+            secret = _value_is_secret(value) and (
+                word not in _WEAK_WORDS or _prose_value_is_secret(value, strict=False)
+            )
+        else:
+            secret = word is not None and _random_value(value)
+        if secret:
+            yield "credential passed by name", match.span("secret")
+
+
+def _connect_calls(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
+    """Yield the span of the password given as a connection call's third argument."""
+    for match in _CONNECT_CALL.finditer(text):
+        value = match.group("secret")
+        if (
+            len(value) >= _MIN_PROSE_VALUE
+            and not _is_template(value)
+            and not _is_placeholder(value)
+            and not _is_code(value)
+        ):
+            yield "password in a connection call", match.span("secret")
 
 
 def _key_values(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
@@ -2061,6 +2318,11 @@ _PROSE_NEEDLES = (
     "kennwort",
     "contrase",
     "senha",
+    "mdp",
+    "clave",
+    "parola",
+    "wachtwoord",
+    "lösenord",
 )
 # Lowercase Cyrillic, which the other needles, all ASCII, never meet.
 _CYRILLIC_NEEDLES = ("пароль",)
@@ -2078,7 +2340,8 @@ def _findings(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
             continue
         group = "secret" if "secret" in shape.pattern.groupindex else 0
         for match in _shape_matches(shape, text):
-            yield shape.label, match.span(group)
+            if _MASK_RUN.search(match.group(group)) is None:
+                yield shape.label, match.span(group)
     if any(needle in lowered for needle in _ASSIGNMENT_NEEDLES):
         yield from _assignments(text)
         yield from _key_values(text)
@@ -2086,6 +2349,10 @@ def _findings(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
         yield from _named_values(text)
     if any(needle in lowered for needle in _NAME_HINTS):
         yield from _named_assignments(text)
+        if "(" in text:
+            yield from _call_pairs(text)
+    if "connect" in lowered or "pdo" in lowered:
+        yield from _connect_calls(text)
     if any(needle in lowered for needle in _PROSE_NEEDLES) or (
         not text.isascii() and any(needle in lowered for needle in _CYRILLIC_NEEDLES)
     ):

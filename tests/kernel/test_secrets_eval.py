@@ -61,7 +61,20 @@ def _load(name: str) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
         # lines, config files, command lines, vendor tokens, prose in seven
         # languages), copied in after heldout2's categories and measured once: 93.8%
         # of its secrets refused (15 of 240 missed), 93.7% of its look-alikes stored
-        # (16 of 252 refused).
+        # (16 of 252 refused). Its misses were then read and treated as categories
+        # (Sentry DSNs with long project ids, NAME_AUTH base64 of user:pass, Tailscale
+        # and Docker tokens, Telegram bot URLs, a call naming a credential and its
+        # value, PDO/JDBC/mysqli positional passwords, sqlcmd -P, OpenLDAP -w,
+        # smbclient -U user%pass, a quoted flag value starting with "-", prose with no
+        # verb in other languages, Databricks tokens split by a line break; and, for
+        # the look-alikes, masks and x-filled prefixes, next-line example comments,
+        # ARNs and {{resolve:}} references, Helm password keys, sentences in any
+        # language, @file values, "not a secret", ciphertext so labelled, Tailscale
+        # public node keys, alphabet-spelling samples): 100% / 99.2% since. The two
+        # look-alikes still refused are AWS's documented example keys (the unit tests
+        # want them refused) and Stripe's docs sample sk_test_ key (a test-mode key is
+        # a real credential; only the exact string would tell the sample apart). It no
+        # longer measures anything blind.
         "heldout3",
     ],
 )
