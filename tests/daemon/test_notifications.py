@@ -143,74 +143,14 @@ def test_the_first_note_held_for_review_is_announced_once(
                         event = subscriber.read()
                     assert event["params"] == {"waiting": count}
                 notified = json.loads(service.stdout.readline())
-                assert "send the quarterly report" in notified["summary"]
-                assert trace_id in notified["body"]
-                assert notified["urgency"] == 2  # critical: overdue
-        finally:
-            daemon.stop()
-    finally:
-        service.terminate()
-        service.wait(timeout=10)
-        service.stdout.close()
-
-
-def test_without_a_bus_reminders_still_reach_subscribers(short_tmp: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "DBUS_SESSION_BUS_ADDRESS"}
-    env["DBUS_SESSION_BUS_ADDRESS"] = f"unix:path={short_tmp}/no-bus-here"
-    daemon = Running(short_tmp, env=env)
-    daemon.policy.write_text("[reminders]\nlead_minutes = 0\n")
-    daemon.start()
-    try:
-        with daemon.connect() as subscriber:
-            subscriber.call("events.subscribe")
-            daemon.call(
-                "memory.remember",
-                content="water the plants",
-                kind="commitment",
-                deadline=int(time.time() * 1000) + 1_000,
-            )
-            assert subscriber.read()["method"] == "memory.changed"
-            assert subscriber.read()["method"] == "reminder.due"
-        assert daemon.call("daemon.status")["pid"] > 0
-        assert "desktop notifications are unavailable" in daemon.log.read_text()
-    finally:
-        daemon.stop()
-
-
-def test_the_first_note_held_for_review_is_announced_once(
-    short_tmp: Path, session_bus: str
-) -> None:
-    env = {**os.environ, "DBUS_SESSION_BUS_ADDRESS": session_bus}
-    service = subprocess.Popen(
-        [sys.executable, str(SERVICE)],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-        start_new_session=True,
-    )
-    assert service.stdout is not None
-    agent = clean_env(CLAUDECODE="1", DBUS_SESSION_BUS_ADDRESS=session_bus)
-    try:
-        assert service.stdout.readline().strip() == "ready"
-        daemon = Running(short_tmp, env=env).start()
-        try:
-            with daemon.connect() as subscriber:
-                subscriber.call("events.subscribe")
-                for rule in ("Always rebase before merging", "Use tabs"):
-                    done = daemon.cli("remember", rule, "--kind", "preference", env=agent)
-                    assert done.returncode == 0, done.stderr
-                waiting = [e["params"]["waiting"] for e in
-                           (subscriber.read() for _ in range(4)) if e["method"] == "review.waiting"]  # fmt: skip
-                assert waiting == [1, 2]
-                notified = json.loads(service.stdout.readline())
                 assert notified["summary"] == "A memory from an agent awaits your review"
                 assert "hikmah review" in notified["body"] and notified["urgency"] == 1
                 (first, _second) = daemon.call("review.list")["items"]
                 daemon.call("review.reject", ids=[first["trace"]["id"]], reason="not ours")
-                events = [subscriber.read() for _ in range(3)]
-                assert {"method": "review.waiting", "params": {"waiting": 1}} in [
-                    {k: e[k] for k in ("method", "params")} for e in events
-                ]
+                event = subscriber.read()
+                while event["method"] != "review.waiting":
+                    event = subscriber.read()
+                assert event["params"] == {"waiting": 1}
         finally:
             daemon.stop()
         # One notification only, for the first: the service got nothing more.
