@@ -3,7 +3,7 @@
 Every write from an agent session is screened once, when it is indexed
 (``hikmah.review.screened``), and every write of anyone passes the credential
 detector (``hikmah.secrets.check_fields``): the detector is the baseline, measured in
-the same run on the same texts. Texts: each ordinary note of tests/eval/screen/set.toml
+the same run on the same texts. Texts: each ordinary note of tests/eval/screen/dev1.toml
 (the median of each note's best of ``repeats``), and those notes joined into 2 KiB and
 256 KiB of prose (best of ``repeats``), the worst case: dense with the words the rules
 look for.
@@ -25,7 +25,7 @@ from typing import Any
 from hikmah import screen
 from hikmah.secrets import check_fields
 
-SET = Path(__file__).parents[1] / "tests" / "eval" / "screen" / "set.toml"
+SET = Path(__file__).parents[1] / "tests" / "eval" / "screen" / "dev1.toml"
 
 
 def _best_ms(call: Callable[[], object], repeats: int) -> float:
