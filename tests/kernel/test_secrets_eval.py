@@ -76,6 +76,12 @@ def _load(name: str) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
         # a real credential; only the exact string would tell the sample apart). It no
         # longer measures anything blind.
         "heldout3",
+        # Written blind by a fourth engineer (what developers paste: terminal sessions,
+        # configs of many tools, connection strings, cookies, webhooks, prose in ten
+        # languages), copied in after heldout3's categories and measured once: 89.0% of
+        # its secrets refused (25 of 228 missed), 94.8% of its look-alikes stored (12
+        # of 231 refused).
+        "heldout4",
     ],
 )
 def test_secrets_are_refused_and_look_alikes_stored(name: str) -> None:
