@@ -35,7 +35,15 @@ A text holds a secret when one of these matches:
   ``key-``, Mailchimp ``...-us21``, New Relic ``NRAK-``, a Sentry DSN's key,
   Doppler ``dp.st.``, Airtable ``pat...``, Firebase server keys, and a UUID or a
   40-character token a few words after "heroku" or "cloudflare"/``CF_`` (unless
-  the words make it an id). A match that holds a mask or filler (8+ ``x``, 4+
+  the words make it an id), Prefect ``pnu_``, Yandex ``y0_``, Asana
+  ``1/<id>/<id>:<32 hex>``, a LaunchDarkly ``sdk-``/``api-``/``mob-`` UUID near
+  "launchdarkly", the secret of ``confluent api-key store KEY SECRET``, Microsoft
+  Teams (``webhook.office.com/webhookb2/...``) and Mattermost (``/hooks/<26>``)
+  webhook URLs, the password of Oracle's ``jdbc:oracle:thin:user/pass@``, 32 hex
+  digits after ``master.key`` (Rails), and a session cookie's value (sessionid,
+  session, ``*_session``, connect.sid, PHPSESSID, JSESSIONID; 20+ characters with
+  4+ letters and 4+ digits, so ``session=deleted`` passes). A Slack token needs a
+  digit (``xoxb-your-bot-token-here`` passes). A match that holds a mask or filler (8+ ``x``, 4+
   ``*`` or ``•``: ``sk_live_xxxxxxxx``, ``AGE-SECRET-KEY-1XXXX``) is an example.
 * Credential files and connection strings: base64 of a PEM private key (a
   Kubernetes ``tls.key``; a certificate decodes to no private key and passes),
@@ -82,9 +90,11 @@ A text holds a secret when one of these matches:
   ``-p VALUE`` on a ``login`` command line; ``pass VALUE`` with a strict value
   ("user x, pass .Zqe..."); and the same in German (Passwort, Kennwort: ist, war,
   lautet), French (mot de passe: est), Spanish (contraseña: es, era), Portuguese
-  (senha: é, foi), Italian (password: è) and Russian (пароль), context words in
-  any letters; and with no verb, at most a colon ("Kennwort X", "mdp : X",
-  "clave X", parola, wachtwoord, lösenord, and English "password X"), when X
+  (senha: é, foi), Italian (password: è) and Russian (пароль), Dutch (wachtwoord:
+  is), Polish (hasło: to, jest), Turkish (şifre/şifresi, parola/parolası) and
+  Japanese (パスワード: は, が), context words in any letters; and with no verb, at
+  most a colon ("Kennwort X", "mdp : X", "clave X", parola, wachtwoord, lösenord,
+  hasło, şifre, and English "password X"), when X
   reads as a password strictly or is 10+ letters mixing cases at random (not
   CamelCase or capitals: ``fzGOABJwkwqcgcyNb``, ``CPtHCLStjb-Hpy``). The value
   may follow the verb or colon on the next line.
@@ -102,7 +112,13 @@ A text holds a secret when one of these matches:
   (any case, any separator: ``DB_PASSWORD``, ``apiKey``, ``x-api-key``,
   ``Private key``), then ``:``, ``=``, ``:=``, ``=>`` or ``==``, then a value
   of at least 8 characters, possibly quoted (a Python bytes literal ``b'...'``
-  too); or such a name and its value as separate fields (``<add
+  too); a bare value runs on through ``&`` (``password=D6&XTm^O``) unless what
+  follows is another query parameter (``&user=``) or ``&amp;``. Not a value cut
+  short with ``...`` after a prefix (``sk_live_...``), ``changeme`` and the like
+  for a key or token (a password may really be one), Bash's ``${API_TOKEN:?...}``,
+  Vault agent's ``agent-inject-secret-*`` annotations, a ``{{ ... }}`` template
+  read as a whole, a Mapbox public ``pk.eyJ`` token, or hyphenated words naming a
+  credential (``wrong-password``); or such a name and its value as separate fields (``<add
   key="ApiSecret" value="..."/>``, a Kubernetes ``- name: PGPASSWORD`` /
   ``value: ...``); or an XML element so named, or named ``...token``
   (``<password>...</password>``, ``<apiKey>``), whose value passes the same
@@ -409,6 +425,30 @@ def _sas_signature(match: re.Match[str]) -> bool:
 _NO_SPACE = re.compile(r"\S*+")
 
 
+def _oracle_password(match: re.Match[str]) -> bool:
+    secret = match.group("secret")
+    return (
+        not _is_template(secret)
+        and not _is_placeholder(secret)
+        and (_has_digit(secret) or _SYMBOL.search(secret) is not None or _mixed_case(match))
+    )
+
+
+def _session_value(match: re.Match[str]) -> bool:
+    """A session id: random (a digit and a letter, and mixed case, 20+ hex or base36
+    with digits), not a placeholder or a name."""
+    value = match.group("secret")
+    letters = sum(char.isalpha() for char in value)
+    digits = sum(char.isdigit() for char in value)
+    return (
+        letters >= 4
+        and digits >= 4
+        and not _is_placeholder(value)
+        and _ALPHABET_RUN not in value.lower()
+        and _MASK_RUN.search(value) is None
+    )
+
+
 _CONTEXT_REACH = 60
 
 
@@ -553,7 +593,14 @@ _SHAPES: tuple[_Shape, ...] = (
         r"(?<![A-Za-z0-9_])whsec_[A-Za-z0-9]{24,}+",
         needles=("whsec_",),
     ),
-    _shape("Slack token", r"(?<![A-Za-z0-9_-])xox[abprs]-[A-Za-z0-9-]{10,}+", needles=("xox",)),
+    # A Slack token holds its workspace's and bot's numeric ids, so a placeholder spelled
+    # in words (xoxb-your-bot-token-here) has no digit and passes.
+    _shape(
+        "Slack token",
+        r"(?<![A-Za-z0-9_-])xox[abprs]-(?P<secret>[A-Za-z0-9-]{10,}+)",
+        _secret_has_digit,
+        needles=("xox",),
+    ),
     _shape(
         "Slack webhook",
         r"https://hooks\.slack\.com/services/[A-Za-z0-9]{1,64}+/[A-Za-z0-9]{1,64}+"
@@ -876,6 +923,80 @@ _SHAPES: tuple[_Shape, ...] = (
         re.IGNORECASE | re.ASCII,
         needles=("auth", "basic"),
     ),
+    _shape(
+        "Prefect API key",
+        r"(?<![A-Za-z0-9_])pnu_(?P<secret>[A-Za-z0-9]{36})(?![A-Za-z0-9])",
+        _random_secret,
+        needles=("pnu_",),
+    ),
+    _shape(
+        "Yandex OAuth token",
+        r"(?<![A-Za-z0-9_])y0_(?P<secret>[A-Za-z0-9_-]{40,}+)",
+        _mixed_and_digit,
+        needles=("y0_",),
+    ),
+    # An Asana personal access token: 1/<user id>/<token id>:<32 hex>.
+    _shape(
+        "Asana token",
+        r"(?<![A-Za-z0-9/])[0-9]/[0-9]{10,20}+/[0-9]{10,20}+:(?P<secret>[0-9a-f]{32})"
+        r"(?![A-Za-z0-9])",
+        _secret_has_digit,
+        needles=("/",),
+    ),
+    # A LaunchDarkly SDK, API or mobile key: a prefix and a UUID, with its name near.
+    _shape(
+        "LaunchDarkly key",
+        r"(?<![A-Za-z0-9_-])(?:sdk|api|mob)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}"
+        r"-[0-9a-f]{12}(?![A-Za-z0-9])",
+        _near_vendor("launchdarkly", "ld_"),
+        needles=("sdk-", "api-", "mob-"),
+    ),
+    _shape(
+        "Confluent API secret",
+        r"api-key[ \t]++store[ \t]++[A-Z0-9]{16}[ \t]++(?P<secret>[A-Za-z0-9+/]{64})"
+        r"(?![A-Za-z0-9+/])",
+        _random_secret,
+        needles=("api-key",),
+    ),
+    # Microsoft Teams incoming webhooks (webhook.office.com, formerly outlook.office.com).
+    _shape(
+        "Teams webhook",
+        r"https://(?:[A-Za-z0-9-]{1,63}+\.){0,5}office(?:365)?+\.com/webhook(?:b2)?+/[^\s/]{1,120}+"
+        r"/IncomingWebhook/(?P<secret>[0-9a-f]{32}(?:/[0-9a-f-]{36}(?:/[A-Za-z0-9_-]{20,})?+)?+)",
+        needles=("/IncomingWebhook/",),
+    ),
+    # A Mattermost incoming webhook: /hooks/ and a 26-character id, which is the secret.
+    _shape(
+        "Mattermost webhook",
+        r"https?://[A-Za-z0-9.:-]{1,253}+/hooks/(?P<secret>[a-z0-9]{26})(?![A-Za-z0-9_-])",
+        _secret_has_digit,
+        needles=("/hooks/",),
+    ),
+    # Oracle's thin driver with the password inline: jdbc:oracle:thin:scott/tiger@//host.
+    _shape(
+        "Oracle JDBC password",
+        r"jdbc:oracle:[a-z]{1,10}+:[A-Za-z0-9_$#.]{1,64}+/(?P<secret>[^\s/@\"']{1,128}+)@",
+        _oracle_password,
+        re.IGNORECASE | re.ASCII,
+        needles=("jdbc:oracle",),
+    ),
+    # A Rails master key: 32 hex digits after "master.key" (cat config/master.key).
+    _shape(
+        "Rails master key",
+        r"master[._]key[\"']?+[^\r\n0-9a-f]{0,60}+(?:\r?\n[ \t]{0,8}+)?+"
+        r"(?P<secret>[0-9a-f]{32})(?![A-Za-z0-9])",
+        _secret_has_digit,
+        needles=("master.key", "master_key"),
+    ),
+    # A session cookie's value: the cookie a server trusts as the login.
+    _shape(
+        "session cookie",
+        r"(?<![A-Za-z0-9_.-])(?:sessionid|session|session_id|connect\.sid|phpsessid|jsessionid"
+        r"|_?+(?:[A-Za-z0-9]{1,30}+_){1,3}+session)=(?P<secret>[A-Za-z0-9%._~+/:=-]{20,4096}+)",
+        _session_value,
+        re.IGNORECASE | re.ASCII,
+        needles=("session", "sessid", "connect.sid"),
+    ),
 )
 
 # Values are capped at 256 characters: a credential is never longer, and the
@@ -1162,6 +1283,8 @@ def _is_description(value: str) -> bool:
 def _names_a_credential(value: str) -> bool:
     """A variable named after a credential (``password``, ``key_password``,
     ``refreshToken``): code passing a secret along, not the secret."""
+    # Words joined by hyphens too: a test's dummy "wrong-password" names one.
+    value = value.replace("-", "_") if value[:1].isalpha() else value
     if _IDENTIFIER.fullmatch(value) is None or value[-1].isdigit():
         return False
     words = "_".join(word.lower() for word in _IDENTIFIER_WORD.findall(value))
@@ -1222,13 +1345,19 @@ _MASK_RUN = re.compile(r"[xX]{8,}+|[*\u2022\u25cf\u2219\u00b7]{4,}+")
 # "La tua password è scaduta, impostane una nuova."
 _SENTENCE = re.compile(r"[^\W\d_][\w'\u2019-]*+(?:,?+[ \t]++[\w'\u2019-]++){1,20}+[.!?\u2026]")
 # A value read from a file: vault's and curl's "@file" (password=@db-pass.txt).
+_TRUNCATED = re.compile(r"\.{3}|\u2026")
 _FILE_VALUE = re.compile(r"@[A-Za-z0-9_./~-]{1,200}+")
 _EXTENSION = re.compile(r"\.[a-z]{2,5}+\Z")
 
 
 def _is_masked(value: str) -> bool:
-    """A masked value (``sk-proj-••••Tz9Q``, ``ab****yz``) or a vendor prefix filled in
-    with x (``sk_live_xxxxxxxx``)."""
+    """A masked value (``sk-proj-••••Tz9Q``, ``ab****yz``), a vendor prefix filled in
+    with x (``sk_live_xxxxxxxx``) or cut short with an ellipsis (``sk-...a1B2``,
+    ``sk_live_...``)."""
+    if _TRUNCATED.search(value) is not None and (
+        _KNOWN_PREFIX.match(value) is not None or len(value) <= 24
+    ):
+        return True
     if _MASK_RUN.search(value) is None:
         return False
     # "xxxxxxxx" alone is what the unit tests call a password (password = xxxxxxxx).
@@ -1239,9 +1368,21 @@ def _is_masked(value: str) -> bool:
     )
 
 
+# Tokens public by design: a Mapbox public token (pk.eyJ...; its secret ones are sk.).
+_PUBLIC_TOKEN_PREFIXES = ("pk.eyJ",)
+# A template's default that says to replace it; a password may really be one (so the
+# unit tests refuse password => 'changeme'), a generated key or token never is.
+_DEFAULT_VALUES = frozenset(
+    ["changeme", "change_me", "change-me", "changeit", "replaceme", "replace_me", "replace-me"]
+)
+
+
 def _value_is_secret(value: str) -> bool:
     """Whether an assigned value is the credential itself rather than a description."""
     if value[:1].isupper() and value[-1:] in ".!?\u2026" and _SENTENCE.fullmatch(value):
+        return False
+    if _is_masked(value.strip()):
+        # Before the trailing dots go: sk_live_... is cut short.
         return False
     # Trailing punctuation of a sentence, or the backslash of an escaped
     # closing quote in JSON that was itself quoted, is not part of the value.
@@ -1254,7 +1395,7 @@ def _value_is_secret(value: str) -> bool:
         return False
     if _is_reference(value) or _is_env_name(value) or _is_description(value):
         return False
-    if _names_a_credential(value):
+    if _names_a_credential(value) or value.startswith(_PUBLIC_TOKEN_PREFIXES):
         return False
     if _is_path(value) or _URL.match(value) or _DATE.fullmatch(value):
         return False
@@ -1358,6 +1499,24 @@ def _assignment_allowed(text: str, match: re.Match[str], group: str, sealed_at: 
     )
 
 
+# A bare value stops at "&", which joins a query string's parameters; but in a config
+# file (password=D6&XTm^O&*8dA8Wl, become_pass: 7Qf&?+Yiu...) it is part of the value,
+# unless what follows it is another parameter (&user=) or an entity (&amp;).
+_AMP_REST = re.compile(r"[^\s\"'`,;)\]}]{0,256}+")
+_QUERY_PARAM = re.compile(r"&(?:amp;|[A-Za-z_][A-Za-z0-9_.\[\]-]{0,40}+=)")
+
+
+def _bare_value(match: re.Match[str], group: str) -> tuple[str, int, int]:
+    """The value of ``group`` and its span, a bare value carried on through "&"."""
+    start, end = match.span(group)
+    text = match.string
+    if group == "bare" and text.startswith("&", end):
+        rest = _AMP_REST.match(text, end)
+        if rest is not None and _QUERY_PARAM.search(rest.group()) is None:
+            end = rest.end()
+    return text[start:end], start, end
+
+
 def _assignments(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
     """Yield the kind and value span of every assignment whose value is a secret."""
     pos = 0
@@ -1366,7 +1525,7 @@ def _assignments(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
         group = next(g for g in ("dq", "sq", "bq", "bare") if match.group(g) is not None)
         name = match.group("kw") + match.group("tail")
         before = _name_before(text, match.start()).lower()
-        value = match.group(group)
+        value, start, end = _bare_value(match, group)
         if (
             not name.lower().endswith(_METADATA_SUFFIXES)
             # adminPasswordKey, secretKeys: the key a Secret holds it under (Helm).
@@ -1375,6 +1534,11 @@ def _assignments(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
             )
             # Helm's existingSecret names a secret that is already there.
             and not before.endswith("existing")
+            # Bash's ${API_TOKEN:?message} expands a variable; Vault agent's
+            # agent-inject-secret-db: "path" names where a secret is read from.
+            and not text.endswith("${", 0, match.start() - len(before))
+            and not before.endswith("agent-inject-")
+            and not (match.group("kw")[:3].lower() != "pas" and value.lower() in _DEFAULT_VALUES)
             # A command-line flag (--secret=stripe-key, a secret's name in gcloud) is
             # judged like one.
             and (not before.startswith("-") or _flag_value_is_secret(value))
@@ -1383,10 +1547,13 @@ def _assignments(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
             and not _assignment_allowed(text, match, group, sealed_at)
         ):
             kind = _KIND_BY_KEYWORD[match.group("kw")[:3].lower()]
-            start, end = match.span(group)
             # Leave the backslash of an escaped closing quote in place.
-            end -= len(match.group(group)) - len(match.group(group).rstrip("\\"))
+            end -= len(value) - len(value.rstrip("\\"))
             yield f"{kind} assignment", (start, end)
+            pos = match.end()
+        elif value.startswith("{{"):
+            # A template ({{ lookup('...', 'secret=path') }}) is read as one, not for
+            # the arguments inside it.
             pos = match.end()
         else:
             # The value may itself hold an assignment (a=$X;password=...), so
@@ -1599,7 +1766,7 @@ def _named_assignments(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
         ):
             continue
         group = next(g for g in ("dq", "sq", "bq", "bare") if match.group(g) is not None)
-        value = match.group(group).rstrip("\\")
+        value = _bare_value(match, group)[0].rstrip("\\")
         if word == "auth" and _decodes_to_text(value):
             # A docker or npm "auth" is base64 of user:password, which its shape decodes.
             continue
@@ -1815,7 +1982,17 @@ _FOREIGN_PROSE = re.compile(
 # can be nothing but a password.
 _FOREIGN_DIRECT = re.compile(
     r"(?<!\w)(?:passwort|kennwort|mot[ \t]de[ \t]passe|mdp|contrase[ñn]a|clave|senha|parola"
-    r"|wachtwoord|lösenord|пароль)(?:[ \t]{0,3}+:)?+[ \t]{1,3}+" + _PROSE_VALUE,
+    r"|wachtwoord|lösenord|пароль|has[łl]o|[şs]ifre(?:si|niz)?+|parolas[ıi])"
+    r"(?:[ \t]{0,3}+:)?+[ \t]{1,3}+" + _PROSE_VALUE,
+    re.IGNORECASE,
+)
+# Dutch, Polish, Turkish and Japanese, whose connectors differ: "het wachtwoord voor de
+# beheerder is ...", "hasło do bazy to ...", "sunucu şifresi: ...", "パスワードは ... です".
+_OTHER_VERB = r"(?:is|was|to|jest|by[łl]o|は|が)(?!\w)"
+_OTHER_PROSE = re.compile(
+    r"(?:(?<!\w)(?:wachtwoord|has[łl]o|[şs]ifre(?:si|niz)?+|parola(?:s[ıi])?+)|パスワード)"
+    r"(?P<context>(?:[ \t]{1,3}+(?!" + _OTHER_VERB + r")[\w'@.-]{1,40}+){0,6}?)"
+    r"(?:[ \t]{0,3}+" + _OTHER_VERB + r"|[ \t]{0,3}+(?P<colon>[:：]))" + _PROSE_GAP + _PROSE_VALUE,
     re.IGNORECASE,
 )
 # Words in CamelCase (ResetPassword) or capitals; a mix that is neither reads as random.
@@ -2156,6 +2333,10 @@ def _prose_passwords(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
         strict = bool(match.group("colon")) and not context
         if _prose_value_is_secret(match.group("secret"), strict=strict):
             yield "password in prose", _value_span(match)
+    for match in _OTHER_PROSE.finditer(text):
+        strict = bool(match.group("colon")) and not match.group("context").split()
+        if _prose_value_is_secret(match.group("secret"), strict=strict):
+            yield "password in prose", _value_span(match)
     for match in _PROSE_PASSWORD_DIRECT.finditer(text):
         if _prose_value_is_secret(match.group("secret"), strict=True) or _random_letters(
             match.group("secret")
@@ -2225,6 +2406,7 @@ def _named_values(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
             # next_page_token, csrf_token, cache_key: a key of data, not a credential.
             and not _DATA_KEY_WORDS.intersection(_WORD_SPLIT.split(before))
             and _looks_random(match.group("secret"))
+            and not match.group("secret").startswith(_PUBLIC_TOKEN_PREFIXES)
             and not _sealed(text, sealed_at, match.start("secret"), match.group("secret"))
             and not _inside_reference(text, match.start())
             and not _negated(text, match.start())
@@ -2323,9 +2505,11 @@ _PROSE_NEEDLES = (
     "parola",
     "wachtwoord",
     "lösenord",
+    "has",
+    "ifre",
 )
-# Lowercase Cyrillic, which the other needles, all ASCII, never meet.
-_CYRILLIC_NEEDLES = ("пароль",)
+# Lowercase Cyrillic and Japanese, which the other needles, all ASCII, never meet.
+_CYRILLIC_NEEDLES = ("пароль", "パスワード")
 
 
 def _findings(text: str) -> Iterable[tuple[str, tuple[int, int]]]:

@@ -76,6 +76,25 @@ def _load(name: str) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
         # a real credential; only the exact string would tell the sample apart). It no
         # longer measures anything blind.
         "heldout3",
+        # Written blind by a fourth engineer (what developers paste: terminal sessions,
+        # configs of many tools, connection strings, cookies, webhooks, prose in ten
+        # languages), copied in after heldout3's categories and measured once: 89.0% of
+        # its secrets refused (25 of 228 missed), 94.8% of its look-alikes stored (12
+        # of 231 refused). Its misses were then read and treated as categories (a bug:
+        # a bare value stopped at "&" as in a query string, so password=D6&XTm... in a
+        # my.cnf and become_pass: 7Qf&?+... passed; session cookies, Teams and
+        # Mattermost webhooks, Oracle JDBC user/password@, Rails master.key, Prefect,
+        # LaunchDarkly, Yandex, Asana and Confluent keys, prose in Dutch, Polish,
+        # Turkish and Japanese; and, for the look-alikes, values cut short with "...",
+        # Slack placeholders without digits, "changeme" for a key, ${VAR:?} expansion,
+        # Vault agent annotations, {{ lookup() }} templates, Mapbox public pk. tokens,
+        # hyphenated dummy passwords): 98.7% / 98.7% since. Still missed: a password
+        # after "vault_password_file content:", a token spaced out by two or more
+        # spaces, one concatenated from string literals. Still refused: AWS's example
+        # keys (the unit tests want them refused) and a Sentry DSN, public by Sentry's
+        # design but kept refused because heldout3 counts one as a secret. It no
+        # longer measures anything blind.
+        "heldout4",
     ],
 )
 def test_secrets_are_refused_and_look_alikes_stored(name: str) -> None:
