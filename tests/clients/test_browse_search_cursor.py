@@ -1,0 +1,64 @@
+"""A new search in ``hikmah browse`` starts on its first result. An overdue commitment
+comes back for every query, so a cursor kept on it from the search before opened it
+instead of what was just searched for."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("textual", reason="hikmah browse needs the browse extra (textual)")
+
+from textual.widgets import DataTable, Input
+
+from hikmah_browse.trace import TracePage
+from tests.clients.browse_world import app_for, remember, until
+from tests.daemon.conftest import Running
+
+
+@pytest.fixture
+def daemon(short_tmp: Path) -> Iterator[Running]:
+    """A daemon whose recall is the words' alone (no vectors to wait for)."""
+    running = Running(short_tmp)
+    running.policy.write_text("[semantic]\nenabled = false\n")
+    running.start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def test_a_new_search_starts_on_its_first_result(daemon: Running) -> None:
+    two_days_ago = int(time.time() * 1000) - 2 * 86_400_000
+    overdue = remember(daemon, "pay the invoice for the cloud bill", kind="commitment",
+                       deadline=two_days_ago)  # fmt: skip
+    friday = remember(daemon, "Never deploy on a friday afternoon", kind="constraint")
+
+    async def scenario() -> str:
+        app = app_for(daemon)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await until(pilot, lambda: app.live, "the app")
+            hits = app.screen.query_one("#hits", DataTable)
+            query = app.screen.query_one("#query", Input)
+
+            def first() -> str | None:
+                if hits.row_count == 0:
+                    return None
+                return str(hits.coordinate_to_cell_key(hits.cursor_coordinate).row_key.value)
+
+            query.value = "invoice cloud bill"
+            await until(pilot, lambda: first() == overdue["id"], "the invoice first")
+            query.value = "friday deploy"
+            await until(pilot, lambda: hits.row_count >= 2, "both results")
+            assert first() == friday["id"]
+            hits.focus()
+            await pilot.press("enter")
+            await until(pilot, lambda: isinstance(app.screen, TracePage), "a trace's page")
+            assert isinstance(app.screen, TracePage)
+            return app.screen.trace_id
+
+    assert asyncio.run(scenario()) == friday["id"]
