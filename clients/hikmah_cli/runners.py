@@ -289,6 +289,8 @@ def evaluate(args: argparse.Namespace) -> int:
         argv += ["--longmemeval", args.longmemeval, "--split", args.split]
     if args.json:
         argv.append("--json")
+    if args.verbose:
+        argv.append("--verbose")
     if args.policy:
         argv += ["--policy", args.policy]
     os.execv(sys.executable, argv)

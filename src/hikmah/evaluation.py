@@ -517,9 +517,9 @@ def _compare(hikmah: list[CaseResult], bm25: list[CaseResult]) -> tuple[list[str
 # ---------------------------------------------------------------- the report
 
 
-def format_report(report: Report) -> str:
-    """The report as a table, the engines side by side, then every case that failed for
-    either Hikmah or BM25 or that Hikmah loses, with the reasons."""
+def format_report(report: Report, *, verbose: bool = False) -> str:
+    """The report as a table, the engines side by side; with ``verbose``, then every case
+    that failed for either Hikmah or BM25 or that Hikmah loses, with the reasons."""
     h, b = report.hikmah.summary, report.bm25.summary
     engines = [("Hikmah", h)]
     if report.semantic_off is not None:
@@ -548,6 +548,13 @@ def format_report(report: Report) -> str:
         " ties the rest.",
     ]
     losses = set(report.losses)
+    failed = h.cases - h.passed
+    if not verbose:
+        if failed or report.losses:
+            cases = "1 case" if failed == 1 else f"{failed} cases"
+            lines.append(f"{cases} failed for Hikmah: --verbose lists each case that fails"
+                         " or that Hikmah loses, with the reasons")  # fmt: skip
+        return "\n".join(lines)
     for hr, br in zip(report.hikmah.cases, report.bm25.cases, strict=True):
         if hr.passed and br.passed and hr.name not in losses:
             continue
@@ -564,6 +571,11 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+# The exit code of an evaluation that ran and had failing cases (README, "Exit codes"):
+# not an error of the program, which is 1.
+CASES_FAILED = 6
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="hikmah eval",
@@ -573,6 +585,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("cases", type=Path, nargs="?", help="the cases file (TOML)")
     parser.add_argument("--k", type=int, default=DEFAULT_K, help="top k for cases without k")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--verbose", action="store_true", help="after the table, each case that failed and why"
+    )
     parser.add_argument("--policy", type=Path, help="a kernel policy file (defaults otherwise)")
     parser.add_argument(
         "--longmemeval",
@@ -607,8 +622,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         print(msgspec.json.format(msgspec.json.encode(report).decode(), indent=2))
     else:
-        print(format_report(report))
-    return 0 if report.hikmah.summary.passed == report.hikmah.summary.cases else 1
+        print(format_report(report, verbose=args.verbose))
+    return 0 if report.hikmah.summary.passed == report.hikmah.summary.cases else CASES_FAILED
 
 
 def _longmemeval(

@@ -144,10 +144,22 @@ def test_eval_runs_the_harness_on_a_throwaway_store(tmp_path: Path) -> None:
         [sys.executable, "-m", "hikmah_cli", "eval", str(cases), "--k", "1", "--json"],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
-    assert result.returncode == 1  # the second case cannot pass
+    assert result.returncode == 6  # the second case cannot pass: not an internal error
     report = json.loads(result.stdout)
     passed = [case["passed"] for case in report["hikmah"]["cases"]]
     assert passed == [True, False]
+    table = subprocess.run(
+        [sys.executable, "-m", "hikmah_cli", "eval", str(cases), "--k", "1"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert table.returncode == 6 and "cases passed" in table.stdout
+    assert "1 case failed for Hikmah: --verbose" in table.stdout
+    assert "lunch" not in table.stdout  # the failing case's details only with --verbose
+    verbose = subprocess.run(
+        [sys.executable, "-m", "hikmah_cli", "eval", str(cases), "--k", "1", "--verbose"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert verbose.returncode == 6 and "'lunch'" in verbose.stdout
 
 
 def test_eval_longmemeval_through_the_cli() -> None:

@@ -14,6 +14,7 @@ import pytest
 
 from hikmah.errors import InvalidInput
 from hikmah.evaluation import (
+    CASES_FAILED,
     Report,
     evaluate,
     format_report,
@@ -285,12 +286,16 @@ def test_cli_exit_status_and_table(tmp_path: Path, capsys: pytest.CaptureFixture
     out = capsys.readouterr().out
     assert "Hikmah" in out and "BM25" in out
     assert "superseded in top k" in out
-    assert "must_not_include 'Postgres 14'" in out  # BM25's failure is listed
+    assert "must_not_include 'Postgres 14'" not in out  # the cases only with --verbose
+    assert main([str(write(tmp_path, TINY)), "--verbose"]) == 0
+    assert "must_not_include 'Postgres 14'" in capsys.readouterr().out  # BM25's failure
 
-    assert main([str(write(tmp_path, TINY + FAILING_CASE, "failing.toml")), "--k", "4"]) == 1
+    failing = str(write(tmp_path, TINY + FAILING_CASE, "failing.toml"))
+    assert main([failing, "--k", "4"]) == CASES_FAILED
     out = capsys.readouterr().out
-    assert "expected not in top 3: deploy" in out
-    assert "k = 4 unless a case sets its own" in out
+    assert "k = 4 unless a case sets its own" in out and "1 case failed for Hikmah" in out
+    assert main([failing, "--k", "4", "--verbose"]) == CASES_FAILED
+    assert "expected not in top 3: deploy" in capsys.readouterr().out
 
 
 def test_cli_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
