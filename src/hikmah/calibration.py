@@ -20,8 +20,8 @@ Every sum is computed exactly in rationals (:class:`fractions.Fraction`, of
 the floats as given) and rounded once at the end, so a report does not depend
 on the order of its predictions, and a family whose outcomes are all equal
 has a base-rate Brier score of exactly 0 (and no skill). A family is measurable at
-:data:`MEASURABLE_AT` outcomes (REFERENCE.md); below that the numbers are
-still reported, with a note saying how many outcomes are missing.
+:data:`MEASURABLE_AT` outcomes (the reference implementation's bar); below that the
+numbers are still reported, with a note saying how many outcomes are missing.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Quiet Replay: proposals of durable beliefs from repeated, independent claims.
 
 Consolidation never writes. It reads the active claims and says which values
-enough independent sources agree on (REFERENCE.md, "Consolidation"):
+enough independent sources agree on (docs/learning.md, "Consolidation"):
 
 - input: active traces with a claim, except predictions and ``model:`` sources;
 - groups: by normalised claim key, then normalised value;

@@ -36,7 +36,7 @@ class Compacted(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def verify(store: Store, *, expect_head: Head | None = None) -> VerifyReport:
-    """Check the hash chain and the head (REFERENCE.md, "Ledger"), and every paired
+    """Check the hash chain and the head (docs/storage.md), and every paired
     device's chain as the store keeps it (docs/sync.md)."""
     with store.snapshot() as snapshot:
         report = ledger.verify(

@@ -1,5 +1,5 @@
-"""Resonance Recall (primary seed; REFERENCE.md, "Recall details"), with the semantic
-channel blended into its cue (issue 17).
+"""Resonance Recall (docs/storage.md, "Recall without a scan"), with the semantic
+channel blended into its cue (docs/semantic.md).
 
 Candidates come from the inverted index only (plus overdue commitments from
 the deadline index); the listing mode, a query with neither terms nor tags,

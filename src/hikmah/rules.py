@@ -1,5 +1,5 @@
-"""The write operations and every rule they must pass, in one place (REFERENCE.md,
-"Trace and store rules").
+"""The write operations and every rule they must pass, in one place (docs/security.md,
+"Provenance rules").
 
 An :data:`Operation` is what a writer asks the store for; :func:`payloads_for`
 checks it against the store as the writer's batch sees it and returns the

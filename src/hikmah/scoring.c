@@ -2,7 +2,7 @@
  *
  * Recall (hikmah/recall.py) chooses which candidates to score and in what order;
  * this module computes, for each of them, the numbers of the formula
- * (REFERENCE.md, "Recall details"; docs/semantic.md for the two weightings and
+ * (docs/storage.md, "Recall without a scan"; docs/semantic.md for the two weightings and
  * the semantic blend):
  *
  *   lexical   reference:  coverage = |M|/|Q|,           overlap = |M| / (|Q| + |T| - |M|)

@@ -1,4 +1,5 @@
-"""Query and content terms for Resonance Recall (REFERENCE.md, "Recall details").
+"""Query and content terms for Resonance Recall (docs/storage.md, "Recall without a
+scan").
 
 Lowercase; split on every character that is neither alphanumeric nor ``_``;
 split a token that mixes scripts into same-script runs; turn CJK runs into

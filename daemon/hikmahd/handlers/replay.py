@@ -24,7 +24,7 @@ MAX_TRANSCRIPT_BYTES = 256 << 20
 
 @registry.blocking("replay.consolidate", NoParams)
 def consolidate(ctx: Context, params: NoParams) -> JSON:
-    """Proposals of durable beliefs (REFERENCE.md "Consolidation"); never writes."""
+    """Proposals of durable beliefs (docs/learning.md, "Consolidation"); never writes."""
     found = ctx.services.store.read(proposals, ctx.services.policy)
     return {"proposals": to_json(found)}
 
