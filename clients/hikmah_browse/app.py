@@ -15,6 +15,7 @@ from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.widgets import ContentSwitcher, DataTable, Footer, Static
 
+from hikmah.display import counted
 from hikmah.trace import Trace
 from hikmah_cli.render import awaiting, when
 
@@ -224,7 +225,7 @@ class BrowseApp(App[int]):
         elif reminders:
             overdue = sum(due.stage == "overdue" for due in reminders)
             self.notify(
-                f"{len(reminders)} reminders ({overdue} overdue): see 3 Commitments",
+                f"{counted(len(reminders), 'reminder')} ({overdue} overdue): see 3 Commitments",
                 title="Reminders",
                 timeout=10,
             )

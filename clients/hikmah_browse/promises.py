@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
+from hikmah.display import counted
 from hikmah_cli.render import clip, when
 
 from . import format
@@ -78,7 +79,10 @@ class PromisesView(View):
             )
         restore_cursor(table, keep)
         overdue_count = sum(item.overdue for item in items)
-        self.say(f"{len(items)} commitments, {overdue_count} overdue · d fulfils · Enter opens")
+        self.say(
+            f"{counted(len(items), 'commitment')}, {overdue_count} overdue"
+            " · d fulfils · Enter opens"
+        )
 
     def action_window(self, window: str) -> None:
         self.window = window

@@ -10,6 +10,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
+from hikmah.display import counted
+
 from . import format
 from .base import View, restore_cursor, room, selected_key
 from .wire import Proposal
@@ -64,7 +66,10 @@ class ProposalsView(View):
             )
         restore_cursor(table, keep)
         eligible = sum(p.eligible for p in proposals)
-        self.say(f"{len(proposals)} proposals, {eligible} eligible (✓) · p promotes · r reloads")
+        self.say(
+            f"{counted(len(proposals), 'proposal')}, {eligible} eligible (✓)"
+            " · p promotes · r reloads"
+        )
         self._detail()
 
     def action_reload(self) -> None:

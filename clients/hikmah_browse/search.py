@@ -42,7 +42,7 @@ class SearchView(View):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.search = Search(text=query)
         self.hits: dict[str, Hit] = {}
-        self._shown: Search | None = None  # the search whose results the table holds
+        self.shown: Search | None = None  # the search whose results the table holds
 
     def compose(self) -> ComposeResult:
         yield Input(
@@ -95,8 +95,8 @@ class SearchView(View):
         table = self.query_one("#hits", DataTable)
         # The same search shown again (new events, a resize) keeps its row; a new one
         # starts on its first result, not on a row that happens to be in both lists.
-        keep = selected_key(table) if self.search == self._shown else None
-        self._shown = self.search
+        keep = selected_key(table) if self.search == self.shown else None
+        self.shown = self.search
         table.clear()
         self.hits = {hit.trace.id: hit for hit in hits}
         now = self.browser.now()

@@ -7,7 +7,7 @@ import textwrap
 import time
 from typing import Any
 
-from hikmah.display import is_agent_locator, writer
+from hikmah.display import counted, is_agent_locator, writer
 
 from .notes import Phrases, said
 
@@ -236,7 +236,7 @@ def verified(report: dict[str, Any]) -> str:
     head = report.get("head")
     head_text = f"{head['seq']}:{head['hash']}" if head else "none"
     verdict = "ok" if report["ok"] else "NOT OK"
-    lines = [f"ledger {verdict}: {report['records']} records", f"  head {head_text}"]
+    lines = [f"ledger {verdict}: {counted(report['records'], 'record')}", f"  head {head_text}"]
     lines += [f"  error: {error}" for error in report.get("errors", [])]
     lines += [f"  warning: {warning}" for warning in report.get("warnings", [])]
     tail = report.get("unacknowledged", [])
@@ -283,7 +283,7 @@ def status(result: dict[str, Any]) -> str:
     for capsule in result.get("focus", []):
         lines.append(
             f"  focus     {capsule['name']}: {capsule['size']}/{capsule['limit']} traces,"
-            f" {capsule['notes']} notes, idle {capsule['idle_s']} s"
+            f" {counted(capsule['notes'], 'note')}, idle {capsule['idle_s']} s"
         )
     if result.get("principal"):
         principal = result["principal"]
@@ -384,13 +384,13 @@ def capsules(result: dict[str, Any]) -> str:
         return "no focus capsule is open"
     return "\n".join(
         f"{c['name']}: {c['size']}/{c['limit']} traces, {c['pinned']} pinned,"
-        f" {c['notes']} notes, idle {c['idle_s']} s"
+        f" {counted(c['notes'], 'note')}, idle {c['idle_s']} s"
         for c in result["capsules"]
     )
 
 
 def noted(result: dict[str, Any]) -> str:
-    line = f"focus {result['name']}: {len(result['notes'])} notes"
+    line = f"focus {result['name']}: {counted(len(result['notes']), 'note')}"
     if result.get("evicted"):
         line += f" ({len(result['evicted'])} evicted)"
     return line
@@ -426,7 +426,7 @@ def proposals(result: dict[str, Any]) -> str:
         mark = "ELIGIBLE " if proposal["eligible"] else ""
         lines.append(
             f"{mark}{proposal['id']}  {proposal['key']} = {proposal['value']!r}"
-            f"  confidence {proposal['confidence']:.2f}, {proposal['support']} traces,"
+            f"  confidence {proposal['confidence']:.2f}, {counted(proposal['support'], 'trace')},"
             f" {proposal['independent_sources']} sources ({proposal['origin']})"
         )
         if proposal["conflicting_values"]:
@@ -593,7 +593,10 @@ def verify_preview(preview: dict[str, Any], source: str) -> str:
 def vouched(result: dict[str, Any]) -> str:
     if not result["matched"]:
         return "nothing to verify: no active, unverified trace has that source"
-    lines = [f"verified {result['verified']} traces, each by a verified copy that supersedes it"]
+    lines = [
+        f"verified {counted(result['verified'], 'trace')}, each by a verified copy that"
+        " supersedes it"
+    ]
     if result["already"]:
         lines.append(f"  {result['already']} were verified already")
     lines += [f"  refused {r['id']}: {r['reason']}" for r in result["refused"]]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hikmah import paths
-from hikmah.display import visible
+from hikmah.display import counted, visible
 
 from . import render
 from .session import INTERNAL, OK, REFUSED, UNAVAILABLE, USAGE, Exit, Session, UsageError, call
@@ -147,7 +147,7 @@ def export(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps({"path": os.path.abspath(args.output), "traces": count}))
         else:
-            print(f"exported {count} traces to {args.output}")
+            print(f"exported {counted(count, 'trace')} to {args.output}")
     return OK
 
 

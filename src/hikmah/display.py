@@ -89,3 +89,8 @@ def writer(source: str | None, locator: str | None, verified: bool) -> str:
 
 def _short(session: str) -> str:
     return session if len(session) <= 12 else session[:8] + "…"
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``1 trace``, ``2,048 traces``: a count and its noun, in the right number."""
+    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"

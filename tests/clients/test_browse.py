@@ -59,7 +59,9 @@ async def search(pilot: Any, app: BrowseApp, words: str) -> DataTable[Any]:
     app.screen.query_one("#query", Input).focus()
     await pilot.press(*words)
     hits = table(app, "#hits")
-    await until(pilot, lambda: app.screen.query_one("#search").search.text == words, "the query")
+    view = app.screen.query_one("#search")
+    # The results of this query, not of a prefix of it still arriving.
+    await until(pilot, lambda: view.shown is not None and view.shown.text == words, "the query")
     await until(pilot, lambda: hits.row_count > 0, f"results for {words!r}")
     return hits
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from rich.text import Text
 
-from hikmah.display import INVISIBLE, visible, writer
+from hikmah.display import INVISIBLE, counted, visible, writer
 from hikmah_browse import format
 from tests.daemon.conftest import Running, clean_env
 
@@ -155,3 +155,10 @@ def test_hook_context_escapes_content_and_names_the_agent(daemon: Running) -> No
     assert (
         "human:sam (claimed), written by agent:claude-code, session s-hostile-1, unverified" in text
     )
+
+
+def test_a_count_says_its_noun_in_the_right_number() -> None:
+    assert counted(1, "trace") == "1 trace"
+    assert counted(0, "trace") == "0 traces"
+    assert counted(2048, "trace") == "2,048 traces"
+    assert counted(2, "capsule", "capsules") == "2 capsules"
