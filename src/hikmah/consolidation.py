@@ -61,9 +61,15 @@ def source_name(source: str) -> str:
 
 
 def proposals(snapshot: Snapshot, policy: KernelPolicy) -> list[Proposal]:
-    """Every proposal of the store as ``snapshot`` sees it: claims, then transcripts."""
+    """Every proposal of the store as ``snapshot`` sees it, claims' and transcripts',
+    eligible first, then by confidence."""
     claimed = (snapshot.trace_at(docno) for _key, docno, _value in snapshot.claim_entries())
-    return claim_proposals(claimed, policy) + _transcript_proposals(snapshot)
+    found = claim_proposals(claimed, policy) + _transcript_proposals(snapshot)
+    return sorted(found, key=_ordered)
+
+
+def _ordered(proposal: Proposal) -> tuple[bool, float, str, str]:
+    return (not proposal.eligible, -proposal.confidence, proposal.key, proposal.value)
 
 
 def claim_proposals(traces: Iterable[Trace], policy: KernelPolicy) -> list[Proposal]:
@@ -91,7 +97,7 @@ def claim_proposals(traces: Iterable[Trace], policy: KernelPolicy) -> list[Propo
                 continue  # already consolidated: it restates an active trace
             others = sorted(set(values) - {value})
             proposals.append(_proposal(key, value, members, others, policy))
-    return sorted(proposals, key=lambda p: (not p.eligible, -p.confidence, p.key, p.value))
+    return sorted(proposals, key=_ordered)
 
 
 def _proposal(

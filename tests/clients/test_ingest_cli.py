@@ -51,6 +51,19 @@ def test_candidates_come_from_the_persons_words_with_their_quote(daemon: Running
         assert proposal["quote"] in episode["content"]
 
 
+def test_eligible_proposals_come_first_whatever_their_origin(daemon: Running) -> None:
+    for value in ("15", "16"):  # a claim with a rival: never eligible
+        daemon.call("memory.remember", content=f"the db is pg {value}", claim_key="db",
+                    claim_value=value, source=f"tool:t{value}")  # fmt: skip
+    ingest(daemon, CLAUDE)
+    proposals = json.loads(daemon.cli("consolidate", "--json").stdout)["proposals"]
+    eligible = [p["eligible"] for p in proposals]
+    assert True in eligible and False in eligible
+    assert eligible == sorted(eligible, reverse=True), [
+        (p["origin"], p["eligible"]) for p in proposals
+    ]
+
+
 def test_a_promoted_candidate_is_not_proposed_again(daemon: Running) -> None:
     ingest(daemon, CLAUDE)
     proposals = json.loads(daemon.cli("consolidate", "--json").stdout)["proposals"]
