@@ -15,7 +15,7 @@ from typing import Any
 from hikmah.display import visible
 
 from .commands import COMMANDS, OneOf
-from .session import INTERNAL, OK, USAGE, Exit, UsageError, call
+from .session import INTERNAL, OK, USAGE, Exit, UsageError, call, json_error
 
 BY_NAME = {command.name: command for command in COMMANDS}
 
@@ -80,7 +80,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         prog="hikmah",
         description="Durable, auditable memory for people and coding agents (client of hikmahd).",
         epilog="Run `hikmah COMMAND --help` for a command's options. Exit codes: 0 ok,"
-        " 1 internal error, 2 usage, 3 refused, 4 not found, 5 daemon unavailable.",
+        " 1 internal error, 2 usage, 3 refused, 4 not found, 5 daemon unavailable, 6 an"
+        " evaluation's cases failed.",
     )
     _global_options(parser, suppress=False)
     subcommands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -90,6 +91,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         sub = subcommands.add_parser(
             command.name, help=command.help, description=command.description or command.help
         )
+        sub.set_defaults(command_parser=sub)  # its own usage for a flag it does not know
         if command.daemon:
             _global_options(sub, suppress=True)
         for item in command.args:
@@ -108,7 +110,9 @@ def main(argv: list[str] | None = None) -> int:
         parser = build_parser(only=_invoked(words))
     except KeyError:
         parser = build_parser()  # not a command: the full parser says so, with the list
-    args = parser.parse_args(words)
+    args, unknown = parser.parse_known_args(words)
+    if unknown:
+        args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     command = BY_NAME[args.command]
     try:
         if command.person is not None and command.person(args):
@@ -121,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         method, params = command.request(args)
         result = call(args, method, params)
     except UsageError as exc:
+        json_error(args, "usage", str(exc))
         parser.exit(USAGE, visible(f"hikmah {args.command}: {exc}") + "\n")
     except Exit as exc:
         return exc.code

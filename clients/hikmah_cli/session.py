@@ -4,6 +4,7 @@ stderr and the exit code of its category (DESIGN.md §7)."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from typing import Any
 
@@ -37,6 +38,16 @@ def call(args: argparse.Namespace, method: str, params: dict[str, Any]) -> Any:
         return session.call(method, params)
 
 
+def json_error(
+    args: argparse.Namespace, reason: str, message: str, code: int | None = None
+) -> None:
+    """With ``--json``, a failure on stdout too, as ``{"error": {reason, message, code}}``:
+    a script reading stdout sees why, not nothing."""
+    if getattr(args, "json", False):
+        error = {"reason": reason, "message": message, "code": code}
+        print(json.dumps({"error": error}, ensure_ascii=False))
+
+
 class Session:
     """A connection to the daemon (started if needed) for one or many requests.
 
@@ -53,6 +64,7 @@ class Session:
             )
         except Unavailable as exc:
             print(f"hikmah: {exc}", file=sys.stderr)
+            json_error(args, "unavailable", str(exc))
             raise Exit(UNAVAILABLE) from None
         self.client.sock.settimeout(timeout)
 
@@ -67,11 +79,13 @@ class Session:
             return self.client.call(method, params)
         except Unavailable as exc:
             print(f"hikmah: {exc}", file=sys.stderr)
+            json_error(self.args, "unavailable", str(exc))
             raise Exit(UNAVAILABLE) from None
         except RemoteError as exc:
             from hikmah.errors import REASONS  # noqa: PLC0415 -- only a failure needs it
 
             print(visible(f"hikmah {self.args.command}: {exc}"), file=sys.stderr)
+            json_error(self.args, exc.reason or "internal", str(exc), exc.code)
             category = REASONS.get(exc.reason or "")
             if category in EXIT_FOR_CATEGORY:
                 raise Exit(EXIT_FOR_CATEGORY[category]) from None

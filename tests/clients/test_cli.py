@@ -71,10 +71,28 @@ def test_usage_errors_exit_2(args: list[str]) -> None:
     assert result.stderr
 
 
+def test_an_unknown_flag_shows_the_commands_own_usage() -> None:
+    result = hikmah("--no-autostart", "recall", "--frobnicate")
+    assert result.returncode == 2
+    assert "usage: hikmah recall" in result.stderr and "--frobnicate" in result.stderr
+
+
 def test_no_daemon_exits_5(short_tmp) -> None:  # type: ignore[no-untyped-def]
     result = hikmah("--socket", str(short_tmp / "none.sock"), "--no-autostart", "status")
     assert result.returncode == 5
     assert "no hikmahd answers" in result.stderr
+
+
+def test_with_json_a_failure_is_a_json_error_on_stdout(daemon: Running, short_tmp) -> None:  # type: ignore[no-untyped-def]
+    socket = ("--socket", str(daemon.socket), "--no-autostart", "--json")
+    missing = hikmah(*socket, "show", "tr_nothing")
+    assert missing.returncode == 4 and missing.stderr
+    error = json.loads(missing.stdout)["error"]
+    assert error["reason"] == "not_found" and "tr_nothing" in error["message"]
+    usage = hikmah(*socket, "review", "reject", "tr_x")  # no --reason
+    assert usage.returncode == 2 and json.loads(usage.stdout)["error"]["reason"] == "usage"
+    gone = hikmah("--socket", str(short_tmp / "none.sock"), "--no-autostart", "--json", "status")
+    assert gone.returncode == 5 and json.loads(gone.stdout)["error"]["reason"] == "unavailable"
 
 
 def test_global_flags_before_or_after_the_command(daemon: Running) -> None:
@@ -276,9 +294,11 @@ def test_predict_then_outcome_resolves_once(daemon: Running) -> None:
 def test_building_only_the_invoked_command_parses_alike(argv: list[str]) -> None:
     from hikmah_cli.__main__ import _invoked, build_parser
 
-    only = build_parser(only=_invoked(argv)).parse_args(argv)
-    full = build_parser().parse_args(argv)
-    assert vars(only) == vars(full)
+    only = vars(build_parser(only=_invoked(argv)).parse_args(argv))
+    full = vars(build_parser().parse_args(argv))
+    # Each has its own subcommand parser (for the usage of an unknown flag): the same one.
+    assert only.pop("command_parser").prog == full.pop("command_parser").prog
+    assert only == full
 
 
 def test_the_flags_of_remember_are_the_kernels_write_fields() -> None:
