@@ -1341,11 +1341,12 @@ def _is_example(value: str) -> bool:
 # A value masked or filled in for an example: a run of mask dots or asterisks, or of
 # x after a vendor's prefix (sk_live_xxxxxxxx, sk-proj-••••Tz9Q, AGE-SECRET-KEY-1XXXX).
 _MASK_RUN = re.compile(r"[xX]{8,}+|[*\u2022\u25cf\u2219\u00b7]{4,}+")
+# What every mask run holds, lowercased (a cheap test before the regex).
+_MASK_MARKS = ("xxxx", "*", "\u2022", "\u25cf", "\u2219", "\u00b7")
 # Text for people in any language, ending as a sentence does: "Passwort vergessen?",
 # "La tua password è scaduta, impostane una nuova."
 _SENTENCE = re.compile(r"[^\W\d_][\w'\u2019-]*+(?:,?+[ \t]++[\w'\u2019-]++){1,20}+[.!?\u2026]")
 # A value read from a file: vault's and curl's "@file" (password=@db-pass.txt).
-_TRUNCATED = re.compile(r"\.{3}|\u2026")
 _FILE_VALUE = re.compile(r"@[A-Za-z0-9_./~-]{1,200}+")
 _EXTENSION = re.compile(r"\.[a-z]{2,5}+\Z")
 
@@ -1354,11 +1355,14 @@ def _is_masked(value: str) -> bool:
     """A masked value (``sk-proj-••••Tz9Q``, ``ab****yz``), a vendor prefix filled in
     with x (``sk_live_xxxxxxxx``) or cut short with an ellipsis (``sk-...a1B2``,
     ``sk_live_...``)."""
-    if _TRUNCATED.search(value) is not None and (
+    # Substring tests first: this runs on every assigned value, and a regex's search of
+    # each is what made a long run of assignments slow.
+    if ("..." in value or "\u2026" in value) and (
         _KNOWN_PREFIX.match(value) is not None or len(value) <= 24
     ):
         return True
-    if _MASK_RUN.search(value) is None:
+    lowered = value.lower()
+    if not any(mark in lowered for mark in _MASK_MARKS) or _MASK_RUN.search(value) is None:
         return False
     # "xxxxxxxx" alone is what the unit tests call a password (password = xxxxxxxx).
     return (

@@ -196,9 +196,9 @@ def _slowest(text: str) -> float:
                max_size=14))  # fmt: skip
 @settings(max_examples=25, deadline=None)
 def test_runtime_is_linear_on_repeated_fragments(unit: str) -> None:
-    # A generous bound: backtracking over 200k characters takes minutes, a scan well
-    # under a second.
-    assert _slowest(unit * (200_000 // len(unit) + 1)) < 1.0
+    # A generous bound: backtracking over 200k characters takes minutes, a scan a
+    # second or so even on a busy machine.
+    assert _slowest(unit * (200_000 // len(unit) + 1)) < 4.0
 
 
 def test_only_the_screened_length_is_read() -> None:

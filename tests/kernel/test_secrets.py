@@ -523,6 +523,12 @@ ADVERSARIAL: list[str] = [
 ]
 
 
+# Catastrophic backtracking over 200k characters takes minutes; the detector's linear
+# scan takes about a second at its worst inputs here, and up to twice that on a shared,
+# busy 2-core machine. The bound tells the two apart without timing the detector.
+LINEAR_BOUND_S = 4.0
+
+
 def _slowest(text: str) -> float:
     """Seconds taken by the slower of find_secret and redact on ``text``."""
     timings = []
@@ -538,18 +544,18 @@ def test_runtime_is_linear(unit: str) -> None:
     # A generous bound: catastrophic backtracking on 200k characters takes
     # minutes, linear scanning a fraction of a second.
     text = unit * (200_000 // len(unit) + 1)
-    assert _slowest(text) < 1.0
+    assert _slowest(text) < LINEAR_BOUND_S
 
 
 def test_twenty_thousand_tokens_are_quick() -> None:
-    assert _slowest("token-" * 20_000) < 1.0
+    assert _slowest("token-" * 20_000) < LINEAR_BOUND_S
 
 
 @given(st.text(alphabet="pasword=:@/'\"_-eyJ.AKIghkx $*\\", min_size=1, max_size=12))
 @settings(max_examples=25, deadline=None)
 def test_runtime_is_linear_on_repeated_fragments(unit: str) -> None:
     text = unit * (100_000 // len(unit) + 1)
-    assert _slowest(text) < 1.0
+    assert _slowest(text) < LINEAR_BOUND_S
 
 
 # The shapes and the normalisation added after an adversary's set; the old
@@ -860,7 +866,7 @@ def test_redaction_of_new_categories(text: str, label: str) -> None:
 )
 def test_runtime_of_new_categories_is_linear(unit: str) -> None:
     text = unit * (200_000 // len(unit) + 1)
-    assert _slowest(text) < 1.0
+    assert _slowest(text) < LINEAR_BOUND_S
 
 
 # Categories from the second held-out set's misses, supported in general; the old
@@ -1058,7 +1064,7 @@ def test_redaction_of_categories_31(text: str, label: str) -> None:
 )
 def test_runtime_of_categories_31_is_linear(unit: str) -> None:
     text = unit * (200_000 // len(unit) + 1)
-    assert _slowest(text) < 1.0
+    assert _slowest(text) < LINEAR_BOUND_S
 
 
 # Categories from heldout3's misses, each with values of its own (not the set's).
@@ -1166,7 +1172,7 @@ def test_redaction_of_categories_h3(text: str, label: str) -> None:
 )
 def test_runtime_of_categories_h3_is_linear(unit: str) -> None:
     text = unit * (200_000 // len(unit) + 1)
-    assert _slowest(text) < 1.0
+    assert _slowest(text) < LINEAR_BOUND_S
 
 
 # Categories from heldout4's misses and wrongly refused look-alikes. Values are made up
@@ -1274,4 +1280,4 @@ def test_redaction_of_categories_h4(text: str, label: str) -> None:
 )
 def test_runtime_of_categories_h4_is_linear(unit: str) -> None:
     text = unit * (200_000 // len(unit) + 1)
-    assert _slowest(text) < 1.0
+    assert _slowest(text) < LINEAR_BOUND_S
