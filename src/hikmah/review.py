@@ -81,13 +81,24 @@ def held_kinds(policy: ReviewPolicy) -> tuple[str, ...]:
     return (*policy.kinds, *extra)
 
 
-def hold(trace: Trace, policy: ReviewPolicy) -> Hold | None:
-    """Whether ``trace`` is held from agents, and why (None: agents may read it)."""
+def hold(trace: Trace, policy: ReviewPolicy, screened: bool | None = None) -> Hold | None:
+    """Whether ``trace`` is held from agents, and why (None: agents may read it);
+    ``screened``: the screen's verdict when known already (its feature row's)."""
     if trace.provenance.verified or source_class(trace) != "agent":
         return None
-    if policy.screen and screen.quarantined(screened_text(trace)):
+    if screened is None:
+        screened = screen.quarantined(screened_text(trace))
+    if policy.screen and screened:
         return "quarantined"
     return "pending" if trace.kind in held_kinds(policy) else None
+
+
+def hold_in(snapshot: Snapshot, trace: Trace, policy: ReviewPolicy) -> Hold | None:
+    """:func:`hold`, with the verdict the screen gave when the trace was indexed
+    (a read never screens a long text again)."""
+    docno = snapshot.docno(trace.id)
+    verdict = None if docno is None else bool(snapshot.features["screened"][docno])
+    return hold(trace, policy, verdict)
 
 
 def held_rows(rows: Mapping[str, npt.NDArray[Any]], policy: ReviewPolicy) -> npt.NDArray[np.bool_]:

@@ -56,9 +56,11 @@ def origin(ctx: Context, snapshot: Snapshot, trace_id: str, here: str | None = N
     return {"device": found.device, "name": name, "this_device": found.here}
 
 
-def held(ctx: Context, trace: Trace, status: str) -> review.Hold | None:
+def held(ctx: Context, snapshot: Snapshot, trace: Trace, status: str) -> review.Hold | None:
     """Whether a trace shown to a person waits for their review (only an active one)."""
-    return review.hold(trace, ctx.services.policy.review) if status == "active" else None
+    if status != "active":
+        return None
+    return review.hold_in(snapshot, trace, ctx.services.policy.review)
 
 
 @registry.method("memory.recall", RecallParams)
@@ -76,7 +78,7 @@ async def recall(ctx: Context, params: RecallParams) -> JSON:
         here = fates.this_device(snapshot)
         for result, item in zip(found, results, strict=True):
             result["origin"] = origin(ctx, snapshot, result["trace"]["id"], here)
-            result["held"] = held(ctx, item.trace, item.status)
+            result["held"] = held(ctx, snapshot, item.trace, item.status)
     reply: dict[str, JSON] = {"results": found}
     if point is not None:
         reply["as_of"] = to_json(point)
@@ -104,9 +106,10 @@ async def show(ctx: Context, params: ShowParams) -> JSON:
         record = queries.record_of(snapshot, params.id)
         successors = queries.successors(snapshot, params.id)
         where = origin(ctx, snapshot, params.id)
+        waits = held(ctx, snapshot, current.trace, current.status)
     reply = {
         **to_json(current),
-        "held": held(ctx, current.trace, current.status),
+        "held": waits,
         "history": to_json(history),
         "record": to_json(record),
         "successors": list(successors),
