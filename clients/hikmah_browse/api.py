@@ -21,12 +21,12 @@ The rules themselves are the daemon's: a write it refuses raises
 
 from __future__ import annotations
 
-import getpass
 import tomllib
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from hikmah.deadlines import format_ms as iso_utc
+from hikmah.paths import person_source
 from hikmah.secrets import preview
 from hikmah.trace import Trace
 from hikmah_cli import presence, prompt
@@ -47,14 +47,6 @@ class ReadOnly(Exception):
 
 class NotProven(Exception):
     """A write needs a proof of presence that was not given; the message says why."""
-
-
-def person_source() -> str:
-    """``human:<login>``: who the browser's writes come from."""
-    try:
-        return f"human:{getpass.getuser()}"
-    except (KeyError, OSError):  # no login name (a container without a passwd entry)
-        return "human:unknown"
 
 
 def correction_params(

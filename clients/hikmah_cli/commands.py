@@ -84,7 +84,11 @@ AS_OF = arg(
 WRITE_FLAGS = (
     arg("--salience", type=float, metavar="F", help="0..1, default 0.5"),
     arg("--confidence", type=float, metavar="F", help="0..1, default 0.5"),
-    arg("--source", metavar="S", help="kind:name, e.g. human:ana, doc:runbook"),
+    arg(
+        "--source",
+        metavar="S",
+        help="kind:name, e.g. doc:runbook (default: yours, human:<login>)",
+    ),
     arg("--locator", metavar="L", help="where in the source (file:line, URL)"),
     arg("--authority", type=float, metavar="F", help="0..1, default 0.5"),
     arg("--verified", action="store_true", help="a person checked it (never agents)"),
@@ -401,7 +405,7 @@ COMMANDS: tuple[Command, ...] = (
         (
             arg("id", metavar="PROPOSAL", help="a proposal id from consolidate (pr_…)"),
             arg("--verified", action="store_true", help="you checked it (never agents)"),
-            arg("--source", metavar="S", help="who promotes it, e.g. human:ana"),
+            arg("--source", metavar="S", help="who promotes it (default: yours, human:<login>)"),
         ),
         lambda a: ("replay.promote", {"id": a.id, "verified": a.verified, **_given(a, "source")}),
         render.remembered,

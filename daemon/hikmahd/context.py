@@ -5,8 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from hikmah.paths import person_source
 from hikmah.person import PersonKey
-from hikmah.principal import UNPROVEN_PERSON, AgentSession, declared_session, named_session
+from hikmah.principal import (
+    UNPROVEN_PERSON,
+    AgentSession,
+    declared_session,
+    named_session,
+    writer_source,
+)
 from hikmah.review import hold
 from hikmah.trace import Trace
 
@@ -71,6 +78,12 @@ class Context:
         if self.agent is not None:
             return None
         return self.services.tickets.key(self.peer, self.services.now_ms())
+
+    def source(self, claimed: str | None) -> str:
+        """The source this caller's write is kept under when it claims ``claimed``
+        (:func:`~hikmah.principal.writer_source`): with none, the person's
+        ``human:<login>``, or an agent's ``agent:<host>``."""
+        return writer_source(claimed, self.session, person_source())
 
     def hides(self, trace: Trace) -> bool:
         """Whether this caller may not read ``trace``: an agent, and a trace held for the

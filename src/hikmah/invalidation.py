@@ -80,11 +80,17 @@ class InvalidationPlan(NamedTuple):
 
 
 def invalidation_plan(
-    found: Iterable[Trace], *, session: AgentSession | None, reason: str, stale: bool
+    found: Iterable[Trace],
+    *,
+    session: AgentSession | None,
+    source: str,
+    reason: str,
+    stale: bool,
 ) -> InvalidationPlan:
-    """What invalidating ``found`` writes. A person's corrections are verified; an agent
-    session's are not, so it leaves the verified traces alone (a person retires those),
-    and so are those of a person who has not proven presence while it is on.
+    """What invalidating ``found`` writes, as ``source``. A person's corrections are
+    verified; an agent session's are not, so it leaves the verified traces alone (a
+    person retires those), and so are those of a person who has not proven presence
+    while it is on.
 
     Raises:
         InvalidInput: a trace is chosen and ``reason`` is empty.
@@ -101,7 +107,7 @@ def invalidation_plan(
         else:
             chosen.append(trace)
     drafts = [
-        invalidation_draft(t, reason=reason, stale=stale, verified=session is None, source=None)
+        invalidation_draft(t, reason=reason, stale=stale, verified=session is None, source=source)
         for t in chosen
     ]
     return InvalidationPlan(chosen, drafts, refused)

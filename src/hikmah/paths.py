@@ -1,5 +1,5 @@
-"""Where Hikmah keeps its socket, data and policy (DESIGN.md §7), and what project a
-directory belongs to.
+"""Where Hikmah keeps its socket, data and policy (DESIGN.md §7), what project a
+directory belongs to, and who the person is.
 
 Standard library only: the CLI imports this on every shell command. Each
 function resolves one path in the same order: the explicit flag, the
@@ -8,6 +8,7 @@ function resolves one path in the same order: the explicit flag, the
 
 from __future__ import annotations
 
+import getpass
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -78,3 +79,13 @@ def project_root(directory: Path) -> Path:
 def project_scope(directory: Path) -> str:
     """``project:<root>``: the scope of memory about the project ``directory`` belongs to."""
     return f"project:{project_root(directory)}"
+
+
+def person_source() -> str:
+    """``human:<login>``: the source of the person's own writes (the user this process
+    runs as), ``human:unknown`` where the system knows no login name (a container
+    without a passwd entry)."""
+    try:
+        return f"human:{getpass.getuser()}"
+    except (KeyError, OSError):
+        return "human:unknown"

@@ -42,6 +42,7 @@ __all__ = [
     "refuse_in_agent_session",
     "restriction_message",
     "stamp_locator",
+    "writer_source",
 ]
 
 UNKNOWN_SESSION = "unknown"
@@ -401,6 +402,19 @@ def stamp_locator(session: AgentSession | None, locator: str | None) -> str | No
     if locator is None or not locator.strip():
         return stamp
     return f"{stamp}; {locator}"
+
+
+def writer_source(claimed: str | None, session: AgentSession | None, person: str) -> str:
+    """The source a write is kept under: the one its writer claimed, else the writer's
+    own, ``agent:<host>`` for an agent session and ``person`` (``human:<login>``) for
+    anyone else, a person who has not proven presence included (that write is not
+    verified, and a claim is never proof: the stamp in the locator says who wrote it).
+    """
+    if claimed is not None and claimed.strip():
+        return claimed
+    if session is None or session == UNPROVEN_PERSON:
+        return person
+    return f"agent:{session.host}"
 
 
 def _display(name: str) -> str:

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from hikmah.paths import person_source
 from tests.daemon.conftest import Running, clean_env
 
 
@@ -40,6 +41,7 @@ def test_consolidate_promote_and_refuse_a_stale_proposal(daemon: Running) -> Non
         ok(daemon.cli("promote", fresh["id"], "--verified", "--json", env=clean_env()))
     )["trace"]
     assert promoted["kind"] == "belief" and promoted["provenance"]["verified"]
+    assert promoted["provenance"]["source"] == person_source()
     assert sorted(promoted["provenance"]["evidence"]) == sorted(fresh["evidence"])
     assert json.loads(daemon.cli("consolidate", "--json").stdout)["proposals"] == []
 

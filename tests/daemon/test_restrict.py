@@ -17,6 +17,10 @@ def test_a_restricted_connection_writes_as_an_agent_and_cannot_verify(daemon: Ru
         assert (
             written["trace"]["provenance"]["locator"] == "agent-session:claude-code:abc-1; notes.md"
         )
+        # A write that names no source is the agent's own, never the person's.
+        assert written["trace"]["provenance"]["source"] == "agent:claude-code"
+        claimed = conn.call("memory.remember", content="it uses JWT", source="human:ana")
+        assert claimed["trace"]["provenance"]["source"] == "human:ana"
         refused = conn.request("memory.remember", content="it is true", verified=True)
         assert refused["error"]["data"]["reason"] == "agent_restricted"
         assert "session.restrict" in refused["error"]["message"]

@@ -73,12 +73,17 @@ def test_an_agent_session_leaves_verified_traces_to_a_person() -> None:
     )  # fmt: skip
     loose = Trace(id="tr_2", kind="observation", content="deploy is slow", created_at=NOW)
     agent = AgentSession(host="codex", session_id="1", variables=("CODEX_SESSION_ID",))
-    plan = invalidation_plan([checked, loose], session=agent, reason="moved", stale=False)
+    plan = invalidation_plan(
+        [checked, loose], session=agent, source="agent:codex", reason="moved", stale=False
+    )
     assert [t.id for t in plan.chosen] == ["tr_2"]
     assert [(r.id, r.reason) for r in plan.refused] == [
         ("tr_1", "verified: only a person can invalidate it")
     ]
     assert [d.supersedes for d in plan.drafts] == ["tr_2"] and not plan.drafts[0].verified
-    person = invalidation_plan([checked, loose], session=None, reason="moved", stale=False)
+    assert plan.drafts[0].source == "agent:codex"
+    person = invalidation_plan(
+        [checked, loose], session=None, source="human:ana", reason="moved", stale=False
+    )
     assert [t.id for t in person.chosen] == ["tr_1", "tr_2"] and not person.refused
-    assert all(d.verified for d in person.drafts)
+    assert all(d.verified and d.source == "human:ana" for d in person.drafts)

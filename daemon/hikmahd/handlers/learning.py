@@ -40,7 +40,7 @@ class PredictParams(Params, frozen=True):
 async def predict(ctx: Context, params: PredictParams) -> JSON:
     # The forecast's own wire names: question, type and p.
     draft = Draft(
-        **draft_fields(params),
+        **{**draft_fields(params), "source": ctx.source(params.source)},
         kind="prediction",
         content=params.question,
         prediction_type=params.type,
@@ -67,7 +67,7 @@ async def outcome(ctx: Context, params: OutcomeParams) -> JSON:
         content=params.note or f"observed {params.observed} for prediction {params.prediction}",
         fulfills=params.prediction,
         value=params.observed,
-        source=params.source,
+        source=ctx.source(params.source),
         locator=params.locator,
     )
     operation = Remember(draft=draft, session=ctx.session)
@@ -137,7 +137,11 @@ async def invalidate(ctx: Context, params: InvalidateParams) -> JSON:
             return matching(active, params.pattern, params.tags)
 
     plan = invalidation_plan(
-        await ctx.services.offload(find), session=session, reason=params.reason, stale=params.stale
+        await ctx.services.offload(find),
+        session=session,
+        source=ctx.source(None),
+        reason=params.reason,
+        stale=params.stale,
     )
     reply: dict[str, JSON] = {
         "matched": to_json(plan.chosen),

@@ -35,7 +35,7 @@ class IdParams(Params, frozen=True):
 
 @registry.method("memory.remember", BaseDraft)
 async def remember(ctx: Context, params: BaseDraft) -> JSON:
-    draft = Draft(**msgspec.structs.asdict(params))
+    draft = Draft(**{**msgspec.structs.asdict(params), "source": ctx.source(params.source)})
     operation = Remember(draft=draft, session=ctx.session)
     written = await ctx.services.writer.write(operation, person=ctx.person)
     return {"trace": to_json(written.trace), "conflicts": written.conflicts}

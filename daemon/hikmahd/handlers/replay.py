@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import getpass
 from pathlib import Path
 
 from hikmah.consolidation import proposals
 from hikmah.errors import ConflictError, HikmahError, InvalidInput
-from hikmah.paths import project_scope
+from hikmah.paths import person_source, project_scope
 from hikmah.rules import Promote, Remember
 from hikmah.trace import Draft, derived_trace_id
 from hikmah.transcripts import TRANSCRIPT_TAG, Transcript, parse_transcript
@@ -39,7 +38,10 @@ class PromoteParams(Params, frozen=True):
 async def promote(ctx: Context, params: PromoteParams) -> JSON:
     """Write the belief a current proposal describes; refused if its evidence changed."""
     operation = Promote(
-        proposal=params.id, verified=params.verified, source=params.source, session=ctx.session
+        proposal=params.id,
+        verified=params.verified,
+        source=ctx.source(params.source),
+        session=ctx.session,
     )
     written = await ctx.services.writer.write(operation, person=ctx.person)
     return {"trace": to_json(written.trace), "conflicts": written.conflicts, "proposal": params.id}
@@ -68,7 +70,7 @@ async def ingest(ctx: Context, params: IngestParams) -> JSON:
     except OSError as exc:
         raise InvalidInput(f"cannot read {path}: {exc.strerror or exc}") from None
     scope: str = await ctx.services.offload(lambda: transcript_scope(transcript))
-    person = f"human:{getpass.getuser()}"
+    person = person_source()
     # The person's words become episodes and the agent's replies observations;
     # tool traffic, injected context and subagent prompts are left out.
     chosen = [m for m in transcript.messages if m.text and (m.person or m.role == "assistant")]
