@@ -30,6 +30,7 @@ from typing import Annotated, Any, Literal, TypeVar
 import msgspec
 from msgspec import Meta
 
+from hikmah.deadlines import DEADLINE_FORMS
 from hikmah.paths import project_scope
 from hikmah.vocabulary import Kind, RememberedKind
 from hikmah_cli import agent_text as framing
@@ -345,7 +346,7 @@ class Remember(Args):
     claim_value: Annotated[str | None, Meta(description="The claim's value, e.g. 16.")] = None
     deadline: Annotated[
         str | None,
-        Meta(description="For a commitment: YYYY-MM-DD[THH:MM] UTC, +Nh or +Nd."),
+        Meta(description=f"For a commitment: {DEADLINE_FORMS}."),
     ] = None
     scope: Scope = None
 

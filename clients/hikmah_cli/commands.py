@@ -12,10 +12,13 @@ only for the invoked command (:mod:`hikmah_cli.__main__`).
 # gets as a string, which cost a millisecond on each command.
 import argparse
 import sys
+import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from hikmah.deadlines import DEADLINE_FORMS, parse_deadline
 from hikmah.display import visible
+from hikmah.errors import InvalidInput
 from hikmah.vocabulary import IMPORT_SOURCES, KINDS, PREDICTION_TYPES, PRIVACIES, REMEMBERED_KINDS
 
 from . import render, runners
@@ -95,11 +98,19 @@ WRITE_FLAGS = (
     arg("--claim-key", metavar="K", help="structured claim key (with --claim-value)"),
     arg("--claim-value", metavar="V", help="structured claim value"),
     arg("--supersedes", metavar="ID", help="the trace this one corrects"),
-    arg("--deadline", metavar="D", help="epoch ms, YYYY-MM-DD[THH:MM[:SS]] UTC, +Nh, +Nd"),
+    arg("--deadline", metavar="D", help=f"when it is due: {DEADLINE_FORMS}"),
     arg("--privacy", choices=PRIVACIES, help="default private"),
     arg("--scope", metavar="S", help=SCOPE_HELP),
     arg("--fulfills", metavar="ID", help="(an outcome) the commitment it reports done"),
 )
+
+
+ALLOW_PAST = arg(
+    "--allow-past", action="store_true", help="accept a --deadline that has already passed"
+)
+# A deadline this far back is a slip (a wrong year, a date for a duration), not a
+# moment that passed while the command was typed.
+PAST_GRACE_MS = 60_000
 
 
 # Recall and verify: the kinds to keep.
@@ -117,8 +128,27 @@ def _remember(args: argparse.Namespace) -> Request:
         content = sys.stdin.read()
     if content is None:
         raise UsageError("say what to remember: hikmah remember 'TEXT' (or --content, or stdin)")
+    _check_deadline(args)
     params = {"content": content, "kind": args.kind, "tags": args.tag}
     return "memory.remember", {**params, **_given(args, *map(dest, WRITE_FLAGS))}
+
+
+def _check_deadline(args: argparse.Namespace) -> None:
+    """Refuse a deadline already past unless ``--allow-past`` says it is meant: it would be
+    overdue the moment it is written. What the daemon refuses anyway, it explains."""
+    if args.deadline is None or args.allow_past:
+        return
+    now_ms = int(time.time() * 1000)
+    try:
+        deadline = parse_deadline(args.deadline, now_ms)
+    except InvalidInput:
+        return
+    if deadline < now_ms - PAST_GRACE_MS:
+        raise UsageError(
+            f"the deadline {visible(args.deadline)} ({render.when(deadline)}) has already"
+            f" passed, {render.relative(deadline, now_ms)}: it would be overdue at once."
+            " Give --allow-past to record it anyway"
+        )
 
 
 def _recall(args: argparse.Namespace) -> Request:
@@ -137,6 +167,7 @@ def _fulfill(args: argparse.Namespace) -> Request:
 
 
 def _predict(args: argparse.Namespace) -> Request:
+    _check_deadline(args)
     params = {"family": args.family, "question": args.question, "type": args.type, "p": args.p}
     if args.answer_space:
         params["answer_space"] = [a.strip() for a in args.answer_space.split(",")]
@@ -274,6 +305,7 @@ COMMANDS: tuple[Command, ...] = (
             ),
             arg("--tag", action="append", default=[], metavar="T", help="a tag (repeatable)"),
             *WRITE_FLAGS,
+            ALLOW_PAST,
         ),
         _remember,
         render.remembered,
@@ -360,7 +392,8 @@ COMMANDS: tuple[Command, ...] = (
             arg("--answer-space", metavar="A,B", help="(choice) the possible answers"),
             arg("--source", metavar="S", help="who forecasts, e.g. human:ana, agent:claude"),
             arg("--scope", metavar="S", help=SCOPE_HELP),
-            arg("--deadline", metavar="D", help="when the outcome should be known"),
+            arg("--deadline", metavar="D", help=f"when the outcome is known: {DEADLINE_FORMS}"),
+            ALLOW_PAST,
         ),
         _predict,
         render.remembered,

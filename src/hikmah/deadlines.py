@@ -1,5 +1,5 @@
-"""Times as people write them: deadlines (epoch milliseconds, ``YYYY-MM-DD[THH:MM[:SS]]``
-UTC, ``+Nh`` / ``+Nd``) and moments in the past (``-3d``, a date, ``HH:MM``)."""
+"""Times as people write them: deadlines (:data:`DEADLINE_FORMS`) and moments in the
+past (``-3d``, a date, ``HH:MM``)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ _ABSOLUTE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?Z?")
 
 
 LATEST_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
+
+# The one list of what a deadline may be, for help texts and errors alike.
+DEADLINE_FORMS = "epoch ms, YYYY-MM-DD[THH:MM[:SS]] in UTC, or +Nm/+Nh/+Nd/+Nw from now"
 
 
 def parse_deadline(value: int | str, now_ms: int) -> int:
@@ -51,10 +54,7 @@ def _parse(value: int | str, now_ms: int) -> int:
             pass
         else:
             return int(parsed.replace(tzinfo=UTC).timestamp() * 1000)
-    raise InvalidInput(
-        "deadline is not understood: use epoch milliseconds,"
-        " YYYY-MM-DD[THH:MM[:SS]] in UTC, or +Nm/+Nh/+Nd/+Nw from now"
-    )
+    raise InvalidInput(f"deadline is not understood: use {DEADLINE_FORMS}")
 
 
 def parse_moment(value: str, now_ms: int) -> int:

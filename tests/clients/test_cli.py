@@ -248,6 +248,26 @@ def test_commitments_fulfill_and_verify(daemon: Running) -> None:
     assert report["ok"] and report["records"] == 2
 
 
+def test_a_deadline_already_past_needs_allow_past(daemon: Running) -> None:
+    write = ("remember", "pay the invoice", "--kind", "commitment", "--deadline", "2020-01-01")
+    refused = daemon.cli(*write)
+    assert refused.returncode == 2 and "has already passed" in refused.stderr
+    assert "--allow-past" in refused.stderr and "2020-01-01 00:00Z" in refused.stderr
+    assert json.loads(daemon.cli("commitments", "--json").stdout) == {"commitments": []}
+    forecast = ("predict", "--family", "f", "--question", "q?", "--type", "noul", "--p", "0.5")
+    assert daemon.cli(*forecast, "--deadline", "2020-01-01").returncode == 2
+    assert daemon.cli(*forecast, "--deadline", "+1d").returncode == 0
+    kept = json.loads(daemon.cli(*write, "--allow-past", "--json").stdout)["trace"]
+    assert kept["deadline"] == 1_577_836_800_000
+    # One list of forms, in the help and in the error alike.
+    unknown = daemon.cli("remember", "x", "--kind", "commitment", "--deadline", "friday")
+    assert unknown.returncode == 2, unknown.stderr
+    forms = "+Nm/+Nh/+Nd/+Nw"
+    assert forms in unknown.stderr and forms in " ".join(
+        daemon.cli("remember", "--help").stdout.split()
+    )
+
+
 def test_policy_prints_toml(daemon: Running) -> None:
     defaults = daemon.cli("policy", "--print-defaults")
     assert "recall_limit = 8" in defaults.stdout and "[recall]" in defaults.stdout
