@@ -46,7 +46,10 @@ class Capsules:
         """
         entry = self._open.get(name)
         if entry is None:
-            raise NotFound(f"no focus capsule {name!r} is open (focus.open creates one)")
+            raise NotFound(
+                f"no focus capsule {name!r} is open: open it first"
+                f" (hikmah focus open {name!r}, or recall with --focus {name!r})"
+            )
         entry.last_used = now_ms
         return entry.capsule
 

@@ -27,6 +27,7 @@ person never saw.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable
 
 import numpy as np
@@ -47,11 +48,17 @@ UNATTRIBUTED = frozenset({"", "unknown", "user"})
 # Kinds whose active traces a transcript candidate must not restate.
 _RESTATED_KINDS = ("constraint", "preference", "procedure", "belief", "correction")
 _RESTATE_READS = 2000  # traces compared per candidate, those sharing its words
+_PROPOSAL_ID = re.compile(r"pr_[0-9a-f]{16}")
 
 
 def proposal_id(origin: Origin, key: str, value: str, evidence: Iterable[str]) -> str:
     digest = hashlib.sha256("\0".join([origin, key, value, *sorted(evidence)]).encode())
     return "pr_" + digest.hexdigest()[:16]
+
+
+def is_proposal_id(text: str) -> bool:
+    """Whether ``text`` has the form :func:`proposal_id` makes: ``pr_`` and 16 hex digits."""
+    return _PROPOSAL_ID.fullmatch(text) is not None
 
 
 def source_name(source: str) -> str:

@@ -22,9 +22,9 @@ from typing import Literal
 import msgspec
 
 from hikmah import replicas
-from hikmah.consolidation import promotion_draft, proposals
+from hikmah.consolidation import is_proposal_id, promotion_draft, proposals
 from hikmah.deadlines import parse_deadline
-from hikmah.display import is_agent_locator
+from hikmah.display import is_agent_locator, visible
 from hikmah.errors import (
     ConflictError,
     HikmahError,
@@ -218,6 +218,11 @@ def payloads_for(
     if isinstance(operation, Remember):
         return _remember(snapshot, operation, now_ms, policy)
     if isinstance(operation, Promote):
+        if not is_proposal_id(operation.proposal):
+            raise NotFound(
+                f"no proposal has id {visible(operation.proposal)}: a proposal id is pr_"
+                " and 16 hex digits, as consolidate lists them"
+            )
         found = {p.id: p for p in proposals(snapshot, policy)}.get(operation.proposal)
         if found is None:
             raise ConflictError(

@@ -268,6 +268,12 @@ def test_a_deadline_already_past_needs_allow_past(daemon: Running) -> None:
     )
 
 
+def test_a_focus_that_is_not_open_names_the_command_that_opens_it(daemon: Running) -> None:
+    shown = daemon.cli("focus", "show", "task:nope")
+    assert shown.returncode == 4
+    assert "hikmah focus open 'task:nope'" in shown.stderr and "focus.open" not in shown.stderr
+
+
 def test_policy_prints_toml(daemon: Running) -> None:
     defaults = daemon.cli("policy", "--print-defaults")
     assert "recall_limit = 8" in defaults.stdout and "[recall]" in defaults.stdout

@@ -35,6 +35,8 @@ def test_consolidate_promote_and_refuse_a_stale_proposal(daemon: Running) -> Non
     )  # fmt: skip
     stale = daemon.cli("promote", proposal["id"], "--verified")
     assert stale.returncode == 3 and "evidence changed" in stale.stderr
+    missing = daemon.cli("promote", "pr_nonexistent")
+    assert missing.returncode == 4 and "no proposal has id pr_nonexistent" in missing.stderr
 
     (fresh,) = json.loads(daemon.cli("consolidate", "--json").stdout)["proposals"]
     promoted = json.loads(

@@ -191,6 +191,35 @@ def test_an_unknown_source_is_refused_naming_the_known_ones(tmp_path: Path) -> N
     assert tuple(SOURCES) == IMPORT_SOURCES
 
 
+PEERS = Path(__file__).parents[1] / "fixtures" / "peers"
+
+
+@pytest.mark.parametrize(
+    ("named", "given", "actual"),
+    [
+        ("mem0", "mcp-memory/memory-v1.jsonl", "mcp-memory"),
+        ("mcp-memory", "mem0/mem0-v1.json", "mem0"),
+        ("mem0", "claude-mem/claude-mem-v2.db", "claude-mem"),
+        ("claude-mem", "mem0/platform-page.json", "mem0"),
+        ("mem0", "basic-memory/v1", "basic-memory"),
+    ],
+)
+def test_a_file_of_another_source_is_named_as_such(named: str, given: str, actual: str) -> None:
+    with pytest.raises(ImportSourceError) as refused:
+        read(named, PEERS / given)
+    assert f"it looks like {actual}'s: import it with --from {actual}" in str(refused.value)
+    # Given the right source, the same file reads.
+    assert read(actual, PEERS / given).items
+
+
+def test_a_file_of_no_known_source_gets_no_guess(tmp_path: Path) -> None:
+    path = tmp_path / "notes.json"
+    path.write_text('{"title": "groceries"}')
+    with pytest.raises(ImportSourceError) as refused:
+        read("mem0", path)
+    assert "looks like" not in str(refused.value)
+
+
 @pytest.mark.parametrize(
     ("source", "name"),
     [("mcp-memory", "memory.jsonl"), ("mem0", "export.json"), ("claude-md", "CLAUDE.md")],

@@ -35,6 +35,7 @@ from pathlib import Path
 from hikmah.migration import basic_memory, claude_md, claude_mem, mcp_memory, mem0
 from hikmah.migration.items import ImportSourceError, Item, Reading
 from hikmah.migration.plan import Page, Skip, Write, plan, plan_page
+from hikmah.migration.sniff import looks_like
 
 __all__ = [
     "SOURCES",
@@ -78,11 +79,18 @@ def read(
     Raises:
         ImportSourceError: an unknown source, or input that is not that source's.
     """
-    if source == "claude-md":
-        return claude_md.read(path, home=home)
-    if source == "claude-mem":
-        return claude_mem.read(path, projects=projects)
-    reader = SOURCES.get(source)
-    if reader is None:
+    if source not in SOURCES:
         raise ImportSourceError(f"unknown source {source!r}: use one of {', '.join(SOURCES)}")
-    return reader(path)
+    try:
+        if source == "claude-md":
+            return claude_md.read(path, home=home)
+        if source == "claude-mem":
+            return claude_mem.read(path, projects=projects)
+        return SOURCES[source](path)
+    except ImportSourceError as exc:
+        other = looks_like(path)
+        if other is None or other == source:
+            raise
+        raise ImportSourceError(
+            f"{exc} (it looks like {other}'s: import it with --from {other})"
+        ) from None

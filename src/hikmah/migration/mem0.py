@@ -78,8 +78,8 @@ def read(path: Path) -> Reading:
     try:
         document = msgspec.json.decode(data)
     except msgspec.DecodeError as exc:
-        cut = "cut short" if "truncated" in str(exc) else "damaged"
-        raise ImportSourceError(f"{path} is not complete JSON (it is {cut}): not {WHAT}") from None
+        shape = "is cut short" if "truncated" in str(exc) else "is not one JSON document"
+        raise ImportSourceError(f"{path} {shape}: not {WHAT}") from None
     records = _records(document, path)
     found = Collector()
     for index, raw in enumerate(records):
