@@ -291,7 +291,7 @@ class Syncing:
             await self.writer.exclusive(
                 lambda store: _in_txn(store, replicas.put_published, publish.published)
             )
-        if publish is not None or made.removes:
+        if publish is not None or made.removes or made.notices:
             await self.offload(lambda: exchange.write(folder, identity.key.device_id, made))
         return publish is not None
 

@@ -50,6 +50,7 @@ from hikmah.sync.pairing import (
     OpenInvitation,
     PairingCode,
     accept_join,
+    invitation_file,
     invite_file,
     join_file,
     open_invitation,
@@ -320,6 +321,8 @@ class Publication(msgspec.Struct, frozen=True, kw_only=True):
 
     publish: Publish | None
     removes: tuple[str, ...] = ()
+    # Invitations signed again as used, until they expire (hikmah.sync.pairing.Invitation).
+    notices: tuple[tuple[str, bytes], ...] = ()
 
 
 def publication(
@@ -370,7 +373,25 @@ def publication(
     if plan is not None and sealed:
         writes = (*plan.writes[:-1], *sealed, plan.writes[-1])  # the manifest stays last
         plan = msgspec.structs.replace(plan, writes=writes)
-    return Publication(publish=plan, removes=tuple(_leftovers(reading, manifests, now_ms)))
+    return Publication(
+        publish=plan,
+        removes=tuple(_leftovers(reading, manifests, now_ms)),
+        notices=tuple(_used_invitations(reading, identity, now_ms)),
+    )
+
+
+def _used_invitations(
+    reading: _Reading, identity: Identity, now_ms: int
+) -> Iterator[tuple[str, bytes]]:
+    """The invitation files to sign again as used: those a device joined with that do
+    not say so in the folder yet."""
+    for opened in replicas.invitations(reading.snapshot):
+        if opened.used_by is None or now_ms >= opened.expires_at:
+            continue
+        name = invite_file(opened.invite_id)
+        data = invitation_file(identity.key, opened, name=identity.name)
+        if reading.read(reading.me, name) != data:
+            yield name, data
 
 
 def _records(snapshot: Snapshot, start: int, end: int) -> Iterator[Record]:
@@ -446,7 +467,7 @@ def _leftovers(reading: _Reading, manifests: Mapping[str, Manifest], now_ms: int
     current = {
         invite_file(i.invite_id)
         for i in replicas.invitations(reading.snapshot)
-        if i.used_by is None and now_ms < i.expires_at
+        if now_ms < i.expires_at
     }
     yield from (name for name in found.invites if name not in current)
     for name in found.joins:
@@ -462,7 +483,10 @@ def write(folder: Path, device: str, publication: Publication) -> None:
     Raises:
         Untrusted: a link on the way (reported by ``sync status``).
     """
-    writes = () if publication.publish is None else publication.publish.writes
+    writes = (
+        *publication.notices,
+        *(() if publication.publish is None else publication.publish.writes),
+    )
     removes = (*(() if publication.publish is None else publication.publish.removes),
                *publication.removes)  # fmt: skip
     write_own(folder, device, writes, removes)

@@ -28,6 +28,7 @@ import msgspec
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
+from hikmah.display import visible
 from hikmah.errors import ConflictError, InvalidInput
 from hikmah.sync.device import DeviceKey, PublicKey, Untrusted, is_device_id
 from hikmah.sync.manifest import MAX_NAME, Prekey, valid_name
@@ -89,16 +90,24 @@ class PairingCode(msgspec.Struct, frozen=True):
         return "PairingCode(…)"  # never the secret, not even in a traceback
 
 
-class Invitation(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """``devices/<inviter>/invite-<invite_id>``: an open invitation, signed by the inviter."""
+class Invitation(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True
+):
+    """``devices/<inviter>/invite-<invite_id>``: an invitation, signed by the inviter.
 
-    hikmah_invite: int = FORMAT
+    Once a device has joined with it, the inviter signs it again naming that device
+    (``used_by``) and leaves it until it expires, so that the code typed again says it
+    was used instead of finding nothing.
+    """
+
+    hikmah_invite: int
     invite_id: str
     inviter: str
     key: bytes
     name: str
     expires_at: int
     proof: bytes
+    used_by: str | None = None
 
 
 class JoinRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -149,15 +158,22 @@ def invite(
         invite_id=os.urandom(8).hex(), code=code, expires_at=now_ms + lifetime_ms
     )
     _check_name(name)
+    return opened, invitation_file(key, opened, name=name)
+
+
+def invitation_file(key: DeviceKey, opened: OpenInvitation, *, name: str) -> bytes:
+    """The signed invitation file of ``opened``: open, or naming who used it."""
     invitation = Invitation(
+        hikmah_invite=FORMAT,
         invite_id=opened.invite_id,
         inviter=key.device_id,
         key=key.public.raw,
         name=name,
         expires_at=opened.expires_at,
-        proof=_invite_proof(code, opened.invite_id, key.public.raw, opened.expires_at),
+        proof=_invite_proof(opened.code, opened.invite_id, key.public.raw, opened.expires_at),
+        used_by=opened.used_by,
     )
-    return opened, signed_file(key, _ENCODER.encode(invitation))
+    return signed_file(key, _ENCODER.encode(invitation))
 
 
 def open_invitation(code: PairingCode, data: bytes, device: str) -> Invitation:
@@ -173,6 +189,8 @@ def open_invitation(code: PairingCode, data: bytes, device: str) -> Invitation:
         raise Untrusted(f"{what} is signed for another device")
     if invitation.hikmah_invite != FORMAT or not _INVITE_ID.fullmatch(invitation.invite_id):
         raise Untrusted(f"{what} is not an invitation this Hikmah reads")
+    if invitation.used_by is not None and not is_device_id(invitation.used_by):
+        raise Untrusted(f"{what} names a user that is not a device id")
     expected = _invite_proof(code, invitation.invite_id, invitation.key, invitation.expires_at)
     if not hmac.compare_digest(expected, invitation.proof):
         raise Untrusted(f"{what} is not the invitation of this code")
@@ -193,9 +211,15 @@ def join(
     """The join request file answering ``invitation`` (opened with ``code``).
 
     Raises:
-        ConflictError: the invitation has expired (by this device's clock; the
-            inviter checks by its own).
+        ConflictError: another device has joined with it, or it has expired (by this
+            device's clock; the inviter checks by its own).
     """
+    if invitation.used_by is not None and invitation.used_by != key.device_id:
+        raise ConflictError(
+            f"this pairing code was already used: device {invitation.used_by} joined with it."
+            f" A code pairs one device; run hikmah sync invite on {visible(invitation.name)}"
+            " for a new one"
+        )
     if now_ms >= invitation.expires_at:
         raise ConflictError("the pairing code has expired: run hikmah sync invite again")
     _check_name(name)

@@ -22,6 +22,7 @@ from hikmah.sealing import HeldKeys
 from hikmah.sync import merge
 from hikmah.sync.folder import DEVICES
 from hikmah.sync.merge import RecordId
+from hikmah.sync.pairing import DEFAULT_LIFETIME_MS
 from hikmah.trace import Draft, Provenance, Trace, normalize_claim_key, normalize_claim_value
 
 from .nodes import Node, pair_all, settle
@@ -103,14 +104,17 @@ def test_a_code_opens_nothing_in_another_folder_and_is_used_once(tmp_path: Path)
     assert len(paired) == 1
     (winner,) = paired
     assert any(f"already used by device {winner}" in f for f in findings)
-    # Once used, the invitation leaves the folder: nobody else finds it.
+    # Once used, the invitation says so until it expires: the code typed again (on
+    # another device, or by the one that lost) is told it was used, and by whom.
+    late = Node(tmp_path / "d", tmp_path / "f", "late")
+    with pytest.raises(ConflictError, match=f"already used: device {winner} joined with it"):
+        late.join(code)
+    # Expired, it leaves the folder: nobody finds it any more.
+    laptop.now += DEFAULT_LIFETIME_MS
+    laptop.sync()
     with pytest.raises(NotFound):
-        elsewhere_too = Node(tmp_path / "d", tmp_path / "f", "late")
-        try:
-            elsewhere_too.join(code)
-        finally:
-            elsewhere_too.close()
-    for node in (laptop, desk, stranger, elsewhere):
+        late.join(code)
+    for node in (laptop, desk, stranger, elsewhere, late):
         node.close()
 
 
