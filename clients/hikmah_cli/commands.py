@@ -682,7 +682,9 @@ COMMANDS: tuple[Command, ...] = (
         " ~/.codex/sessions/…; the format is detected) into episode traces (your words) and"
         " observation traces (the agent's), with the transcript as locator. Rerunning is"
         " safe: messages already ingested are skipped. Rules you stated become proposals in"
-        " `hikmah consolidate`; nothing is promoted on its own.",
+        " `hikmah consolidate`; nothing is promoted on its own. Exits 0 when every message"
+        " was written (or was there already), 3 when some were refused (a credential: the"
+        " rest is written), 2 when a file cannot be read as a transcript.",
     ),
     Command(
         "export",

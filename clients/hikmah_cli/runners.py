@@ -107,7 +107,10 @@ def ingest(args: argparse.Namespace) -> int:
         print(json.dumps({"files": reports}, ensure_ascii=False))
     elif reports:
         print("rules you stated are proposed by: hikmah consolidate")
-    return USAGE if failed else OK
+    # As an import exits: a file that cannot be read first, then messages refused.
+    if failed:
+        return USAGE
+    return REFUSED if any(report["refused"] for report in reports) else OK
 
 
 def export(args: argparse.Namespace) -> int:

@@ -16,9 +16,9 @@ CODEX = FIXTURES / "codex-rollout.jsonl"
 NOT_THE_PERSONS = ("tabs", "migrations")
 
 
-def ingest(daemon: Running, *files: Path) -> list[dict[str, object]]:
+def ingest(daemon: Running, *files: Path, code: int = 0) -> list[dict[str, object]]:
     result = daemon.cli("ingest", "--json", *map(str, files))
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == code, result.stderr
     reports: list[dict[str, object]] = json.loads(result.stdout)["files"]
     return reports
 
@@ -86,7 +86,9 @@ def test_secrets_in_a_transcript_are_refused_not_stored(daemon: Running, tmp_pat
     line["message"]["content"] = "Use the key AKIAIOSFODNN7EXAMPLE for the deploy bucket."
     with leaky.open("a") as out:
         out.write(json.dumps(line) + "\n")
-    (report,) = ingest(daemon, leaky)
+    # As for an import: 3 when some were refused, the rest written.
+    (report,) = ingest(daemon, leaky, code=3)
+    assert report["written"] == report["messages"] - 1
     refused = report["refused"]
     assert isinstance(refused, list) and len(refused) == 1
     assert "AKIA" not in json.dumps(report)
