@@ -282,7 +282,13 @@ def _sync(args: argparse.Namespace) -> Request:
 
 
 def _show_policy(result: dict[str, Any]) -> str:
-    note = f"# in force, from {result['path']}\n"
+    path = visible(result["path"])
+    if result["defaults"]:
+        note = f"# the built-in defaults; a policy file ({path}) changes any of them\n"
+    elif result["exists"]:
+        note = f"# in force, from {path}\n"
+    else:
+        note = f"# in force: the built-in defaults (there is no policy file {path})\n"
     if result.get("error"):
         note += f"# NOT APPLIED (previous policy stays): {result['error']}\n"
     return note + str(result["toml"]).rstrip()

@@ -12,7 +12,7 @@ import json
 import math
 import tomllib
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -330,7 +330,11 @@ class KernelPolicy(_Section, frozen=True):
 
     working_set_limit: Annotated[Count, _doc("most traces a focus capsule holds")] = 12
     recall_limit: Annotated[
-        Count, _doc("most results one recall returns (and the default --limit)")
+        Count,
+        _doc(
+            "most results one recall returns (and the default --limit); it may be"
+            " written here or in [recall]"
+        ),
     ] = 8
     minimum_recall_score: Annotated[
         float, msgspec.Meta(gt=0.0, le=1.0, description="lowest cue that is recalled")
@@ -405,10 +409,24 @@ def parse_policy(text: str, *, origin: str = "policy") -> KernelPolicy:
     for value in _floats(data):
         if not math.isfinite(value):
             raise PolicyError(f"{origin}: numbers must be finite (found {value})")
+    _recall_limit_in_table(data, origin)
     try:
         return msgspec.convert(data, KernelPolicy)
     except msgspec.ValidationError as exc:
         raise PolicyError(f"{origin}: {exc}{_choices(str(exc))}") from None
+
+
+def _recall_limit_in_table(data: dict[str, Any], origin: str) -> None:
+    """``recall_limit`` may be written in the ``[recall]`` table as well as at the top,
+    where the policy keeps it: moved there, once."""
+    table = data.get("recall")
+    if not isinstance(table, dict) or "recall_limit" not in table:
+        return
+    if "recall_limit" in data:
+        raise PolicyError(
+            f"{origin}: recall_limit is given twice, at the top and in [recall]: keep one"
+        )
+    data["recall_limit"] = table.pop("recall_limit")
 
 
 def _choices(error: str) -> str:

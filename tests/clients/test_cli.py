@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from tests.daemon.conftest import Running, clean_env
+from tests.sync.engines import wait_until
 
 COMMANDS = [
     "remember",
@@ -277,6 +278,15 @@ def test_a_focus_that_is_not_open_names_the_command_that_opens_it(daemon: Runnin
 def test_policy_prints_toml(daemon: Running) -> None:
     defaults = daemon.cli("policy", "--print-defaults")
     assert "recall_limit = 8" in defaults.stdout and "[recall]" in defaults.stdout
+    assert defaults.stdout.startswith("# the built-in defaults; a policy file (")
+    assert not daemon.policy.exists()
+    in_force = daemon.cli("policy").stdout
+    assert in_force.startswith("# in force: the built-in defaults (there is no policy file ")
+    daemon.policy.write_text("[recall]\nrecall_limit = 5\n")
+    header = f"# in force, from {daemon.policy}"
+    wait_until(lambda: daemon.cli("policy").stdout.startswith(header), 10, "the policy file")
+    assert "recall_limit = 5" in daemon.cli("policy").stdout
+    assert "recall_limit = 8" in daemon.cli("policy", "--print-defaults").stdout
 
 
 def test_predict_then_outcome_resolves_once(daemon: Running) -> None:

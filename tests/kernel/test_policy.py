@@ -96,6 +96,19 @@ def test_a_partial_file_keeps_other_defaults(tmp_path: Path) -> None:
     assert p.recall.match_floor == 0.15
 
 
+def test_recall_limit_may_be_written_in_the_recall_table(tmp_path: Path) -> None:
+    path = tmp_path / "policy.toml"
+    path.write_text("[recall]\nrecall_limit = 5\nrecency_scale_days = 10\n")
+    p = load_policy(path)
+    assert (p.recall_limit, p.recall.recency_scale_days) == (5, 10.0)
+    path.write_text("recall_limit = 5\n[recall]\nrecall_limit = 6\n")
+    with pytest.raises(PolicyError, match="recall_limit is given twice"):
+        load_policy(path)
+    path.write_text("[recall]\nrecall_limit = 0\n")
+    with pytest.raises(PolicyError, match=r"\$\.recall_limit"):
+        load_policy(path)
+
+
 def test_missing_file_means_defaults(tmp_path: Path) -> None:
     assert load_policy(tmp_path / "absent.toml") == KernelPolicy()
     assert load_policy(None) == KernelPolicy()

@@ -85,7 +85,13 @@ class PolicyParams(Params, frozen=True):
 async def policy(ctx: Context, params: PolicyParams) -> JSON:
     policies = ctx.services.policies
     chosen = KernelPolicy() if params.defaults else policies.policy
-    return {"toml": render_policy(chosen), "path": str(policies.path), "error": policies.error}
+    return {
+        "toml": render_policy(chosen),
+        "defaults": params.defaults,
+        "path": str(policies.path),
+        "exists": policies.path.exists(),
+        "error": policies.error,
+    }
 
 
 @registry.method("events.subscribe", NoParams)
