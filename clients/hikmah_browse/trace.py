@@ -90,10 +90,13 @@ class TracePage(Screen[None]):
         values = self.query_one("#values", DataTable)
         for label, width in (("", 1), ("value", 12), ("set by", 16), ("from", 17), ("until", 17)):
             values.add_column(label, width=width, key=label or "mark")
-        self.action_reload()
+        in_worker(self, self._load, "trace")
 
     def action_reload(self) -> None:
-        in_worker(self, self._load, "trace")
+        # A page just pushed has no widgets to fill until it is mounted, and its mount
+        # loads it: a change the daemon announces meanwhile is in that load.
+        if self.is_mounted:
+            in_worker(self, self._load, "trace")
 
     def say(self, markup: str) -> None:
         self.query_one(".note", Static).update(markup)

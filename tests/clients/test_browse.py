@@ -542,3 +542,28 @@ def test_keys_go_to_the_view_in_sight(daemon: Running) -> None:
             assert not app.screen.query(".dialog") and app.focused is table(app, "#hits")
 
     run(scenario())
+
+
+def test_a_change_announced_while_a_trace_page_is_being_pushed_is_in_its_load(
+    daemon: Running,
+) -> None:
+    # A correction opens its page, and the daemon's memory.changed for it can come before
+    # the page is mounted: a reload then must wait for the mount, not query a page that
+    # has no widgets yet (once in ten runs under load, a NoMatches for #title).
+    world = seed(daemon)
+
+    async def scenario() -> None:
+        app = app_for(daemon)
+        async with app.run_test(size=SIZE) as pilot:
+            await connected(pilot, app)
+            for _ in range(20):
+                app.open_trace(world["note"]["id"])
+                page = app.screen
+                assert isinstance(page, TracePage) and not page.is_mounted
+                page.action_reload()
+                await until(pilot, lambda: page.shown is not None, "the trace")  # noqa: B023
+                assert world["note"]["content"] in str(page.query_one("#content").render())
+                await pilot.press("escape")
+                await until(pilot, lambda: not isinstance(app.screen, TracePage), "back")
+
+    run(scenario())
