@@ -619,17 +619,22 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "setup",
-        "wire Hikmah into Claude Code or Codex (MCP server and hooks)",
+        "wire Hikmah into Claude Code or Codex (MCP server and hooks), or systemd (user units)",
         (
-            arg("host", choices=["claude", "codex"], help="the coding agent"),
+            arg("host", choices=["claude", "codex", "systemd"], help="the agent, or systemd"),
             arg("--remove", action="store_true", help="take exactly our entries out again"),
-            arg("--no-mcp", action="store_true", help="hooks only, no MCP server"),
+            arg("--no-mcp", action="store_true", help="(an agent) hooks only, no MCP server"),
         ),
         run=runners.setup,
         description="Add the hikmah-agent MCP server and the session-start and prompt hooks"
         " to the agent's user configuration (~/.claude.json and ~/.claude/settings.json, or"
         " ~/.codex/config.toml and ~/.codex/hooks.json). Safe to rerun; everything else in"
-        " those files is kept, and each changed file is backed up beside itself first.",
+        " those files is kept, and each changed file is backed up beside itself first."
+        " With systemd: write hikmahd.socket and hikmahd.service, running the hikmahd of"
+        " this install, into ~/.config/systemd/user ($XDG_CONFIG_HOME/systemd/user), and"
+        " print the systemctl commands to run; a unit this did not write, or one edited"
+        " since, is never replaced (your own settings go in a drop-in: systemctl --user"
+        " edit hikmahd.service).",
         daemon=False,
     ),
     Command(

@@ -40,17 +40,27 @@ def setup(args: argparse.Namespace) -> int:
     from . import setup as configure  # noqa: PLC0415 -- a rare command; keep the hot path lean
 
     hikmah = _executable("hikmah")
-    agent = hikmah if args.no_mcp or args.remove else _executable("hikmah-agent")
+    if args.host == "systemd" and args.no_mcp:
+        raise UsageError("--no-mcp is for claude and codex")
     try:
-        lines = configure.setup(
-            args.host, home=Path.home(), remove=args.remove, mcp=not args.no_mcp,
-            hikmah=hikmah, hikmah_agent=agent,
-        )  # fmt: skip
+        if args.host == "systemd":
+            lines = configure.setup_systemd(
+                paths.systemd_user_dir(), home=Path.home(), remove=args.remove,
+                hikmahd=str(Path(_executable("hikmahd")).resolve()),
+            )  # fmt: skip
+        else:
+            agent = hikmah if args.no_mcp or args.remove else _executable("hikmah-agent")
+            lines = configure.setup(
+                args.host, home=Path.home(), remove=args.remove, mcp=not args.no_mcp,
+                hikmah=hikmah, hikmah_agent=agent,
+            )  # fmt: skip
     except (configure.SetupError, OSError) as exc:
         print(f"hikmah setup: {exc}", file=sys.stderr)
         return INTERNAL
     print("\n".join(lines))
-    if not args.remove:
+    if args.host == "systemd":
+        print(_systemd_next(hikmah, args.remove))
+    elif not args.remove:
         print(f"Restart {'Claude Code' if args.host == 'claude' else 'Codex'} to load them.")
         print(
             "Recommended: set a passphrase with `hikmah passphrase set` (if you have not):"
@@ -58,6 +68,30 @@ def setup(args: argparse.Namespace) -> int:
             " (docs/security.md, 'Person presence')."
         )
     return OK
+
+
+def _systemd_next(hikmah: str, removed: bool) -> str:
+    """What the person runs next: setup never runs systemctl itself."""
+    import shlex  # noqa: PLC0415 -- only setup systemd quotes a command
+
+    if removed:
+        return "Then: systemctl --user daemon-reload (the CLI starts hikmahd itself again)"
+    lines = [
+        "Then, in this order (a daemon the CLI started holds the socket's path: stop it"
+        " first, and enable the socket before anything starts another):",
+        "  systemctl --user daemon-reload",
+        f"  {shlex.quote(hikmah)} stop && systemctl --user enable --now hikmahd.socket",
+        "  systemctl --user try-restart hikmahd.service   # one that runs takes the new unit",
+    ]
+    moved = [name for name in ("HIKMAH_SOCKET", "HIKMAH_DATA_DIR", "HIKMAH_POLICY")
+             if os.environ.get(name)]  # fmt: skip
+    if moved:
+        lines.append(
+            f"Note: {', '.join(moved)} set here is not seen by systemd's units, which use"
+            " the default paths; a drop-in (systemctl --user edit hikmahd.service) can set"
+            " them."
+        )
+    return "\n".join(lines)
 
 
 def passphrase(args: argparse.Namespace) -> int:
