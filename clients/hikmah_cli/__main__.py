@@ -15,7 +15,7 @@ from typing import Any
 from hikmah.display import visible
 
 from .commands import COMMANDS, OneOf
-from .session import INTERNAL, OK, USAGE, Exit, UsageError, call, json_error
+from .session import INTERNAL, OK, USAGE, Exit, Session, UsageError, call, json_error
 
 BY_NAME = {command.name: command for command in COMMANDS}
 
@@ -114,11 +114,13 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     command = BY_NAME[args.command]
+    args.words = words  # as typed: what a proof of presence confirms
     try:
         if command.person is not None and command.person(args):
             from . import presence  # noqa: PLC0415 -- only person-only commands prove
 
-            presence.ensure(args, words)
+            with Session(args) as session:
+                presence.ensure(session)
         if command.run is not None:
             return command.run(args)
         assert command.request is not None

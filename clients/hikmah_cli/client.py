@@ -25,6 +25,10 @@ class Unavailable(Exception):
     """No daemon answers; the message says what was tried."""
 
 
+class NotRunning(Unavailable):
+    """Nothing listens at the socket, and no daemon was to be started."""
+
+
 class RemoteError(Exception):
     """The daemon answered with a JSON-RPC error."""
 
@@ -102,13 +106,14 @@ def connect(
     """A client of the daemon at ``socket_path``, starting one if none answers.
 
     Raises:
+        NotRunning: none listens, and ``autostart`` is off.
         Unavailable: none answers and none could be started.
     """
     try:
         return _client_when_free(socket_path)
     except (FileNotFoundError, ConnectionRefusedError) as exc:
         if not autostart:
-            raise Unavailable(
+            raise NotRunning(
                 f"no hikmahd answers at {socket_path} ({exc.strerror}); start it with"
                 " `hikmahd` or drop --no-autostart"
             ) from None

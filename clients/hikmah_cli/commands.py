@@ -621,6 +621,17 @@ COMMANDS: tuple[Command, ...] = (
         show=render.status,
     ),
     Command(
+        "stop",
+        "stop the daemon: queued writes are committed first (a person only)",
+        run=runners.stop,
+        description="Ask the daemon on this socket to stop, as SIGTERM does: it accepts no"
+        " more connections, commits every write already queued, gives other replies up to"
+        " 2 s, and exits; this waits until its process is gone. Never starts a daemon: when"
+        " none runs, it says so and exits 0. A daemon systemd's socket unit started is"
+        " started again by the next call (systemctl --user stop hikmahd.socket"
+        " hikmahd.service keeps it stopped). Agent sessions are refused.",
+    ),
+    Command(
         "passphrase",
         "person presence: set, change or remove the passphrase person-only actions ask for",
         (arg("action", choices=["set", "change", "remove"]),),
@@ -628,13 +639,13 @@ COMMANDS: tuple[Command, ...] = (
         description="Person presence is off until you set a passphrase. Then every action"
         " only a person may take (verified writes and corrections, purge, compact, accepting"
         " a ledger tail, resetting the head, vault rotation, verified promotion, imports of"
-        " verified traces, changing or removing the passphrase) asks for it, on this"
-        " terminal (or with pinentry in a desktop session), never from standard input. A"
-        " proof holds for the terminal and the shell that typed it for [presence]"
-        " ticket_seconds (300), or for the one command that asked with ticket_seconds = 0"
-        " and wherever the kernel lets programs push keys into a terminal (TIOCSTI). Only"
-        " the passphrase's Argon2id hash is kept, in the ledger; each change is a ledger"
-        " record. Forgot it? docs/security.md.",
+        " verified traces, changing or removing the passphrase, stopping the daemon) asks"
+        " for it, on this terminal (or with pinentry in a desktop session), never from"
+        " standard input. A proof holds for the terminal and the shell that typed it for"
+        " [presence] ticket_seconds (300), or for the one command that asked with"
+        " ticket_seconds = 0 and wherever the kernel lets programs push keys into a"
+        " terminal (TIOCSTI). Only the passphrase's Argon2id hash is kept, in the ledger;"
+        " each change is a ledger record. Forgot it? docs/security.md.",
     ),
     Command(
         "presence",
@@ -647,17 +658,22 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "setup",
-        "wire Hikmah into Claude Code or Codex (MCP server and hooks)",
+        "wire Hikmah into Claude Code or Codex (MCP server and hooks), or systemd (user units)",
         (
-            arg("host", choices=["claude", "codex"], help="the coding agent"),
+            arg("host", choices=["claude", "codex", "systemd"], help="the agent, or systemd"),
             arg("--remove", action="store_true", help="take exactly our entries out again"),
-            arg("--no-mcp", action="store_true", help="hooks only, no MCP server"),
+            arg("--no-mcp", action="store_true", help="(an agent) hooks only, no MCP server"),
         ),
         run=runners.setup,
         description="Add the hikmah-agent MCP server and the session-start and prompt hooks"
         " to the agent's user configuration (~/.claude.json and ~/.claude/settings.json, or"
         " ~/.codex/config.toml and ~/.codex/hooks.json). Safe to rerun; everything else in"
-        " those files is kept, and each changed file is backed up beside itself first.",
+        " those files is kept, and each changed file is backed up beside itself first."
+        " With systemd: write hikmahd.socket and hikmahd.service, running the hikmahd of"
+        " this install, into ~/.config/systemd/user ($XDG_CONFIG_HOME/systemd/user), and"
+        " print the systemctl commands to run; a unit this did not write, or one edited"
+        " since, is never replaced (your own settings go in a drop-in: systemctl --user"
+        " edit hikmahd.service).",
         daemon=False,
     ),
     Command(

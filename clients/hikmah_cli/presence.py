@@ -64,20 +64,20 @@ def ask_again(refusal: RemoteError) -> bool:
     return refusal.reason == "presence_denied" and "wrong passphrase" in str(refusal)
 
 
-def ensure(args: argparse.Namespace, words: list[str]) -> None:
-    """Prove presence before a person-only command (``words``, as typed), when presence
-    is on, this terminal holds no ticket, and the daemon would take a proof from this
-    process. Otherwise nothing: the daemon answers the command itself (and refuses it if
-    it must).
+def ensure(session: Session) -> None:
+    """Prove presence before a person-only command (the session's ``args.words``, as
+    typed), when presence is on, this terminal holds no ticket, and the daemon would take
+    a proof from this process. Otherwise nothing: the daemon answers the command itself
+    (and refuses it if it must).
 
     Raises:
         Exit: the person gave no passphrase, or the wrong one each time.
     """
-    with Session(args) as session:
-        state = session.call("presence.status", {})
-        if not state["on"] or state["ticket"] is not None or not state["can_prove"]:
-            return
-        _prove(session, state, PROMPT, f"{confirming(words)} (a person-only action).")
+    state = session.call("presence.status", {})
+    if not state["on"] or state["ticket"] is not None or not state["can_prove"]:
+        return
+    purpose = f"{confirming(session.args.words)} (a person-only action)."
+    _prove(session, state, PROMPT, purpose)
 
 
 def passphrase(args: argparse.Namespace) -> int:

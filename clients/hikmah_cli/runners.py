@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,10 @@ from hikmah.display import counted, visible
 
 from . import render
 from .session import INTERNAL, OK, REFUSED, UNAVAILABLE, USAGE, Exit, Session, UsageError, call
+
+# How long `hikmah stop` waits for the daemon to exit: its last batch of writes, saving
+# the vectors (seconds at a million traces), up to 2 s for other connections' replies.
+STOP_WAIT_S = 30.0
 
 
 def _executable(name: str) -> str:
@@ -35,17 +40,27 @@ def setup(args: argparse.Namespace) -> int:
     from . import setup as configure  # noqa: PLC0415 -- a rare command; keep the hot path lean
 
     hikmah = _executable("hikmah")
-    agent = hikmah if args.no_mcp or args.remove else _executable("hikmah-agent")
+    if args.host == "systemd" and args.no_mcp:
+        raise UsageError("--no-mcp is for claude and codex")
     try:
-        lines = configure.setup(
-            args.host, home=Path.home(), remove=args.remove, mcp=not args.no_mcp,
-            hikmah=hikmah, hikmah_agent=agent,
-        )  # fmt: skip
+        if args.host == "systemd":
+            lines = configure.setup_systemd(
+                paths.systemd_user_dir(), home=Path.home(), remove=args.remove,
+                hikmahd=str(Path(_executable("hikmahd")).resolve()),
+            )  # fmt: skip
+        else:
+            agent = hikmah if args.no_mcp or args.remove else _executable("hikmah-agent")
+            lines = configure.setup(
+                args.host, home=Path.home(), remove=args.remove, mcp=not args.no_mcp,
+                hikmah=hikmah, hikmah_agent=agent,
+            )  # fmt: skip
     except (configure.SetupError, OSError) as exc:
         print(f"hikmah setup: {exc}", file=sys.stderr)
         return INTERNAL
     print("\n".join(lines))
-    if not args.remove:
+    if args.host == "systemd":
+        print(_systemd_next(hikmah, args.remove))
+    elif not args.remove:
         print(f"Restart {'Claude Code' if args.host == 'claude' else 'Codex'} to load them.")
         print(
             "Recommended: set a passphrase with `hikmah passphrase set` (if you have not):"
@@ -53,6 +68,30 @@ def setup(args: argparse.Namespace) -> int:
             " (docs/security.md, 'Person presence')."
         )
     return OK
+
+
+def _systemd_next(hikmah: str, removed: bool) -> str:
+    """What the person runs next: setup never runs systemctl itself."""
+    import shlex  # noqa: PLC0415 -- only setup systemd quotes a command
+
+    if removed:
+        return "Then: systemctl --user daemon-reload (the CLI starts hikmahd itself again)"
+    lines = [
+        "Then, in this order (a daemon the CLI started holds the socket's path: stop it"
+        " first, and enable the socket before anything starts another):",
+        "  systemctl --user daemon-reload",
+        f"  {shlex.quote(hikmah)} stop && systemctl --user enable --now hikmahd.socket",
+        "  systemctl --user try-restart hikmahd.service   # one that runs takes the new unit",
+    ]
+    moved = [name for name in ("HIKMAH_SOCKET", "HIKMAH_DATA_DIR", "HIKMAH_POLICY")
+             if os.environ.get(name)]  # fmt: skip
+    if moved:
+        lines.append(
+            f"Note: {', '.join(moved)} set here is not seen by systemd's units, which use"
+            " the default paths; a drop-in (systemctl --user edit hikmahd.service) can set"
+            " them."
+        )
+    return "\n".join(lines)
 
 
 def passphrase(args: argparse.Namespace) -> int:
@@ -282,6 +321,64 @@ def backup(args: argparse.Namespace) -> int:
         result = session.call("daemon.backup", {"dir": target})
     print(json.dumps(result) if args.json else render.backed_up(result))
     return OK
+
+
+def stop(args: argparse.Namespace) -> int:
+    """Stop the daemon on this socket and wait until its process is gone; exit 0 when
+    none runs (the goal, no daemon, holds), as ``systemctl stop`` of a stopped unit."""
+    from . import presence  # noqa: PLC0415 -- a rare command
+    from .client import NotRunning  # noqa: PLC0415
+
+    try:
+        session = Session(args, start=False)
+    except NotRunning:
+        socket = paths.socket_path(args.socket)
+        print(json.dumps({"was_running": False}) if args.json else f"no hikmahd runs at {socket}")
+        return OK
+    with session:
+        presence.ensure(session)
+        result = session.call("daemon.stop", {})
+    pid = result["pid"]
+    if not _exits(pid, STOP_WAIT_S):
+        print(
+            f"hikmah stop: hikmahd (pid {pid}) was asked to stop and still runs after"
+            f" {STOP_WAIT_S:.0f} s; its log says why",
+            file=sys.stderr,
+        )
+        return INTERNAL
+    if args.json:
+        print(json.dumps({"was_running": True, **result}))
+        return OK
+    print(f"hikmahd stopped (pid {pid})")
+    if result["socket_activated"]:
+        print(
+            "systemd's socket unit still listens and starts it again on the next call; to keep"
+            " it stopped: systemctl --user stop hikmahd.socket hikmahd.service"
+        )
+    return OK
+
+
+def _exits(pid: int, timeout: float) -> bool:
+    """Whether process ``pid`` exits within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    started = _started(pid)
+    while started is not None and _started(pid) == started:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _started(pid: int) -> str | None:
+    """When process ``pid`` started (a process that takes the pid later is another), or
+    None once it has exited: a zombie its parent has not reaped yet has exited too."""
+    try:
+        # Fields after the name, which may hold spaces and parentheses: state is the
+        # third field of the line, the start time the 22nd.
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return None if fields[0] in ("Z", "X") else fields[19]
 
 
 def evaluate(args: argparse.Namespace) -> int:

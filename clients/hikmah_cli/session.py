@@ -11,7 +11,7 @@ from typing import Any
 from hikmah import paths
 from hikmah.display import visible
 
-from .client import RemoteError, Unavailable, connect, environment_flags
+from .client import NotRunning, RemoteError, Unavailable, connect, environment_flags
 
 OK, INTERNAL, USAGE, REFUSED, NOT_FOUND, UNAVAILABLE = 0, 1, 2, 3, 4, 5
 # The exit code of each category of error reasons (hikmah.errors.REASONS); a failure
@@ -54,15 +54,26 @@ class Session:
     A failure is printed on stderr and raised as :class:`Exit` with its exit code.
     """
 
-    def __init__(self, args: argparse.Namespace, timeout: float | None = 60.0) -> None:
+    def __init__(
+        self, args: argparse.Namespace, timeout: float | None = 60.0, *, start: bool = True
+    ) -> None:
+        """Connect, starting a daemon when none answers, unless ``--no-autostart`` or
+        ``start=False``.
+
+        Raises:
+            NotRunning: ``start=False`` and no daemon listens (nothing was printed).
+            Exit: no daemon answers otherwise.
+        """
         self.args = args
         try:
             self.client = connect(
                 paths.socket_path(args.socket),
-                autostart=not args.no_autostart,
+                autostart=start and not args.no_autostart,
                 daemon_args=environment_flags(args.data_dir, args.policy),
             )
         except Unavailable as exc:
+            if isinstance(exc, NotRunning) and not start:
+                raise
             print(f"hikmah: {exc}", file=sys.stderr)
             json_error(args, "unavailable", str(exc))
             raise Exit(UNAVAILABLE) from None

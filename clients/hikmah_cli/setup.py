@@ -1,6 +1,7 @@
-"""``hikmah setup claude|codex``: wire Hikmah into a coding agent's user configuration.
+"""``hikmah setup claude|codex|systemd``: wire Hikmah into a coding agent's user
+configuration, or into systemd's user units.
 
-Setup adds two hooks (``hikmah hook session-start`` on SessionStart, ``hikmah hook
+For an agent, setup adds two hooks (``hikmah hook session-start`` on SessionStart, ``hikmah hook
 prompt`` on UserPromptSubmit) and the ``hikmah`` MCP server; ``remove=True`` takes out
 exactly those. Nothing a person wrote is ever changed, a file whose content would stay
 the same is not rewritten, and every file is planned and validated before any is
@@ -26,6 +27,15 @@ The formats, as documented:
   ``$CODEX_HOME`` when it is set.
 
 docs/agents.md has what each host was seen to do with them, and the versions seen.
+
+For systemd, setup writes ``hikmahd.socket`` and ``hikmahd.service`` (shipped in
+``systemd/`` beside this module) into the user unit directory, the service's
+``ExecStart=`` naming the ``hikmahd`` of this install; ``remove=True`` deletes exactly
+the units it wrote. Each starts with a line holding the checksum of the rest
+(:func:`hikmah.managed_block.checksum`), so a unit copied by hand or edited since is
+never replaced nor deleted: a person's own settings belong in a drop-in
+(``systemctl --user edit hikmahd.service``), which setup never touches. It runs no
+``systemctl``; the CLI prints what to run.
 """
 
 from __future__ import annotations
@@ -39,10 +49,12 @@ import stat
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 from hikmah.durable import write_atomic
+from hikmah.managed_block import checksum
 
 BACKUP_SUFFIX = ".hikmah-backup"
 SERVER = "hikmah"
@@ -415,6 +427,125 @@ def _foreign_problem(where: str) -> str:
 
 def _foreign_note(where: str) -> str:
     return f"{where} was not written by hikmah setup; left alone"
+
+
+# --- systemd user units ---
+
+UNITS = ("hikmahd.socket", "hikmahd.service")
+# Where the shipped service unit names the daemon; setup writes its path there.
+EXECUTABLE = "@HIKMAHD@"
+_MANAGED = re.compile(r"# hikmah:managed sha256=(?P<sha>[0-9a-f]{16})")
+_MANAGED_NOTE = (
+    "# Written by `hikmah setup systemd`: running it again replaces this file, and\n"
+    "# `hikmah setup systemd --remove` deletes it. Your own settings go in a drop-in:\n"
+    "# systemctl --user edit {unit}\n"
+)
+
+
+@dataclass(frozen=True)
+class _Unit:
+    path: Path
+    shown: str  # e.g. ~/.config/systemd/user/hikmahd.socket
+    action: Literal["create", "update", "delete", "keep"]
+    text: bytes = b""  # what create and update write
+    said: str = ""  # a unit kept as it is: why
+    note: str = ""
+
+
+def setup_systemd(unit_dir: Path, *, home: Path, hikmahd: str, remove: bool = False) -> list[str]:
+    """Write hikmahd's user units into ``unit_dir``, or take out the ones setup wrote.
+
+    Args:
+        unit_dir: systemd's user unit directory (:func:`hikmah.paths.systemd_user_dir`).
+        home: to show paths under it as ``~/…``.
+        hikmahd: absolute path of the ``hikmahd`` executable the service runs.
+        remove: delete our units instead.
+
+    Returns:
+        One line per unit: created, updated, deleted, or as it was (and why).
+
+    Raises:
+        SetupError: a unit is there that setup did not write, or edited since (setup
+            replaces neither); a unit to delete is still enabled. Nothing was changed.
+    """
+    units = [
+        _plan_unit(unit_dir / name, _shown(unit_dir / name, home), hikmahd, remove)
+        for name in UNITS
+    ]
+    for unit in units:
+        # Its enablement links would point at nothing, and systemctl disable then
+        # refuses to take them out: disabled first, deleted after.
+        if unit.action == "delete" and any(unit_dir.glob(f"*.wants/{unit.path.name}")):
+            raise _fail(
+                unit.shown,
+                "is enabled: first `systemctl --user disable --now hikmahd.socket"
+                " hikmahd.service`, then run this again",
+            )
+    return [_apply_unit(unit, unit_dir) for unit in units]
+
+
+def unit_text(name: str, hikmahd: str) -> bytes:
+    """Unit ``name`` as setup writes it: the managed line (with the checksum of the rest)
+    and the shipped unit, naming ``hikmahd``."""
+    shipped = (resources.files(__package__) / "systemd" / name).read_text()
+    body = _MANAGED_NOTE.format(unit=name) + shipped.replace(EXECUTABLE, _unit_word(hikmahd))
+    return f"# hikmah:managed sha256={checksum(body)}\n{body}".encode()
+
+
+def _unit_word(path: str) -> str:
+    """``path`` as the executable of a systemd command line: ``%`` is not a specifier,
+    and a path with a space is quoted (systemd expands no variable in the executable,
+    so ``$`` stays as it is).
+
+    Raises:
+        SetupError: systemd runs no executable whose path holds a quote, a backslash or
+            a control character.
+    """
+    if any(char in "\"'\\" or not char.isprintable() for char in path):
+        problem = "systemd runs no executable whose path holds a quote, a backslash or a"
+        raise _fail(path, f"{problem} control character")
+    word = path.replace("%", "%%")
+    return f'"{word}"' if " " in word else word
+
+
+def _plan_unit(path: Path, shown: str, hikmahd: str, remove: bool) -> _Unit:
+    old = _read(path)
+    if old is None:
+        if remove:
+            return _Unit(path, shown, "keep", said="nothing to remove")
+        return _Unit(path, shown, "create", unit_text(path.name, hikmahd))
+    lines = _decode(old, shown).split("\n", 1)
+    marked = _MANAGED.fullmatch(lines[0].rstrip("\r"))
+    if marked is None:
+        why = "was not written by hikmah setup"
+    elif len(lines) < 2 or marked["sha"] != checksum(lines[1]):
+        why = "was edited since hikmah setup wrote it"
+    elif remove:
+        return _Unit(path, shown, "delete")
+    else:
+        wanted = unit_text(path.name, hikmahd)
+        if wanted == old:
+            return _Unit(path, shown, "keep", said="already set up")
+        return _Unit(path, shown, "update", wanted)
+    if remove:
+        return _Unit(path, shown, "keep", said="nothing to remove", note=f"it {why}; left alone")
+    raise _fail(
+        shown,
+        f"{why}: move it away (your own settings belong in a drop-in, `systemctl --user"
+        f" edit {path.name}`), then run this again",
+    )
+
+
+def _apply_unit(unit: _Unit, unit_dir: Path) -> str:
+    if unit.action == "keep":
+        line = f"{unit.said}: {unit.shown}"
+        return f"{line} ({unit.note})" if unit.note else line
+    if unit.action == "delete":
+        unit.path.unlink()
+        return f"deleted {unit.shown}"
+    _make_dirs(unit_dir)
+    write_atomic(unit.path, unit.text, 0o644)
+    return f"{'created' if unit.action == 'create' else 'updated'} {unit.shown}"
 
 
 # --- files ---

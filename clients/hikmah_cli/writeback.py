@@ -23,7 +23,6 @@ appended), so a CRLF file stays CRLF.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import stat
@@ -34,7 +33,7 @@ from typing import Any, Literal
 
 from hikmah.display import visible
 from hikmah.durable import write_atomic
-from hikmah.managed_block import BEGIN, END, is_begin, is_end
+from hikmah.managed_block import BEGIN, END, checksum, is_begin, is_end
 from hikmah.managed_block import BEGIN_LINE as _BEGIN_LINE
 
 __all__ = ["BEGIN", "END", "HandEdited", "MalformedBlock", "render_block", "writeback"]
@@ -84,7 +83,7 @@ def render_block(traces: Sequence[Mapping[str, Any]], *, scope_label: str) -> st
             sections += [f"### {title}", "", *(_bullet(t) for t in chosen), ""]
     heading = ["## Memory (from Hikmah)", "", f"Scope: {_safe(scope_label)}", ""]
     body = "".join(line + "\n" for line in [NOTICE, *heading, *(sections or [EMPTY, ""])])
-    return f"<!-- hikmah:begin sha256={_checksum(body)} -->\n{body}{END}\n"
+    return f"<!-- hikmah:begin sha256={checksum(body)} -->\n{body}{END}\n"
 
 
 def writeback(
@@ -160,10 +159,6 @@ def _safe(text: str) -> str:
     return one_line.replace("<!--", "<!\u2010\u2010").replace("-->", "\u2010\u2010>")
 
 
-def _checksum(body: str) -> str:
-    return hashlib.sha256(body.replace("\r\n", "\n").encode("utf-8")).hexdigest()[:16]
-
-
 def _split_lines(text: str) -> list[str]:
     """Lines with their endings, split on LF only (unlike str.splitlines)."""
     parts = text.split("\n")
@@ -223,7 +218,7 @@ def _check_untouched(lines: list[str], begin: int, end: int, path: Path, *, forc
         if not body.strip():
             return  # an empty hand-written block just marks the place
         why = "has no checksum, so it was written by hand"
-    elif recorded["sha"] != _checksum(body):
+    elif recorded["sha"] != checksum(body):
         why = "was edited by hand since `hikmah writeback` wrote it"
     else:
         return

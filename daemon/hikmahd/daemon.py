@@ -187,12 +187,14 @@ class Daemon:
             offload=offload,
             started=time.monotonic(),
             socket_path=config.socket_path,
+            stop=self.stop,
         )
         self.dispatcher = Dispatcher(*REGISTRIES, offload=offload)
         self.connections: set[Connection] = set()
         self.per_process: Counter[int] = Counter()
         self._capped: set[int] = set()
         self._identify = threads_of_their_own(IDENTIFY_THREADS)
+        self._stopping = trio.Event()
 
     def _policy_changed(self) -> None:
         self.reminders.set_lead(self.policy.reminders.lead_minutes)
@@ -210,8 +212,15 @@ class Daemon:
     def policy(self) -> KernelPolicy:
         return self.policies.policy
 
+    def stop(self, why: str) -> None:
+        """Stop serving: :meth:`_serve` then commits the queued writes and exits."""
+        if not self._stopping.is_set():
+            log.info("stopping %s", why)
+            self._stopping.set()
+
     async def serve(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Serve until SIGTERM or SIGINT; writes queued by then are committed first."""
+        """Serve until SIGTERM, SIGINT or ``daemon.stop``; writes queued by then are
+        committed first."""
         # Signals are ours before the socket exists: a client that sees the socket may
         # signal at once (a reload right after the start), and SIGHUP's default kills.
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
@@ -221,6 +230,8 @@ class Daemon:
                 if raw is None:
                     raw = bind_socket(self.config.socket_path)
                     inode = self.config.socket_path.stat().st_ino
+                else:
+                    self.services.socket_activated = True
             except (SocketError, OSError) as exc:
                 raise DaemonError(str(exc)) from None
             address = raw.getsockname()
@@ -254,13 +265,8 @@ class Daemon:
             notify_systemd("READY=1")
             log.info("hikmahd %d serving %s", os.getpid(), self.config.socket_path)
             task_status.started()
-            async for signum in signals:
-                if signum == signal.SIGHUP:
-                    if self.policies.reload():
-                        self._policy_changed()
-                    continue
-                log.info("stopping on signal %d", signum)
-                break
+            nursery.start_soon(self._on_signals, signals)
+            await self._stopping.wait()
             notify_systemd("STOPPING=1")
             accept_scope.cancel()
             self.semantics.interrupt()
@@ -275,6 +281,15 @@ class Daemon:
         self.query_thread.close()
         if self.background is not None:
             self.background.close()
+
+    async def _on_signals(self, signals: AsyncIterator[int]) -> None:
+        """SIGHUP reloads the policy; SIGTERM and SIGINT stop the daemon."""
+        async for signum in signals:
+            if signum == signal.SIGHUP:
+                if self.policies.reload():
+                    self._policy_changed()
+            else:
+                self.stop(f"on signal {signum}")
 
     async def _reminders_then_semantics(
         self, nursery: trio.Nursery, semantic_scope: trio.CancelScope

@@ -81,6 +81,9 @@ class Services:
     offload: Offload
     started: float  # time.monotonic() at start, for the uptime
     socket_path: Path  # where the daemon listens (under socket activation: systemd's)
+    # Stop serving, as on SIGTERM (queued writes are committed first); the reason is logged.
+    stop: Callable[[str], None]
+    socket_activated: bool = False  # systemd passed the socket: its unit starts a new daemon
 
     @property
     def policy(self) -> KernelPolicy:

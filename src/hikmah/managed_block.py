@@ -1,13 +1,16 @@
-"""The markers of the block ``hikmah writeback`` keeps in an instruction file.
+"""The markers of the block ``hikmah writeback`` keeps in an instruction file, and the
+checksum that tells text a hikmah command wrote from text edited since.
 
 One definition for the writer (``hikmah_cli.writeback``) and for the import of
 ``CLAUDE.md`` / ``AGENTS.md`` files, which skips the block: it holds memory
 that came from Hikmah in the first place. Marker lines are recognised only as
-whole lines, surrounding whitespace allowed.
+whole lines, surrounding whitespace allowed. ``hikmah setup systemd`` marks the
+unit files it writes with the same checksum.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 BEGIN = "<!-- hikmah:begin -->"
@@ -23,3 +26,9 @@ def is_begin(line: str) -> bool:
 def is_end(line: str) -> bool:
     """Whether ``line`` closes the block."""
     return line.strip() == END
+
+
+def checksum(body: str) -> str:
+    """The first 16 hex digits of the SHA-256 of ``body`` (CRLF read as LF): recorded
+    beside text a command writes, it no longer matches once the text is edited."""
+    return hashlib.sha256(body.replace("\r\n", "\n").encode("utf-8")).hexdigest()[:16]

@@ -1,5 +1,5 @@
-"""Where Hikmah keeps its socket, data and policy (DESIGN.md §7), what project a
-directory belongs to, and who the person is.
+"""Where Hikmah keeps its socket, data and policy (DESIGN.md §7) and its systemd user
+units, what project a directory belongs to, and who the person is.
 
 Standard library only: the CLI imports this on every shell command. Each
 function resolves one path in the same order: the explicit flag, the
@@ -57,6 +57,12 @@ def model_cache_dir(environ: Mapping[str, str] = os.environ) -> Path:
     if environ.get("HIKMAH_MODEL_CACHE"):
         return Path(environ["HIKMAH_MODEL_CACHE"])
     return _xdg(environ, "XDG_CACHE_HOME", ".cache") / APP / "models"
+
+
+def systemd_user_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    """``$XDG_CONFIG_HOME/systemd/user`` or ``~/.config/systemd/user``: where systemd
+    reads the units a user wrote (``hikmah setup systemd`` writes hikmahd's)."""
+    return _xdg(environ, "XDG_CONFIG_HOME", ".config") / "systemd" / "user"
 
 
 def _xdg(environ: Mapping[str, str], variable: str, fallback: str) -> Path:

@@ -93,6 +93,7 @@ def test_the_served_person_only_and_blocking_methods_are_declared() -> None:
         "ledger.compact", "ledger.verify", "memory.verify", "vault.rotate",
         "presence.set", "presence.change", "presence.remove",
         "sync.invite", "sync.join", "sync.remove", "review.accept", "review.reject",
+        "daemon.stop",
     }  # fmt: skip
     blocking = {name for name, m in methods.items() if m.blocking}
     assert blocking == {"memory.export", "memory.calibration", "replay.consolidate"}

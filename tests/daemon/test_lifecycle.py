@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from .conftest import Running, clean_env, wait_for_socket
+from .conftest import Conn, Running, clean_env, wait_for_socket
 
 
 def eventually(check, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
@@ -70,6 +72,81 @@ def test_sigterm_stops_cleanly_and_removes_the_socket(daemon: Running) -> None:
     assert not daemon.socket.exists()
     daemon.start()
     assert daemon.call("memory.recall", query="before the stop")["results"]
+
+
+def test_hikmah_stop_commits_the_queued_writes_and_waits_for_the_exit(daemon: Running) -> None:
+    acknowledged: list[str] = []
+    enough = threading.Event()
+
+    def write(writer: int) -> None:
+        """Write until the daemon stops answering; keep the ids it acknowledged."""
+        with Conn(daemon.socket) as conn:
+            for number in range(100_000):
+                try:
+                    reply = conn.request(
+                        "memory.remember", content=f"writer {writer} note {number}"
+                    )
+                except (EOFError, OSError):
+                    return
+                if "error" in reply:
+                    assert reply["error"]["data"]["reason"] == "unavailable", reply
+                    return
+                acknowledged.append(reply["result"]["trace"]["id"])
+                if len(acknowledged) >= 64:
+                    enough.set()
+
+    writers = [threading.Thread(target=write, args=(n,)) for n in range(8)]
+    for thread in writers:
+        thread.start()
+    assert enough.wait(30)
+    stopped = daemon.cli("stop", env=clean_env())
+    assert stopped.returncode == 0, stopped.stderr
+    assert stopped.stdout.startswith("hikmahd stopped (pid "), stopped.stdout
+    assert "socket unit" not in stopped.stdout  # it made its own socket
+    process = daemon.process
+    assert process is not None
+    assert process.poll() == 0  # gone when the CLI said so, and cleanly
+    assert not daemon.socket.exists()
+    assert "stopping at the request of pid" in daemon.log.read_text()
+    for thread in writers:
+        thread.join(30)
+    written = len(acknowledged)
+    daemon.start()
+    with daemon.connect() as conn:
+        for trace_id in acknowledged:
+            assert conn.call("memory.show", id=trace_id)["trace"]["id"] == trace_id
+        assert conn.call("ledger.verify")["ok"]
+    assert written > 64  # writes were still coming when it stopped
+
+
+def test_hikmah_stop_without_a_daemon_says_so_and_starts_none(short_tmp: Path) -> None:
+    running = Running(short_tmp)
+    command = [sys.executable, "-m", "hikmah_cli", *running.flags(), "stop"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=clean_env())
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"no hikmahd runs at {running.socket}\n"
+    assert not running.socket.exists() and not running.data.exists()  # none was started
+    as_json = subprocess.run(
+        [*command[:-1], "--json", "stop"], capture_output=True, text=True, timeout=60
+    )
+    assert (as_json.returncode, as_json.stdout) == (0, '{"was_running": false}\n')
+
+
+def test_agent_sessions_may_not_stop_the_daemon(daemon: Running) -> None:
+    detected = daemon.cli("stop", env=clean_env(CLAUDECODE="1"))
+    assert detected.returncode == 3
+    assert "stop the daemon needs a person" in detected.stderr
+    assert "detected claude-code agent session" in detected.stderr
+    as_json = daemon.cli("--json", "stop", env=clean_env(CODEX_THREAD_ID="t-1"))
+    assert as_json.returncode == 3
+    assert json.loads(as_json.stdout)["error"]["reason"] == "agent_restricted"
+    with daemon.connect() as conn:
+        conn.call("session.restrict", host="claude-code", session_id="abc-1")
+        refused = conn.request("daemon.stop")
+    assert refused["error"]["data"]["reason"] == "agent_restricted"
+    assert "stop the daemon needs a person" in refused["error"]["message"]
+    assert daemon.process is not None and daemon.process.poll() is None
+    assert daemon.call("daemon.status")["pid"] == daemon.process.pid
 
 
 def test_a_stale_socket_file_is_replaced(short_tmp: Path) -> None:
@@ -153,6 +230,8 @@ def test_socket_activation(short_tmp: Path) -> None:
             str(running.socket),
             "-E",
             f"NOTIFY_SOCKET={notify}",
+            "-E",
+            "PYTHONPATH",  # the daemon under test, as this process imports it
             sys.executable,
             "-m",
             "hikmahd",
@@ -174,6 +253,11 @@ def test_socket_activation(short_tmp: Path) -> None:
         assert listener.recv(100) == b"READY=1"
         assert not (short_tmp / "unused.sock").exists()
         assert running.call("daemon.status")["socket"] == str(running.socket)
+        # hikmah stop says what brings it back: systemd's socket, not the CLI.
+        stopped = running.cli("stop", env=clean_env())
+        assert stopped.returncode == 0, stopped.stderr
+        assert "systemctl --user stop hikmahd.socket hikmahd.service" in stopped.stdout
+        assert activator.wait(timeout=20) == 0  # the daemon it became exited cleanly
     finally:
         activator.send_signal(signal.SIGTERM)
         activator.wait(timeout=20)

@@ -148,6 +148,22 @@ def test_an_agent_started_from_the_same_shell_cannot_use_its_ticket(
     assert reason_of(first.run(raw("memory.remember", content="mine", verified=True))[1]) is None
 
 
+def test_stopping_the_daemon_needs_a_proven_person(
+    daemon: Running, shells: tuple[PtyShell, PtyShell]
+) -> None:
+    _, second = shells
+    headless = daemon.cli("stop", env=clean_env())  # no terminal: it can never prove
+    assert headless.returncode == 3
+    assert "stop the daemon needs a person's presence" in headless.stderr
+    assert reason_of(second.run(raw("daemon.stop"))[1]) == "presence_required"
+    status, shown = second.run(f"{HIKMAH} stop", [("Hikmah passphrase: ", "")])
+    assert status == 3 and "nothing was done" in shown, shown
+    assert daemon.process is not None and daemon.process.poll() is None
+    status, shown = second.run(f"{HIKMAH} stop", PROVE)
+    assert status == 0 and "<Hikmah passphrase:>" in shown and "hikmahd stopped" in shown, shown
+    assert daemon.process.poll() == 0
+
+
 def test_wrong_passphrases_are_refused_logged_and_slowed(
     daemon: Running, shells: tuple[PtyShell, PtyShell]
 ) -> None:

@@ -1,7 +1,7 @@
 """Issue 10, item 5 (trust): an agent session cannot verify, purge, accept a ledger tail,
-reset the head, compact or promote as verified, through any method of the live
-dispatcher with any of its boolean arguments, whether the session is detected from
-the environment or declared with ``session.restrict``; nor through the CLI.
+reset the head, compact, promote as verified or stop the daemon, through any method of
+the live dispatcher with any of its boolean arguments, whether the session is detected
+from the environment or declared with ``session.restrict``; nor through the CLI.
 
 Two kinds of check. Explicit refusals for the operations the protocol reserves
 for a person; and invariants over the whole ledger afterwards, which also cover
@@ -65,6 +65,7 @@ PERSON_ONLY = [
     ("sync.remove", None),
     ("review.accept", None),
     ("review.reject", None),
+    ("daemon.stop", None),
 ]
 
 

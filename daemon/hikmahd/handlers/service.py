@@ -1,11 +1,13 @@
 """The daemon itself and the caller's connection: ``daemon.status``, ``daemon.backup``,
-``policy.get``, ``events.subscribe``, ``session.restrict``."""
+``daemon.stop``, ``policy.get``, ``events.subscribe``, ``session.restrict``."""
 
 from __future__ import annotations
 
 import os
 import time
 from pathlib import Path
+
+import msgspec
 
 from hikmah import __version__, queries, review
 from hikmah.errors import InvalidInput
@@ -75,6 +77,21 @@ async def backup_(ctx: Context, params: BackupParams) -> JSON:
     finally:
         pinned.close()
     return {"dir": str(target), **to_json(manifest)}
+
+
+class StopResult(msgspec.Struct, frozen=True):
+    pid: int  # the daemon's process: a client waits for it to exit
+    # systemd passed the socket: its socket unit starts a daemon again on the next connection
+    socket_activated: bool
+
+
+@registry.method("daemon.stop", NoParams, person="stop the daemon")
+async def stop(ctx: Context, params: NoParams) -> JSON:
+    """Stop as on SIGTERM: no new connection, every queued write committed, this reply
+    and the others in flight given their grace, exit 0."""
+    services = ctx.services
+    services.stop(f"at the request of pid {ctx.peer.pid}")
+    return to_json(StopResult(pid=os.getpid(), socket_activated=services.socket_activated))
 
 
 class PolicyParams(Params, frozen=True):

@@ -20,7 +20,7 @@ local fail = health.error or health.report_error
 
 local START_ADVICE = {
   "Start it in a terminal: `hikmahd` (or `hikmah status`, which starts it).",
-  "Or enable the systemd user socket: systemctl --user enable --now hikmahd.socket",
+  "Or the systemd user socket: `hikmah setup systemd`, then the commands it prints.",
   "Check that the editor and the daemon agree on HIKMAH_SOCKET / XDG_RUNTIME_DIR.",
 }
 
