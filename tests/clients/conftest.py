@@ -1,3 +1,3 @@
-from tests.daemon.conftest import daemon, short_tmp
+from tests.daemon.conftest import daemon, short_tmp, words_daemon
 
-__all__ = ["daemon", "short_tmp"]
+__all__ = ["daemon", "short_tmp", "words_daemon"]

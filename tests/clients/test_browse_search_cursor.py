@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -21,15 +19,8 @@ from tests.daemon.conftest import Running
 
 
 @pytest.fixture
-def daemon(short_tmp: Path) -> Iterator[Running]:
-    """A daemon whose recall is the words' alone (no vectors to wait for)."""
-    running = Running(short_tmp)
-    running.policy.write_text("[semantic]\nenabled = false\n")
-    running.start()
-    try:
-        yield running
-    finally:
-        running.stop()
+def daemon(words_daemon: Running) -> Running:
+    return words_daemon  # recall by the words alone: nothing to wait for
 
 
 def test_a_new_search_starts_on_its_first_result(daemon: Running) -> None:

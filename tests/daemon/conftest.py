@@ -233,6 +233,18 @@ def daemon(short_tmp: Path) -> Iterator[Running]:
         running.stop()
 
 
+@pytest.fixture
+def words_daemon(short_tmp: Path) -> Iterator[Running]:
+    """A daemon whose recall is the words' alone (no vectors to wait for)."""
+    running = Running(short_tmp)
+    running.policy.write_text("[semantic]\nenabled = false\n")
+    running.start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
 def clean_env(**extra: str) -> dict[str, str]:
     """An environment without any coding-agent variable, plus ``extra``."""
     agent = ("CLAUDECODE", "CLAUDE_CODE_", "CODEX_", "CURSOR_", "GEMINI_CLI", "AI_AGENT")
