@@ -251,7 +251,30 @@ def verified(report: dict[str, Any]) -> str:
             lines.append(f"   #{item['seq']} {item['event']} {detail}")
             if item.get("preview"):
                 lines.append(f"      {item['preview']}")
+    devices = report.get("devices", [])
+    if devices:
+        lines.append(f"paired devices' chains, as this device keeps them: {len(devices)}")
+        for chain in devices:
+            lines += _chain(chain)
     return "\n".join(lines)
+
+
+def _chain(chain: dict[str, Any]) -> list[str]:
+    """One paired device's chain in ``verify-ledger``: its verdict, records and head (on
+    that device, ``verify-ledger`` names the same record at that seq)."""
+    verdict = "ok" if chain["ok"] else "NOT OK"
+    head = chain["head"]
+    lines = [
+        f"  {chain['name']} {chain['device']}: {verdict}, {counted(chain['records'], 'record')}",
+        f"    head {head['seq']}:{head['hash']}" if head else "    head none",
+    ]
+    if chain["stopped"]:
+        lines.append(wrap(f"stops verifying there: {chain['stopped']}", "    "))
+    if chain["halted"]:
+        lines.append(wrap(f"halted, nothing more of it is applied: {chain['halted']}", "    "))
+    if chain["removed_at"] is not None:
+        lines.append(f"    removed: nothing past record {chain['removed_at']} is applied")
+    return lines
 
 
 def status(result: dict[str, Any]) -> str:
