@@ -129,13 +129,14 @@ def _recalled(result: dict[str, Any]) -> str:
         meta = [trace["id"], f"{item['score']:.2f}", day(trace.get("created_at"))]
         if item.get("status", "active") != "active":
             meta.append(item["status"])
+        who = [provenance(trace)]
         if (origin := item.get("origin")) and not origin["this_device"]:
-            meta.append(f"from {clip(origin['name'] or origin['device'], 16)}")
-        head, writer = "    " + " · ".join(meta), provenance(trace)
-        if len(head) + 3 + len(writer) <= WIDTH:
-            lines.append(f"{head} · {writer}")
-        else:  # never clipped: who wrote it is the part that must be read whole
-            lines += [head, wrap(writer, "    ")]
+            who.insert(0, f"from {origin['name'] or origin['device']}")
+        head, written = "    " + " · ".join(meta), " · ".join(who)
+        if len(head) + 3 + len(written) <= WIDTH:
+            lines.append(f"{head} · {written}")
+        else:  # never clipped: who wrote it, and where, must be read whole
+            lines += [head, wrap(written, "    ")]
         notes = said(item, _NOTES)
         if notes:
             lines.append(wrap("; ".join(notes), "    ↳ "))

@@ -208,6 +208,9 @@ def test_human_output_fits_80_columns(daemon: Running) -> None:
         result = daemon.cli(*args)
         assert result.returncode == 0, result.stderr
         assert all(len(line) <= 80 for line in result.stdout.splitlines()), result.stdout
+    # Fitting never clips who wrote a trace.
+    recalled = daemon.cli("recall", "deploy pipeline").stdout
+    assert "\n    human:someone-with-a-very-long-name, unverified\n" in recalled
 
 
 def test_recall_output_frames_memories_as_evidence(daemon: Running) -> None:
