@@ -21,7 +21,7 @@ into a fresh durable daemon):
   export against only parsing the same bytes (json per line, json of the file,
   ``SELECT *`` of the two tables, reading and splitting the Markdown files).
 
-bench/run runs it (``suite.py``, 10k items per source; 1k with ``--quick``).
+bench/run runs it (``suite.py``, 10k items per source; 50 with ``--quick``).
 """
 
 from __future__ import annotations
@@ -158,10 +158,11 @@ def basic_memory(folder: Path, items: int) -> tuple[Path, Callable[[], object]]:
 
 def claude_md(folder: Path, items: int) -> tuple[Path, Callable[[], object]]:
     path = folder / "CLAUDE.md"
+    rules = [100] * (items // 100) + ([items % 100] if items % 100 else [])  # per section
     sections = [
         f"## Section {s}\n\n"
-        + "".join(f"- Rule {s}.{k}: prefer option {k} in area {s}\n" for k in range(100))
-        for s in range(items // 100)
+        + "".join(f"- Rule {s}.{k}: prefer option {k} in area {s}\n" for k in range(count))
+        for s, count in enumerate(rules)
     ]
     path.write_text("# CLAUDE.md\n\n" + "\n".join(sections))
     return path, lambda: path.read_text().splitlines()
@@ -263,6 +264,8 @@ def measure(name: str, folder: Path, items: int, runs: int) -> Row:
     """One source's row."""
     path, baseline = SOURCES[name](folder, items)
     count = len(read(name, path, home=Path.home()).items)
+    if count == 0:
+        raise RuntimeError(f"{name}: the generated export of {items} items reads as none")
     read_ms = median_ms(lambda: read(name, path, home=Path.home()), runs)
     parse_ms = median_ms(baseline, runs)
     done = [end_to_end(name, path, folder, count) for _ in range(runs)]
