@@ -13,8 +13,9 @@ Tiers: 10k and 100k traces, about 4 minutes (``--1m`` adds 1M: about 13 minutes,
 half of it writing the million notes), plus recall-only points at 30k (and 300k) for
 the plot. ``--quick`` is the CI smoke mode: every figure of a full run, on a 500-trace
 store (the vault's two stores 200 each, another device's 200 records, 50 items per
-import source) with a few repetitions of each, targets not judged, results to
-``bench/results-quick.json``; well under a minute on two CPUs (:class:`Plan`).
+import source, one pair of daemons for all the sources) with a few repetitions of
+each, targets not judged, results to ``bench/results-quick.json``; about 40 s on two
+idle CPUs (:class:`Plan`).
 
 How each figure is made (details in the docstrings of the scripts it reuses):
 
@@ -67,12 +68,13 @@ How each figure is made (details in the docstrings of the scripts it reuses):
   import of the MCP SDK's server reported beside them.
 - Import from other tools: ``migration.measure_all``, a generated export of 10k
   items per source (50 with ``--quick``) through the real CLI, ``hikmah import
-  --from SOURCE PATH``, into an empty durable daemon, over ``hikmah import`` of the
-  same traces as JSON Lines into another; and the re-import (nothing written)
-  over the import (bench/migration.py has the details).
-- The vault: ``vault.measure`` on the load tier's size, two in-process stores with
-  the same notes, one sealed: durable remember batches of 8 and recall p50/p95,
-  vault on over vault off (bench/vault.py has the details).
+  --from SOURCE PATH``, into an empty durable daemon (with ``--quick``, every source
+  into the same one), over ``hikmah import`` of the same traces as JSON Lines into
+  another; and the re-import (nothing written) over the import (bench/migration.py
+  has the details).
+- The vault: ``vault.measure`` on the load tier's size (200 traces with ``--quick``),
+  two in-process stores with the same notes, one sealed: durable remember batches of
+  8 and recall p50/p95, vault on over vault off (bench/vault.py has the details).
 - Sync: ``sync.measure``: a commit on one real daemon to recallable on another
   through git (the hook of docs/sync.md) and through two Syncthing instances on
   loopback, over the engine alone carrying a small file; the load tier's notes
@@ -176,12 +178,12 @@ class Plan:
     @classmethod
     def of(cls, args: argparse.Namespace) -> Plan:
         if args.quick:
-            # Every figure at sizes that exercise its code, well under a minute on 2 CPUs:
-            # most of the cost is embedding each trace (the semantic channel is on).
+            # Every figure at sizes that exercise its code, about 40 s on 2 idle CPUs: most
+            # of it is daemon starts (each loads the model) and embedding what is written.
             return cls(
                 quick=True, tiers=[QUICK_TIER], plot_tiers=[], load_tier=QUICK_TIER,
                 queries=args.queries or 20, big_queries=args.queries or 20, warmup=3,
-                starts=1, cli_runs=1, typed=2, past=10, write_seconds=0.15, write_warmup=0.1,
+                starts=1, cli_runs=1, typed=1, past=10, write_seconds=0.15, write_warmup=0.1,
                 write_rounds=1, lateness_clients=4, lateness_seconds=0.5, lateness_reminders=20,
                 lateness_lead=1.0, sync_samples=1, sync_records=200, migration_items=50,
                 migration_runs=1, vault_traces=200, vault_batches=20, screen_repeats=2,
@@ -582,7 +584,9 @@ def execute(run: Run, root: Path) -> None:
         with run.section("import from other tools"):
             folder = root / "migration"
             folder.mkdir(mode=0o700)
-            rows = migration.measure_all(folder, plan.migration_items, plan.migration_runs)
+            rows = migration.measure_all(
+                folder, plan.migration_items, plan.migration_runs, shared=plan.quick
+            )
             run.details["migration"] = [asdict(r) for r in rows]
             run.figures += migration_figures(rows, plan)
         with run.section("remember throughput"):
