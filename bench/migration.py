@@ -7,7 +7,8 @@ own format, grown from the peer-made fixture in tests/fixtures/peers (the same
 records, renamed: claude-mem rows inserted into a copy of the database
 claude-mem's schema code made, notes shaped like basic-memory's, and so on),
 then measures (medians of ``--runs``; the end-to-end figures once per run, each
-into a fresh durable daemon):
+into a fresh durable daemon, its model loaded; ``bench/run --quick`` gives every
+source of a run the same two daemons):
 
 * import: the real CLI, ``hikmah import --from SOURCE PATH``, from its start to
   its exit, against a running ``hikmahd`` with an empty store (the daemon reads
@@ -21,7 +22,7 @@ into a fresh durable daemon):
   export against only parsing the same bytes (json per line, json of the file,
   ``SELECT *`` of the two tables, reading and splitting the Markdown files).
 
-bench/run runs it (``suite.py``, 10k items per source; 1k with ``--quick``).
+bench/run runs it (``suite.py``, 10k items per source; 50 with ``--quick``).
 """
 
 from __future__ import annotations
@@ -36,14 +37,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from servers import Server, hikmahd_argv  # noqa: E402
+from servers import Server, hikmahd_argv, wait_semantic_ready  # noqa: E402
 
 from hikmah.migration import read  # noqa: E402
 
@@ -158,10 +159,11 @@ def basic_memory(folder: Path, items: int) -> tuple[Path, Callable[[], object]]:
 
 def claude_md(folder: Path, items: int) -> tuple[Path, Callable[[], object]]:
     path = folder / "CLAUDE.md"
+    rules = [100] * (items // 100) + ([items % 100] if items % 100 else [])  # per section
     sections = [
         f"## Section {s}\n\n"
-        + "".join(f"- Rule {s}.{k}: prefer option {k} in area {s}\n" for k in range(100))
-        for s in range(items // 100)
+        + "".join(f"- Rule {s}.{k}: prefer option {k} in area {s}\n" for k in range(count))
+        for s, count in enumerate(rules)
     ]
     path.write_text("# CLAUDE.md\n\n" + "\n".join(sections))
     return path, lambda: path.read_text().splitlines()
@@ -232,54 +234,90 @@ def cli(server: Server, *args: str) -> tuple[float, dict[str, object]]:
     return took, report
 
 
-def end_to_end(name: str, path: Path, folder: Path, count: int) -> tuple[float, float, float]:
-    """One run: import, re-import and the JSON Lines baseline (ms), each daemon fresh."""
+@contextlib.contextmanager
+def daemons(folder: Path) -> Iterator[tuple[Server, Server]]:
+    """A durable daemon to import into and one for the JSON Lines baseline, both on
+    empty stores, their models loaded; stopped and removed after."""
     with contextlib.ExitStack() as stack:
-        daemon = Server("import", folder / "import", hikmahd_argv(folder / "import"))
-        stack.callback(shutil.rmtree, daemon.directory, True)
-        stack.callback(daemon.stop)
-        daemon.start()
-        import_ms, report = cli(daemon, "import", "--from", name, str(path))
-        if report["written"] != count or report["refused"]:
-            raise RuntimeError(f"{name}: wrote {report['written']} of {count}")
-        reimport_ms, again = cli(daemon, "import", "--from", name, str(path))
-        if again["already"] != count:
-            raise RuntimeError(f"{name}: a re-import found {again['already']} of {count}")
-        lines = folder / "traces.jsonl"
-        argv = [sys.executable, "-m", "hikmah_cli", "--socket", str(daemon.socket),
-                "--no-autostart", "export", "--output", str(lines)]  # fmt: skip
-        subprocess.run(argv, check=True, capture_output=True)
-        plain = Server("jsonl", folder / "jsonl", hikmahd_argv(folder / "jsonl"))
-        stack.callback(shutil.rmtree, plain.directory, True)
-        stack.callback(plain.stop)
-        plain.start()
-        baseline_ms, copied = cli(plain, "import", str(lines))
-        if copied["written"] != count:
-            raise RuntimeError(f"{name}: the JSON Lines baseline wrote {copied['written']}")
+        pair = []
+        for name in ("import", "jsonl"):
+            server = Server(name, folder / name, hikmahd_argv(folder / name))
+            stack.callback(shutil.rmtree, server.directory, True)
+            stack.callback(server.stop)
+            server.start()
+            pair.append(server)
+        idle(pair)
+        yield pair[0], pair[1]
+
+
+def idle(servers: list[Server]) -> None:
+    """Until none of ``servers`` is loading its model or embedding what it wrote."""
+    for server in servers:
+        wait_semantic_ready(server.socket)
+
+
+def end_to_end(
+    name: str, path: Path, folder: Path, count: int, pair: tuple[Server, Server]
+) -> tuple[float, float, float]:
+    """One run: import, re-import and the JSON Lines baseline (ms) on ``pair``."""
+    daemon, plain = pair
+    import_ms, report = cli(daemon, "import", "--from", name, str(path))
+    if report["written"] != count or report["refused"]:
+        raise RuntimeError(f"{name}: wrote {report['written']} of {count}")
+    reimport_ms, again = cli(daemon, "import", "--from", name, str(path))
+    if again["already"] != count:
+        raise RuntimeError(f"{name}: a re-import found {again['already']} of {count}")
+    exported = folder / "export.jsonl"
+    argv = [sys.executable, "-m", "hikmah_cli", "--socket", str(daemon.socket),
+            "--no-autostart", "export", "--output", str(exported)]  # fmt: skip
+    subprocess.run(argv, check=True, capture_output=True)
+    # This source's traces only: the daemon may hold those of the sources before.
+    source = f"tool:{name}"
+    lines = folder / "traces.jsonl"
+    lines.write_text(
+        "".join(
+            line
+            for line in exported.read_text().splitlines(keepends=True)
+            if json.loads(line)["provenance"]["source"] == source
+        )
+    )
+    baseline_ms, copied = cli(plain, "import", str(lines))
+    if copied["written"] != count:
+        raise RuntimeError(f"{name}: the JSON Lines baseline wrote {copied['written']}")
     return import_ms, reimport_ms, baseline_ms
 
 
-def measure(name: str, folder: Path, items: int, runs: int) -> Row:
-    """One source's row."""
-    path, baseline = SOURCES[name](folder, items)
-    count = len(read(name, path, home=Path.home()).items)
-    read_ms = median_ms(lambda: read(name, path, home=Path.home()), runs)
-    parse_ms = median_ms(baseline, runs)
-    done = [end_to_end(name, path, folder, count) for _ in range(runs)]
-    import_ms, reimport_ms, baseline_ms = (
-        statistics.median(column) for column in zip(*done, strict=True)
-    )
-    return Row(name, count, round(import_ms, 1), round(baseline_ms, 1), round(reimport_ms, 1),
-               round(read_ms, 1), round(parse_ms, 1))  # fmt: skip
-
-
-def measure_all(root: Path, items: int, runs: int) -> list[Row]:
-    """Every source's row, in a folder of its own under ``root``."""
-    rows = []
-    for name in SOURCES:
+def measure_all(root: Path, items: int, runs: int, *, shared: bool = False) -> list[Row]:
+    """Every source's row, each in a folder of its own under ``root``. Each run of a
+    source imports into a fresh pair of daemons; with ``shared``, the sources of a run
+    share one pair (``bench/run --quick``: ten daemon starts fewer), so each imports
+    beside the traces of the sources before it, in both daemons alike."""
+    exports = {}
+    for name, generate in SOURCES.items():
         folder = root / name
         folder.mkdir(mode=0o700)
-        rows.append(measure(name, folder, items, runs))
+        path, parse = generate(folder, items)
+        count = len(read(name, path, home=Path.home()).items)
+        if count == 0:
+            raise RuntimeError(f"{name}: the generated export of {items} items reads as none")
+        read_ms = median_ms(lambda name=name, path=path: read(name, path, home=Path.home()), runs)
+        exports[name] = (folder, path, count, read_ms, median_ms(parse, runs))
+    done: dict[str, list[tuple[float, float, float]]] = {name: [] for name in SOURCES}
+    for _ in range(runs):
+        with contextlib.ExitStack() as stack:
+            pair = stack.enter_context(daemons(root)) if shared else None
+            for name, (folder, path, count, _read, _parse) in exports.items():
+                if pair is not None:
+                    idle(list(pair))  # the source before's vectors made
+                with daemons(folder) if pair is None else contextlib.nullcontext(pair) as own:
+                    done[name].append(end_to_end(name, path, folder, count, own))
+    rows = []
+    for name, (_folder, _path, count, read_ms, parse_ms) in exports.items():
+        import_ms, reimport_ms, baseline_ms = (
+            statistics.median(column) for column in zip(*done[name], strict=True)
+        )
+        rows.append(Row(name, count, round(import_ms, 1), round(baseline_ms, 1),
+                        round(reimport_ms, 1), round(read_ms, 1), round(parse_ms, 1)))  # fmt: skip
     return rows
 
 

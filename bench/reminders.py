@@ -339,10 +339,12 @@ def prefill_notes(path: Path, count: int) -> None:
     call_many(path, lines)
 
 
-def write_commitments(path: Path, label: str, count: int, span_ms: int) -> dict[str, int]:
-    """``count`` commitments due uniformly over ``span_ms`` from 2.5 s on; id -> deadline."""
+def write_commitments(
+    path: Path, label: str, count: int, span_ms: int, lead_s: float
+) -> dict[str, int]:
+    """``count`` commitments due uniformly over ``span_ms`` from ``lead_s`` on; id -> deadline."""
     rng = random.Random(f"{SEED}-{label}")
-    first = time.time_ns() // 1_000_000 + int(FIRST_DEADLINE_S * 1000)
+    first = time.time_ns() // 1_000_000 + int(lead_s * 1000)
     deadlines = sorted(first + rng.randint(0, span_ms) for _ in range(count))
     lines = [
         request(
@@ -536,9 +538,10 @@ def lateness_run(
     label: str,
     reminders: int,
     span_s: float,
+    lead_s: float,
 ) -> LatenessRow:
     """Write the run's commitments, load the daemon (or not), wait for every reminder."""
-    due = write_commitments(daemon.socket, label, reminders, int(span_s * 1000))
+    due = write_commitments(daemon.socket, label, reminders, int(span_s * 1000), lead_s)
     first_ms, last_ms = min(due.values()), max(due.values())
     end_ns = (last_ms + int(TAIL_S * 1000)) * 1_000_000
     cpu, began = daemon.cpu_seconds(), time.monotonic()
@@ -595,11 +598,12 @@ def lateness_rows(
     stack.callback(pool.close)
     subscriber = Subscriber(daemon.socket)
     stack.callback(subscriber.close)
-    idle = lateness_run(daemon, subscriber, None, "idle", opts.reminders, opts.seconds)
+    runs = (opts.reminders, opts.seconds, opts.lead_s)
+    idle = lateness_run(daemon, subscriber, None, "idle", *runs)
     progress_lateness(idle)
     fulfill_all(daemon.socket, list(subscriber.arrivals))
     loaded_label = f"{opts.clients} clients recalling"
-    loaded = lateness_run(daemon, subscriber, pool, loaded_label, opts.reminders, opts.seconds)
+    loaded = lateness_run(daemon, subscriber, pool, loaded_label, *runs)
     progress_lateness(loaded)
     subscriber.close()
     pool.close()
@@ -710,6 +714,7 @@ class Options:
     notes: int
     rounds: int
     keep: bool
+    lead_s: float = FIRST_DEADLINE_S  # from writing a run's commitments to the first deadline
 
 
 def run(opts: Options) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,9 +59,8 @@ class Figure:
         return self.value / self.baseline
 
     def row(self) -> list[str]:
-        value = self.note if self.value is None else show(self.value, self.unit)
-        if self.value is not None and self.note:
-            value += f" ({self.note})"
+        """The table's cells; the note goes under the name (:func:`table`)."""
+        value = "-" if self.value is None else show(self.value, self.unit)
         ratio = "-" if self.ratio is None else f"{self.ratio:.2f}×"
         baseline = "-" if self.baseline is None else show(self.baseline, self.unit)
         target = "-" if self.target is None else str(self.target)
@@ -93,20 +93,38 @@ def show(value: float, unit: str) -> str:
 
 
 HEADER = ["figure", "Hikmah", "baseline", "ratio", "target", "met?"]
+WIDTH = 100  # the table's columns, at most: a terminal or a CI log beside the code
+NAME_MIN = 30
 
 
-def table(figures: list[Figure]) -> str:
-    rows = [HEADER, *(f.row() for f in figures)]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
-    lines = [
-        " | ".join(
-            c.ljust(w) if i == 0 else c.rjust(w)
-            for i, (c, w) in enumerate(zip(r, widths, strict=True))
-        )
-        for r in rows
-    ]
-    lines.insert(1, "-+-".join("-" * w for w in widths))
-    return "\n".join(line.rstrip() for line in lines)
+def table(figures: list[Figure], width: int = WIDTH) -> str:
+    """Each figure as a row: its name wrapped in the first column, its note below it (in
+    parentheses what a value includes; or why there is none), the numbers beside its
+    first line."""
+    rows = [f.row() for f in figures]
+    widths = [max(len(r[i]) for r in [HEADER, *rows]) for i in range(1, len(HEADER))]
+    name_width = max(width - sum(widths) - 3 * len(widths), NAME_MIN)
+    lines = [_line(HEADER, name_width, widths)]
+    lines.append("-+-".join("-" * w for w in (name_width, *widths)))
+    for figure, row in zip(figures, rows, strict=True):
+        name = _wrap(row[0], name_width, "", "  ")
+        if figure.note:
+            note = figure.note if figure.value is None else f"({figure.note})"
+            name += _wrap(note, name_width, "  ", "   ")
+        lines.append(_line([name[0], *row[1:]], name_width, widths))
+        lines += [_line([more, *[""] * len(widths)], name_width, widths) for more in name[1:]]
+    return "\n".join(lines)
+
+
+def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
+    return textwrap.wrap(
+        text, width, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False
+    )
+
+
+def _line(cells: list[str], name_width: int, widths: list[int]) -> str:
+    numbers = (c.rjust(w) for c, w in zip(cells[1:], widths, strict=True))
+    return " | ".join([cells[0].ljust(name_width), *numbers]).rstrip()
 
 
 class Timing(Protocol):

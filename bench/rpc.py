@@ -253,10 +253,11 @@ def run_clients(
     seconds: float,
     per_process: int,
     echo: bool,
+    warmup_s: float = WARMUP_S,
 ) -> ClientResult:
     """``clients`` concurrent clients for ``seconds`` after a short warm-up."""
     context = multiprocessing.get_context("fork")  # the request maker needs no pickling
-    start_ns = time.monotonic_ns() + int(WARMUP_S * 1e9)
+    start_ns = time.monotonic_ns() + int(warmup_s * 1e9)
     end_ns = start_ns + int(seconds * 1e9)
     workers = []
     for first in range(0, clients, per_process):
@@ -269,7 +270,7 @@ def run_clients(
         workers.append((process, receive))
     merged = ClientResult()
     for process, receive in workers:
-        if not receive.poll(WARMUP_S + seconds + 60):
+        if not receive.poll(warmup_s + seconds + 60):
             process.kill()
             raise RuntimeError("a client process did not report in time")
         part: ClientResult = receive.recv()
@@ -359,7 +360,9 @@ def observe(
     data = server.directory / "data"
     commits = lmdb_commits(data) if data.exists() else None
     cpu, began = cpu_seconds(server.pid), time.monotonic()
-    result = run_clients(server.socket, make, clients, opts.seconds, opts.per_process, echo)
+    result = run_clients(
+        server.socket, make, clients, opts.seconds, opts.per_process, echo, opts.warmup_s
+    )
     wall = time.monotonic() - began
     observed = Observed(result, opts.seconds, wall, cpu_seconds(server.pid) - cpu)
     if commits is not None:
@@ -409,6 +412,7 @@ class Options:
     per_process: int
     rounds: int
     keep: bool
+    warmup_s: float = WARMUP_S
 
 
 def latency_phase(root: Path, opts: Options, stack: contextlib.ExitStack) -> list[Measured]:
@@ -585,7 +589,8 @@ def run(opts: Options) -> int:
     write_lines, write_ratios = write_table(rows, opts.clients)
     clients_note = (
         f"Clients: threads with blocking sockets, one request in flight each, {opts.per_process}"
-        f" per worker process; {opts.seconds:g} s per measurement after {WARMUP_S:g} s warm-up;"
+        f" per worker process; {opts.seconds:g} s per measurement after {opts.warmup_s:g} s"
+        " warm-up;"
         f" writes pooled over {opts.rounds} alternating rounds;"
         f" whole run {time.monotonic() - began:.0f} s."
     )

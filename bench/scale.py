@@ -363,6 +363,8 @@ class Repeats:
     warmup: int  # queries per set before the timed ones
     starts: int  # daemon starts (the median is reported)
     cli_runs: int  # ``hikmah recall`` runs, 0 for none
+    typed: int  # queries per set typed a keystroke at a time (browse)
+    past: int  # queries per set recalled as of the past
 
 
 def measure_tier(
@@ -416,9 +418,9 @@ def measure_tier(
         result.recall_off = time_recall(client, corpus, sets, size)
         policy.write_text(kept)
     client.close()
-    typed = [words for qs in sets.values() for words in qs.queries[: browse.QUERIES]]
+    typed = [words for qs in sets.values() for words in qs.queries[: repeats.typed]]
     result.browse = asdict(browse.measure(daemon.socket, typed))
-    recalled = [words for qs in sets.values() for words in qs.queries[: asof.QUERIES]]
+    recalled = [words for qs in sets.values() for words in qs.queries[: repeats.past]]
     result.as_of = asdict(asof.measure(daemon.socket, recalled))
     if repeats.cli_runs:
         result.cli = measure_cli(daemon, sets["3-term"].queries[0], repeats.cli_runs)

@@ -2,7 +2,8 @@
 
     bench/run [--quick] [--1m] [--queries N] [--seed 7] [--keep]
 
-One table (figure | Hikmah | baseline | ratio | target | met?) on stdout, the details
+One table (figure | Hikmah | baseline | ratio | target | met?, 100 columns: a long
+figure name wraps, a note goes under it) on stdout, the details
 in ``bench/results.json`` and the recall curve in ``bench/recall-scaling.png`` (when
 matplotlib is installed: ``pip install -e '.[bench]'``). Ratios are Hikmah over the
 baseline measured in the same run; the machines are shared and noisy, so compare
@@ -10,9 +11,11 @@ ratios, not absolute times across runs.
 
 Tiers: 10k and 100k traces, about 4 minutes (``--1m`` adds 1M: about 13 minutes,
 half of it writing the million notes), plus recall-only points at 30k (and 300k) for
-the plot. ``--quick`` is the CI smoke mode: a 2k store and a few repetitions of
-everything, well under a minute, targets not judged, results to
-``bench/results-quick.json``.
+the plot. ``--quick`` is the CI smoke mode: every figure of a full run, on a 500-trace
+store (the vault's two stores 200 each, another device's 200 records, 50 items per
+import source, one pair of daemons for all the sources) with a few repetitions of
+each, targets not judged, results to ``bench/results-quick.json``; about 40 s on two
+idle CPUs (:class:`Plan`).
 
 How each figure is made (details in the docstrings of the scripts it reuses):
 
@@ -64,13 +67,14 @@ How each figure is made (details in the docstrings of the scripts it reuses):
   over ``python -c pass`` with the venv's interpreter, run by run in turn; the
   import of the MCP SDK's server reported beside them.
 - Import from other tools: ``migration.measure_all``, a generated export of 10k
-  items per source (1k with ``--quick``) through the real CLI, ``hikmah import
-  --from SOURCE PATH``, into an empty durable daemon, over ``hikmah import`` of the
-  same traces as JSON Lines into another; and the re-import (nothing written)
-  over the import (bench/migration.py has the details).
-- The vault: ``vault.measure`` on the load tier's size, two in-process stores with
-  the same notes, one sealed: durable remember batches of 8 and recall p50/p95,
-  vault on over vault off (bench/vault.py has the details).
+  items per source (50 with ``--quick``) through the real CLI, ``hikmah import
+  --from SOURCE PATH``, into an empty durable daemon (with ``--quick``, every source
+  into the same one), over ``hikmah import`` of the same traces as JSON Lines into
+  another; and the re-import (nothing written) over the import (bench/migration.py
+  has the details).
+- The vault: ``vault.measure`` on the load tier's size (200 traces with ``--quick``),
+  two in-process stores with the same notes, one sealed: durable remember batches of
+  8 and recall p50/p95, vault on over vault off (bench/vault.py has the details).
 - Sync: ``sync.measure``: a commit on one real daemon to recallable on another
   through git (the hook of docs/sync.md) and through two Syncthing instances on
   loopback, over the engine alone carrying a small file; the load tier's notes
@@ -126,6 +130,7 @@ RESULTS = HERE / "results.json"
 QUICK_RESULTS = HERE / "results-quick.json"
 PLOT = HERE / "recall-scaling.png"
 KIB, MIB = 1024, 1 << 20
+QUICK_TIER = 500  # --quick's one tier
 RATIO_TIER, RATIO_TARGET = 100_000, 0.5  # recall p50/p95 at most 0.5x FTS5 at 100k
 BIG_TIER, BIG_P50_MS, BIG_P95_MS = 1_000_000, 25.0, 100.0
 READY_TARGET_S = 1.0
@@ -153,21 +158,47 @@ class Plan:
     warmup: int
     starts: int
     cli_runs: int
+    typed: int  # queries per query set typed a keystroke at a time (browse)
+    past: int  # queries per query set recalled as of the past
     write_seconds: float
+    write_warmup: float  # seconds of requests before each measurement
     write_rounds: int
     lateness_clients: int
     lateness_seconds: float
     lateness_reminders: int
+    lateness_lead: float  # seconds from writing a run's commitments to the first deadline
+    sync_samples: int  # commits timed to recallable, per engine
+    sync_records: int  # another device's records applied
+    migration_items: int  # per source
+    migration_runs: int
+    vault_traces: int  # in each of the two stores
+    vault_batches: int  # durable write batches
+    screen_repeats: int
 
     @classmethod
     def of(cls, args: argparse.Namespace) -> Plan:
         if args.quick:
-            return cls(True, [2_000], [], 2_000, args.queries or 20, args.queries or 20, 3, 1, 3,
-                       0.4, 1, 4, 1.0, 20)  # fmt: skip
+            # Every figure at sizes that exercise its code, about 40 s on 2 idle CPUs: most
+            # of it is daemon starts (each loads the model) and embedding what is written.
+            return cls(
+                quick=True, tiers=[QUICK_TIER], plot_tiers=[], load_tier=QUICK_TIER,
+                queries=args.queries or 20, big_queries=args.queries or 20, warmup=3,
+                starts=1, cli_runs=1, typed=1, past=10, write_seconds=0.15, write_warmup=0.1,
+                write_rounds=1, lateness_clients=4, lateness_seconds=0.5, lateness_reminders=20,
+                lateness_lead=1.0, sync_samples=1, sync_records=200, migration_items=50,
+                migration_runs=1, vault_traces=200, vault_batches=20, screen_repeats=2,
+            )  # fmt: skip
         tiers = [10_000, 100_000] + ([BIG_TIER] if args.one_million else [])
         plot = [30_000] + ([300_000] if args.one_million else [])
-        return cls(False, tiers, plot, 100_000, args.queries or 200, args.queries or 100, 20, 3,
-                   20, 2.0, 2, 16, 5.0, 100)  # fmt: skip
+        return cls(
+            quick=False, tiers=tiers, plot_tiers=plot, load_tier=100_000,
+            queries=args.queries or 200, big_queries=args.queries or 100, warmup=20, starts=3,
+            cli_runs=20, typed=browse.QUERIES, past=asof.QUERIES, write_seconds=2.0,
+            write_warmup=rpc.WARMUP_S, write_rounds=2, lateness_clients=16, lateness_seconds=5.0,
+            lateness_reminders=100, lateness_lead=reminders.FIRST_DEADLINE_S,
+            sync_samples=10, sync_records=100_000, migration_items=10_000, migration_runs=3,
+            vault_traces=100_000, vault_batches=300, screen_repeats=5,
+        )  # fmt: skip
 
     def repeats(self, size: int) -> Repeats:
         """At a table tier everything; at a plot-only tier, recall."""
@@ -177,6 +208,8 @@ class Plan:
             warmup=self.warmup,
             starts=self.starts if full else 1,
             cli_runs=self.cli_runs if full else 0,
+            typed=self.typed,
+            past=self.past,
         )
 
 
@@ -184,7 +217,9 @@ class Plan:
 
 
 def measure_writes(root: Path, plan: Plan, stack: contextlib.ExitStack) -> list[rpc.Measured]:
-    opts = rpc.Options(plan.write_seconds, [1, 16], 1, plan.write_rounds, keep=False)
+    opts = rpc.Options(
+        plan.write_seconds, [1, 16], 1, plan.write_rounds, keep=False, warmup_s=plan.write_warmup
+    )
     directory = root / "writes"
     directory.mkdir(mode=0o700)
     return rpc.write_phase(directory, opts, stack)
@@ -201,6 +236,7 @@ def measure_lateness(
         notes=0,
         rounds=1,
         keep=False,
+        lead_s=plan.lateness_lead,
     )
     directory = root / "lateness"
     directory.mkdir(mode=0o700)
@@ -538,19 +574,19 @@ def execute(run: Run, root: Path) -> None:
             run.details["agent"] = found
             run.figures += agent_figures(found, plan)
         with run.section("sync"):
-            samples, records = (2, 2_000) if plan.quick else (10, plan.load_tier)
-            found = sync.measure(root / "sync", samples, records)
+            found = sync.measure(root / "sync", plan.sync_samples, plan.sync_records)
             run.details["sync"] = asdict(found)
             run.figures += sync_figures(found)
         with run.section("the screen on agents' notes"):
-            found = screen.measure(2 if plan.quick else 5)
+            found = screen.measure(plan.screen_repeats)
             run.details["screen"] = found
             run.figures += screen_figures(found)
         with run.section("import from other tools"):
-            items = 1_000 if plan.quick else 10_000
             folder = root / "migration"
             folder.mkdir(mode=0o700)
-            rows = migration.measure_all(folder, items, 1 if plan.quick else 3)
+            rows = migration.measure_all(
+                folder, plan.migration_items, plan.migration_runs, shared=plan.quick
+            )
             run.details["migration"] = [asdict(r) for r in rows]
             run.figures += migration_figures(rows, plan)
         with run.section("remember throughput"):
@@ -615,9 +651,9 @@ def load_figures(
                 run.problems.append(f"bulk import: {result.error}")
         rate = corpus.kept / corpus.hikmah_s
         run.figures += import_figures(found, lexical, rate, size, run.plan)
-    with run.section(f"the vault ({label(size)})"):
+    with run.section(f"the vault ({label(run.plan.vault_traces)})"):
         sealed = vault.measure(
-            root / "vault", size, run.plan.queries, 20 if run.plan.quick else 300
+            root / "vault", run.plan.vault_traces, run.plan.queries, run.plan.vault_batches
         )
         run.details["vault"] = asdict(sealed)
         run.figures += vault_figures(sealed)
@@ -730,9 +766,10 @@ def main(argv: list[str] | None = None) -> int:
     command = " ".join(["bench/run", *(sys.argv[1:] if argv is None else argv)])
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     info = machine()
+    print(f"\n{command}  ({stamp}, {elapsed:.0f} s)")
     print(
-        f"\n{command}  ({stamp}; {info['cpus']} CPUs, Python {info['python']},"
-        f" SQLite {info['sqlite']}, LMDB {info['lmdb']}; {elapsed:.0f} s)"
+        f"{info['cpus']} CPUs, Python {info['python']}, SQLite {info['sqlite']},"
+        f" LMDB {info['lmdb']}"
     )
     print(table(run.figures))
     if plan.quick:
@@ -742,7 +779,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kept {root}")
     missed = [f.name for f in run.figures if f.met is False]
     if missed:
-        print(f"{len(missed)} targets missed: " + "; ".join(missed))
+        print(f"{len(missed)} targets missed:", *(f"  {name}" for name in missed), sep="\n")
     for problem in run.problems:
         print(f"PROBLEM: {problem}")
     report = {

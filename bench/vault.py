@@ -69,6 +69,8 @@ def build(root: Path, size: int) -> tuple[Path, Path, Counter[str], int]:
     notes_with: Counter[str] = Counter()
     kept = 0
     notes = iter_notes(SEED, NOW_MS)
+    # On a terminal the count is rewritten in place; in a log, a line each time.
+    live = sys.stderr.isatty()
     with (
         Store(plain_dir, durable=False) as plain,
         Store(sealed_dir, durable=False, vault=keys.loader()) as sealed,
@@ -84,8 +86,13 @@ def build(root: Path, size: int) -> tuple[Path, Path, Counter[str], int]:
                 if not isinstance(outcome, Exception):
                     notes_with.update(surface_words(note.content))
                     kept += 1
-            print(f"\rbuilt {done:,} of {size:,}", end="", file=sys.stderr, flush=True)
-    print(file=sys.stderr)
+            progress = f"built {done:,} of {size:,}"
+            if live:
+                print(f"\r{progress}", end="", file=sys.stderr, flush=True)
+            else:
+                print(progress, file=sys.stderr, flush=True)
+    if live:
+        print(file=sys.stderr)
     (root / "keys").write_bytes(keys.master + keys.index)
     return plain_dir, sealed_dir, notes_with, kept
 

@@ -121,7 +121,7 @@ class BrowseApp(App[int]):
             await self.memory.subscribe()
             self.live = True
             self.recall_limit = await self.memory.recall_limit()
-            await self._refresh_status()
+            await self.refresh_status()
         except Unavailable as exc:
             # Gone or silent while setting up (a loss reconnects through ``_lost``).
             self.masthead = f"[b]offline[/]: {format.markup(str(exc))}"
@@ -143,7 +143,8 @@ class BrowseApp(App[int]):
         self.masthead = "[b]offline[/]: the daemon closed the connection · reconnecting"
         self.connect()
 
-    async def _refresh_status(self) -> None:
+    async def refresh_status(self) -> None:
+        """``daemon.status`` read again: the masthead's counts, the head, the review inbox."""
         self.status = await self.memory.status()
         self.waiting = self.status.review.waiting
         self.masthead = self._masthead_text()
@@ -246,7 +247,7 @@ class BrowseApp(App[int]):
         screen = self.screen
         if isinstance(screen, TracePage) and changed & screen.related:
             screen.action_reload()
-        in_worker(self, self._refresh_status, "status")
+        in_worker(self, self.refresh_status, "status")
 
     # --- navigation ----------------------------------------------------------------------
 

@@ -1,5 +1,8 @@
 """Ledger health: whether the hash chain verifies, the head, and any tail of records
-written behind the daemon's back (which stops every write until a person decides)."""
+written behind the daemon's back (which stops every write until a person decides).
+
+A check is of a moment: the records written after it are counted against the
+acknowledged head read now, not shown as a second head beside the verified one."""
 
 from __future__ import annotations
 
@@ -10,10 +13,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
+from hikmah.display import counted
 from hikmah_cli.render import when
 
 from . import format
 from .base import View, in_worker, room
+from .wire import Head, VerifyReport
 
 
 class LedgerView(View):
@@ -22,6 +27,7 @@ class LedgerView(View):
 
     title = "Ledger"
     BINDINGS: ClassVar[list[BindingType]] = [Binding("r", "verify", "Verify again")]
+    can_focus = True  # its keys work with no tail to focus
 
     def compose(self) -> ComposeResult:
         yield Static(id="report")
@@ -45,19 +51,14 @@ class LedgerView(View):
     async def _show(self, *, fresh: bool) -> None:
         self.say("checking the chain…")
         report = await self.browser.ledger_report(fresh=fresh)
+        await self.browser.refresh_status()  # the head now, after the check
         status = self.browser.status
         assert report is not None
         verdict = "[b]verifies ✓[/]" if report.ok else "[b]DOES NOT VERIFY[/]"
-        lines = [f"The chain {verdict}: {report.records:,} records read."]
+        lines = [f"The chain {verdict}: {counted(report.records, 'record')} read."]
         if report.head is not None:
-            lines += [f"last verified record {report.head.seq}, hash", f"  {report.head.hash}"]
-        acknowledged = status.head if status is not None else None
-        if acknowledged is None:
-            lines.append("acknowledged head: none (an empty ledger, or its head is unreadable)")
-        elif acknowledged == report.head:
-            lines.append(f"acknowledged head {acknowledged.seq}: the same record")
-        else:
-            lines += [f"acknowledged head {acknowledged.seq}, hash", f"  {acknowledged.hash}"]
+            lines += [f"Verified through record {report.head.seq}, hash", f"  {report.head.hash}"]
+        lines += _head_now(report, status.head if status is not None else None)
         lines += [f"[b]error[/] {format.markup(error)}" for error in report.errors]
         lines += [f"warning {format.markup(warning)}" for warning in report.warnings]
         if report.unacknowledged:
@@ -69,6 +70,8 @@ class LedgerView(View):
         tail = self.query_one("#tail", DataTable)
         tail.clear()
         tail.display = bool(report.unacknowledged)
+        if not tail.display and (tail.has_focus or self.browser.focused is None):
+            self.focus()  # the focus a hidden tail would lose, and with it r
         self.query_one("#tail-title", Static).update(
             "[b]Unacknowledged records[/] (past the head)"
             if report.unacknowledged
@@ -88,4 +91,21 @@ class LedgerView(View):
             )
         checked = self.browser.ledger_checked_at
         at = when(checked) if checked is not None else "never"
-        self.say(f"checked {at} · r checks again (the daemon pauses while it walks the chain)")
+        self.say(f"checked {at} · r checks again (the daemon pauses meanwhile)")
+
+
+def _head_now(report: VerifyReport, now: Head | None) -> list[str]:
+    """The acknowledged head read now, said against the check: a chain that verified ended
+    at the acknowledged head then, so a later head is records written since."""
+    if now is None:
+        return ["Acknowledged head: none (an empty ledger, or its head is unreadable)."]
+    if now == report.head:
+        return [f"Acknowledged head {now.seq}: the same record."]
+    checked_through = 0 if report.head is None else report.head.seq
+    if report.ok and now.seq > checked_through:
+        written = counted(now.seq - checked_through, "record")
+        return [
+            f"Acknowledged head now {now.seq}: {written} written since the check,"
+            " not verified yet (r verifies them)."
+        ]
+    return [f"Acknowledged head {now.seq}, hash", f"  {now.hash}"]

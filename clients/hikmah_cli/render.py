@@ -129,13 +129,14 @@ def _recalled(result: dict[str, Any]) -> str:
         meta = [trace["id"], f"{item['score']:.2f}", day(trace.get("created_at"))]
         if item.get("status", "active") != "active":
             meta.append(item["status"])
+        who = [provenance(trace)]
         if (origin := item.get("origin")) and not origin["this_device"]:
-            meta.append(f"from {clip(origin['name'] or origin['device'], 16)}")
-        head, writer = "    " + " · ".join(meta), provenance(trace)
-        if len(head) + 3 + len(writer) <= WIDTH:
-            lines.append(f"{head} · {writer}")
-        else:  # never clipped: who wrote it is the part that must be read whole
-            lines += [head, wrap(writer, "    ")]
+            who.insert(0, f"from {origin['name'] or origin['device']}")
+        head, written = "    " + " · ".join(meta), " · ".join(who)
+        if len(head) + 3 + len(written) <= WIDTH:
+            lines.append(f"{head} · {written}")
+        else:  # never clipped: who wrote it, and where, must be read whole
+            lines += [head, wrap(written, "    ")]
         notes = said(item, _NOTES)
         if notes:
             lines.append(wrap("; ".join(notes), "    ↳ "))
@@ -251,7 +252,30 @@ def verified(report: dict[str, Any]) -> str:
             lines.append(f"   #{item['seq']} {item['event']} {detail}")
             if item.get("preview"):
                 lines.append(f"      {item['preview']}")
+    devices = report.get("devices", [])
+    if devices:
+        lines.append(f"paired devices' chains, as this device keeps them: {len(devices)}")
+        for chain in devices:
+            lines += _chain(chain)
     return "\n".join(lines)
+
+
+def _chain(chain: dict[str, Any]) -> list[str]:
+    """One paired device's chain in ``verify-ledger``: its verdict, records and head (on
+    that device, ``verify-ledger`` names the same record at that seq)."""
+    verdict = "ok" if chain["ok"] else "NOT OK"
+    head = chain["head"]
+    lines = [
+        f"  {chain['name']} {chain['device']}: {verdict}, {counted(chain['records'], 'record')}",
+        f"    head {head['seq']}:{head['hash']}" if head else "    head none",
+    ]
+    if chain["stopped"]:
+        lines.append(wrap(f"stops verifying there: {chain['stopped']}", "    "))
+    if chain["halted"]:
+        lines.append(wrap(f"halted, nothing more of it is applied: {chain['halted']}", "    "))
+    if chain["removed_at"] is not None:
+        lines.append(f"    removed: nothing past record {chain['removed_at']} is applied")
+    return lines
 
 
 def status(result: dict[str, Any]) -> str:

@@ -5,7 +5,9 @@ For an agent, setup adds two hooks (``hikmah hook session-start`` on SessionStar
 prompt`` on UserPromptSubmit) and the ``hikmah`` MCP server; ``remove=True`` takes out
 exactly those. Nothing a person wrote is ever changed, a file whose content would stay
 the same is not rewritten, and every file is planned and validated before any is
-written, so a SetupError leaves all of them as they were. Standard library only.
+written, so a SetupError leaves all of them as they were. A changed file is first saved
+as ``FILE.hikmah-backup``; a removal that moves no byte but our entries needs none, and
+deletes the one setup left. Standard library only.
 
 The formats, as documented:
 
@@ -96,6 +98,8 @@ class _Edit:
     new: bytes | None  # None: leave the file as it is
     what: str  # "hooks SessionStart, UserPromptSubmit", "2 hooks", "MCP server hikmah"
     note: str = ""
+    # A removal that changes nothing in the file but our entries: no backup is needed.
+    exact: bool = False
 
 
 def setup(
@@ -172,7 +176,7 @@ def _plan_hooks(path: Path, shown: str, hikmah: str, remove: bool, *, codex: boo
         return _Edit(path, shown, old, None, "")
     if remove:
         what = f"{removed} hook{'s' * (removed != 1)}"
-        return _Edit(path, shown, old, _restored(path, new), what)
+        return _removal(path, shown, old, new, what)
     # Codex runs a new or changed hook only once the person has trusted it.
     note = "Codex skips them until you review them with /hooks in Codex" if codex else ""
     return _Edit(path, shown, old, _dump_json(new), "hooks SessionStart, UserPromptSubmit", note)
@@ -281,7 +285,9 @@ def _plan_claude_mcp(path: Path, shown: str, agent: str, remove: bool) -> _Edit:
         new["mcpServers"] = servers
     if new == data:
         return _Edit(path, shown, old, None, what)
-    return _Edit(path, shown, old, _restored(path, new) if remove else _dump_json(new), what)
+    if remove:
+        return _removal(path, shown, old, new, what)
+    return _Edit(path, shown, old, _dump_json(new), what)
 
 
 def _is_our_server(entry: object, agent: str) -> bool:
@@ -339,7 +345,8 @@ def _plan_codex_mcp(path: Path, shown: str, agent: str, remove: bool) -> _Edit:
     if not remove and parsed["mcp_servers"][SERVER] != _codex_server(agent):
         raise _fail(shown, f"[mcp_servers.{SERVER}] would not read back as written")
     new = new_text.encode()
-    return _Edit(path, shown, old, new if new != old else None, what)
+    # Only our block's lines go (tables Codex wrote into it stay, as they were).
+    return _Edit(path, shown, old, new if new != old else None, what, exact=remove)
 
 
 def _find_block(lines: list[str], shown: str) -> tuple[int, int] | None:
@@ -566,16 +573,24 @@ def _apply(edit: _Edit, remove: bool) -> str:
         # taking our entries out takes the file out too.
         target.unlink()
         line = f"deleted {edit.shown}: setup had created it, and it held only {edit.what}"
+    elif remove and edit.exact:
+        write_atomic(target, edit.new, stat.S_IMODE(os.stat(target).st_mode))
+        line = f"removed {edit.what} from {edit.shown}"
+        if _drop_backup(edit.path):
+            # It was kept to undo setup's edit: our entries are out and no other byte moved.
+            line += f"; deleted setup's backup {edit.shown}{BACKUP_SUFFIX} (nothing else changed)"
     else:
         mode = stat.S_IMODE(os.stat(target).st_mode)
-        backup = _backup(edit.path)
-        write_atomic(backup, edit.old, mode)
+        write_atomic(_backup(edit.path), edit.old, mode)
         write_atomic(target, edit.new, mode)
-        where = f"backup: {edit.shown}{BACKUP_SUFFIX}"
+        backup = f"{edit.shown}{BACKUP_SUFFIX}"
         if remove:
-            line = f"removed {edit.what} from {edit.shown} ({where})"
+            line = (
+                f"removed {edit.what} from {edit.shown}, rewritten in setup's layout; the file"
+                f" as it was is kept in {backup} (delete it once checked)"
+            )
         else:
-            line = f"updated {edit.shown} with {edit.what} ({where})"
+            line = f"updated {edit.shown} with {edit.what} (backup: {backup})"
     return f"{line}; {edit.note}" if edit.note else line
 
 
@@ -585,6 +600,19 @@ _EMPTY = (b"", b"{}\n")
 
 def _backup(path: Path) -> Path:
     return path.with_name(path.name + BACKUP_SUFFIX)
+
+
+def _drop_backup(path: Path) -> bool:
+    """Delete the backup of ``path`` if there is one; whether there was. Setup writes it
+    as a regular file: anything else in its place is not setup's, and stays."""
+    backup = _backup(path)
+    try:
+        if not stat.S_ISREG(os.lstat(backup).st_mode):
+            return False
+        backup.unlink()
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def _make_dirs(directory: Path) -> None:
@@ -625,16 +653,19 @@ def _load_json(raw: bytes | None, shown: str) -> JSONObject:
     return data
 
 
-def _restored(path: Path, data: JSONObject) -> bytes:
-    """``data`` as the bytes the person had, when the backup setup made before adding its
-    entries holds exactly that (nothing else changed since); else as setup writes JSON."""
+def _removal(path: Path, shown: str, old: bytes | None, data: JSONObject, what: str) -> _Edit:
+    """Our entries out of a JSON file: ``data`` as the bytes the person had, when the
+    backup setup made before adding its entries holds exactly that (nothing else changed
+    since); else as setup writes JSON. Exact when nothing but our entries changes: the
+    person's bytes come back, or the file was in setup's layout already."""
     try:
         backup = _backup(path).read_bytes()
         if json.loads(backup) == data:
-            return backup
+            return _Edit(path, shown, old, backup, what, exact=True)
     except (OSError, ValueError):
         pass
-    return _dump_json(data)
+    exact = old is not None and old == _dump_json(json.loads(old))
+    return _Edit(path, shown, old, _dump_json(data), what, exact=exact)
 
 
 def _dump_json(data: JSONObject) -> bytes:

@@ -93,6 +93,34 @@ class Summary(msgspec.Struct, frozen=True, kw_only=True):
     preview: str | None = None
 
 
+class ChainReport(msgspec.Struct, frozen=True, kw_only=True):
+    """A paired device's chain as this device keeps it, verified (docs/sync.md).
+
+    Attributes:
+        device: The device's id.
+        name: Its name when it was paired.
+        ok: True when its chain verifies whole and it is not halted.
+        records: How many of its records are kept here, valid or not.
+        head: The last record of the verified chain prefix (on the device itself,
+            its ledger's record of that seq); None when no record verifies.
+        stopped: Where and why the chain stops verifying; None when it verifies whole.
+        halted: Why its records stopped being applied here until a person looks (a
+            fork, a refused segment); None while they are applied.
+        removed_at: It was removed: nothing of its chain past this seq is applied.
+        redacted: Records kept as their redaction after a purge (their hashes still link).
+    """
+
+    device: str
+    name: str
+    ok: bool
+    records: int
+    head: Head | None
+    stopped: str | None = None
+    halted: str | None = None
+    removed_at: int | None = None
+    redacted: int = 0
+
+
 class VerifyReport(msgspec.Struct, frozen=True, kw_only=True):
     """The outcome of :func:`verify`.
 
@@ -104,6 +132,7 @@ class VerifyReport(msgspec.Struct, frozen=True, kw_only=True):
         errors: Integrity findings, each a sentence naming the seq.
         warnings: Things that are fine but worth knowing.
         unacknowledged: The records past the acknowledged head.
+        devices: Each paired device's chain as this device keeps it, by id (sync).
     """
 
     ok: bool
@@ -112,6 +141,7 @@ class VerifyReport(msgspec.Struct, frozen=True, kw_only=True):
     errors: list[str]
     warnings: list[str]
     unacknowledged: list[Summary]
+    devices: list[ChainReport] = []
 
 
 class _Line(msgspec.Struct, forbid_unknown_fields=True):

@@ -42,14 +42,13 @@ def verify(store: Store, *, expect_head: Head | None = None) -> VerifyReport:
         report = ledger.verify(
             snapshot.records(), store.head, expect_head=expect_head, head_error=store.head_error
         )
-        errors, warnings = replicas.verify_chains(snapshot)
-    if not errors and not warnings:
-        return report
+        devices, errors, warnings = replicas.verify_chains(snapshot)
     return msgspec.structs.replace(
         report,
         ok=report.ok and not errors,
         errors=[*report.errors, *errors],
         warnings=[*report.warnings, *warnings],
+        devices=devices,
     )
 
 

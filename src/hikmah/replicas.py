@@ -29,7 +29,7 @@ import msgspec
 from hikmah.errors import ConflictError, LedgerError
 from hikmah.fates import this_device
 from hikmah.layout import DEVICE_ID, SEQ, chain_key, decode_redaction, split_chain_key
-from hikmah.ledger import Head, Record, decode_record, link_problem
+from hikmah.ledger import ChainReport, Head, Record, decode_record, link_problem
 from hikmah.snapshot import Snapshot
 from hikmah.sync.pairing import OpenInvitation
 from hikmah.sync.plan import Peer, Published
@@ -187,17 +187,21 @@ def _put_meta(snapshot: Snapshot, key: bytes, value: Any) -> None:
 # -- verifying -----------------------------------------------------------------------------
 
 
-def verify_chains(snapshot: Snapshot) -> tuple[list[str], list[str]]:
+def verify_chains(snapshot: Snapshot) -> tuple[list[ChainReport], list[str], list[str]]:
     """Check every paired device's chain as this store keeps it: each record decodes and
     links to the one before (a redaction by the hashes it kept), and the chain ends where
-    the device is applied. Errors and warnings, as sentences."""
+    the device is applied. A report per device, and the errors and warnings, as sentences."""
+    reports: list[ChainReport] = []
     errors: list[str] = []
     warnings: list[str] = []
     for device_id_, entry in sorted(peers(snapshot).items()):
         peer = entry.peer
-        expected, prev, redacted = 1, "GENESIS", 0
+        expected, prev, redacted, count = 1, "GENESIS", 0, 0
         problem = None
         for seq, value in chain(snapshot, device_id_):
+            count += 1
+            if problem is not None:
+                continue  # counted, as the ledger's records are, but not checked
             redaction = decode_redaction(value)
             if redaction is not None:
                 redacted += 1
@@ -211,11 +215,23 @@ def verify_chains(snapshot: Snapshot) -> tuple[list[str], list[str]]:
                 except LedgerError as exc:
                     problem = str(exc)
                 digest = record.hash if problem is None else ""
-            if problem is not None:
-                break
-            expected, prev = seq + 1, digest
+            if problem is None:
+                expected, prev = seq + 1, digest
         if problem is None and (expected - 1, prev) != (peer.applied.seq, peer.applied.hash):
             problem = f"its chain ends at seq {expected - 1}, applied up to {peer.applied.seq}"
+        reports.append(
+            ChainReport(
+                device=device_id_,
+                name=entry.name,
+                ok=problem is None and peer.halted is None,
+                records=count,
+                head=None if expected == 1 else Head(expected - 1, prev),
+                stopped=problem,
+                halted=peer.halted,
+                removed_at=peer.upto,
+                redacted=redacted,
+            )
+        )
         if problem is not None:
             errors.append(f"device {device_id_} ({entry.name}): {problem}")
         if redacted:
@@ -224,7 +240,7 @@ def verify_chains(snapshot: Snapshot) -> tuple[list[str], list[str]]:
             )
         if peer.halted is not None:
             errors.append(f"device {device_id_} ({entry.name}) is halted: {peer.halted}")
-    return errors, warnings
+    return reports, errors, warnings
 
 
 def take_back(snapshot: Snapshot, records: list[Record]) -> int:

@@ -323,6 +323,40 @@ def test_new_traces_arrive_live(daemon: Running) -> None:
     run(scenario())
 
 
+def test_the_ledger_counts_records_written_since_its_check_against_the_head_now(
+    daemon: Running,
+) -> None:
+    for i in range(3):
+        remember(daemon, f"note {i} before the check")
+
+    async def scenario() -> None:
+        app = app_for(daemon)
+        async with app.run_test(size=SIZE) as pilot:
+            await connected(pilot, app)
+            await pilot.press("escape", "6")
+            await until(pilot, lambda: "verifies ✓" in text(app, "#report"), "the check")
+            report = text(app, "#report")
+            assert "3 records read" in report and "Verified through record 3," in report
+            assert "Acknowledged head 3: the same record." in report
+            # Two writes after the check: the view, reloaded by their events, says the head
+            # moved on by them, not a second number beside the verified one.
+            for i in range(2):
+                remember(daemon, f"note {i} after the check")
+            await until(pilot, lambda: "head now 5" in text(app, "#report"), "the head now")
+            report = " ".join(text(app, "#report").split())
+            assert "Verified through record 3," in report
+            assert "2 records written since the check, not verified yet (r verifies them)" in (
+                report
+            )
+            await pilot.press("r")
+            await until(pilot, lambda: "record 5," in text(app, "#report"), "the check again")
+            report = text(app, "#report")
+            assert "5 records read" in report and "Acknowledged head 5: the same record." in report
+            await app.workers.wait_for_complete()
+
+    run(scenario())
+
+
 def test_help_ledger_focus_and_proposals(daemon: Running) -> None:
     for source in ("human:ana", "tool:probe"):
         remember(daemon, "The build cache lives on disk", kind="belief", source=source,

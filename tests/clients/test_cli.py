@@ -209,6 +209,9 @@ def test_human_output_fits_80_columns(daemon: Running) -> None:
         result = daemon.cli(*args)
         assert result.returncode == 0, result.stderr
         assert all(len(line) <= 80 for line in result.stdout.splitlines()), result.stdout
+    # Fitting never clips who wrote a trace.
+    recalled = daemon.cli("recall", "deploy pipeline").stdout
+    assert "\n    human:someone-with-a-very-long-name, unverified\n" in recalled
 
 
 def test_recall_output_frames_memories_as_evidence(daemon: Running) -> None:
@@ -245,8 +248,10 @@ def test_commitments_fulfill_and_verify(daemon: Running) -> None:
     assert daemon.cli("fulfill", "--id", todo["id"]).returncode == 0
     assert json.loads(daemon.cli("commitments", "--json").stdout) == {"commitments": []}
     report = json.loads(daemon.cli("verify-ledger", "--json").stdout)
-    assert set(report) == {"ok", "records", "head", "errors", "warnings", "unacknowledged"}
-    assert report["ok"] and report["records"] == 2
+    assert set(report) == {
+        "ok", "records", "head", "errors", "warnings", "unacknowledged", "devices"
+    }  # fmt: skip
+    assert report["ok"] and report["records"] == 2 and report["devices"] == []  # no sync
 
 
 def test_a_deadline_already_past_needs_allow_past(daemon: Running) -> None:

@@ -244,15 +244,53 @@ def test_remove_gives_back_the_persons_bytes_when_nothing_else_changed(
     before = snapshot(claude_home)  # four-space indent, no final newline
     run("claude", claude_home)
     run("claude", claude_home, remove=True)
-    after = snapshot(claude_home)
-    assert {name: after[name] for name in before} == before
-    # The host rewrote its state file meanwhile: the rest of it is kept, in setup's layout.
+    assert snapshot(claude_home) == before  # the backups setup made went with its entries
+    # The host rewrote its state file meanwhile: the rest of it is kept, in setup's layout,
+    # and the file as it was before the removal is kept beside it.
     run("claude", claude_home)
     state = read_json(claude_home, CLAUDE_JSON)
     write(claude_home, CLAUDE_JSON, {**state, "numStartups": 13})
-    run("claude", claude_home, remove=True)
+    rewritten = (claude_home / CLAUDE_JSON).read_bytes()
+    lines = run("claude", claude_home, remove=True)
     assert read_json(claude_home, CLAUDE_JSON) == {**CLAUDE_STATE, "numStartups": 13}
     assert (claude_home / CLAUDE_JSON).read_text().startswith('{\n  "numStartups"')
+    assert (claude_home / f"{CLAUDE_JSON}.hikmah-backup").read_bytes() == rewritten
+    assert lines[1] == (
+        "removed MCP server hikmah from ~/.claude.json, rewritten in setup's layout; the file"
+        " as it was is kept in ~/.claude.json.hikmah-backup (delete it once checked)"
+    )
+    assert sorted(snapshot(claude_home)) == sorted([*before, f"{CLAUDE_JSON}.hikmah-backup"])
+
+
+def test_remove_deletes_a_backup_once_nothing_but_our_entries_changes(
+    claude_home: Path,
+) -> None:
+    run("claude", claude_home)
+    # The host rewrote its state in setup's own layout: the backup from before setup is
+    # stale, and taking our entry out changes no other byte.
+    state = {**read_json(claude_home, CLAUDE_JSON), "numStartups": 13}
+    (claude_home / CLAUDE_JSON).write_text(json.dumps(state, indent=2, ensure_ascii=False) + "\n")
+    lines = run("claude", claude_home, remove=True)
+    assert (claude_home / CLAUDE_JSON).read_text() == (
+        json.dumps({**CLAUDE_STATE, "numStartups": 13}, indent=2, ensure_ascii=False) + "\n"
+    )
+    assert lines[1] == (
+        "removed MCP server hikmah from ~/.claude.json; deleted setup's backup"
+        " ~/.claude.json.hikmah-backup (nothing else changed)"
+    )
+    assert sorted(snapshot(claude_home)) == sorted([SETTINGS, CLAUDE_JSON])
+
+
+def test_remove_never_deletes_a_backup_it_did_not_write(claude_home: Path) -> None:
+    run("claude", claude_home)
+    backup = claude_home / f"{SETTINGS}.hikmah-backup"
+    backup.unlink()
+    backup.mkdir()  # not a file setup writes: someone else's
+    (backup / "keep").write_text("mine")
+    lines = run("claude", claude_home, remove=True)
+    assert (backup / "keep").read_text() == "mine"
+    assert read_json(claude_home, SETTINGS) == CLAUDE_SETTINGS
+    assert lines[0] == "removed 2 hooks from ~/.claude/settings.json"
 
 
 def test_remove_restores_the_parsed_original(claude_home: Path) -> None:
@@ -263,9 +301,10 @@ def test_remove_restores_the_parsed_original(claude_home: Path) -> None:
     assert read_json(claude_home, SETTINGS) == CLAUDE_SETTINGS
     assert read_json(claude_home, CLAUDE_JSON) == CLAUDE_STATE
     assert lines == [
-        "removed 2 hooks from ~/.claude/settings.json "
-        "(backup: ~/.claude/settings.json.hikmah-backup)",
-        "removed MCP server hikmah from ~/.claude.json (backup: ~/.claude.json.hikmah-backup)",
+        "removed 2 hooks from ~/.claude/settings.json; deleted setup's backup"
+        " ~/.claude/settings.json.hikmah-backup (nothing else changed)",
+        "removed MCP server hikmah from ~/.claude.json; deleted setup's backup"
+        " ~/.claude.json.hikmah-backup (nothing else changed)",
     ]
 
 
@@ -498,9 +537,10 @@ def test_codex_remove_restores_the_original(codex_home: Path) -> None:
     assert (codex_home / CODEX_CONFIG).read_bytes() == before[CODEX_CONFIG]
     assert read_json(codex_home, CODEX_HOOKS) == CODEX_HOOKS_JSON
     assert lines[1] == (
-        "removed MCP server hikmah from ~/.codex/config.toml "
-        "(backup: ~/.codex/config.toml.hikmah-backup)"
+        "removed MCP server hikmah from ~/.codex/config.toml; deleted setup's backup"
+        " ~/.codex/config.toml.hikmah-backup (nothing else changed)"
     )
+    assert snapshot(codex_home) == before
 
 
 def test_codex_tables_written_into_our_block_are_kept(codex_home: Path) -> None:

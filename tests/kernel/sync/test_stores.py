@@ -13,7 +13,7 @@ from hikmah import fates, maintenance, queries, replicas
 from hikmah.errors import ConflictError, NotFound
 from hikmah.fates import parse_record_name, this_device
 from hikmah.index import derived_databases
-from hikmah.layout import decode_redaction
+from hikmah.layout import chain_key, decode_redaction
 from hikmah.ledger import encode_record
 from hikmah.past import as_of
 from hikmah.payloads import PAYLOAD_ENCODER, RememberPayload
@@ -73,6 +73,14 @@ def test_pairing_by_code_spreads_the_roster_and_every_chain(
     for node in trio_of:
         report = maintenance.verify(node.store)
         assert report.ok, report.errors
+        # Each other device's chain as kept here ends at that device's own head.
+        others = sorted((n for n in trio_of if n is not node), key=lambda n: n.id)
+        assert [(c.device, c.name, c.ok) for c in report.devices] == [
+            (n.id, n.name, True) for n in others
+        ]
+        for chain, other in zip(report.devices, others, strict=True):
+            own = maintenance.verify(other.store)
+            assert (chain.records, chain.head) == (own.records, own.head)
     # The origin of each trace is the device that wrote it.
     with desk.store.snapshot() as snapshot:
         assert queries.origin(snapshot, notes["laptop"]) == (laptop.id, False, "laptop")
@@ -248,6 +256,10 @@ def test_an_agent_stamped_trace_stays_unverified_everywhere_and_a_forgery_halts_
     assert "agent session cannot be verified" in (peer.peer.halted or "")  # type: ignore[attr-defined]
     report = maintenance.verify(desk.store)
     assert not report.ok and any("halted" in e for e in report.errors)
+    (chain,) = report.devices
+    assert chain.device == laptop.id and not chain.ok and chain.stopped is None
+    assert "agent session cannot be verified" in (chain.halted or "")
+    assert chain.head is not None and chain.head.seq == last.seq  # the forgery never applied
     assert any(f.startswith(f"{laptop.id}: halted") for f in desk.sync())
 
 
@@ -272,9 +284,36 @@ def test_a_removed_device_counts_up_to_the_cutoff_everywhere(
         assert [s for s, _v in replicas.chain(snapshot, box.id)][-1] < len(
             list(box.store.read(lambda snap: list(snap.records())))
         )
-    assert maintenance.verify(desk.store).ok
+    report = maintenance.verify(desk.store)
+    assert report.ok
+    removed = {c.device: c.removed_at for c in report.devices}
+    assert removed[laptop.id] is None and removed[box.id] is not None
     with pytest.raises(ConflictError):
         laptop.write(RemoveDevice(device=box.id))
+
+
+def test_a_chain_changed_in_the_store_is_reported_where_it_stops_verifying(
+    two: tuple[Node, Node],
+) -> None:
+    laptop, desk = two
+    for note in ("the ocelot sleeps at noon", "the quasar is far", "the plant wants water"):
+        laptop.remember(note)
+    settle(laptop, desk)
+    with desk.store.snapshot() as snapshot:
+        kept = dict(replicas.chain(snapshot, laptop.id))
+    middle = sorted(kept)[len(kept) // 2]
+    with desk.store.env.begin(write=True) as txn:
+        txn.put(
+            chain_key(laptop.id, middle),
+            kept[middle].replace(b"quasar", b"QUASAR").replace(b"plant", b"PLANT"),
+            db=desk.store.dbs.chains,
+        )
+    report = maintenance.verify(desk.store)
+    (chain,) = report.devices
+    assert not report.ok and not chain.ok and chain.records == len(kept)
+    assert chain.stopped is not None and f"seq {middle} was altered" in chain.stopped
+    assert chain.head is not None and chain.head.seq == middle - 1
+    assert any(laptop.id in e and chain.stopped in e for e in report.errors)
 
 
 def test_the_same_records_in_any_order_give_the_same_memory_as_the_merge_fold(
