@@ -62,7 +62,7 @@ BATCH = 1000
 TOP_K = 10
 WARMUP = 20
 COMMON_RANKS = 50  # "common words" are the 50 most frequent query-eligible words
-TARGET_SIZE, TARGET_RATIO = 100_000, 0.5  # issue 2: H/F p50 <= 0.5x at 100k traces
+TARGET_SIZE, TARGET_RATIO = 100_000, 0.5  # the target: H/F p50 <= 0.5x at 100k traces
 RESULTS = Path(__file__).with_name("results-recall.json")
 FTS5_SQL = f"SELECT rowid FROM notes WHERE notes MATCH ? ORDER BY bm25(notes) LIMIT {TOP_K}"
 

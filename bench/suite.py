@@ -1,4 +1,4 @@
-"""The benchmark suite: every figure of issue 9 beside its baseline, measured in one run.
+"""The benchmark suite: every figure beside its baseline, measured in one run.
 
     bench/run [--quick] [--1m] [--queries N] [--seed 7] [--keep]
 

@@ -1,4 +1,4 @@
-"""Connection floods (issue 18), the long version of tests/reliability/test_flood.py.
+"""Connection floods, the long version of tests/reliability/test_flood.py.
 
 For each kind of flooding connection (idle, half frames, garbage, recalls never read),
 ``--processes`` processes each hold ``--per-process`` connections, with one runaway

@@ -1,4 +1,4 @@
-"""``hikmah browse`` with person presence on (issue 18): a person-only write the daemon
+"""``hikmah browse`` with person presence on: a person-only write the daemon
 refuses with ``presence_required`` asks for the passphrase in a dialog, proves it with
 ``presence.prove`` and is sent again; run by Textual's headless pilot in a real
 pseudo-terminal (the proof is bound to it), against a real daemon. Without a

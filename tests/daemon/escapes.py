@@ -1,5 +1,5 @@
 """The cheap ways out of an agent's shell, as real process trees, and an agent host to run
-them under (issue 18).
+them under.
 
 The host is its real process shape: a copy of ``/bin/bash`` installed where Claude
 Code's native installer puts its binary (``~/.local/share/claude/versions/<v>``) and

@@ -1,4 +1,4 @@
-"""Issue 18: every cheap escape from an agent's shell, as a real process tree under an agent
+"""Every cheap escape from an agent's shell, as a real process tree under an agent
 host (tests/daemon/escapes.py), with person presence off and on, through the CLI, raw
 JSON-RPC and hikmah-agent's link.
 

@@ -1,4 +1,4 @@
-"""Issue 18: a person's path with presence on, for real in pseudo-terminals: the prompts,
+"""A person's path with presence on, for real in pseudo-terminals: the prompts,
 the ticket, its expiry (``[presence] ticket_seconds`` at 3), its binding (a
 second terminal, a child of the same shell that is an agent, and one that is no
 direct child of it are refused), wrong passphrases (throttled, logged), the ledger
@@ -264,7 +264,7 @@ def test_the_state_ignores_an_unaccepted_tail_and_names_missing_records() -> Non
 
 
 def test_pairing_and_removing_devices_need_presence(short_tmp: Path) -> None:
-    """Issue 21's person-only methods: sync.invite, .join and .remove ask for the proof."""
+    """The person-only methods of sync: sync.invite, .join and .remove ask for the proof."""
     folder = short_tmp / "folder"
     folder.mkdir()
     (short_tmp / "policy.toml").write_text(

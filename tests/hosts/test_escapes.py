@@ -1,4 +1,4 @@
-"""Issue 18 under the real agent hosts: the escapes an agent runs from its shell, with the
+"""Under the real agent hosts: the escapes an agent runs from its shell, with the
 real Claude Code (its Bash tool, called by the scripted model) and the real Codex (which
 starts an MCP server's command as its own child, with none of its variables) above them.
 

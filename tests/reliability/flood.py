@@ -1,4 +1,4 @@
-"""Connection floods (issue 18): many processes holding many connections, idle or abusive,
+"""Connection floods: many processes holding many connections, idle or abusive,
 while a well-behaved client connects afresh for every recall. Shared by the suite
 (tests/reliability/test_flood.py) and ``bench/stress/flood.py``.
 

@@ -1,4 +1,4 @@
-"""Issue 10, item 3 (short): about 60 hostile connections for a few seconds (half
+"""A short run: about 60 hostile connections for a few seconds (half
 frames that stall, requests never read, connect/hang-up loops, 1 MiB frames) while
 a well-behaved client recalls. Its latency stays within a generous factor of its
 idle latency measured in the same test, the daemon's file descriptors return to

@@ -1,4 +1,4 @@
-"""Issue 10, item 5 (trust): an agent session cannot verify, purge, accept a ledger tail,
+"""Trust: an agent session cannot verify, purge, accept a ledger tail,
 reset the head, compact, promote as verified or stop the daemon, through any method of
 the live dispatcher with any of its boolean arguments, whether the session is detected
 from the environment or declared with ``session.restrict``; nor through the CLI.

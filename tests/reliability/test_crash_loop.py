@@ -1,4 +1,4 @@
-"""Issue 10, item 1: ``kill -9`` at random moments loses nothing acknowledged, leaves
+"""``kill -9`` at random moments loses nothing acknowledged, leaves
 nothing half-written, and the indexes always equal a rebuild from the ledger.
 
 Short here (a few kills each); ``bench/stress/crash_loop.py`` runs 30 under the

@@ -1,4 +1,4 @@
-"""Issue 18, item 3 (short): 1,000 connections held open by 20 processes (idle, half
+"""A short run: 1,000 connections held open by 20 processes (idle, half
 frames, garbage), and one runaway process past the per-process cap, while a
 well-behaved client connects afresh for each recall and never retries a connect. None
 of its connects is refused, its latency stays within a small factor of its idle

@@ -1,4 +1,4 @@
-"""Issue 10, item 2 (frames): the frame reader and the connection around it take any
+"""Frames: the frame reader and the connection around it take any
 bytes, split anywhere, and never fail: every complete line gets its JSON-RPC answer,
 an oversized one its ``too_large``, and nothing buffers past the limit.
 

@@ -1,4 +1,4 @@
-"""Issue 10, item 2 (methods): every method the daemon serves, read from a live
+"""Methods: every method the daemon serves, read from a live
 dispatcher, gets hostile params through the real connection, dispatcher and writer:
 wrong types, out-of-range and 64-bit-overflowing numbers, odd and huge text,
 unicode, deep nesting, unknown members. Each request is answered, within a bound,

@@ -1,4 +1,4 @@
-"""Issue 10, item 4: when a resource runs out or goes away, the daemon says so clearly
+"""When a resource runs out or goes away, the daemon says so clearly
 or recovers, and never loses or half-writes an acknowledged write.
 
 - LMDB map full (``--max-store-mib``) under 16 writers, then a restart with room;

@@ -1,4 +1,4 @@
-"""Issue 10, item 6: a credential sent in any field of any method never reaches the
+"""A credential sent in any field of any method never reaches the
 disk: not in any file of the data directory, not in the daemon's log. The bytes are
 searched after the daemon stopped.
 

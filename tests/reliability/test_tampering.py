@@ -1,4 +1,4 @@
-"""Issue 10, item 5 (tampering): changes made to the data directory behind the daemon's
+"""Tampering: changes made to the data directory behind the daemon's
 back are caught by ``ledger.verify``, never laundered by a later write, and while
 the ledger has records nobody acknowledged (a forged tail, a replaced head) every
 write is refused.
