@@ -224,7 +224,7 @@ def corrupt_database(root: Path) -> Path:
 CUT_SHORT = {
     "mcp-memory": "is not a JSON object: the file is cut short or damaged",
     "claude-mem": "is not an SQLite database, or it is damaged",
-    "mem0": "is not complete JSON (it is cut short)",
+    "mem0": "is cut short: not a mem0 export",
     "basic-memory": "is not UTF-8 text",
     "claude-md": "do not form one block",
 }
