@@ -109,7 +109,8 @@ class _Host(msgspec.Struct, frozen=True):
 # itself claude) and, before it, `node .../@anthropic-ai/claude-code/cli.js`; Codex's
 # `node .../@openai/codex/bin/codex.js` wrapper and the native `codex` it starts;
 # Cursor's agent, a bundled `node .../cursor-agent/versions/<v>/index.js`; Gemini
-# CLI's `node .../@google/gemini-cli/bundle/gemini.js`, which starts itself again.
+# CLI's `node .../@google/gemini-cli/bundle/gemini.js`, which starts itself again;
+# OpenCode's Bun-compiled `.../opencode-ai/bin/opencode.exe` (it names itself opencode).
 _HOSTS: tuple[_Host, ...] = (
     _Host(
         "claude-code",
@@ -139,11 +140,24 @@ _HOSTS: tuple[_Host, ...] = (
     ),
     _Host(
         "gemini-cli",
+        # Exact: GEMINI_CLI_HOME and the other GEMINI_CLI_* are a person's settings.
         ("GEMINI_CLI",),
         (),
-        (),
+        ("GEMINI_SESSION_ID",),  # only its hooks get it; shells and MCP servers have no id
+        ("gemini-cli-mcp-client",),
         programs=("gemini",),
         paths=("/@google/gemini-cli/",),
+    ),
+    _Host(
+        "opencode",
+        # Exact: the many documented OPENCODE_* variables are a person's settings; these
+        # two are what OpenCode sets itself for everything it starts.
+        ("OPENCODE", "OPENCODE_PID"),
+        (),
+        ("OPENCODE_SESSION_ID",),  # set for its shell commands by setup's plugin
+        ("opencode",),
+        programs=("opencode",),
+        paths=("/opencode-ai/", "/opencode-linux-", "/opencode-darwin-", "/.opencode/bin/"),
     ),
     _Host("ai-agent", ("AI_AGENT",), (), ()),
 )
@@ -168,14 +182,19 @@ _AGENT_ADVICE = (
     "If you are an agent, do not work around this check: stop and ask a person to run the command."
 )
 
-_CHECK_COMMAND = "env | grep -E '^(CLAUDECODE|CLAUDE_CODE_|CODEX_|CURSOR_|GEMINI_CLI|AI_AGENT)'"
+# An exact name is matched with its "=", so that a person's own settings that merely
+# start with it (GEMINI_CLI_HOME, OPENCODE_CONFIG) are not listed.
+_CHECK_COMMAND = "env | grep -E '^({})'".format(
+    "|".join(start for host in _HOSTS for start in (*(f"{n}=" for n in host.exact), *host.prefixes))
+)
 
 
 class AgentSession(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """A detected coding-agent session.
 
     Attributes:
-        host: ``claude-code``, ``codex``, ``cursor``, ``gemini-cli`` or ``ai-agent``.
+        host: ``claude-code``, ``codex``, ``cursor``, ``gemini-cli``, ``opencode`` or
+            ``ai-agent``.
         session_id: The host's session id, or ``"unknown"``.
         variables: Sorted names (never values) of every detected variable.
         processes: The host processes recognised above the peer (their executable,

@@ -75,6 +75,8 @@ DETECTED = [
     ("CODEX_SESSION_ID", "c-1", "codex"),
     ("CURSOR_TRACE_ID", "t-9", "cursor"),
     ("GEMINI_CLI", "1", "gemini-cli"),
+    ("OPENCODE", "1", "opencode"),
+    ("OPENCODE_PID", "4242", "opencode"),
     ("AI_AGENT", "my-bot", "ai-agent"),
 ]
 

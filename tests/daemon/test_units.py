@@ -137,6 +137,11 @@ def test_detection_walks_past_the_session_leader_up_to_pid_1(tmp_path: Path) -> 
             "/usr/bin/node",
             "gemini-cli",
         ),
+        (
+            ("/x/node_modules/.bin/opencode", "run", "hi"),
+            "/x/node_modules/opencode-ai/bin/opencode.exe",
+            "opencode",
+        ),
     ],
 )
 def test_exec_env_i_leaves_the_host_above_it_recognised_by_its_process(

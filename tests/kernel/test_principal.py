@@ -43,6 +43,58 @@ CLAUDE_SETTINGS = [
     "GIT_BASH_PATH",
 ]
 SETTINGS = ["CODEX_HOME", *("CLAUDE_CODE_" + s for s in CLAUDE_SETTINGS)]
+# What Gemini CLI 0.61 and OpenCode 1.18 document for a person to export: they count
+# without being listed above, since those hosts are known by exact names only.
+GEMINI_SETTINGS = [
+    "GEMINI_API_KEY",
+    "GEMINI_MODEL",
+    "GEMINI_CLI_HOME",
+    "GEMINI_CLI_TRUST_WORKSPACE",
+    "GEMINI_CLI_TRUSTED_FOLDERS_PATH",
+    "GEMINI_CLI_IDE_PID",
+    "GEMINI_CLI_SURFACE",
+    "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+    "GEMINI_CLI_CUSTOM_HEADERS",
+    "GEMINI_CLI_NO_RELAUNCH",
+    "GEMINI_SANDBOX",
+    "GEMINI_SYSTEM_MD",
+    "GEMINI_WRITE_SYSTEM_MD",
+    "GEMINI_TELEMETRY_ENABLED",
+    "GEMINI_API_KEY_AUTH_MECHANISM",
+    "GOOGLE_API_KEY",
+    "GOOGLE_GEMINI_BASE_URL",
+    "GOOGLE_GENAI_USE_VERTEXAI",
+    "GOOGLE_CLOUD_PROJECT",
+]
+OPENCODE_SETTINGS = [
+    "OPENCODE_AUTO_SHARE",
+    "OPENCODE_GIT_BASH_PATH",
+    "OPENCODE_CONFIG",
+    "OPENCODE_CONFIG_DIR",
+    "OPENCODE_CONFIG_CONTENT",
+    "OPENCODE_DISABLE_AUTOUPDATE",
+    "OPENCODE_DISABLE_PRUNE",
+    "OPENCODE_DISABLE_TERMINAL_TITLE",
+    "OPENCODE_PERMISSION",
+    "OPENCODE_DISABLE_DEFAULT_PLUGINS",
+    "OPENCODE_DISABLE_LSP_DOWNLOAD",
+    "OPENCODE_ENABLE_EXPERIMENTAL_MODELS",
+    "OPENCODE_DISABLE_AUTOCOMPACT",
+    "OPENCODE_DISABLE_CLAUDE_CODE",
+    "OPENCODE_DISABLE_CLAUDE_CODE_PROMPT",
+    "OPENCODE_DISABLE_CLAUDE_CODE_SKILLS",
+    "OPENCODE_CLIENT",
+    "OPENCODE_ENABLE_EXA",
+    "OPENCODE_EXPERIMENTAL",
+    "OPENCODE_EXPERIMENTAL_LSP_TOOL",
+    "OPENCODE_SERVER_PASSWORD",
+    "OPENCODE_SERVER_USERNAME",
+    "OPENCODE_DISABLE_MODELS_FETCH",
+    "OPENCODE_MODELS_URL",
+    "OPENCODE_PURE",
+    "OPENCODE_TUI_CONFIG",
+    "OPENCODE_DB",
+]
 
 
 def session(host: str = "claude-code", sid: str = "s1", *names: str) -> AgentSession:
@@ -65,6 +117,9 @@ def session(host: str = "claude-code", sid: str = "s1", *names: str) -> AgentSes
         ({"CURSOR_SESSION_ID": "cur1"}, "cursor", "cur1"),
         ({"CURSOR_TRACE_ID": "tr1"}, "cursor", "tr1"),
         ({"GEMINI_CLI": "1"}, "gemini-cli", "unknown"),
+        ({"OPENCODE": "1"}, "opencode", "unknown"),
+        ({"OPENCODE_PID": "21886"}, "opencode", "unknown"),
+        ({"OPENCODE": "1", "OPENCODE_PID": "21886"}, "opencode", "unknown"),
         ({"AI_AGENT": "yes"}, "ai-agent", "unknown"),
     ],
 )
@@ -73,13 +128,49 @@ def test_each_host_is_detected(environ: dict[str, str], host: str, sid: str) -> 
     assert found == AgentSession(host=host, session_id=sid, variables=tuple(sorted(environ)))
 
 
+@pytest.mark.parametrize(
+    ("environ", "host", "sid"),
+    [
+        # What OpenCode gives its shell commands, with the id setup's plugin adds.
+        (
+            {"OPENCODE": "1", "OPENCODE_PID": "21886", "AGENT": "1",
+             "OPENCODE_SESSION_ID": "ses_db1eacc39ffe7M4K2L7IkJyBkt"},
+            "opencode",
+            "ses_db1eacc39ffe7M4K2L7IkJyBkt",
+        ),
+        ({"GEMINI_CLI": "1", "GEMINI_SESSION_ID": "4c859d98-aa"}, "gemini-cli", "4c859d98-aa"),
+    ],
+)  # fmt: skip
+def test_an_id_variable_names_the_session_but_does_not_count(
+    environ: dict[str, str], host: str, sid: str
+) -> None:
+    found = detect_agent_session(environ)
+    assert found is not None and (found.host, found.session_id) == (host, sid)
+    assert not any(name.endswith("SESSION_ID") for name in found.variables)
+    assert (
+        detect_agent_session({name: sid for name in environ if name.endswith("SESSION_ID")}) is None
+    )
+
+
 def test_plain_environment_is_not_a_session() -> None:
     assert detect_agent_session({}) is None
     assert detect_agent_session({"PATH": "/bin", "TERM": "xterm", "EDITOR": "vi"}) is None
 
 
 @pytest.mark.parametrize(
-    "name", ["claudecode", "CLAUDE_CODEX", "XCODEX_A", "GEMINI_CLI_X", "AI_AGENTS", "CURSOR"]
+    "name",
+    [
+        "claudecode",
+        "CLAUDE_CODEX",
+        "XCODEX_A",
+        "GEMINI_CLI_X",
+        "AI_AGENTS",
+        "CURSOR",
+        "OPENCODE_X",
+        "OPENCODES",
+        "opencode",
+        "AGENT",  # OpenCode sets it too, but so do other tools; OPENCODE comes with it
+    ],
 )
 def test_near_misses_are_not_detected(name: str) -> None:
     assert detect_agent_session({name: "1"}) is None
@@ -88,6 +179,7 @@ def test_near_misses_are_not_detected(name: str) -> None:
 def test_precedence_follows_host_order() -> None:
     environ = {
         "AI_AGENT": "1",
+        "OPENCODE": "1",
         "GEMINI_CLI": "1",
         "CURSOR_SESSION_ID": "cur",
         "CODEX_SESSION_ID": "cod",
@@ -112,6 +204,10 @@ def test_precedence_follows_host_order() -> None:
     assert found is not None and found.host == "gemini-cli"
 
     del environ["GEMINI_CLI"]
+    found = detect_agent_session(environ)
+    assert found is not None and found.host == "opencode"
+
+    del environ["OPENCODE"]
     found = detect_agent_session(environ)
     assert found is not None and found.host == "ai-agent"
 
@@ -146,9 +242,31 @@ def test_all_settings_together_are_not_detected() -> None:
     assert detect_agent_session(dict.fromkeys(SETTINGS, "value")) is None
 
 
+@pytest.mark.parametrize("name", GEMINI_SETTINGS + OPENCODE_SETTINGS)
+def test_gemini_and_opencode_settings_are_not_detected(name: str) -> None:
+    assert detect_agent_session({name: "1", "PATH": "/bin"}) is None
+
+
+def test_gemini_and_opencode_settings_are_not_listed() -> None:
+    environ = dict.fromkeys(GEMINI_SETTINGS + OPENCODE_SETTINGS, "1")
+    assert detect_agent_session(environ) is None
+    found = detect_agent_session({**environ, "OPENCODE": "1", "GEMINI_CLI": "1"})
+    assert found is not None and found.variables == ("GEMINI_CLI", "OPENCODE")
+    # Nor does the command a refusal suggests list them.
+    listed = re.search(r"grep -E '(.*)'", restriction_message(found, "purge"))
+    assert listed is not None
+    for name in GEMINI_SETTINGS + OPENCODE_SETTINGS:
+        assert not re.match(listed[1], f"{name}=1"), name
+    for name in ("GEMINI_CLI", "OPENCODE", "OPENCODE_PID", "CLAUDECODE", "CODEX_HOME"):
+        assert re.match(listed[1], f"{name}=1"), name
+
+
 @pytest.mark.parametrize("value", ["", " ", "\t", "\n", " \r\n "])
 def test_blank_values_do_not_count(value: str) -> None:
-    names = ["CLAUDECODE", "CLAUDE_CODE_X", "CODEX_X", "CURSOR_X", "GEMINI_CLI", "AI_AGENT"]
+    names = [
+        "CLAUDECODE", "CLAUDE_CODE_X", "CODEX_X", "CURSOR_X", "GEMINI_CLI", "OPENCODE",
+        "OPENCODE_PID", "AI_AGENT",
+    ]  # fmt: skip
     assert detect_agent_session(dict.fromkeys(names, value)) is None
     found = detect_agent_session({"CLAUDECODE": value, "CODEX_X": "1"})
     assert found is not None
@@ -243,6 +361,8 @@ def test_detection_otherwise_wins_over_a_declaration() -> None:
 def test_known_mcp_clients_name_their_host() -> None:
     assert host_of_client("claude-code") == "claude-code"
     assert host_of_client("codex-mcp-client") == "codex"
+    assert host_of_client("gemini-cli-mcp-client") == "gemini-cli"
+    assert host_of_client("opencode") == "opencode"
     assert host_of_client("Claude Code") is None
     assert host_of_client(None) is None
 
@@ -309,7 +429,10 @@ def test_message_names_action_variables_and_remedy() -> None:
     assert "CLAUDECODE, CLAUDE_CODE_ENTRYPOINT" in msg
     assert "more" not in msg
     assert "agent session" in msg
-    assert "env | grep -E '^(CLAUDECODE|CLAUDE_CODE_|CODEX_|CURSOR_|GEMINI_CLI|AI_AGENT)'" in msg
+    assert (
+        "env | grep -E '^(CLAUDECODE=|CLAUDE_CODE_|CODEX_|CURSOR_|GEMINI_CLI=|OPENCODE=|"
+        "OPENCODE_PID=|AI_AGENT=)'" in msg
+    )
     assert "terminal where none" in msg
     assert "stop and ask a person" in msg
     assert "\n" not in msg
@@ -338,6 +461,7 @@ def test_message_never_contains_values() -> None:
         "CODEX_SESSION_ID": marker,
         "CURSOR_TRACE_ID": marker,
         "GEMINI_CLI": marker,
+        "OPENCODE": marker,
         "AI_AGENT": marker,
         "CLAUDE_CODE_OAUTH_TOKEN": marker,
     }
@@ -388,13 +512,19 @@ _names = st.one_of(
             "CURSOR_SESSION_ID",
             "CURSOR_TRACE_ID",
             "GEMINI_CLI",
+            "GEMINI_SESSION_ID",
+            "OPENCODE",
+            "OPENCODE_PID",
+            "OPENCODE_SESSION_ID",
             "AI_AGENT",
             *SETTINGS,
+            *GEMINI_SETTINGS,
+            *OPENCODE_SETTINGS,
         ]
     ),
     st.builds(
         lambda p, s: p + s,
-        st.sampled_from(["CLAUDE_CODE_", "CODEX_", "CURSOR_"]),
+        st.sampled_from(["CLAUDE_CODE_", "CODEX_", "CURSOR_", "OPENCODE", "GEMINI_CLI"]),
         st.text(max_size=10),
     ),
 )
@@ -448,6 +578,41 @@ def test_a_host_is_known_by_what_its_process_runs() -> None:
         is None
     )
     assert detect_agent_host(Process(exe="/usr/bin/bash", argv=("-bash",), name="bash")) is None
+
+
+@pytest.mark.parametrize(
+    "process",
+    [
+        # npm's opencode-ai: its postinstall links the platform binary over bin/opencode.exe.
+        ("/h/node_modules/opencode-ai/bin/opencode.exe", ("/h/node_modules/.bin/opencode", "run"), "opencode"),
+        # the curl installer's, a system package's, a platform package's: named opencode
+        ("/h/.opencode/bin/opencode", ("opencode",), "opencode"),
+        ("/usr/bin/opencode", ("opencode", "mcp", "list"), "opencode"),
+        ("/g/opencode-linux-x64/bin/opencode", ("/g/opencode-linux-x64/bin/opencode",), "opencode"),
+        # known by its name alone, or by its install path alone
+        ("/opt/tools/oc.exe", ("/opt/tools/oc",), "opencode"),
+        ("/h/node_modules/opencode-ai/bin/renamed", ("renamed",), "renamed"),
+    ],
+)  # fmt: skip
+def test_opencode_is_known_by_its_process(process: tuple[str, tuple[str, ...], str]) -> None:
+    from hikmah.principal import Process, detect_agent_host
+
+    exe, argv, name = process
+    found = detect_agent_host(Process(exe=exe, argv=argv, name=name))
+    assert found is not None and found.host == "opencode" and found.processes == (exe,)
+
+
+def test_gemini_cli_is_known_by_the_script_node_runs() -> None:
+    from hikmah.principal import Process, detect_agent_host
+
+    relaunched = Process(
+        exe="/usr/bin/node",
+        argv=("/usr/bin/node", "--max-old-space-size=12075", "/h/node_modules/.bin/gemini", "-p"),
+        name="node",
+    )
+    found = detect_agent_host(relaunched)
+    assert found is not None and found.host == "gemini-cli"
+    assert found.processes == ("/h/node_modules/.bin/gemini",)
 
 
 def test_merging_takes_the_nearest_known_id_of_the_nearest_host() -> None:
