@@ -1,8 +1,9 @@
 """``hikmah hook session-start|prompt``: memory injected into a coding agent's turn.
 
-Claude Code and Codex run these commands at session start and on every
-prompt, with the event as JSON on stdin, and add the ``additionalContext`` of
-the JSON printed on stdout to the model's context. A hook sits on the path of
+Claude Code, Codex and Gemini CLI run these commands at session start and on
+every prompt (OpenCode through the plugin ``hikmah setup opencode`` writes),
+with the event as JSON on stdin, and add the ``additionalContext`` of the JSON
+printed on stdout to the model's context. A hook sits on the path of
 every turn, so it must be fast and must never fail the turn: any problem (no
 daemon, bad input, a refusal) prints nothing and exits 0. It never starts a
 daemon, and it gives up after :data:`TIMEOUT_S`.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,14 @@ EVENT_NAMES = {"session-start": "SessionStart", "prompt": "UserPromptSubmit"}
 _TRIVIAL = frozenset(
     terms("yes no ok okay sure thanks thank you please continue go on proceed next done lgtm yep")
 )
+# Gemini CLI run headless puts the session-start hook's context in front of the prompt
+# it hands the prompt hook: memory already given, not what the person asked.
+_HOOK_CONTEXT = re.compile(r"<hook_context>.*?</hook_context>", re.DOTALL)
+
+
+def asked(prompt: str) -> str:
+    """The prompt without the context hooks put into it."""
+    return _HOOK_CONTEXT.sub("", prompt).strip()
 
 
 def is_trivial(prompt: str) -> bool:
@@ -49,7 +59,7 @@ def context_for(event: str, payload: dict[str, Any], socket_path: Path, budget: 
             result = client.call("memory.context", {"scope": scope})
             return framing.context(result, budget)
         prompt = payload.get("prompt")
-        if not isinstance(prompt, str) or is_trivial(prompt):
+        if not isinstance(prompt, str) or is_trivial(prompt := asked(prompt)):
             return ""
         params = {
             "query": prompt,

@@ -41,6 +41,21 @@ def claude_session_event() -> str:
     )
 
 
+def gemini_prompt_event(prompt: str, session_context: str) -> str:
+    """A BeforeAgent event as Gemini CLI 0.61 run headless writes it: the session-start
+    hook's context (its < and > escaped) in front of the person's prompt."""
+    return json.dumps(
+        {
+            "session_id": "4c859d98-0b7e-4d57-9d4b-3b1f0c2d9e11",
+            "transcript_path": "/home/ana/.gemini/tmp/app/chats/session-4c859d98.jsonl",
+            "cwd": PROJECT_DIR,
+            "hook_event_name": "BeforeAgent",
+            "timestamp": "2026-12-07T01:14:22.750Z",
+            "prompt": f"<hook_context>{session_context}</hook_context>\n\n{prompt}",
+        }
+    )
+
+
 def hook(daemon: Running, event: str, stdin: str) -> subprocess.CompletedProcess[str]:
     return daemon.cli("hook", event, input=stdin)
 
@@ -96,6 +111,26 @@ def test_slash_commands_trivial_and_unmatched_prompts_add_nothing(daemon: Runnin
     for prompt in ("/compact staging database", "thanks!", "ok, continue", "weather in paris"):
         result = hook(daemon, "prompt", claude_prompt_event(prompt))
         assert (result.returncode, result.stdout) == (0, ""), prompt
+
+
+def test_a_prompt_is_recalled_by_without_the_context_gemini_puts_before_it(daemon: Running) -> None:
+    deploy = remember(daemon, "The staging deploy goes through the blue-green switch", scope=SCOPE)
+    kafka = remember(daemon, "kafka consumers lag on mondays while the cluster rebalances")
+    given = f"Memory from Hikmah. &lt;b&gt;\n- [{kafka}]: kafka consumers lag on mondays"
+    result = hook(daemon, "prompt", gemini_prompt_event("How do we deploy staging?", given))
+    text = context_of(result, "BeforeAgent")
+    assert deploy in text and kafka not in text
+    for trivial in ("thanks!", "/compact kafka consumers"):
+        result = hook(daemon, "prompt", gemini_prompt_event(trivial, given))
+        assert (result.returncode, result.stdout) == (0, ""), trivial
+
+
+def test_asked_leaves_the_persons_words_alone() -> None:
+    from hikmah_cli.hooks import asked
+
+    assert asked("<hook_context>a\nb</hook_context>\n\nHow?") == "How?"
+    assert asked("x <hook_context>a</hook_context> y <hook_context>b</hook_context>") == "x  y"
+    assert asked("What does <hook_context> mean?") == "What does <hook_context> mean?"
 
 
 def test_session_start_brings_rules_commitments_and_conflicts(daemon: Running) -> None:
