@@ -1,7 +1,7 @@
 """``hikmah-agent``: run the restricted MCP server on stdin/stdout.
 
 An agent host (Claude Code, Codex, …) starts it as a stdio MCP server; see
-``hikmah setup claude|codex``. Logs go to stderr; stdout carries only MCP.
+``hikmah setup claude|codex|gemini|opencode``. Logs go to stderr; stdout carries only MCP.
 """
 
 from __future__ import annotations

@@ -143,7 +143,7 @@ class Link:
             raise Unavailable(
                 f"hikmahd (pid {holder}) is running for {self.data_dir} but does not answer"
                 f" at {self.socket_path}: the agent host did not pass the variables that say"
-                " where its socket is. Rerun `hikmah setup claude|codex`, or give"
+                " where its socket is. Rerun `hikmah setup` for the host, or give"
                 " hikmah-agent the socket `hikmah status` shows with --socket"
             )
         return connect(self.socket_path, autostart=True, daemon_args=self.daemon_args)

@@ -658,16 +658,26 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "setup",
-        "wire Hikmah into Claude Code or Codex (MCP server and hooks), or systemd (user units)",
+        "wire Hikmah into Claude Code, Codex, Gemini CLI or OpenCode (MCP server and hooks),"
+        " or systemd (user units)",
         (
-            arg("host", choices=["claude", "codex", "systemd"], help="the agent, or systemd"),
+            arg(
+                "host",
+                choices=["claude", "codex", "gemini", "opencode", "systemd"],
+                help="the agent, or systemd",
+            ),
             arg("--remove", action="store_true", help="take exactly our entries out again"),
             arg("--no-mcp", action="store_true", help="(an agent) hooks only, no MCP server"),
         ),
         run=runners.setup,
         description="Add the hikmah-agent MCP server and the session-start and prompt hooks"
-        " to the agent's user configuration (~/.claude.json and ~/.claude/settings.json, or"
-        " ~/.codex/config.toml and ~/.codex/hooks.json). Safe to rerun; everything else in"
+        " to the agent's user configuration: ~/.claude.json and ~/.claude/settings.json;"
+        " ~/.codex/config.toml and ~/.codex/hooks.json; ~/.gemini/settings.json, with a"
+        " policy rule letting the read-only tools run without asking"
+        " (~/.gemini/policies/hikmah.toml); ~/.config/opencode/opencode.json, with a plugin"
+        " that runs the hooks (~/.config/opencode/plugins/hikmah.js). $CLAUDE_CONFIG_DIR,"
+        " $CODEX_HOME, $GEMINI_CLI_HOME, $OPENCODE_CONFIG_DIR and $XDG_CONFIG_HOME move them"
+        " as they move what the host reads. Safe to rerun; everything else in"
         " those files is kept, and each changed file is backed up beside itself first."
         " With systemd: write hikmahd.socket and hikmahd.service, running the hikmahd of"
         " this install, into ~/.config/systemd/user ($XDG_CONFIG_HOME/systemd/user), and"
@@ -838,7 +848,7 @@ COMMANDS: tuple[Command, ...] = (
         run=runners.hook,
         description="Print the host's hook JSON with memory for this session start or prompt."
         " Never fails the agent's turn: without a daemon or on any error it prints nothing"
-        " and exits 0. Installed by `hikmah setup claude|codex`.",
+        " and exits 0. Installed by `hikmah setup claude|codex|gemini|opencode`.",
     ),
     Command(
         "browse",

@@ -41,7 +41,7 @@ def setup(args: argparse.Namespace) -> int:
 
     hikmah = _executable("hikmah")
     if args.host == "systemd" and args.no_mcp:
-        raise UsageError("--no-mcp is for claude and codex")
+        raise UsageError("--no-mcp is for an agent host, not systemd")
     try:
         if args.host == "systemd":
             lines = configure.setup_systemd(
@@ -61,7 +61,7 @@ def setup(args: argparse.Namespace) -> int:
     if args.host == "systemd":
         print(_systemd_next(hikmah, args.remove))
     elif not args.remove:
-        print(f"Restart {'Claude Code' if args.host == 'claude' else 'Codex'} to load them.")
+        print("\n".join(configure.next_steps(args.host, home=Path.home())))
         print(
             "Recommended: set a passphrase with `hikmah passphrase set` (if you have not):"
             " an agent can then never pass itself off as you, even by leaving its session"

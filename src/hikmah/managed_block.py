@@ -4,8 +4,8 @@ checksum that tells text a hikmah command wrote from text edited since.
 One definition for the writer (``hikmah_cli.writeback``) and for the import of
 ``CLAUDE.md`` / ``AGENTS.md`` files, which skips the block: it holds memory
 that came from Hikmah in the first place. Marker lines are recognised only as
-whole lines, surrounding whitespace allowed. ``hikmah setup systemd`` marks the
-unit files it writes with the same checksum.
+whole lines, surrounding whitespace allowed. ``hikmah setup`` marks the files it
+owns whole (units, a policy rule, a plugin) with the same checksum.
 """
 
 from __future__ import annotations

@@ -5,8 +5,12 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import shlex
+import shutil
 import stat
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -19,6 +23,7 @@ from hikmah_cli.setup import (
     CODEX_STARTUP_TIMEOUT_S,
     END,
     SetupError,
+    next_steps,
     setup,
 )
 
@@ -668,9 +673,6 @@ def test_codex_home_is_where_both_files_go(tmp_path: Path) -> None:
 
 def test_the_cli_installs_hooks_that_run(tmp_path: Path) -> None:
     """``hikmah setup claude`` end to end: the installed hook command itself works."""
-    import subprocess
-    import sys
-
     env = {**os.environ, "HOME": str(tmp_path)}
     env.pop("CLAUDE_CONFIG_DIR", None)
     cli = [sys.executable, "-m", "hikmah_cli", "setup", "claude"]
@@ -693,3 +695,435 @@ def test_the_cli_installs_hooks_that_run(tmp_path: Path) -> None:
     # Setup made both files for its entries alone: they go with them.
     assert not (tmp_path / ".claude" / "settings.json").exists()
     assert not (tmp_path / ".claude.json").exists()
+
+
+# --- Gemini CLI ---
+
+GEMINI_SETTINGS = ".gemini/settings.json"
+GEMINI_POLICY = ".gemini/policies/hikmah.toml"
+GEMINI_STATE: dict[str, Any] = {
+    "security": {"auth": {"selectedType": "gemini-api-key"}},
+    "general": {"vimMode": True},
+    "hooks": {
+        "BeforeAgent": [{"hooks": [{"type": "command", "command": "~/bin/scan", "timeout": 500}]}],
+        "AfterAgent": [{"matcher": "*", "hooks": [{"type": "command", "command": "~/bin/log"}]}],
+    },
+    "mcpServers": {"github": {"command": "gh-mcp", "args": [], "trust": True}},
+}
+# The rule of the policy file, as Gemini CLI 0.61 reads it (docs/reference/policy-engine.md).
+GEMINI_RULE = {
+    "mcpName": "hikmah",
+    "toolName": "*",
+    "toolAnnotations": {"readOnlyHint": True},
+    "decision": "allow",
+    "priority": 100,
+}
+
+
+def gemini_hook(sub: str, hikmah: str = HIKMAH) -> dict[str, Any]:
+    # Gemini's timeouts are milliseconds: ten seconds, as Claude Code's 10.
+    return {"type": "command", "command": f"{shlex.quote(hikmah)} hook {sub}", "timeout": 10000}
+
+
+@pytest.fixture
+def gemini_home(tmp_path: Path) -> Path:
+    write(tmp_path, GEMINI_SETTINGS, GEMINI_STATE)
+    return tmp_path
+
+
+def test_gemini_setup_adds_exactly_our_entries(gemini_home: Path) -> None:
+    lines = run("gemini", gemini_home)
+
+    expected = copy.deepcopy(GEMINI_STATE)
+    expected["hooks"]["BeforeAgent"].append({"hooks": [gemini_hook("prompt")]})
+    expected["hooks"]["SessionStart"] = [{"hooks": [gemini_hook("session-start")]}]
+    expected["mcpServers"]["hikmah"] = {"command": AGENT, "args": []}
+    settings = read_json(gemini_home, GEMINI_SETTINGS)
+    assert settings == expected
+    assert list(settings) == list(GEMINI_STATE)
+
+    policy = (gemini_home / GEMINI_POLICY).read_text()
+    assert re.match(r"# hikmah:managed sha256=[0-9a-f]{16}\n", policy)
+    assert tomllib.loads(policy) == {"rule": [GEMINI_RULE]}
+    assert mode(gemini_home / GEMINI_POLICY) == 0o600
+
+    assert lines == [
+        "updated ~/.gemini/settings.json with hooks SessionStart, BeforeAgent and MCP server"
+        " hikmah (backup: ~/.gemini/settings.json.hikmah-backup)",
+        "created ~/.gemini/policies/hikmah.toml",
+    ]
+
+
+def test_gemini_a_new_install_path_replaces_the_old_entries(gemini_home: Path) -> None:
+    run("gemini", gemini_home, hikmah=OLD_HIKMAH, agent="/old/bin/hikmah-agent")
+    lines = run("gemini", gemini_home)
+    settings = read_json(gemini_home, GEMINI_SETTINGS)
+    assert settings["hooks"]["SessionStart"] == [{"hooks": [gemini_hook("session-start")]}]
+    assert settings["hooks"]["BeforeAgent"][-1] == {"hooks": [gemini_hook("prompt")]}
+    assert settings["mcpServers"]["hikmah"] == {"command": AGENT, "args": []}
+    assert lines[1] == "already set up: ~/.gemini/policies/hikmah.toml"  # no path in it
+
+
+def test_gemini_remove_gives_back_the_persons_bytes(gemini_home: Path) -> None:
+    before = snapshot(gemini_home)
+    run("gemini", gemini_home)
+
+    lines = run("gemini", gemini_home, remove=True)
+
+    assert snapshot(gemini_home) == before
+    assert lines == [
+        "removed 2 hooks and MCP server hikmah from ~/.gemini/settings.json; deleted setup's"
+        " backup ~/.gemini/settings.json.hikmah-backup (nothing else changed)",
+        "deleted ~/.gemini/policies/hikmah.toml",
+    ]
+
+
+def test_gemini_fresh_home_and_gemini_cli_home(tmp_path: Path) -> None:
+    # GEMINI_CLI_HOME is the folder that holds .gemini, not .gemini itself.
+    moved = tmp_path / "elsewhere"
+    home = tmp_path / "home"
+    home.mkdir()
+    environ = {"GEMINI_CLI_HOME": str(moved)}
+    lines = run("gemini", home, environ=environ)
+    assert snapshot(home) == {}
+    assert sorted(snapshot(moved)) == [GEMINI_POLICY, GEMINI_SETTINGS]
+    assert read_json(moved, GEMINI_SETTINGS) == {
+        "hooks": {
+            "SessionStart": [{"hooks": [gemini_hook("session-start")]}],
+            "BeforeAgent": [{"hooks": [gemini_hook("prompt")]}],
+        },
+        "mcpServers": {"hikmah": {"command": AGENT, "args": []}},
+    }
+    assert lines[0] == (
+        f"created {moved}/.gemini/settings.json with hooks SessionStart, BeforeAgent and MCP"
+        " server hikmah"
+    )
+    run("gemini", home, environ=environ, remove=True)
+    assert snapshot(moved) == {}
+
+
+def test_gemini_keeps_a_persons_hikmah_server_and_policy(tmp_path: Path) -> None:
+    own = {"mcpServers": {"hikmah": {"command": "docker", "args": ["run", "hikmah"]}}}
+    write(tmp_path, GEMINI_SETTINGS, own)
+    write(tmp_path, GEMINI_POLICY, '[[rule]]\ntoolName = "*"\ndecision = "deny"\n')
+    before = snapshot(tmp_path)
+    with pytest.raises(SetupError, match=r"\$\.mcpServers\.hikmah is already there"):
+        run("gemini", tmp_path)
+    assert snapshot(tmp_path) == before
+    lines = run("gemini", tmp_path, remove=True)
+    assert snapshot(tmp_path) == before
+    assert lines == [
+        "nothing to remove: ~/.gemini/settings.json ($.mcpServers.hikmah was not written by"
+        " hikmah setup; left alone)",
+        "nothing to remove: ~/.gemini/policies/hikmah.toml (it was not written by hikmah"
+        " setup; left alone)",
+    ]
+
+
+def test_gemini_no_mcp_writes_the_hooks_alone(tmp_path: Path) -> None:
+    run("gemini", tmp_path, mcp=False)
+    assert sorted(snapshot(tmp_path)) == [GEMINI_SETTINGS]
+    assert set(read_json(tmp_path, GEMINI_SETTINGS)) == {"hooks"}
+
+
+@pytest.mark.parametrize(
+    ("environ", "trusted"),
+    [
+        ({}, "~/.gemini/trustedFolders.json"),
+        ({"GEMINI_CLI_HOME": "/srv/g"}, "/srv/g/.gemini/trustedFolders.json"),
+        ({"GEMINI_CLI_TRUSTED_FOLDERS_PATH": "/srv/trust.json"}, "/srv/trust.json"),
+    ],
+)
+def test_gemini_next_steps_say_how_to_trust_a_folder(
+    tmp_path: Path, environ: dict[str, str], trusted: str
+) -> None:
+    steps = " ".join(next_steps("gemini", home=tmp_path, environ=environ))
+    assert "Restart Gemini CLI" in steps and "/permissions" in steps
+    assert f'"TRUST_FOLDER" to {trusted}.' in steps
+
+
+# --- OpenCode ---
+
+OPENCODE_JSON = ".config/opencode/opencode.json"
+OPENCODE_PLUGIN = ".config/opencode/plugins/hikmah.js"
+OPENCODE_STATE: dict[str, Any] = {
+    "$schema": "https://opencode.ai/config.json",
+    "model": "fake/fake-model",
+    "mcp": {"docs": {"type": "remote", "url": "https://docs.example/mcp"}},
+    "permission": {"hikmah_remember": "ask"},
+}
+# What OpenCode itself writes into a folder with plugins: it stays.
+OPENCODE_OWN = {
+    ".config/opencode/.gitignore": "node_modules\npackage.json\n",
+    ".config/opencode/package.json": '{"dependencies": {"@opencode-ai/plugin": "1.18.33"}}',
+    ".config/opencode/package-lock.json": "{}",
+    ".config/opencode/node_modules/@opencode-ai/plugin/package.json": "{}",
+}
+
+
+def opencode_server(agent: str = AGENT) -> dict[str, Any]:
+    return {"type": "local", "command": [agent], "enabled": True}
+
+
+@pytest.fixture
+def opencode_home(tmp_path: Path) -> Path:
+    write(tmp_path, OPENCODE_JSON, OPENCODE_STATE)
+    return tmp_path
+
+
+def test_opencode_setup_adds_the_server_and_the_plugin(opencode_home: Path) -> None:
+    lines = run("opencode", opencode_home)
+
+    config = read_json(opencode_home, OPENCODE_JSON)
+    expected = copy.deepcopy(OPENCODE_STATE)
+    expected["mcp"]["hikmah"] = opencode_server()
+    assert config == expected and list(config) == list(OPENCODE_STATE)
+
+    plugin = (opencode_home / OPENCODE_PLUGIN).read_text()
+    assert re.match(r"// hikmah:managed sha256=[0-9a-f]{16}\n", plugin)
+    for sub in ("session-start", "prompt"):
+        # The hook commands, as Claude Code's hooks run them, in a JavaScript string.
+        assert json.dumps(f"{shlex.quote(HIKMAH)} hook {sub}") in plugin
+    assert "@SESSION_START@" not in plugin and "@PROMPT@" not in plugin
+    assert mode(opencode_home / OPENCODE_PLUGIN) == 0o600
+
+    assert lines == [
+        "updated ~/.config/opencode/opencode.json with MCP server hikmah"
+        " (backup: ~/.config/opencode/opencode.json.hikmah-backup)",
+        "created ~/.config/opencode/plugins/hikmah.js",
+    ]
+
+
+def test_opencode_a_new_install_path_replaces_the_old_entries(opencode_home: Path) -> None:
+    run("opencode", opencode_home, hikmah=OLD_HIKMAH, agent="/old/bin/hikmah-agent")
+    lines = run("opencode", opencode_home)
+    assert lines[1] == "updated ~/.config/opencode/plugins/hikmah.js"
+    assert read_json(opencode_home, OPENCODE_JSON)["mcp"]["hikmah"] == opencode_server()
+    plugin = (opencode_home / OPENCODE_PLUGIN).read_text()
+    assert HIKMAH in plugin and OLD_HIKMAH not in plugin
+
+
+def test_opencode_remove_restores_and_leaves_opencodes_own_files(opencode_home: Path) -> None:
+    before = snapshot(opencode_home)
+    run("opencode", opencode_home)
+    for name, text in OPENCODE_OWN.items():
+        write(opencode_home, name, text)
+
+    lines = run("opencode", opencode_home, remove=True)
+
+    assert snapshot(opencode_home) == {**before, **{n: t.encode() for n, t in OPENCODE_OWN.items()}}
+    assert lines == [
+        "removed MCP server hikmah from ~/.config/opencode/opencode.json; deleted setup's"
+        " backup ~/.config/opencode/opencode.json.hikmah-backup (nothing else changed)",
+        "deleted ~/.config/opencode/plugins/hikmah.js",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("environ", "folder"),
+    [
+        ({"XDG_CONFIG_HOME": "{tmp}/xdg"}, "xdg/opencode"),
+        # OpenCode loads OPENCODE_CONFIG_DIR besides its global folder: setup writes there.
+        ({"OPENCODE_CONFIG_DIR": "{tmp}/oc", "XDG_CONFIG_HOME": "{tmp}/xdg"}, "oc"),
+    ],
+)
+def test_opencode_config_folder_follows_its_variables(
+    tmp_path: Path, environ: dict[str, str], folder: str
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    environ = {name: value.format(tmp=tmp_path) for name, value in environ.items()}
+    run("opencode", home, environ=environ)
+    assert snapshot(home) == {}
+    assert sorted(snapshot(tmp_path / folder)) == ["opencode.json", "plugins/hikmah.js"]
+    assert read_json(tmp_path / folder, "opencode.json") == {"mcp": {"hikmah": opencode_server()}}
+    run("opencode", home, environ=environ, remove=True)
+    assert snapshot(tmp_path) == {}
+
+
+def test_opencode_keeps_a_persons_hikmah_server(tmp_path: Path) -> None:
+    own = {"mcp": {"hikmah": {"type": "remote", "url": "https://mine.example/mcp"}}}
+    write(tmp_path, OPENCODE_JSON, own)
+    before = snapshot(tmp_path)
+    with pytest.raises(SetupError, match=r"\$\.mcp\.hikmah is already there"):
+        run("opencode", tmp_path)
+    assert snapshot(tmp_path) == before
+    run("opencode", tmp_path, mcp=False)  # the plugin alone: fine
+    assert read_json(tmp_path, OPENCODE_JSON) == own
+    assert (tmp_path / OPENCODE_PLUGIN).exists()
+
+
+# --- Gemini CLI and OpenCode alike ---
+
+# host, its JSON file and the person's content of it, the file setup owns whole, and an
+# edit a person might make to that file
+BOTH = [
+    pytest.param(
+        "gemini", GEMINI_SETTINGS, GEMINI_STATE, GEMINI_POLICY,
+        ("priority = 100", "priority = 900"), id="gemini",
+    ),
+    pytest.param(
+        "opencode", OPENCODE_JSON, OPENCODE_STATE, OPENCODE_PLUGIN,
+        ("TIMEOUT_MS = 10000", "TIMEOUT_MS = 3000"), id="opencode",
+    ),
+]  # fmt: skip
+BOTH_NAMES = ("host", "config", "state", "owned", "edit")
+
+
+@pytest.mark.parametrize(BOTH_NAMES, BOTH)
+def test_a_second_run_changes_nothing(
+    tmp_path: Path, host: str, config: str, state: Any, owned: str, edit: Any
+) -> None:
+    write(tmp_path, config, state)
+    run(host, tmp_path)
+    after_first = snapshot(tmp_path)
+    assert run(host, tmp_path) == [f"already set up: ~/{config}", f"already set up: ~/{owned}"]
+    assert snapshot(tmp_path) == after_first
+
+
+@pytest.mark.parametrize(BOTH_NAMES, BOTH)
+def test_a_config_with_comments_is_refused_unchanged(
+    tmp_path: Path, host: str, config: str, state: Any, owned: str, edit: Any
+) -> None:
+    write(tmp_path, config, '{\n  // mine\n  "model": "x", /* and more */\n}\n')
+    before = snapshot(tmp_path)
+    with pytest.raises(SetupError, match=rf"~/{re.escape(config)}: holds comments") as caught:
+        run(host, tmp_path)
+    assert "nothing was changed" in str(caught.value)
+    assert snapshot(tmp_path) == before  # nor was the file setup owns written
+
+
+@pytest.mark.parametrize(BOTH_NAMES, BOTH)
+def test_an_owned_file_edited_by_hand_is_never_replaced_nor_deleted(
+    tmp_path: Path, host: str, config: str, state: Any, owned: str, edit: tuple[str, str]
+) -> None:
+    write(tmp_path, config, state)
+    run(host, tmp_path)
+    path = tmp_path / owned
+    edited = path.read_text().replace(*edit)
+    assert edited != path.read_text()
+    path.write_text(edited)
+    before = snapshot(tmp_path)
+
+    problem = rf"{re.escape(path.name)}: was edited since hikmah setup wrote it"
+    with pytest.raises(SetupError, match=problem):
+        run(host, tmp_path, hikmah=OLD_HIKMAH, agent="/other/bin/hikmah-agent")
+    assert snapshot(tmp_path) == before  # the JSON file was not written either
+
+    lines = run(host, tmp_path, remove=True)
+    assert path.read_text() == edited
+    assert read_json(tmp_path, config) == state
+    assert lines[1] == (
+        f"nothing to remove: ~/{owned} (it was edited since hikmah setup wrote it; left alone)"
+    )
+
+
+def test_slashes_in_a_string_are_no_comment(tmp_path: Path) -> None:
+    write(tmp_path, SETTINGS, '{"url": "http://x/*", }')
+    with pytest.raises(SetupError, match="invalid JSON at line 1"):
+        run("claude", tmp_path)
+
+
+NODE = shutil.which("node")
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_the_opencode_plugin_is_valid_javascript(tmp_path: Path) -> None:
+    run("opencode", tmp_path, hikmah='/tmp/it\'s "here"/hikmah')
+    # Node 20 passes a file.js with import/export unchecked: read it as a module.
+    checked = subprocess.run(
+        [NODE, "--input-type=module", "--check"],
+        input=(tmp_path / OPENCODE_PLUGIN).read_bytes(),
+        capture_output=True,
+        timeout=60,
+    )
+    assert checked.returncode == 0, checked.stderr
+    broken = (tmp_path / OPENCODE_PLUGIN).read_text().replace("const HOOKS", "const")
+    failed = subprocess.run(
+        [NODE, "--input-type=module", "--check"],
+        input=broken.encode(),
+        capture_output=True,
+        timeout=60,
+    )
+    assert failed.returncode != 0
+
+
+# Drives the plugin as OpenCode does: a person's message, a second one, a shell command.
+PLUGIN_DRIVER = """
+const { HikmahMemory } = await import(process.argv[1])
+const hooks = await HikmahMemory({ directory: "/home/ana/app" })
+const message = (n, text) => ({
+  message: {},
+  parts: [{ id: `prt_${n}`, messageID: `msg_${n}`, sessionID: "ses_1", type: "text", text }],
+})
+const first = message(1, "How do we deploy staging?")
+await hooks["chat.message"]({ sessionID: "ses_1" }, first)
+const second = message(2, "and production?")
+await hooks["chat.message"]({ sessionID: "ses_1" }, second)
+const shell = { env: {} }
+await hooks["shell.env"]({ cwd: "/", sessionID: "ses_1" }, shell)
+console.log(JSON.stringify({ first: first.parts, second: second.parts, env: shell.env }))
+"""
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_the_opencode_plugin_adds_what_the_hooks_print(tmp_path: Path) -> None:
+    """A stand-in ``hikmah`` (in a folder with a space and a quote) that records what it
+    is given and prints a hook's answer: the plugin runs it through the shell, sends the
+    event on stdin and adds the context as synthetic parts."""
+    folder = tmp_path / "it's here"
+    folder.mkdir()
+    hikmah = folder / "hikmah"
+    hikmah.write_text(
+        "#!/bin/sh\n"
+        'cat > "$(dirname "$0")/$2.json"\n'
+        'printf \'{"hookSpecificOutput": {"additionalContext": "memory for %s"}}\' "$2"\n'
+    )
+    hikmah.chmod(0o755)
+    run("opencode", tmp_path, hikmah=str(hikmah))
+    module = tmp_path / "plugin.mjs"  # what Node reads as a module without a package.json
+    module.write_bytes((tmp_path / OPENCODE_PLUGIN).read_bytes())
+
+    done = subprocess.run(
+        [NODE, "--input-type=module", "-e", PLUGIN_DRIVER, str(module)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    added = [(p["text"], p.get("synthetic")) for p in result["first"][1:]]
+    assert added == [("memory for session-start", True), ("memory for prompt", True)]
+    assert [p["id"] for p in result["first"]] == ["prt_1", "prt_1hikmah0", "prt_1hikmah1"]
+    # The session-start context comes once a session.
+    assert [p["text"] for p in result["second"][1:]] == ["memory for prompt"]
+    assert result["env"] == {"OPENCODE_SESSION_ID": "ses_1"}
+    prompt = json.loads((folder / "prompt.json").read_text())
+    assert prompt == {
+        "session_id": "ses_1",
+        "cwd": "/home/ana/app",
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": "and production?",
+    }
+    start = json.loads((folder / "session-start.json").read_text())
+    assert start["hook_event_name"] == "SessionStart" and start["source"] == "startup"
+
+
+@pytest.mark.parametrize(
+    ("host", "said"),
+    [("gemini", "TRUST_FOLDER"), ("opencode", "installs @opencode-ai/plugin")],
+)
+def test_the_cli_sets_up_and_removes_gemini_and_opencode(
+    tmp_path: Path, host: str, said: str
+) -> None:
+    env = {**os.environ, "HOME": str(tmp_path)}
+    for name in ("GEMINI_CLI_HOME", "GEMINI_CLI_TRUSTED_FOLDERS_PATH", "OPENCODE_CONFIG_DIR"):
+        env.pop(name, None)
+    env["XDG_CONFIG_HOME"] = str(tmp_path / ".config")
+    cli = [sys.executable, "-m", "hikmah_cli", "setup", host]
+    done = subprocess.run(cli, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert said in done.stdout and "Restart " in done.stdout
+    assert len(snapshot(tmp_path)) == 2
+    removed = subprocess.run([*cli, "--remove"], env=env, capture_output=True, text=True)
+    assert removed.returncode == 0, removed.stderr
+    assert snapshot(tmp_path) == {}

@@ -89,7 +89,7 @@ def test_what_the_units_do_not_see_is_named(tmp_path: Path) -> None:
     done = setup(tmp_path, HIKMAH_DATA_DIR=str(tmp_path / "data"))
     assert done.returncode == 0, done.stderr
     assert "Note: HIKMAH_DATA_DIR set here is not seen by systemd's units" in done.stdout
-    assert "--no-mcp is for claude and codex" in setup(tmp_path, "--no-mcp").stderr
+    assert "--no-mcp is for an agent host, not systemd" in setup(tmp_path, "--no-mcp").stderr
 
 
 def test_another_install_replaces_the_units_setup_wrote(tmp_path: Path) -> None:
