@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -130,12 +131,16 @@ def host_executable(host: install.Host) -> Path:
         executable = install.install(host, install.cache_dir())
     except RuntimeError as exc:
         pytest.skip(f"{host.package}@{host.version} cannot be installed here: {exc}")
-    try:
-        version = subprocess.run(
-            [str(executable), "--version"], capture_output=True, text=True, timeout=60
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        pytest.skip(f"{host.package}@{host.version} does not start here: {exc}")
+    # Some hosts write into HOME even for --version (Gemini CLI, OpenCode): a throwaway one.
+    with tempfile.TemporaryDirectory(prefix="hkv", ignore_cleanup_errors=True) as home:
+        env = {"HOME": home, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
+        try:
+            version = subprocess.run(
+                [str(executable), "--version"], capture_output=True, text=True, timeout=60,
+                env=env, cwd=home, stdin=subprocess.DEVNULL,
+            )  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            pytest.skip(f"{host.package}@{host.version} does not start here: {exc}")
     if version.returncode != 0 or host.version not in version.stdout:
         pytest.skip(
             f"{host.package}@{host.version} does not start here: {version.stdout}{version.stderr}"
@@ -153,6 +158,16 @@ def codex() -> Path:
     return host_executable(install.CODEX)
 
 
+@pytest.fixture(scope="session")
+def gemini() -> Path:
+    return host_executable(install.GEMINI_CLI)
+
+
+@pytest.fixture(scope="session")
+def opencode() -> Path:
+    return host_executable(install.OPENCODE)
+
+
 def run_host(
     argv: list[str], person: Person, env: dict[str, str]
 ) -> subprocess.CompletedProcess[str]:
@@ -160,6 +175,20 @@ def run_host(
         argv, capture_output=True, text=True, timeout=HOST_TIMEOUT_S, cwd=person.project,
         env=env, stdin=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
+
+
+def shell_remember(content: str, *flags: str) -> str:
+    """A shell command for an agent's shell tool: the person's ``hikmah remember``, then
+    its exit code (``exit=N``)."""
+    return f"{shlex.join([str(BIN / 'hikmah'), 'remember', content, *flags])}; echo exit=$?"
+
+
+def provenance_of(person: Person, content: str) -> dict[str, Any]:
+    """The provenance of the memory stored with exactly this content."""
+    (found,) = person.hikmah("recall", content, "--json", "--limit", "1")["results"]
+    assert found["trace"]["content"] == content
+    provenance: dict[str, Any] = found["trace"]["provenance"]
+    return provenance
 
 
 def texts(value: object) -> list[str]:
@@ -173,4 +202,7 @@ def texts(value: object) -> list[str]:
     return []
 
 
-__all__ = ["FakeModel", "Person", "claude", "codex", "person", "run_host", "texts"]
+__all__ = [
+    "FakeModel", "Person", "claude", "codex", "gemini", "opencode", "person", "provenance_of",
+    "run_host", "shell_remember", "texts",
+]  # fmt: skip

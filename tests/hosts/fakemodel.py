@@ -1,7 +1,8 @@
-"""A scripted model on loopback that speaks Anthropic Messages and OpenAI Responses.
+"""A scripted model on loopback that speaks Anthropic Messages, OpenAI Responses,
+OpenAI Chat Completions and Gemini's generateContent.
 
-The real agent hosts (Claude Code, Codex) are pointed at it instead of a model
-service. Each request of the host's main loop (one that offers tools) gets the
+The real agent hosts (Claude Code, Codex, OpenCode through an OpenAI-compatible
+provider, Gemini CLI) are pointed at it instead of a model service. Each request of the host's main loop (one that offers tools) gets the
 next step of the script: a call of one of the offered tools, or a final answer.
 Which step comes next is read from the conversation the host sends (how many
 tool results it already carries), so a host that retries a request gets the
@@ -9,8 +10,10 @@ same answer again. Requests without tools (titles, summaries, quota probes) get
 a short plain answer. Every request is recorded, body and headers, for the
 test to inspect.
 
-Both APIs answer in their streaming form (server-sent events) when the request
-asks for ``stream``, else with one JSON body.
+Each API answers in its streaming form (server-sent events) when the request asks
+for it (``stream``, or Gemini's ``:streamGenerateContent?alt=sse``), else with one
+JSON body. A Gemini request for JSON output (``responseMimeType: application/json``,
+as its model router sends) gets an object that fits the schema it gives.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -121,13 +125,23 @@ class FakeModel:
         return [r.body for r in self.requests if r.body.get("tools")]
 
     def answer(self, path: str, body: JSON) -> tuple[int, str, bytes]:
-        route = path.split("?", 1)[0].rstrip("/")
+        route, _, query = path.partition("?")
+        route = route.rstrip("/")
         if route.endswith("/messages/count_tokens"):
             return 200, "application/json", json.dumps({"input_tokens": 100}).encode()
         if route.endswith("/messages"):
             return self._anthropic(body)
         if route.endswith("/responses"):
             return self._openai(body)
+        if route.endswith("/chat/completions"):
+            return self._chat(body)
+        # Gemini: /v1beta/models/<model>:<method>
+        model, _, method = route.rpartition("/models/")[2].partition(":")
+        if model and method == "countTokens":
+            return 200, "application/json", json.dumps({"totalTokens": 100}).encode()
+        if model and method in ("generateContent", "streamGenerateContent"):
+            stream = method == "streamGenerateContent"
+            return self._gemini(body, stream=stream, sse="alt=sse" in query.split("&"))
         self.problems.append(f"unexpected request to {path}")
         return 404, "application/json", b'{"error": {"message": "not found"}}'
 
@@ -291,6 +305,126 @@ class FakeModel:
         ]
         return 200, "text/event-stream", _sse(events)
 
+    # --- OpenAI Chat Completions ---
+
+    def _chat(self, body: JSON) -> tuple[int, str, bytes]:
+        messages = body.get("messages") or []
+        done = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "tool")
+        tools = [(tool.get("function") or {}).get("name", "") for tool in body.get("tools") or []]
+        step, name = self._step(body, done, tools)
+        number = next(self._ids)
+        message: JSON
+        if isinstance(step, Call):
+            call: JSON = {
+                "id": f"call_{number:04d}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(step.arguments)},
+            }
+            message, finish = (
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                "tool_calls",
+            )
+        else:
+            message, finish = {"role": "assistant", "content": step.text}, "stop"
+        usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        base: JSON = {
+            "id": f"chatcmpl-{number:04d}",
+            "created": 0,
+            "model": body.get("model", "fake"),
+        }
+        if not body.get("stream"):
+            choice = {"index": 0, "message": message, "finish_reason": finish}
+            response = {**base, "object": "chat.completion", "choices": [choice], "usage": usage}
+            return 200, "application/json", json.dumps(response).encode()
+        base["object"] = "chat.completion.chunk"
+        if isinstance(step, Call):
+            # The call's head first, then its arguments, as the OpenAI API streams them.
+            head = {**call, "index": 0, "function": {"name": name, "arguments": ""}}
+            arguments = {"index": 0, "function": {"arguments": call["function"]["arguments"]}}
+            deltas: list[JSON] = [
+                {"role": "assistant", "tool_calls": [head]},
+                {"tool_calls": [arguments]},
+            ]
+        else:
+            deltas = [{"role": "assistant", "content": step.text}]
+        chunks = [
+            {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+            for delta in deltas
+        ]
+        end = {"index": 0, "delta": {}, "finish_reason": finish}
+        chunks.append({**base, "choices": [end], "usage": usage})
+        events: list[tuple[str | None, JSON | str]] = [(None, chunk) for chunk in chunks]
+        return 200, "text/event-stream", _sse([*events, (None, "[DONE]")])
+
+    # --- Gemini generateContent ---
+
+    def _gemini(self, body: JSON, *, stream: bool, sse: bool) -> tuple[int, str, bytes]:
+        config = body.get("generationConfig") or {}
+        part: JSON
+        if config.get("responseMimeType") == "application/json":
+            schema = config.get("responseJsonSchema") or config.get("responseSchema") or {}
+            part = {"text": json.dumps(_fitting(schema))}
+        else:
+            contents = body.get("contents") or []
+            done = sum(
+                1
+                for content in contents
+                if isinstance(content, dict)
+                for piece in content.get("parts") or []
+                if isinstance(piece, dict) and "functionResponse" in piece
+            )
+            tools = [
+                declaration.get("name", "")
+                for tool in body.get("tools") or []
+                for declaration in tool.get("functionDeclarations") or []
+            ]
+            step, name = self._step(body, done, tools)
+            if isinstance(step, Call):
+                part = {"functionCall": {"name": name, "args": step.arguments}}
+            else:
+                part = {"text": step.text}
+        next(self._ids)
+        response = {
+            "candidates": [
+                {"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}
+            ],
+            "usageMetadata": {
+                "promptTokenCount": 10,
+                "candidatesTokenCount": 5,
+                "totalTokenCount": 15,
+            },
+            "modelVersion": "fake",
+        }
+        if stream and sse:
+            return 200, "text/event-stream", _sse([(None, response)])
+        if stream:  # without alt=sse the stream is one JSON array of responses
+            return 200, "application/json", json.dumps([response]).encode()
+        return 200, "application/json", json.dumps(response).encode()
+
+
+def _fitting(schema: JSON) -> Any:
+    """A small value that fits a JSON schema (or Gemini's OpenAPI-style schema, with
+    upper-case types): every property, each enum's first value, numbers at their minimum
+    (else 1)."""
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = schema.get("type", "object")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if str(k).lower() != "null"), "null")
+    kind = str(kind).lower()
+    if kind == "object":
+        properties = schema.get("properties") or {}
+        return {name: _fitting(inner) for name, inner in properties.items()}
+    if kind == "array":
+        return [_fitting(schema["items"]) for _ in range(schema.get("minItems", 0))]
+    if kind in ("integer", "number"):  # 1, not 0: Gemini's router wants a score of 1-100
+        return schema.get("minimum", 1)
+    if kind == "boolean":
+        return False
+    if kind == "null":
+        return None
+    return "x" * int(schema.get("minLength", 0)) or "fake"
+
 
 def _openai_tools(tools: list[JSON]) -> dict[str, tuple[str | None, str]]:
     """The functions a Responses request offers, by qualified name (``mcp__hikmah__recall``
@@ -309,5 +443,11 @@ def _openai_tools(tools: list[JSON]) -> dict[str, tuple[str | None, str]]:
     return offered
 
 
-def _sse(events: list[tuple[str, JSON]]) -> bytes:
-    return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events).encode()
+def _sse(events: Sequence[tuple[str | None, JSON | str]]) -> bytes:
+    """Server-sent events, named or not (Chat Completions and Gemini name none); a string
+    is sent as is (``[DONE]``)."""
+    lines = []
+    for name, data in events:
+        text = data if isinstance(data, str) else json.dumps(data)
+        lines.append(f"event: {name}\ndata: {text}\n\n" if name else f"data: {text}\n\n")
+    return "".join(lines).encode()

@@ -34,7 +34,10 @@ class Host:
 
 CLAUDE_CODE = Host("@anthropic-ai/claude-code", "2.1.332", "claude")
 CODEX = Host("@openai/codex", "0.171.0", "codex")
-HOSTS = (CLAUDE_CODE, CODEX)
+GEMINI_CLI = Host("@google/gemini-cli", "0.61.0", "gemini")
+# Its postinstall script links the platform's binary over a stub: npm must run scripts.
+OPENCODE = Host("opencode-ai", "1.18.33", "opencode")
+HOSTS = (CLAUDE_CODE, CODEX, GEMINI_CLI, OPENCODE)
 INSTALL_TIMEOUT_S = 600
 
 
@@ -57,6 +60,7 @@ def install(host: Host, cache: Path) -> Path:
     command = [
         "npm", "install", "--prefix", str(host.prefix(cache)), "--cache", str(cache / "npm-cache"),
         "--no-audit", "--no-fund", "--no-save", "--loglevel", "error",
+        "--ignore-scripts=false",  # OpenCode's postinstall, even where an npmrc turns them off
         f"{host.package}@{host.version}",
     ]  # fmt: skip
     try:
