@@ -147,34 +147,63 @@ def _client_when_free(socket_path: Path) -> Client:
         backoff = min(2 * backoff, _MAX_BACKOFF_S)
 
 
+# The daemon is started by a launcher that exits at once, so that it belongs to no
+# process tree but init's: a host that ends its MCP servers' whole tree (OpenCode
+# does) or a terminal closing never takes it down with the client that started it.
+_LAUNCHER = (
+    "import os, subprocess, sys\n"
+    "daemon = subprocess.Popen(sys.argv[2:], stdin=subprocess.DEVNULL, start_new_session=True)\n"
+    "os.write(int(sys.argv[1]), str(daemon.pid).encode())\n"
+)
+
+
 def _start_daemon(socket_path: Path, daemon_args: list[str]) -> Client:
     import subprocess  # noqa: PLC0415 -- 6 ms, paid only when a daemon must be started
 
     directory = socket_path.parent
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     log_path = directory / "hikmahd.log"
-    with open(log_path, "ab") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "hikmahd", "--socket", str(socket_path), *daemon_args],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            start_new_session=True,
-            close_fds=True,
-        )
+    command = [sys.executable, "-m", "hikmahd", "--socket", str(socket_path), *daemon_args]
+    told, tell = os.pipe()
+    try:
+        with open(log_path, "ab") as log:
+            launched = subprocess.run(
+                [sys.executable, "-I", "-c", _LAUNCHER, str(tell), *command],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                pass_fds=(tell,),
+                check=False,
+            )
+        os.close(tell)
+        tell = -1
+        said = os.read(told, 32)
+    finally:
+        os.close(told)
+        if tell >= 0:
+            os.close(tell)
+    if launched.returncode != 0 or not said.isdigit():
+        raise Unavailable(f"hikmahd could not be started; see {log_path}:\n" + _tail(log_path))
+    pid = int(said)
     deadline = time.monotonic() + AUTOSTART_TIMEOUT_S
     while time.monotonic() < deadline:
         try:
             return Client(socket_path)
         except OSError:
             pass
-        if process.poll() is not None:
-            raise Unavailable(
-                f"hikmahd did not start (exit {process.returncode}); see {log_path}:\n"
-                + _tail(log_path)
-            )
+        if not _alive(pid):
+            raise Unavailable(f"hikmahd did not start; see {log_path}:\n" + _tail(log_path))
         time.sleep(0.02)
     raise Unavailable(f"hikmahd did not answer within {AUTOSTART_TIMEOUT_S:.0f} s; see {log_path}")
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (an exited daemon is init's to reap, soon gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rpartition(b")")[2].split()[0] != b"Z"
+    except OSError:
+        return False
 
 
 def _tail(path: Path, lines: int = 5) -> str:

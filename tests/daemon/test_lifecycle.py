@@ -324,3 +324,41 @@ def test_the_vault_without_a_usable_keyring_stops_the_start_with_what_to_do(
     message = str(failed.value)
     assert "hikmahd exited 1" in message
     assert "keyring" in message and "gnome-keyring-daemon" in message
+
+
+def test_an_autostarted_daemon_belongs_to_no_client_tree(short_tmp: Path) -> None:
+    # A host that ends its MCP servers' whole process tree when it exits (OpenCode)
+    # must not take the daemon its server started with it.
+    data, socket_path = short_tmp / "data", short_tmp / "run" / "hikmahd.sock"
+    holder = subprocess.Popen(
+        [
+            sys.executable, "-c",
+            "import sys, time\n"
+            "from pathlib import Path\n"
+            "from hikmah_cli.client import connect\n"
+            "args = ['--data-dir', sys.argv[2]]\n"
+            "connect(Path(sys.argv[1]), autostart=True, daemon_args=args).close()\n"
+            "print('started', flush=True)\n"
+            "time.sleep(60)\n",
+            str(socket_path), str(data),
+        ],
+        stdout=subprocess.PIPE, text=True, env=clean_env(),
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "started\n"
+        pid = int((data / "hikmahd.lock").read_text())
+        below = subprocess.run(
+            ["ps", "-o", "pid=", "--ppid", str(holder.pid)], capture_output=True, text=True
+        ).stdout.split()
+        assert str(pid) not in below  # not the client's child: init's
+        holder.kill()  # what a host does to its server's tree
+        holder.wait()
+        with Conn(socket_path) as conn:
+            assert conn.call("daemon.status")["pid"] == pid
+    finally:
+        holder.kill()
+        holder.wait()
+        assert holder.stdout is not None
+        holder.stdout.close()
+        subprocess.run(["kill", str(int((data / "hikmahd.lock").read_text()))], check=False)
+        eventually(lambda: not socket_path.exists())
