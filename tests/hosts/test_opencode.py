@@ -180,9 +180,8 @@ def test_opencode_config_dir_and_a_daemon_the_agent_starts(opencode: Path, perso
     The person keeps their OpenCode config in $OPENCODE_CONFIG_DIR: setup writes there.
 
     OpenCode ends its MCP servers' descendants when it exits (1.18.33 sends each a
-    SIGTERM), the daemon hikmah-agent started among them; that daemon commits the
-    queued writes before it stops, so the person's CLI, starting one again, finds
-    the write."""
+    SIGTERM): the daemon hikmah-agent started is not among them (it is started
+    detached), so it still serves the person's CLI afterwards."""
     moved = person.home / "opencode-config"
     with FakeModel([Call("remember", {"content": LEARNED}), Say("Done.")]) as model:
         write_config(moved, model)
@@ -196,6 +195,8 @@ def test_opencode_config_dir_and_a_daemon_the_agent_starts(opencode: Path, perso
     assert "Remembered tr_" in results(model.main_loop()[-1])[-1]
     started = (person.socket.parent / "hikmahd.log").read_text()  # beside the socket
     assert f"serving {person.socket}" in started
+    assert "stopping" not in started.rpartition(f"serving {person.socket}")[2]  # nor signalled
+    person.hikmah("--no-autostart", "status", "--json")  # the agent's daemon outlived it
     (found,) = person.hikmah("recall", LEARNED, "--json")["results"]
     provenance = found["trace"]["provenance"]
     assert (provenance["source"], provenance["verified"]) == ("agent:opencode", False)
