@@ -74,11 +74,17 @@ def in_worker(node: DOMNode, work: Callable[[], Coroutine[Any, Any, None]], grou
         try:
             await work()
         except NoMatches:
-            if node.is_attached:
+            if not taken_down(node):
                 raise
 
     typed: WorkType[None] = shown
     node.run_worker(typed, exclusive=True, group=group)
+
+
+def taken_down(node: DOMNode) -> bool:
+    """Whether ``node`` is gone or going: detached, or closing or being removed, which
+    Textual marks before it removes the node's children (the node still attached)."""
+    return not node.is_attached or node._closing or node._closed or node._pruning
 
 
 def room(widget: Widget, *widths: int) -> int:

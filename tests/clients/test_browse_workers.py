@@ -46,3 +46,23 @@ def test_a_widget_missing_from_a_page_in_sight_still_fails() -> None:
         assert "nothing-by-that-name" in str(exc)
     else:
         raise AssertionError("a missing widget in a page in sight went unnoticed")
+
+
+def test_a_page_being_taken_down_ends_its_work_quietly() -> None:
+    # Textual marks a page closing or being removed before it removes its widgets, the
+    # page still attached: an answer arriving then has nowhere to go (seen at the end
+    # of the presence test, a reload's answer as the app closed).
+    async def main() -> None:
+        answer = asyncio.Event()
+        app: App[None] = App()
+        async with app.run_test() as pilot:
+            page = Page(answer, "#title")
+            await app.push_screen(page)
+            page._pruning = True  # what App._prune sets first
+            await page.query_one("#title").remove()
+            answer.set()
+            await pilot.pause()
+            await pilot.pause()
+            assert page.is_attached and not page.shown
+
+    asyncio.run(main())
