@@ -191,19 +191,23 @@ def _start_daemon(socket_path: Path, daemon_args: list[str]) -> Client:
             return Client(socket_path)
         except OSError:
             pass
-        if not _alive(pid):
+        if started_at(pid) is None:  # exited (init reaps it)
             raise Unavailable(f"hikmahd did not start; see {log_path}:\n" + _tail(log_path))
         time.sleep(0.02)
     raise Unavailable(f"hikmahd did not answer within {AUTOSTART_TIMEOUT_S:.0f} s; see {log_path}")
 
 
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` still runs (an exited daemon is init's to reap, soon gone)."""
+def started_at(pid: int) -> str | None:
+    """When process ``pid`` started (a process that takes the pid later is another), or
+    None once it has exited: a zombie its parent has not reaped yet has exited too."""
     try:
+        # Fields after the name, which may hold spaces and parentheses: state is the
+        # third field of the line, the start time the 22nd.
         with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().rpartition(b")")[2].split()[0] != b"Z"
+            fields = stat.read().rsplit(b")", 1)[1].split()
     except OSError:
-        return False
+        return None
+    return None if fields[0] in (b"Z", b"X") else fields[19].decode()
 
 
 def _tail(path: Path, lines: int = 5) -> str:

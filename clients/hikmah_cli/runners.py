@@ -18,6 +18,7 @@ from hikmah import paths
 from hikmah.display import counted, visible
 
 from . import render
+from .client import started_at
 from .session import INTERNAL, OK, REFUSED, UNAVAILABLE, USAGE, Exit, Session, UsageError, call
 
 # How long `hikmah stop` waits for the daemon to exit: its last batch of writes, saving
@@ -361,24 +362,12 @@ def stop(args: argparse.Namespace) -> int:
 def _exits(pid: int, timeout: float) -> bool:
     """Whether process ``pid`` exits within ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
-    started = _started(pid)
-    while started is not None and _started(pid) == started:
+    started = started_at(pid)
+    while started is not None and started_at(pid) == started:
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.02)
     return True
-
-
-def _started(pid: int) -> str | None:
-    """When process ``pid`` started (a process that takes the pid later is another), or
-    None once it has exited: a zombie its parent has not reaped yet has exited too."""
-    try:
-        # Fields after the name, which may hold spaces and parentheses: state is the
-        # third field of the line, the start time the 22nd.
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return None if fields[0] in ("Z", "X") else fields[19]
 
 
 def evaluate(args: argparse.Namespace) -> int:
