@@ -82,9 +82,11 @@ def in_worker(node: DOMNode, work: Callable[[], Coroutine[Any, Any, None]], grou
 
 
 def taken_down(node: DOMNode) -> bool:
-    """Whether ``node`` is gone or going: detached, or closing or being removed, which
-    Textual marks before it removes the node's children (the node still attached)."""
-    return not node.is_attached or node._closing or node._closed or node._pruning
+    """Whether ``node`` is gone or going: detached, closing or being removed, which
+    Textual marks before it removes the node's children (the node still attached), or
+    in an app that is shutting down (which then removes every screen)."""
+    gone = not node.is_attached or node._closing or node._closed or node._pruning
+    return gone or not node.app.is_running
 
 
 def room(widget: Widget, *widths: int) -> int:

@@ -9,16 +9,17 @@ typist costs one recall per pause, not one per letter.
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from typing import ClassVar
 
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.events import Key, Resize
 from textual.widgets import DataTable, Input, Static
 
 from . import format
-from .base import View, restore_cursor, room, selected_key
+from .base import View, in_worker, restore_cursor, room, selected_key
 from .dialogs import Filters
 from .query import Search
 from .wire import Hit
@@ -80,8 +81,12 @@ class SearchView(View):
     async def load(self) -> None:
         self.run_search(pause=False)
 
-    @work(exclusive=True, group="search")
-    async def run_search(self, pause: bool = True) -> None:
+    def run_search(self, pause: bool = True) -> None:
+        """Search again, replacing a search still under way (``pause``: wait for typing
+        to settle first)."""
+        in_worker(self, partial(self._search, pause), "search")
+
+    async def _search(self, pause: bool) -> None:
         if pause:
             await asyncio.sleep(DEBOUNCE_S)
         try:

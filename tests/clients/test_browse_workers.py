@@ -66,3 +66,37 @@ def test_a_page_being_taken_down_ends_its_work_quietly() -> None:
             assert page.is_attached and not page.shown
 
     asyncio.run(main())
+
+
+def test_a_view_of_an_app_shutting_down_ends_its_work_quietly() -> None:
+    # The app marks itself stopped, then removes its screens one by one: a view of a
+    # screen not yet reached is still attached and unmarked when its answer arrives
+    # (seen at the end of the presence test: the search's answer as the app closed).
+    class Main(Screen[None]):
+        def compose(self) -> ComposeResult:
+            yield Static(id="hits")
+
+    async def main() -> None:
+        answer = asyncio.Event()
+        shown: list[str] = []
+        app: App[None] = App()
+        async with app.run_test() as pilot:
+            screen = Main()
+            await app.push_screen(screen)
+
+            async def search() -> None:
+                await answer.wait()
+                screen.query_one("#hits", Static).update("hits")
+                shown.append("hits")
+
+            in_worker(screen, search, "search")
+            await pilot.pause()
+            await screen.query_one("#hits").remove()
+            app._running = False  # what App._shutdown sets first
+            answer.set()
+            for _ in range(3):
+                await asyncio.sleep(0)
+            assert screen.is_attached and not shown
+            app._running = True
+
+    asyncio.run(main())
