@@ -89,10 +89,16 @@ def taken_down(node: DOMNode) -> bool:
     return gone or not node.app.is_running
 
 
-def room(widget: Widget, *widths: int) -> int:
-    """The width left in ``widget`` for a table's last column, after columns of
-    ``widths`` (each cell has a space either side) and a scroll bar."""
-    return max(widget.size.width - sum(widths) - 2 * (len(widths) + 1) - 2, 12)
+def room(widget: Widget, table: DataTable[Any], *widths: int, inset: int = 0) -> int:
+    """The width left in ``widget`` for ``table``'s last column, after columns of
+    ``widths`` (each cell has a space either side), a scroll bar and ``inset`` (a
+    padding); the column is given exactly that. Left to size itself, a column only
+    grows, by the cells Textual measures when idle, rows cleared or not: its header
+    would depend on what the table showed before, and when."""
+    width = max(widget.size.width - sum(widths) - 2 * (len(widths) + 1) - 2 - inset, 12)
+    column = table.ordered_columns[-1]
+    column.auto_width, column.width = False, width
+    return width
 
 
 def selected_key(table: DataTable[object]) -> str | None:

@@ -103,7 +103,7 @@ class ConflictsView(View):
                 format.cell(value, 14),
                 format.cell(format.author(prov.source, prov.locator, prov.verified), 16),
                 when(trace.created_at),
-                format.cell(trace.content, room(self, 14, 16, 17)),
+                format.cell(trace.content, room(self, table, 14, 16, 17)),
                 key=trace_id,
             )
         restore_cursor(table, keep)

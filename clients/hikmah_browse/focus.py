@@ -78,7 +78,7 @@ class FocusView(View):
         )
         held = self.query_one("#held", DataTable)
         held.clear()
-        width = room(self, 10, 3, 11)
+        width = room(self, held, 10, 3, 11)
         for entry in capsule.traces:
             held.add_row(
                 f"{entry.activation:.2f}",

@@ -86,7 +86,7 @@ class LedgerView(View):
                 record.seq,
                 record.event,
                 record.trace_id or "",
-                format.cell(what, room(self, 8, 9, 25)),
+                format.cell(what, room(self, tail, 8, 9, 25)),
                 key=str(record.seq),
             )
         checked = self.browser.ledger_checked_at

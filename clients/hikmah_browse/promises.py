@@ -66,7 +66,7 @@ class PromisesView(View):
         keep = selected_key(table)
         table.clear()
         now = self.browser.now()
-        width = room(self, 17, 12)
+        width = room(self, table, 17, 12)
         for item in items:
             deadline = item.trace.deadline or 0
             ago = format.ago(deadline, now)

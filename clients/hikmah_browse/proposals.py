@@ -61,7 +61,7 @@ class ProposalsView(View):
                 proposal.support,
                 proposal.independent_sources,
                 proposal.origin,
-                format.cell(_claim(proposal), room(self, 1, 4, 6, 7, 10)),
+                format.cell(_claim(proposal), room(self, table, 1, 4, 6, 7, 10)),
                 key=proposal.id,
             )
         restore_cursor(table, keep)

@@ -73,7 +73,7 @@ class ReviewView(View):
         self.waiting = inbox.waiting
         table.clear()
         now = self.browser.now()
-        width = room(self, 11, 11, 17, 4)
+        width = room(self, table, 11, 11, 17, 4)
         for item in inbox.items:
             trace = item.trace
             prov = trace.provenance

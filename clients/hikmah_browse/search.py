@@ -105,7 +105,7 @@ class SearchView(View):
         table.clear()
         self.hits = {hit.trace.id: hit for hit in hits}
         now = self.browser.now()
-        width = room(self, 3, 5, 11, 12, 4)
+        width = room(self, table, 3, 5, 11, 12, 4)
         for hit in hits:
             trace = hit.trace
             table.add_row(

@@ -172,7 +172,7 @@ class TracePage(Screen[None]):
             self._row(table, entry.trace, "→" if entry.trace.id == trace.id else " ", status)
 
     def _row(self, table: DataTable[object], trace: Trace, mark: str, first: str) -> None:
-        width = room(self, 1, 12, 16, 17) - 2  # the page's padding
+        width = room(self, table, 1, 12, 16, 17, inset=2)  # the page's padding
         prov = trace.provenance
         table.add_row(
             mark,
