@@ -18,15 +18,18 @@ def label(size: int) -> str:
 
 @dataclass(frozen=True)
 class Target:
-    """A target: on the ratio or on Hikmah's value, at most or at least ``bound``."""
+    """A target: on the ratio, on Hikmah's value or on its excess over the baseline, at
+    most or at least ``bound``."""
 
-    on: str  # "ratio" or "value"
+    on: str  # "ratio", "value" or "excess"
     op: str  # "<=", "<", ">="
     bound: float
     unit: str = "x"
 
-    def met(self, value: float, ratio: float | None) -> bool | None:
-        x = ratio if self.on == "ratio" else value
+    def met(self, value: float, baseline: float | None, ratio: float | None) -> bool | None:
+        x = {"ratio": ratio, "value": value, "excess": None}[self.on]
+        if self.on == "excess" and baseline is not None:
+            x = value - baseline
         if x is None:
             return None
         return {"<=": x <= self.bound, "<": x < self.bound, ">=": x >= self.bound}[self.op]
@@ -34,7 +37,8 @@ class Target:
     def __str__(self) -> str:
         ops = {"<=": "≤", "<": "<", ">=": "≥"}
         unit = "×" if self.unit == "x" else f" {self.unit}"
-        return f"{ops[self.op]} {self.bound:g}{unit}"
+        excess = "+" if self.on == "excess" else ""
+        return f"{ops[self.op]} {excess}{self.bound:g}{unit}"
 
 
 @dataclass
@@ -50,7 +54,7 @@ class Figure:
 
     def __post_init__(self) -> None:
         if self.value is not None and self.target is not None and self.judged:
-            self.met = self.target.met(self.value, self.ratio)
+            self.met = self.target.met(self.value, self.baseline, self.ratio)
 
     @property
     def ratio(self) -> float | None:

@@ -34,6 +34,7 @@ import browse
 import hooks
 import recall
 import reminders
+import waits
 from report import label
 from servers import (
     CHANNEL_OFF,
@@ -183,6 +184,7 @@ class Started:
     ready_s: list[float]
     loaded_s: list[float]
     semantic_s: list[float]  # from Popen to the semantic channel ready (or off)
+    first: list[waits.FirstAnswers]  # each start's first status and recall
 
     @property
     def ready_median_s(self) -> float:
@@ -194,6 +196,8 @@ class Started:
 
 
 T = TypeVar("T")
+# What the first recall after a start asks (an agent's session start asks about its work).
+FIRST_QUERY = "deploy the staging database"
 
 
 def measure_alone(
@@ -229,9 +233,16 @@ def measure_alone(
     return notes, rows
 
 
-def start(directory: Path, env_root: Path, starts: int, stack: contextlib.ExitStack) -> Started:
-    """Start hikmahd ``starts`` times on ``directory``; the last one keeps running."""
-    ready, loaded, semantic = [], [], []
+def start(
+    directory: Path,
+    env_root: Path,
+    starts: int,
+    stack: contextlib.ExitStack,
+    query: str = FIRST_QUERY,
+) -> Started:
+    """Start hikmahd ``starts`` times on ``directory``; the last one keeps running. Each
+    start's first status and recall of ``query`` are timed from the socket accepting."""
+    ready, loaded, semantic, first = [], [], [], []
     for attempt in range(starts):
         daemon = hikmahd(directory, env_root)
         stack.callback(daemon.stop)
@@ -239,13 +250,15 @@ def start(directory: Path, env_root: Path, starts: int, stack: contextlib.ExitSt
         daemon.launch()
         assert daemon.process is not None
         wait_for_socket(daemon.socket, daemon.process, daemon.log, poll_s=0.002)
-        ready.append(time.monotonic() - daemon.started_at)
+        accepted = time.monotonic()
+        ready.append(accepted - daemon.started_at)
+        first.append(waits.first_answers(daemon.socket, query, accepted))
         loaded.append(daemon.wait_for_log("promise queue loaded"))
         wait_semantic_ready(daemon.socket)
         semantic.append(time.monotonic() - daemon.started_at)
         if attempt < starts - 1:
             daemon.stop()
-    return Started(daemon, ready, loaded, semantic)
+    return Started(daemon, ready, loaded, semantic, first)
 
 
 # --- measurements -----------------------------------------------------------------------
@@ -349,6 +362,9 @@ class TierResult:
     memory_warm_kib: dict[str, int] = field(default_factory=dict)
     recall: list[RecallTiming] = field(default_factory=list)
     recall_off: list[RecallTiming] = field(default_factory=list)  # the semantic channel off
+    first: list[waits.FirstAnswers] = field(default_factory=list)  # after each start
+    settled: waits.FirstAnswers | None = None  # the same calls once the daemon settled
+    connect: waits.ConnectTiming | None = None
     cli: dict[str, Any] = field(default_factory=dict)
     browse: dict[str, Any] = field(default_factory=dict)  # browse.KeystrokeTiming
     as_of: dict[str, Any] = field(default_factory=dict)  # asof.AsOfTiming
@@ -362,6 +378,7 @@ class Repeats:
     queries: int  # per query set
     warmup: int  # queries per set before the timed ones
     starts: int  # daemon starts (the median is reported)
+    connects: int  # status calls on new connections (as many on a kept one)
     cli_runs: int  # ``hikmah recall`` runs, 0 for none
     typed: int  # queries per set typed a keystroke at a time (browse)
     past: int  # queries per set recalled as of the past
@@ -398,12 +415,15 @@ def measure_tier(
     started = start(corpus.directory, root, repeats.starts, stack)
     daemon = started.daemon
     result.ready_s, result.loaded_s = started.ready_s, started.loaded_s
+    result.first = started.first
     result.semantic_s = started.semantic_s
     result.vectors = wait_semantic_ready(daemon.socket)
     result.memory_loaded_kib = memory_kib(daemon.pid)
     client = Client(daemon.socket)
     warm(client, corpus, sets, repeats.warmup)
     result.memory_warm_kib = memory_kib(daemon.pid)
+    result.settled = waits.settled_answers(daemon.socket, FIRST_QUERY, 20)
+    result.connect = waits.connection_overhead(daemon.socket, repeats.connects)
     result.recall = time_recall(client, corpus, sets, size)
     if repeats.cli_runs:
         # The same daemon with the semantic channel off (the policy file reloads).

@@ -137,7 +137,11 @@ READY_TARGET_S = 1.0
 WRITE_TARGET = 0.8  # 16 durable clients at least 0.8x the no-sync daemon
 SEMANTIC_WRITE_TARGET = 0.9  # durable remember within 10% of the semantic channel off
 SEMANTIC_IMPORT_TARGET = 0.8  # bulk import at least 0.8x its rate with the channel off
+IMPORT_TARGET = 5000.0  # traces/s through memory.import
+LONE_WRITER_TARGET = 0.5  # one client's durable remember over a raw LMDB sync commit
 CLI_TARGET = 2.5
+FIRST_ANSWER_TARGET_S = 0.1  # status and recall after a restart, from the socket accepting
+CONNECT_TARGET_MS = 0.5  # what a new connection adds to a call
 LATENESS_TARGET_MS = 50.0
 # Codex offers the model only the MCP servers that answered within about a second.
 AGENT_READY_TARGET_MS = 500.0
@@ -207,6 +211,7 @@ class Plan:
             queries=self.queries if size <= 100_000 else self.big_queries,
             warmup=self.warmup,
             starts=self.starts if full else 1,
+            connects=(20 if self.quick else 300) if full else 3,
             cli_runs=self.cli_runs if full else 0,
             typed=self.typed,
             past=self.past,
@@ -293,6 +298,7 @@ def tier_figures(tier: TierResult, empty: Empty, plan: Plan) -> list[Figure]:
             judged=not plan.quick,
         ),
         Figure(f"{name} start to promise queue loaded vs empty store", loaded, "s", empty.loaded_s),
+        *waiting_figures(tier, plan),
         Figure(
             f"{name} start to semantic channel ready (in the background) vs empty store",
             sorted(tier.semantic_s)[len(tier.semantic_s) // 2],
@@ -452,6 +458,41 @@ def migration_figures(rows: list[migration.Row], plan: Plan) -> list[Figure]:
     return figures
 
 
+def waiting_figures(tier: TierResult, plan: Plan) -> list[Figure]:
+    """The first answers after a start (the slowest of the starts), and a new
+    connection's cost, each beside the same call on the settled daemon."""
+    name = label(tier.size)
+    figures = []
+    if tier.first and tier.settled is not None:
+        for what, first, settled in (
+            ("daemon.status", max(f.status_s for f in tier.first), tier.settled.status_s),
+            ("memory.recall", max(f.recall_s for f in tier.first), tier.settled.recall_s),
+        ):
+            figures.append(
+                Figure(
+                    f"{name} first {what} after a start, from the socket accepting,"
+                    " vs the same call settled",
+                    first,
+                    "s",
+                    settled,
+                    Target("value", "<=", FIRST_ANSWER_TARGET_S, "s"),
+                    judged=not plan.quick,
+                )
+            )
+    if tier.connect is not None:
+        figures.append(
+            Figure(
+                f"{name} daemon.status on a new connection vs on a kept one",
+                tier.connect.new_ms,
+                "ms",
+                tier.connect.kept_ms,
+                Target("excess", "<=", CONNECT_TARGET_MS, "ms"),
+                judged=not plan.quick,
+            )
+        )
+    return figures
+
+
 def write_figures(rows: list[rpc.Measured], plan: Plan) -> list[Figure]:
     def per_s(target: str, workload: str, clients: int) -> float:
         return rpc.find(rows, target, workload, clients).per_s
@@ -487,6 +528,8 @@ def write_figures(rows: list[rpc.Measured], plan: Plan) -> list[Figure]:
                 durable,
                 "/s",
                 raw1,
+                Target("ratio", ">=", LONE_WRITER_TARGET) if n == 1 else None,
+                judged=not plan.quick,
             ),
         ]
         if n == 16:
@@ -525,7 +568,14 @@ def import_figures(
     if found.error is not None:
         return [Figure(name, None, "/s", corpus_rate, note=f"refused: {found.error[:60]}")]
     return [
-        Figure(name, found.per_s, "/s", corpus_rate),
+        Figure(
+            name,
+            found.per_s,
+            "/s",
+            corpus_rate,
+            Target("value", ">=", IMPORT_TARGET, "/s"),
+            judged=not plan.quick,
+        ),
         Figure(
             f"bulk import {label(size)} traces, traces/s vs the semantic channel off",
             found.per_s,

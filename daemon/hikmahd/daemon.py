@@ -18,6 +18,7 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import IO
 
@@ -57,7 +58,15 @@ from .listen import (
     unlink_if_ours,
 )
 from .notify import DesktopNotifier
-from .peers import BoundProcess, Peer, Restrictions, credentials, examine
+from .peers import (
+    BoundProcess,
+    KnownProcesses,
+    OverBudget,
+    Peer,
+    Restrictions,
+    credentials,
+    examine,
+)
 from .policywatch import PolicyHolder
 from .reminders import Reminders
 from .replay import Replay
@@ -107,6 +116,9 @@ IDLE_SWEEP_S = 60.0
 MAX_CONNECTIONS_PER_PROCESS = 64
 # Threads that walk /proc for new peers, apart from the shared pool (recalls, exports).
 IDENTIFY_THREADS = 4
+# A walk of the peer's process tree reads this much of new processes' command lines and
+# environments on the event loop at most (a shell's are a few KiB), the rest in a thread.
+INLINE_READ_BYTES = 64 << 10
 
 
 @dataclass(frozen=True)
@@ -194,6 +206,7 @@ class Daemon:
         self.per_process: Counter[int] = Counter()
         self._capped: set[int] = set()
         self._identify = threads_of_their_own(IDENTIFY_THREADS)
+        self._known = KnownProcesses()
         self._stopping = trio.Event()
 
     def _policy_changed(self) -> None:
@@ -387,15 +400,21 @@ class Daemon:
     ) -> None:
         pid = bound.pid
 
-        def walk() -> tuple[Peer, AgentSession | None]:
-            session, terminal = examine(pid)
+        def walk(budget: int | None) -> tuple[Peer, AgentSession | None]:
+            session, terminal = examine(pid, known=self._known, budget=budget)
             peer = Peer(
                 pid=pid, uid=uid, gid=gid, session=session, terminal=terminal, start=bound.start
             )
             return peer, self.services.restrictions.of(peer)
 
+        # Ancestors met before are known (only their stat is read again), so a walk
+        # mostly reads the new peer's own small files: on the loop, it costs less than
+        # a thread's round trip. One with more to read goes to a thread.
         # A process that restricted itself once stays restricted on every connection.
-        peer, declared = await self._identify(walk)
+        try:
+            peer, declared = walk(INLINE_READ_BYTES)
+        except OverBudget:
+            peer, declared = await self._identify(partial(walk, None))
         if not bound.alive():
             # What /proc said may be of another process that took the pid since.
             log.info("pid %d exited while it was identified", pid)

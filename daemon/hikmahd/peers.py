@@ -104,11 +104,64 @@ class _Hidden(Exception):
     """A part of the peer's process tree that cannot be read; the message says which."""
 
 
+class OverBudget(Exception):
+    """A walk given a budget met more command lines and environments to read than it
+    allows: walk again without one, off the event loop."""
+
+
 class _Stat(NamedTuple):
     ppid: int
     session: int
     tty: int
     start: int
+    name: str  # the command name, which an exec changes
+    size: int | None  # of its command line and environment (None: the kernel does not say)
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """What a walk learned of one process: whether it runs privileged, is the user's
+    service manager, or else what its environment and program say of an agent (or why
+    its environment could not be read)."""
+
+    name: str
+    exe: str | None
+    privileged: bool = False
+    user_manager: bool = False
+    detected: tuple[AgentSession | None, AgentSession | None] | None = None
+    hidden: str | None = None
+
+
+class KnownProcesses:
+    """The processes earlier walks read, by pid and start time, so that a connection
+    reads only what is new: a client's ancestors (its shell, the terminal, an agent
+    host) are the same from one call to the next.
+
+    What is kept stays true while the process runs the same program: a process met
+    again is read afresh when its command name or executable changed (an exec), and
+    its parent is always read afresh (a process whose parent exits moves to an
+    ancestor of it). A process of the same pid with another start time is another
+    process. What a process's environment said is only ever kept as it was first
+    read: an agent's marks found once stay found.
+    """
+
+    def __init__(self, limit: int = 4096, proc: Path = Path("/proc")) -> None:
+        self.limit = limit
+        self.own_uid, self.own_caps = os.getuid(), _capabilities(proc / "self" / "status")
+        self._seen: dict[tuple[int, int], _Seen] = {}
+
+    def get(self, pid: int, stat: _Stat, exe: str | None) -> _Seen | None:
+        seen = self._seen.get((pid, stat.start))
+        if seen is None or seen.name != stat.name or seen.exe != exe:
+            return None
+        return seen
+
+    def keep(self, pid: int, stat: _Stat, seen: _Seen) -> None:
+        if len(self._seen) >= self.limit:
+            # The oldest half goes (most are of processes that have exited).
+            for key in list(self._seen)[: self.limit // 2]:
+                del self._seen[key]
+        self._seen[(pid, stat.start)] = seen
 
 
 def credentials(sock: socket.socket) -> tuple[int, int, int]:
@@ -169,23 +222,22 @@ class BoundProcess:
             self.pidfd = None
 
 
-def identify(sock: socket.socket, proc: Path = Path("/proc")) -> Peer:
-    """The peer's credentials and, from its process tree, its agent session or terminal.
-
-    Blocking (a walk over /proc): the daemon runs it off the event loop.
-    """
-    pid, uid, gid = credentials(sock)
-    session, terminal = examine(pid, proc)
-    return Peer(pid=pid, uid=uid, gid=gid, session=session, terminal=terminal)
-
-
 def agent_session(pid: int, proc: Path = Path("/proc")) -> AgentSession | None:
     """The agent session of ``pid`` or of an ancestor (see :func:`examine`)."""
     return examine(pid, proc)[0]
 
 
-def examine(pid: int, proc: Path = Path("/proc")) -> tuple[AgentSession | None, Terminal | None]:
+def examine(
+    pid: int,
+    proc: Path = Path("/proc"),
+    known: KnownProcesses | None = None,
+    budget: int | None = None,
+) -> tuple[AgentSession | None, Terminal | None]:
     """The agent session of ``pid`` or of any ancestor; for a person, their terminal.
+    ``known``: what earlier walks read (:class:`KnownProcesses`), read again only where
+    it may have changed. ``budget``: at most this many bytes of command lines and
+    environments are read, else :class:`OverBudget` is raised (a walk cheap enough to
+    run on the event loop, or none).
 
     Fails closed: a process of the peer's own session whose environment or parent
     cannot be read may hide an agent's variables (one unprivileged ``prctl`` makes a
@@ -194,12 +246,11 @@ def examine(pid: int, proc: Path = Path("/proc")) -> tuple[AgentSession | None, 
     whose parent is privileged (``sshd``'s session process, forked by root) is the
     login's own machinery, and the walk goes on past it.
     """
-    walk = _Walk(pid, proc)
+    walk = _Walk(pid, proc, known, budget)
     found: list[AgentSession | None] = []
     try:
-        for environ, process in walk:
-            found.append(detect_agent_session(environ))
-            found.append(detect_agent_host(process))
+        for marks in walk:
+            found.extend(marks)
     except _Hidden as hidden:
         detected = merge_sessions(found)
         if detected is not None:
@@ -213,35 +264,62 @@ def examine(pid: int, proc: Path = Path("/proc")) -> tuple[AgentSession | None, 
 
 
 class _Walk:
-    """The peer and its ancestors, as (environment, process) of each one whose own
-    these are to read (a privileged ancestor's are not: it is no agent's)."""
+    """The peer and its ancestors, as what the environment and the program of each one
+    say of an agent (a privileged ancestor's are not read: it is no agent's)."""
 
-    def __init__(self, pid: int, proc: Path) -> None:
-        self.pid, self.proc = pid, proc
+    def __init__(
+        self, pid: int, proc: Path, known: KnownProcesses | None, budget: int | None
+    ) -> None:
+        self.pid, self.proc, self.known, self.budget = pid, proc, known, budget
         self.stats: dict[int, _Stat] = {}
-        self.own_uid, self.own_caps = os.getuid(), _capabilities(proc / "self" / "status")
+        if known is None:
+            self.own_uid, self.own_caps = os.getuid(), _capabilities(proc / "self" / "status")
+        else:
+            self.own_uid, self.own_caps = known.own_uid, known.own_caps
 
-    def __iter__(self) -> Iterator[tuple[dict[str, str], Process]]:
+    def __iter__(self) -> Iterator[tuple[AgentSession | None, AgentSession | None]]:
         current = self.pid
         for _ in range(_MAX_ANCESTORS):
             directory = f"{self.proc}/{current}"
-            stat = self._stat(directory)
+            stat = self._stat(directory)  # always afresh: the parent may have changed
             self.stats[current] = stat
-            if not self._privileged(directory):
-                process = self._process(directory)
-                if _user_manager(process, stat):
-                    return  # the root of the user's own processes
-                try:
-                    environ = self._environ(directory)
-                except _Hidden:
-                    if not self._login_machinery(stat):
-                        raise
-                else:
-                    yield environ, process
+            seen = self._seen(current, directory, stat)
+            if seen.user_manager:
+                return  # the root of the user's own processes
+            if seen.hidden is not None and not self._login_machinery(stat):
+                raise _Hidden(seen.hidden)
+            if seen.detected is not None:
+                yield seen.detected
             if stat.ppid <= 1:
                 return
             current = stat.ppid
         raise _Hidden(f"its process tree is more than {_MAX_ANCESTORS} processes deep")
+
+    def _seen(self, pid: int, directory: str, stat: _Stat) -> _Seen:
+        """What ``pid`` is, as a walk met it before or read now."""
+        exe = _exe(directory)
+        if self.known is not None and (seen := self.known.get(pid, stat, exe)) is not None:
+            return seen
+        if self._privileged(directory):
+            seen = _Seen(stat.name, exe, privileged=True)
+        else:
+            if self.budget is not None:
+                if stat.size is None or stat.size > self.budget:
+                    raise OverBudget(f"pid {pid}: {stat.size} bytes to read")
+                self.budget -= stat.size
+            process = self._process(directory, exe, stat.name)
+            if _user_manager(process, stat):
+                seen = _Seen(stat.name, exe, user_manager=True)
+            else:
+                try:
+                    environ = self._environ(directory)
+                except _Hidden as hidden:
+                    return _Seen(stat.name, exe, hidden=str(hidden))  # read again next time
+                detected = (detect_agent_session(environ), detect_agent_host(process))
+                seen = _Seen(stat.name, exe, detected=detected)
+        if self.known is not None:
+            self.known.keep(pid, stat, seen)
+        return seen
 
     def terminal(self) -> Terminal | None:
         """The peer's terminal, if it has one and is a descendant of its session leader
@@ -280,13 +358,8 @@ class _Walk:
             raise _Hidden(f"{directory}/stat is not a process status")
         return stat
 
-    def _process(self, directory: str) -> Process:
-        try:
-            exe: str | None = os.readlink(f"{directory}/exe")
-        except OSError:
-            exe = None  # a kernel thread, or hidden: its environment says which
+    def _process(self, directory: str, exe: str | None, name: str) -> Process:
         raw = self._read(f"{directory}/cmdline")
-        name = self._read(f"{directory}/comm").decode("utf-8", "replace").rstrip("\n")
         argv = tuple(part.decode("utf-8", "replace") for part in raw.split(b"\0")[:-1])
         return Process(exe=exe, argv=argv, name=name)
 
@@ -325,11 +398,26 @@ class _Walk:
 
 def _parse_stat(text: str) -> _Stat | None:
     # The command name (field 2) is in parentheses and may contain anything.
-    fields = text[text.rfind(")") + 2 :].split()
+    end = text.rfind(")")
+    name = text[text.find("(") + 1 : end]
+    fields = text[end + 2 :].split()
     try:
-        return _Stat(int(fields[1]), int(fields[3]), int(fields[4]), int(fields[19]))
+        ppid, session, tty, start = (int(fields[i]) for i in (1, 3, 4, 19))
     except (IndexError, ValueError):
         return None
+    try:  # fields 48 to 51 (since Linux 3.5): where the command line and environment are
+        arg_start, arg_end, env_start, env_end = (int(fields[i]) for i in range(45, 49))
+        size: int | None = arg_end - arg_start + env_end - env_start
+    except (IndexError, ValueError):
+        size = None
+    return _Stat(ppid, session, tty, start, name, size)
+
+
+def _exe(directory: str) -> str | None:
+    try:
+        return os.readlink(f"{directory}/exe")
+    except OSError:
+        return None  # a kernel thread, or hidden: its environment says which
 
 
 def _field(status: str, name: str) -> list[str]:
@@ -377,7 +465,8 @@ class Restrictions:
 
     def of(self, peer: Peer) -> AgentSession | None:
         """The session ``peer``'s process declared, if it restricted itself."""
-        return self.restricted.get((peer.pid, start_time(peer.pid)))
+        start = start_time(peer.pid) if peer.start is None else peer.start
+        return self.restricted.get((peer.pid, start))
 
     def restrict(self, peer: Peer, session: AgentSession) -> None:
         """Restrict ``peer``'s process (its first declaration stays)."""

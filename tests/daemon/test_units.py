@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from hikmah.principal import UNKNOWN_PRINCIPAL
 from hikmahd.framing import FrameReader, Oversized
-from hikmahd.peers import Terminal, agent_session, examine
+from hikmahd.peers import KnownProcesses, OverBudget, Terminal, agent_session, examine
 
 frames = st.lists(
     st.binary(min_size=1, max_size=60).map(lambda b: b.replace(b"\n", b"x")), max_size=20
@@ -289,3 +289,65 @@ def test_the_log_names_the_unreadable_file(
     agent_session(300, tmp_path)
     assert f"cannot read {tmp_path}/200/environ" in caplog.text
     assert "an ancestor of the peer" in caplog.text
+
+
+def three_processes(proc: Path, shell: dict[str, str]) -> KnownProcesses:
+    """A client (300), its shell with environment ``shell`` (200) and the session leader
+    (100); what the daemon keeps of them."""
+    own_status(proc)
+    fake_process(proc, 300, 200, 100, {})
+    fake_process(proc, 200, 100, 100, shell)
+    fake_process(proc, 100, 1, 100, {})
+    return KnownProcesses(proc=proc)
+
+
+def test_a_known_ancestor_that_execs_an_agent_host_is_read_again(tmp_path: Path) -> None:
+    # The daemon keeps what it read of a client's ancestors; a person's shell that then
+    # runs `exec codex` is the same pid and start time, another program.
+    known = three_processes(tmp_path, {"HOME": "/home/ana"})
+    assert examine(300, tmp_path, known) == (None, None)
+    shell = tmp_path / "200"
+    (shell / "exe").unlink()
+    os.symlink("/x/node_modules/@openai/codex/bin/codex", shell / "exe")
+    (shell / "cmdline").write_bytes(b"codex\0")
+    session, _ = examine(300, tmp_path, known)
+    assert session is not None and session.host == "codex"
+
+
+def test_a_renamed_known_ancestor_is_read_again(tmp_path: Path) -> None:
+    known = three_processes(tmp_path, {})
+    assert examine(300, tmp_path, known) == (None, None)
+    stat = tmp_path / "200" / "stat"
+    stat.write_text(stat.read_text().replace("(weird ) name)", "(claude)"))
+    (tmp_path / "200" / "environ").write_bytes(b"CLAUDECODE=1\0")
+    session, _ = examine(300, tmp_path, known)
+    assert session is not None and session.variables == ("CLAUDECODE",)
+
+
+def test_an_agent_found_once_in_a_known_process_stays_found(tmp_path: Path) -> None:
+    # Its environment rewritten in place (same program): what was read first is kept.
+    known = three_processes(tmp_path, {"CODEX_THREAD_ID": "t-1"})
+    assert examine(300, tmp_path, known)[0] is not None
+    (tmp_path / "200" / "environ").write_bytes(b"HOME=/home/ana\0")
+    session, _ = examine(300, tmp_path, known)
+    assert session is not None and session.session_id == "t-1"
+    assert examine(300, tmp_path)[0] is None  # read afresh, it has no mark now
+
+
+def test_a_walk_on_a_budget_reads_no_more_than_it_allows() -> None:
+    known = KnownProcesses()
+    unbudgeted = examine(os.getpid(), known=KnownProcesses())
+    with pytest.raises(OverBudget):
+        examine(os.getpid(), known=known, budget=0)
+    assert examine(os.getpid(), known=known, budget=1 << 20) == unbudgeted
+    # Known now, only their stat and executable are read again: no budget is spent.
+    assert examine(os.getpid(), known=known, budget=0) == unbudgeted
+
+
+def test_a_process_whose_size_the_kernel_does_not_say_is_over_any_budget(
+    tmp_path: Path,
+) -> None:
+    own_status(tmp_path)
+    fake_process(tmp_path, 300, 1, 300, {})  # a stat without fields 48 to 51
+    with pytest.raises(OverBudget):
+        examine(300, tmp_path, KnownProcesses(proc=tmp_path), budget=1 << 20)
