@@ -274,14 +274,21 @@ class Writer:
         persons = [p.person for p in batch]
         now_ms = self.now_ms()
         policy = self.policy()
+        # Nothing syncing and nothing queued behind it: no next batch to overlap the
+        # sync with, so it syncs in the same trip to the thread (a lone writer's write
+        # pays one thread round trip, not two).
+        alone = self._answered.is_set() and not self._receive.statistics().current_buffer_used
         outcomes = await self._run_in_thread(
             batch,
             lambda: self.store.apply(
-                operations, now_ms=now_ms, policy=policy, sync=False, persons=persons
+                operations, now_ms=now_ms, policy=policy, sync=alone, persons=persons
             ),
         )
         if outcomes is None:
             return  # every caller already has the error
+        if alone:
+            self._answer(batch, outcomes)
+            return
         previous, self._answered = self._answered, trio.Event()
         syncing.start_soon(self._sync_and_answer, batch, outcomes, previous, self._answered)
 
@@ -297,12 +304,16 @@ class Writer:
             # Answers (and the events they cause) keep the order of the batches.
             await previous.wait()
         if synced:
-            for pending, outcome in zip(batch, outcomes, strict=True):
-                pending.result = outcome
-                pending.done.set()
-            for listener in self.listeners:
-                listener(outcomes)
+            self._answer(batch, outcomes)
         answered.set()
+
+    def _answer(self, batch: list[_Pending], outcomes: list[Outcome | Applied]) -> None:
+        """Answer a durable batch's callers, then tell the listeners."""
+        for pending, outcome in zip(batch, outcomes, strict=True):
+            pending.result = outcome
+            pending.done.set()
+        for listener in self.listeners:
+            listener(outcomes)
 
     def _sync(self) -> bool:
         self.store.sync()

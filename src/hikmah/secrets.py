@@ -482,7 +482,8 @@ class _Shape:
         accept: Further test of a candidate the pattern alone cannot express.
         needles: Substrings one of which every match contains, checked first
             so that a text without any skips the scan (in lowercase when the
-            pattern ignores case); empty for a shape without one.
+            pattern ignores case; :func:`_candidates`); empty for a shape without
+            one.
     """
 
     label: str
@@ -492,12 +493,6 @@ class _Shape:
     # Whether the needles are looked for in the lowercased text (the pattern ignores
     # case); kept apart from the pattern's flags, whose enum arithmetic is slow.
     folded: bool = False
-
-    def may_match(self, text: str, lowered: str) -> bool:
-        if not self.needles:
-            return True
-        haystack = lowered if self.folded else text
-        return any(needle in haystack for needle in self.needles)
 
 
 def _shape(
@@ -998,6 +993,34 @@ _SHAPES: tuple[_Shape, ...] = (
         needles=("session", "sessid", "connect.sid"),
     ),
 )
+
+
+# Which shapes name each needle: a text is searched once for every needle, not once
+# per shape that names it (a write pays the detector on each of its fields).
+def _by_needle(folded: bool) -> dict[str, tuple[int, ...]]:
+    found: dict[str, list[int]] = {}
+    for position, shape in enumerate(_SHAPES):
+        if shape.folded == folded:
+            for needle in shape.needles:
+                found.setdefault(needle, []).append(position)
+    return {needle: tuple(positions) for needle, positions in found.items()}
+
+
+_CASED = _by_needle(folded=False)
+_FOLDED = _by_needle(folded=True)
+_NEEDLELESS = frozenset(i for i, shape in enumerate(_SHAPES) if not shape.needles)
+
+
+def _candidates(text: str, lowered: str) -> list[_Shape]:
+    """The shapes that may match ``text``: those without needles, and those with one in
+    it (folded ones in ``lowered``), in the order of :data:`_SHAPES`."""
+    chosen = set(_NEEDLELESS)
+    for needles, haystack in ((_CASED, text), (_FOLDED, lowered)):
+        for needle, positions in needles.items():
+            if needle in haystack:
+                chosen.update(positions)
+    return [_SHAPES[position] for position in sorted(chosen)]
+
 
 # Values are capped at 256 characters: a credential is never longer, and the
 # cap keeps the work per candidate constant however long the input runs on.
@@ -2519,9 +2542,7 @@ _CYRILLIC_NEEDLES = ("пароль", "パスワード")
 def _findings(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
     """Yield the label and the span to withhold of every credential in ``text``."""
     lowered = text.lower()
-    for shape in _SHAPES:
-        if not shape.may_match(text, lowered):
-            continue
+    for shape in _candidates(text, lowered):
         if shape is _PEM:
             # The whole block, not only its header.
             yield from ((shape.label, span) for span in _pem_spans(text))
