@@ -199,15 +199,19 @@ def _start_daemon(socket_path: Path, daemon_args: list[str]) -> Client:
 
 def started_at(pid: int) -> str | None:
     """When process ``pid`` started (a process that takes the pid later is another), or
-    None once it has exited: a zombie its parent has not reaped yet has exited too."""
+    None once it has exited: a zombie its parent has not reaped yet has exited too, but
+    not a main thread that ended while other threads of the process still wind down
+    (its state reads zombie then as well)."""
     try:
         # Fields after the name, which may hold spaces and parentheses: state is the
         # third field of the line, the start time the 22nd.
         with open(f"/proc/{pid}/stat", "rb") as stat:
             fields = stat.read().rsplit(b")", 1)[1].split()
+        if fields[0] in (b"Z", b"X") and len(os.listdir(f"/proc/{pid}/task")) <= 1:
+            return None
     except OSError:
         return None
-    return None if fields[0] in (b"Z", b"X") else fields[19].decode()
+    return fields[19].decode()
 
 
 def _tail(path: Path, lines: int = 5) -> str:

@@ -314,6 +314,8 @@ def status(result: dict[str, Any]) -> str:
         lines.append(f"  you are   agent session {principal['host']}:{principal['session_id']}")
     if "presence" in result:
         lines += presence(result["presence"])
+    elif "presence" in result.get("loading", []):
+        lines.append("  presence  still being read from the ledger (the daemon just started)")
     return "\n".join(lines)
 
 

@@ -108,6 +108,9 @@ REGISTRIES = tuple(
     )
 )
 
+# How long after the daemon takes connections its background work starts (the first
+# answers after a start come within a tenth of a second).
+SETTLE_S = 0.15
 # How long in-flight replies may take once a stop was asked for.
 STOP_GRACE_S = 2.0
 IDLE_SWEEP_S = 60.0
@@ -201,7 +204,9 @@ class Daemon:
             socket_path=config.socket_path,
             stop=self.stop,
         )
-        self.dispatcher = Dispatcher(*REGISTRIES, offload=offload)
+        self.dispatcher = Dispatcher(
+            *REGISTRIES, offload=offload, ready=self.services.presence_read
+        )
         self.connections: set[Connection] = set()
         self.per_process: Counter[int] = Counter()
         self._capped: set[int] = set()
@@ -264,17 +269,17 @@ class Daemon:
     ) -> None:
         async with trio.open_nursery() as nursery:
             await nursery.start(self.writer.run)
-            nursery.start_soon(self.policies.watch, self._policy_changed)
-            semantic_scope = trio.CancelScope()
-            nursery.start_soon(self._reminders_then_semantics, nursery, semantic_scope)
+            # What the first answers need, read in threads at once; and the review inbox's
+            # count, which a write's notification is told from.
+            nursery.start_soon(self._read_columns)
             nursery.start_soon(self._read_presence)
-            nursery.start_soon(self.replay.run)
             nursery.start_soon(self.inbox.run)
-            nursery.start_soon(self._close_idle_capsules)
             # Before any write: a store restored behind what it published takes it back.
             await nursery.start(self.syncing.run)
             accept_scope = trio.CancelScope()
             connections = await nursery.start(self._accept, listener, accept_scope)
+            semantic_scope = trio.CancelScope()
+            nursery.start_soon(self._background, nursery, semantic_scope)
             notify_systemd("READY=1")
             log.info("hikmahd %d serving %s", os.getpid(), self.config.socket_path)
             task_status.started()
@@ -304,11 +309,18 @@ class Daemon:
             else:
                 self.stop(f"on signal {signum}")
 
-    async def _reminders_then_semantics(
-        self, nursery: trio.Nursery, semantic_scope: trio.CancelScope
-    ) -> None:
-        """The promise queue first (reminders are due on time), then the semantic channel,
-        whose file takes a second or more to read at a million traces."""
+    async def _background(self, nursery: trio.Nursery, semantic_scope: trio.CancelScope) -> None:
+        """What runs beside the requests, started :data:`SETTLE_S` after connections are
+        taken: loading (the policy watch's library, the promise queue, the model and the
+        vectors) holds the interpreter for a second or more at a million traces, and the
+        first callers after a start (the command that started the daemon, an agent's
+        session start) are answered first. Each catches up with what was written
+        meanwhile. The promise queue comes before the semantic channel: reminders are
+        due on time."""
+        await trio.sleep(SETTLE_S)
+        nursery.start_soon(self.policies.watch, self._policy_changed)
+        nursery.start_soon(self.replay.run)
+        nursery.start_soon(self._close_idle_capsules)
         await nursery.start(self.reminders.run)
         nursery.start_soon(self._semantics, semantic_scope)
 
@@ -316,6 +328,16 @@ class Daemon:
         """Person presence off the loop: the store reads it from every ledger record on
         first use, which would otherwise be the first person-only request's, on the loop."""
         await self.services.offload(lambda: self.store.presence)
+
+    async def _read_columns(self) -> None:
+        """The feature columns off the loop, as soon as the daemon serves: read on first
+        use otherwise, by the first recall or status, which would wait for all of them."""
+
+        def read() -> None:
+            with self.store.snapshot() as snapshot:
+                snapshot.dated()
+
+        await self.services.offload(read)
 
     async def _semantics(self, scope: trio.CancelScope) -> None:
         with scope:

@@ -74,9 +74,13 @@ class PolicyHolder:
             return Path(path).name == name
 
         task_status.started()
+        first = True
         async for changes in watched(directory, concerns_policy, recursive=False):
-            if changes and self.reload() and on_change is not None:
+            # The first time round the watch is in place: an edit made before it (since
+            # the policy was loaded at start) is looked for once.
+            if (changes or first) and self.reload() and on_change is not None:
                 on_change()
+            first = False
 
 
 def watched(

@@ -102,6 +102,9 @@ class Method:
     handler: Callable[[Any, Any], Any]  # async, or a plain function when blocking
     person: Person = None
     blocking: bool = False
+    # Served before the daemon has read person presence (the first moments of a start):
+    # it reads no presence (not the caller's session); every other method waits for it.
+    early: bool = False
 
     def action_for_person(self, params: Any) -> str | None:
         """What an agent session would be refused in this call (None: nothing)."""
@@ -115,15 +118,16 @@ class Registry:
         self.methods: dict[str, Method] = {}
 
     def method(
-        self, name: str, params: type[P], *, person: Person = None
+        self, name: str, params: type[P], *, person: Person = None, early: bool = False
     ) -> Callable[[Callable[[Any, P], Awaitable[JSON]]], Callable[[Any, P], Awaitable[JSON]]]:
         """Register ``async handler(context, params)`` under ``name`` (``noun.verb``);
-        ``person`` names what an agent session is refused."""
+        ``person`` names what an agent session is refused; ``early``: it reads no person
+        presence, so it is served while presence is still being read at start."""
 
         def register(
             handler: Callable[[Any, P], Awaitable[JSON]],
         ) -> Callable[[Any, P], Awaitable[JSON]]:
-            self._add(Method(name, params, handler, person))
+            self._add(Method(name, params, handler, person, early=early))
             return handler
 
         return register
@@ -169,6 +173,10 @@ def response(request_id: JSON, *, result: JSON = None, error: RpcError | None = 
     return {"jsonrpc": "2.0", "result": result, "id": request_id}
 
 
+async def _ready() -> None:
+    """Nothing to wait for (a dispatcher without a store)."""
+
+
 class Dispatcher:
     """Turns one decoded frame into its response (None: nothing to send back).
 
@@ -176,9 +184,18 @@ class Dispatcher:
     person-only methods); blocking handlers run through ``offload``.
     """
 
-    def __init__(self, *registries: Registry, offload: Offload = in_thread) -> None:
+    def __init__(
+        self,
+        *registries: Registry,
+        offload: Offload = in_thread,
+        ready: Callable[[], Awaitable[None]] = _ready,
+    ) -> None:
+        """``ready`` returns once the caller's session can be known (the daemon's:
+        :meth:`~hikmahd.services.Services.presence_read`); a method not ``early`` waits
+        for it."""
         self.registry = Registry()
         self.offload = offload
+        self.ready = ready
         for registry in registries:
             self.registry.include(registry)
 
@@ -231,6 +248,8 @@ class Dispatcher:
         try:
             if isinstance(params, Params):
                 params.check()
+            if not method.early:
+                await self.ready()
             action = method.action_for_person(params)
             if action is not None:
                 refuse_in_agent_session(context.session, action)

@@ -52,6 +52,9 @@ class Reads(Protocol):
     def vault_id(self) -> str | None: ...
 
     @property
+    def presence_read(self) -> bool: ...
+
+    @property
     def presence(self) -> PresenceState: ...
 
     def snapshot(self) -> AbstractContextManager[Snapshot]: ...
@@ -88,3 +91,11 @@ class Services:
     @property
     def policy(self) -> KernelPolicy:
         return self.policies.policy
+
+    async def presence_read(self) -> None:
+        """Return once person presence is read from the ledger (at once after the first
+        moments of a start), waiting off the event loop: the read holds the store's
+        presence lock meanwhile."""
+        store = self.store
+        if not store.presence_read:
+            await self.offload(lambda: store.presence)

@@ -109,10 +109,10 @@ class Past(Snapshot):
         return self._columns
 
     def overdue(self, now_ms: int) -> npt.NDArray[np.uint32]:
-        deadlines, docs = self._dated()
+        deadlines, docs = self.dated()
         return np.sort(docs[: int(np.searchsorted(deadlines, now_ms, side="right"))])
 
-    def _dated(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint32]]:
+    def dated(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint32]]:
         """Commitments with a deadline active then, soonest first: a kind and a deadline
         never change, so only the dated commitments written by then need their state."""
         if self._dated_then is None:
@@ -173,7 +173,7 @@ class Past(Snapshot):
         return [entry for entry, keep in zip(entries, open_then, strict=True) if keep]
 
     def deadlines(self) -> Iterator[tuple[int, int]]:
-        deadlines, docs = self._dated()
+        deadlines, docs = self.dated()
         yield from zip(deadlines.tolist(), docs.tolist(), strict=True)
 
     def records(self) -> Iterator[tuple[int, bytes]]:

@@ -313,6 +313,35 @@ def claim_history(
     return out
 
 
+class Queue(msgspec.Struct, frozen=True, kw_only=True):
+    """The promise queue in brief, as ``daemon.status`` tells it."""
+
+    scheduled: int  # active commitments with a deadline
+    overdue: int  # of which the deadline has passed
+    next: Trace | None  # the soonest the caller may see
+
+
+def queue(snapshot: Snapshot, now_ms: int, hides: Callable[[Trace], bool]) -> Queue:
+    """The promise queue in brief, from the feature columns: only the soonest
+    commitments' traces are read (ties by id, as :func:`commitments` orders them), until
+    one that ``hides`` leaves to the caller."""
+    deadlines, docs = snapshot.dated()
+    overdue = int(np.searchsorted(deadlines, now_ms, side="right"))
+    start = 0
+    while start < len(docs):
+        end = int(np.searchsorted(deadlines, deadlines[start], side="right"))
+        tied = sorted((snapshot.trace_at(int(d)) for d in docs[start:end]), key=_by_id)
+        for trace in tied:
+            if not hides(trace):
+                return Queue(scheduled=len(docs), overdue=overdue, next=trace)
+        start = end
+    return Queue(scheduled=len(docs), overdue=overdue, next=None)
+
+
+def _by_id(trace: Trace) -> str:
+    return trace.id
+
+
 def commitments(snapshot: Snapshot, *, until_ms: int | None = None) -> list[StoredTrace]:
     """Active commitments with a deadline, soonest first (ties by id: every device lists
     them in one order), up to ``until_ms``."""

@@ -110,11 +110,15 @@ class Snapshot:
             self._own = _load_columns(self)
         return self._own
 
+    def dated(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint32]]:
+        """Active commitments with a deadline as (deadlines, docnos), soonest first."""
+        if self._cache is not None:
+            return self._cache.dated(self)
+        return dated_commitments(self.features)
+
     def overdue(self, now_ms: int) -> npt.NDArray[np.uint32]:
         """Document numbers of active commitments whose deadline has passed, ascending."""
-        if self._cache is not None:
-            return self._cache.overdue(self, now_ms)
-        deadlines, docs = dated_commitments(self.features)
+        deadlines, docs = self.dated()
         return np.sort(docs[: int(np.searchsorted(deadlines, now_ms, side="right"))])
 
     def wrote(self, docno: int, trace: Trace) -> None:
@@ -374,12 +378,12 @@ class FeatureCache:
             self._changes = [(at, chunks) for at, chunks in self._changes if at > self._seq]
             return self._columns
 
-    def overdue(self, snapshot: Snapshot, now_ms: int) -> npt.NDArray[np.uint32]:
+    def dated(self, snapshot: Snapshot) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint32]]:
+        """:func:`dated_commitments` as of ``snapshot``, kept until the columns change."""
         features = self.at(snapshot)
         if self._dated is None or self._dated_seq != self._seq:
             self._dated, self._dated_seq = dated_commitments(features), self._seq
-        deadlines, docs = self._dated
-        return np.sort(docs[: int(np.searchsorted(deadlines, now_ms, side="right"))])
+        return self._dated
 
     def committed(self, seq: int, dirty: set[int]) -> None:
         """The commit that made index version ``seq`` changed the feature chunks ``dirty``."""

@@ -295,6 +295,12 @@ class Store:
         return acknowledged
 
     @property
+    def presence_read(self) -> bool:
+        """Whether :attr:`presence` is known (reading it first reads every ledger record:
+        seconds at a million, so the daemon reads it in the background at start)."""
+        return self._presence is not None
+
+    @property
     def presence(self) -> PresenceState:
         """Person presence as the ledger leaves it (read from the ledger on first use)."""
         with self._presence_lock:

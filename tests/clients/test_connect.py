@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from hikmah_cli.client import BUSY_RETRY_S, connect
+from hikmah_cli.client import BUSY_RETRY_S, connect, started_at
 
 
 @contextmanager
@@ -70,3 +70,33 @@ def test_a_backlog_that_frees_up_within_the_wait_connects(short_tmp: Path) -> No
             freer.join()
             for conn in accepted:
                 conn.close()
+
+
+# A process whose main thread has ended while another thread runs on: its state reads
+# zombie (as a daemon's does while its last threads wind down at exit), yet it runs.
+MAIN_THREAD_ENDS = """
+import ctypes, sys, threading, time
+threading.Thread(target=time.sleep, args=(float(sys.argv[1]),)).start()
+print("ready", flush=True)
+ctypes.CDLL(None).pthread_exit(None)
+"""
+
+
+def test_a_process_is_running_until_its_last_thread_ends() -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", MAIN_THREAD_ENDS, "1.5"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "ready\n"
+        started = started_at(child.pid)
+        while Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            time.sleep(0.01)  # the main thread is gone: the leader reads as a zombie
+        assert child.poll() is None  # not reapable: its other thread runs
+        assert started is not None and started_at(child.pid) == started
+        child.wait(timeout=10)
+    finally:
+        child.kill()
+        child.wait()
+        assert child.stdout is not None
+        child.stdout.close()
+    assert started_at(child.pid) is None

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from hikmah.display import INVISIBLE, counted, visible, writer
 from hikmah_browse import format
+from hikmah_cli import render
 from tests.daemon.conftest import Running, clean_env
 
 # Each of these acts on a terminal or hides what the text says: erase the screen and move
@@ -162,3 +163,14 @@ def test_a_count_says_its_noun_in_the_right_number() -> None:
     assert counted(0, "trace") == "0 traces"
     assert counted(2048, "trace") == "2,048 traces"
     assert counted(2, "capsule", "capsules") == "2 capsules"
+
+
+def test_status_says_presence_is_still_being_read_in_the_first_moments(
+    daemon: Running,
+) -> None:
+    result = daemon.call("daemon.status")
+    assert "presence  on" in render.status(result) or "presence  off" in render.status(result)
+    del result["presence"]
+    result["loading"] = ["presence"]  # as the daemon answers while it reads the ledger
+    shown = render.status(result)
+    assert "presence  still being read from the ledger" in shown

@@ -8,6 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import trio
+import trio.testing
+
 from hikmah.errors import InvalidInput
 from hikmah.principal import AgentSession
 from hikmahd.daemon import REGISTRIES
@@ -40,6 +43,10 @@ def registry() -> Registry:
     @methods.method("x.guarded", Both, person=lambda p: "guarded b" if p.b else None)
     async def x_guarded(ctx: Caller, params: Both) -> JSON:
         return "done"
+
+    @methods.method("x.early", NoParams, early=True)
+    async def x_early(ctx: Caller, params: NoParams) -> JSON:
+        return "early"
 
     @methods.blocking("x.slow", NoParams)
     def x_slow(ctx: Caller, params: NoParams) -> JSON:
@@ -97,3 +104,30 @@ def test_the_served_person_only_and_blocking_methods_are_declared() -> None:
     }  # fmt: skip
     blocking = {name for name, m in methods.items() if m.blocking}
     assert blocking == {"memory.export", "memory.calibration", "replay.consolidate"}
+    # What an agent's session start and a status ask first, answered while presence is
+    # still read from the ledger; none of them reads the caller's session.
+    early = {name for name, m in methods.items() if m.early}
+    assert early == {"daemon.status", "memory.recall", "memory.context"}
+
+
+async def test_only_early_methods_are_served_before_the_daemon_is_ready() -> None:
+    # Person presence is read from the ledger at start (seconds at a million records):
+    # a method that may read the caller's session waits for it; an early one does not.
+    read = trio.Event()
+
+    async def ready() -> None:
+        await read.wait()
+
+    dispatcher = Dispatcher(registry(), ready=ready)
+    answered: dict[str, Any] = {}
+
+    async def ask(method: str) -> None:
+        answered[method] = (await call(dispatcher, method, Caller()))["result"]
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ask, "x.open")
+        nursery.start_soon(ask, "x.early")
+        await trio.testing.wait_all_tasks_blocked()
+        assert answered == {"x.early": "early"}
+        read.set()
+    assert answered == {"x.early": "early", "x.open": "open"}

@@ -63,7 +63,7 @@ def held(ctx: Context, snapshot: Snapshot, trace: Trace, status: str) -> review.
     return review.hold_in(snapshot, trace, ctx.services.policy.review)
 
 
-@registry.method("memory.recall", RecallParams)
+@registry.method("memory.recall", RecallParams, early=True)
 async def recall(ctx: Context, params: RecallParams) -> JSON:
     services = ctx.services
     point = None
@@ -157,7 +157,7 @@ class ContextParams(Params, frozen=True):
     limit: Annotated[int, msgspec.Meta(ge=1, le=500)] = 20
 
 
-@registry.method("memory.context", ContextParams)
+@registry.method("memory.context", ContextParams, early=True)
 async def context(ctx: Context, params: ContextParams) -> JSON:
     """What a session should start with: standing rules, commitments due soon, open conflicts."""
     now = ctx.services.now_ms()

@@ -21,18 +21,25 @@ from .presence import report
 registry = Registry()
 
 
-@registry.method("daemon.status", NoParams)
+@registry.method("daemon.status", NoParams, early=True)
 async def status(ctx: Context, params: NoParams) -> JSON:
     services = ctx.services
     store, policies = services.store, services.policies
     head = store.head
     now = services.now_ms()
-    with store.snapshot() as snapshot:
-        queue = queries.commitments(snapshot)
-        counts = queries.counts(snapshot)
-        waiting = review.waiting(snapshot, services.policy.review)
-    shown = [entry for entry in queue if not ctx.hides(entry.trace)]
-    return {
+
+    def read() -> tuple[queries.Queue, dict[str, int], int]:
+        with store.snapshot() as snapshot:
+            return (
+                queries.queue(snapshot, now, ctx.hides),
+                queries.counts(snapshot),
+                review.waiting(snapshot, services.policy.review),
+            )
+
+    # Off the loop: in the first moments of a start the feature columns are still being
+    # read (a tenth of a second at a million traces), and this waits for them.
+    queue, counts, waiting = await services.offload(read)
+    reply: dict[str, JSON] = {
         "pid": os.getpid(),
         "version": __version__,
         "uptime_s": round(time.monotonic() - services.started, 3),
@@ -44,16 +51,22 @@ async def status(ctx: Context, params: NoParams) -> JSON:
         "vault": services.vault is not None,
         "semantic": services.semantics.status(),
         "reminders": {
-            "scheduled": len(queue),
-            "overdue": sum(1 for e in queue if (e.trace.deadline or 0) <= now),
-            "next": None if not shown else to_json(shown[0].trace),
+            "scheduled": queue.scheduled,
+            "overdue": queue.overdue,
+            "next": None if queue.next is None else to_json(queue.next),
         },
         "review": {"waiting": waiting},
         "principal": None if ctx.agent is None else to_json(ctx.agent),
-        "presence": report(ctx),
         "focus": [services.capsules.summary(name, now) for name in services.capsules.names()],
         "subscribers": len(services.events),
     }
+    # Served in the first moments of a start too, while presence is read from the
+    # ledger: it is not waited for (that takes seconds at a million records) but named.
+    if store.presence_read:
+        reply["presence"] = report(ctx)
+    else:
+        reply["loading"] = ["presence"]
+    return reply
 
 
 class BackupParams(Params, frozen=True):
