@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import shutil
 import socket
@@ -23,7 +24,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -196,6 +197,8 @@ class Started:
 
 
 T = TypeVar("T")
+# How long recall is timed while the vectors catch up with an import, at most.
+CATCH_UP_S = 60.0
 # What the first recall after a start asks (an agent's session start asks about its work).
 FIRST_QUERY = "deploy the staging database"
 
@@ -282,6 +285,38 @@ def warm(client: Client, corpus: Corpus, sets: dict[str, recall.QuerySet], count
             corpus.fts5(words)
 
 
+def in_turn(
+    client: Client,
+    corpus: Corpus,
+    words: list[str],
+    i: int,
+    hikmah: list[float],
+    fts5: list[float],
+) -> None:
+    """``words`` through the socket and through FTS5, who goes first alternating with
+    ``i``; each time appended to its list, in ms."""
+    engines: list[tuple[list[float], Callable[[list[str]], object]]] = [
+        (hikmah, client.recall),
+        (fts5, corpus.fts5),
+    ]
+    for times, run in engines if i % 2 == 0 else engines[::-1]:
+        began = time.perf_counter_ns()
+        run(words)
+        times.append((time.perf_counter_ns() - began) / 1e6)
+
+
+def timing(size: int, name: str, hikmah: list[float], fts5: list[float]) -> RecallTiming:
+    return RecallTiming(
+        size=size,
+        query_set=name,
+        queries=len(hikmah),
+        hikmah_p50_ms=recall.percentile(hikmah, 50),
+        hikmah_p95_ms=recall.percentile(hikmah, 95),
+        fts5_p50_ms=recall.percentile(fts5, 50),
+        fts5_p95_ms=recall.percentile(fts5, 95),
+    )
+
+
 def time_recall(
     client: Client, corpus: Corpus, sets: dict[str, recall.QuerySet], size: int
 ) -> list[RecallTiming]:
@@ -290,26 +325,9 @@ def time_recall(
     for short, qs in sets.items():
         hikmah: list[float] = []
         fts5: list[float] = []
-        engines: list[tuple[list[float], Callable[[list[str]], object]]] = [
-            (hikmah, client.recall),
-            (fts5, corpus.fts5),
-        ]
         for i, words in enumerate(qs.queries):
-            for times, run in engines if i % 2 == 0 else engines[::-1]:
-                began = time.perf_counter_ns()
-                run(words)
-                times.append((time.perf_counter_ns() - began) / 1e6)
-        timings.append(
-            RecallTiming(
-                size=size,
-                query_set=short,
-                queries=len(qs.queries),
-                hikmah_p50_ms=recall.percentile(hikmah, 50),
-                hikmah_p95_ms=recall.percentile(hikmah, 95),
-                fts5_p50_ms=recall.percentile(fts5, 50),
-                fts5_p95_ms=recall.percentile(fts5, 95),
-            )
-        )
+            in_turn(client, corpus, words, i, hikmah, fts5)
+        timings.append(timing(size, short, hikmah, fts5))
         print(
             f"  {label(size)} {short}: socket p50 {timings[-1].hikmah_p50_ms:.2f} ms"
             f" p95 {timings[-1].hikmah_p95_ms:.2f} ms, FTS5 p50 {timings[-1].fts5_p50_ms:.2f} ms"
@@ -488,6 +506,8 @@ class ImportResult:
     written: int = 0
     seconds: float = 0.0
     error: str | None = None  # a refused call, or lines refused
+    # Recall while the vectors catch up with the import, against FTS5 on the same notes.
+    catching_up: RecallTiming | None = None
 
     @property
     def per_s(self) -> float | None:
@@ -532,9 +552,12 @@ def measure_import(
     stack: contextlib.ExitStack,
     *,
     semantic: bool = True,
+    corpus: Corpus | None = None,
+    queries: Sequence[list[str]] = (),
 ) -> ImportResult:
     """``size`` notes through ``memory.import`` into an empty durable daemon (with the
-    semantic channel on, ready before the import starts, or off)."""
+    semantic channel on, ready before the import starts, or off); then, given the
+    ``corpus`` of the same notes and ``queries``, recall while the vectors catch up."""
     directory = root / ("import" if semantic else "import-off")
     directory.mkdir(mode=0o700)
     if not semantic:
@@ -556,6 +579,33 @@ def measure_import(
         written = sum(r["written"] for r in results)
         refused = [line for r in results for line in r["refused"]]
         error = None if not refused else f"{len(refused)} refused, first: {refused[0]}"[:300]
-        return ImportResult(True, written, seconds, error)
+        result = ImportResult(True, written, seconds, error)
+        if semantic and corpus is not None and queries:
+            result.catching_up = recall_catching_up(daemon.socket, corpus, queries, size)
+        return result
     finally:
         daemon.stop()
+
+
+def recall_catching_up(
+    path: Path, corpus: Corpus, queries: Sequence[list[str]], size: int
+) -> RecallTiming | None:
+    """Each query through the socket and through FTS5 in turn, for as long as the
+    semantic channel is behind or building its graph (at most ``CATCH_UP_S``); None when
+    it had caught up before the first query."""
+    client = Client(path)
+    hikmah: list[float] = []
+    fts5: list[float] = []
+    deadline = time.monotonic() + CATCH_UP_S
+    try:
+        for i, words in enumerate(itertools.cycle(queries)):
+            if i % 10 == 0:
+                channel = json.loads(client.call_raw("daemon.status", {}))["result"]["semantic"]
+                if channel["state"] == "ready" and not channel["behind"]:
+                    break
+            if time.monotonic() > deadline:
+                break
+            in_turn(client, corpus, words, i, hikmah, fts5)
+    finally:
+        client.close()
+    return timing(size, "catching up", hikmah, fts5) if hikmah else None

@@ -288,9 +288,9 @@ def test_policy_prints_toml(daemon: Running) -> None:
     in_force = daemon.cli("policy").stdout
     assert in_force.startswith("# in force: the built-in defaults (there is no policy file ")
     daemon.policy.write_text("[recall]\nrecall_limit = 5\n")
-    header = f"# in force, from {daemon.policy}"
-    wait_until(lambda: daemon.cli("policy").stdout.startswith(header), 10, "the policy file")
-    assert "recall_limit = 5" in daemon.cli("policy").stdout
+    # The daemon reloads a changed file once its watch has seen it (debounced).
+    wait_until(lambda: "recall_limit = 5" in daemon.cli("policy").stdout, 10, "the policy file")
+    assert daemon.cli("policy").stdout.startswith(f"# in force, from {daemon.policy}")
     assert "recall_limit = 8" in daemon.cli("policy", "--print-defaults").stdout
 
 
