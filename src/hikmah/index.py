@@ -341,7 +341,7 @@ def _add(
     row["present"] = int(present)
     row["source"] = SOURCE_CODE[source_class(trace)]
     row["screened"] = screened(trace)
-    txn.put(u32(docno // CHUNK), chunk.tobytes(), db=dbs.features)
+    snapshot.put_chunk(docno // CHUNK, chunk)
     dirty.add(docno // CHUNK)
 
     window = u32(docno // WINDOW)
@@ -379,7 +379,7 @@ def _set_features(snapshot: Snapshot, docno: int, dirty: set[int], **values: flo
     row = chunk[docno % CHUNK]
     for name, value in values.items():
         row[name] = value
-    snapshot.txn.put(u32(docno // CHUNK), chunk.tobytes(), db=snapshot.dbs.features)
+    snapshot.put_chunk(docno // CHUNK, chunk)
     dirty.add(docno // CHUNK)
 
 

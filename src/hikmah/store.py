@@ -506,6 +506,7 @@ class Store:
         txn = self.env.begin(write=True)
         snapshot = Snapshot(txn, self.dbs)
         snapshot.written = {}
+        snapshot.hold_chunks()
         try:
             last = snapshot.last_record()
             if self.head_error is not None or (last is not None and last != self.head):
@@ -576,10 +577,12 @@ class Store:
             if not (appended or received):
                 txn.abort()
                 return outcomes, False, []
+            snapshot.write_back()
             if rebuild:
                 # A device was cut off behind what was applied of it: only a rebuild
                 # from the records that still count is right.
                 self.reindex(snapshot, rebuild=True)
+                snapshot.write_back()
             txn.put(_INDEXED, SEQ.pack(seq), db=self.dbs.meta)
             version = snapshot.index_version() + 1
             txn.put(INDEX_VERSION, SEQ.pack(version), db=self.dbs.meta)
