@@ -347,9 +347,7 @@ def _add(
     window = u32(docno // WINDOW)
     mine = np.array([docno], dtype=">u4").tobytes()
     for term in doc_terms(trace):
-        key = term_key(dbs, term) + b"\x00" + window
-        old = txn.get(key, db=dbs.postings)
-        txn.put(key, mine if old is None else bytes(old) + mine, db=dbs.postings)
+        snapshot.append_posting(term_key(dbs, term) + b"\x00" + window, mine)
 
     if trace.claim_key is not None and trace.claim_value is not None:
         key = claim_key(dbs, trace.claim_key, docno)
@@ -411,6 +409,7 @@ def _leave_active_indexes(snapshot: Snapshot, trace: Trace, docno: int) -> None:
 
 
 def _remove_postings(snapshot: Snapshot, trace: Trace, docno: int) -> None:
+    snapshot.write_back()  # the lists as this batch left them so far
     txn, dbs = snapshot.txn, snapshot.dbs
     window = u32(docno // WINDOW)
     for term in doc_terms(trace):

@@ -104,6 +104,9 @@ class Snapshot:
         # once at its end (a chunk holds 256 documents, and an import writes them one
         # after another: each copied and put whole per document was a fifth of a write).
         self._chunks: dict[int, FeatureArray] | None = None
+        # And the document numbers it appended to each posting list (one window's
+        # list of a common word grows to 16 KiB: copied whole for every append).
+        self._appended: dict[bytes, list[bytes]] = {}
 
     @property
     def features(self) -> FeatureColumns:
@@ -211,17 +214,33 @@ class Snapshot:
         else:
             self.txn.put(u32(number), rows.tobytes(), db=self.dbs.features)
 
+    def append_posting(self, key: bytes, docno: bytes) -> None:
+        """Add the document ``docno`` (4 bytes, big-endian) at the end of the posting list
+        ``key`` (under :meth:`hold_chunks`, at :meth:`write_back`)."""
+        if self._chunks is not None:
+            self._appended.setdefault(key, []).append(docno)
+            return
+        old = self.txn.get(key, db=self.dbs.postings)
+        self.txn.put(key, docno if old is None else bytes(old) + docno, db=self.dbs.postings)
+
     def hold_chunks(self) -> None:
-        """Keep the feature chunks this write transaction changes until :meth:`write_back`
-        (which must come before it commits)."""
+        """Keep the feature chunks and posting lists this write transaction changes until
+        :meth:`write_back` (which must come before it commits, and comes before any read
+        of them through this snapshot)."""
         self._chunks = {}
 
     def write_back(self) -> None:
-        """Store the feature chunks held since :meth:`hold_chunks`."""
+        """Store the feature chunks and posting lists held since :meth:`hold_chunks`."""
         if self._chunks:
             for number, rows in self._chunks.items():
                 self.txn.put(u32(number), rows.tobytes(), db=self.dbs.features)
             self._chunks.clear()
+        if self._appended:
+            txn, postings = self.txn, self.dbs.postings
+            for key, added in self._appended.items():
+                old = txn.get(key, db=postings)
+                txn.put(key, b"".join([b"" if old is None else bytes(old), *added]), db=postings)
+            self._appended.clear()
 
     def status_of(self, docno: int) -> Status:
         if self._chunks is not None and (held := self._chunks.get(docno // CHUNK)) is not None:
@@ -254,6 +273,7 @@ class Snapshot:
         prefix = term_key(self.dbs, term) + b"\x00"
         if len(prefix) + 4 > MAX_KEY:
             return np.zeros(0, dtype=np.uint32)  # never indexed (see index.doc_terms)
+        self.write_back()
         cursor = self.txn.cursor(db=self.dbs.postings)
         chunks: list[bytes] = []
         if cursor.set_range(prefix):
