@@ -114,43 +114,36 @@ class Writer:
         return outcome
 
     async def submit_all(
-        self,
-        operations: Sequence[Operation],
-        *,
-        in_order: bool = False,
-        person: PersonKey | None = None,
+        self, operations: Sequence[Operation], *, person: PersonKey | None = None
     ) -> list[Outcome]:
         """Submit operations together, so that they share commits; their outcomes, in order.
+        They take effect in their order (a correction after the trace it supersedes).
 
-        With ``in_order`` they also take effect in their order (a correction after
-        the trace it supersedes). Each is submitted by a task of its own, and trio
-        runs tasks started together in any order; in order, each task is started
-        only after the one before it ran: a task's first step queues its operation
-        (the channel keeps order), and trio runs every task made runnable before a
-        checkpoint ahead of those made runnable after it. Batching is unchanged.
+        Raises:
+            HikmahError: a batch they were in failed as a whole (the first such error).
         """
-        found: list[Outcome] = await self._all(operations, in_order, person)
+        found: list[Outcome] = await self._all(operations, person)
         return found
 
     async def receive(self, steps: Sequence[ApplyRemote]) -> list[Applied | HikmahError]:
         """Apply paired devices' records (a step each), in batches with the writes."""
-        found: list[Applied | HikmahError] = await self._all(steps, False, None)
+        found: list[Applied | HikmahError] = await self._all(steps, None)
         return found
 
-    async def _all(
-        self, operations: Sequence[Change], in_order: bool, person: PersonKey | None
-    ) -> list[Any]:
-        outcomes: list[Outcome | Applied | None] = [None] * len(operations)
-
-        async def one(position: int, operation: Change) -> None:
-            outcomes[position] = await self._queue(operation, person)
-
-        async with trio.open_nursery() as nursery:
-            for position, operation in enumerate(operations):
-                nursery.start_soon(one, position, operation)
-                if in_order:
-                    await trio.lowlevel.checkpoint()
-        return [outcome for outcome in outcomes if outcome is not None]
+    async def _all(self, operations: Sequence[Change], person: PersonKey | None) -> list[Any]:
+        """Queue ``operations`` in their order, at once while the channel has room (so
+        that the writer finds them together), and wait for all of them."""
+        caller = trio.lowlevel.current_task().parent_nursery
+        queued = [_Pending(operation, caller, person) for operation in operations]
+        with trio.CancelScope(shield=True):  # as in _queue
+            for pending in queued:
+                await self._send_now(pending)
+            for pending in queued:
+                await pending.done.wait()
+        for pending in queued:
+            if pending.error is not None:
+                raise pending.error
+        return [pending.result for pending in queued]
 
     async def exclusive(self, call: Callable[[Store], T]) -> T:
         """Run ``call(store)`` off the event loop in the writer's turn, between batches:
@@ -165,14 +158,21 @@ class Writer:
         # of a batch that is already committing, nor leave the batch unanswered.
         pending = _Pending(work, trio.lowlevel.current_task().parent_nursery, person)
         with trio.CancelScope(shield=True):
-            try:
-                await self._send.send(pending)
-            except (trio.ClosedResourceError, trio.BrokenResourceError):
-                raise Unavailable(SHUTTING_DOWN) from None
+            await self._send_now(pending)
             await pending.done.wait()
         if pending.error is not None:
             raise pending.error
         return pending.result
+
+    async def _send_now(self, pending: _Pending) -> None:
+        """Queue ``pending``, without a round of the event loop while there is room."""
+        try:
+            try:
+                self._send.send_nowait(pending)
+            except trio.WouldBlock:
+                await self._send.send(pending)
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            raise Unavailable(SHUTTING_DOWN) from None
 
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Commit batches until :meth:`close`; everything queued before it is committed.

@@ -368,7 +368,7 @@ async def _apply(ctx: Context, planned: Sequence[tuple[int, Operation]]) -> _App
             else:
                 todo.append((line, operation))
     operations = [operation for _, operation in todo]
-    outcomes = await ctx.services.writer.submit_all(operations, in_order=True, person=ctx.person)
+    outcomes = await ctx.services.writer.submit_all(operations, person=ctx.person)
     for (line, _), outcome in zip(todo, outcomes, strict=True):
         if isinstance(outcome, Written):
             done.written += 1
