@@ -2781,6 +2781,25 @@ def find_secret(text: str) -> str | None:
     return None
 
 
+# Short values found clear, remembered: a write's short fields (tags, source, scope,
+# claim key) repeat from one trace to the next, and each costs a few microseconds of
+# detection, as much as its content. Only what holds no credential is kept.
+_CLEAR_MAX = 128
+_CLEAR_KEPT = 8192
+_clear: set[str] = set()
+
+
+def _short_verdict(value: str) -> str | None:
+    if value in _clear:
+        return None
+    label = find_secret(value)
+    if label is None:
+        if len(_clear) >= _CLEAR_KEPT:
+            _clear.clear()
+        _clear.add(value)
+    return label
+
+
 def check_fields(fields: Iterable[tuple[str, str | None]]) -> None:
     """Refuse a write whose writer-controlled fields hold a credential.
 
@@ -2795,7 +2814,7 @@ def check_fields(fields: Iterable[tuple[str, str | None]]) -> None:
     for field, value in fields:
         if value is None:
             continue
-        label = find_secret(value)
+        label = _short_verdict(value) if len(value) <= _CLEAR_MAX else find_secret(value)
         if label is not None:
             raise SecretDetected(
                 f"{field} looks like it holds a credential ({label}); nothing was written. "

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hikmah import secrets
 from hikmah.errors import SecretDetected
 from hikmah.secrets import check_fields, find_secret, redact
 
@@ -1281,3 +1282,14 @@ def test_redaction_of_categories_h4(text: str, label: str) -> None:
 def test_runtime_of_categories_h4_is_linear(unit: str) -> None:
     text = unit * (200_000 // len(unit) + 1)
     assert _slowest(text) < LINEAR_BOUND_S
+
+
+def test_a_short_field_is_refused_every_time_and_only_clear_ones_are_remembered() -> None:
+    # Short values found clear are kept (tags and sources repeat from write to write);
+    # a credential never is, so the same tag is refused on every write.
+    for _ in range(2):
+        with pytest.raises(SecretDetected, match=r"tags\[0\]"):
+            check_fields([("tags[0]", GITHUB)])
+    assert GITHUB not in secrets._clear
+    check_fields([("tags[0]", "deploy-notes")])
+    assert "deploy-notes" in secrets._clear
