@@ -49,7 +49,7 @@ log = logging.getLogger(__name__)
 
 State = Literal["off", "loading", "building", "ready", "unavailable"]
 TICK_S = 1.0  # how often the channel looks at what it has to do
-QUIET_S = 2.0  # no write for this long: folding in large slices and saving may run
+QUIET_S = 2.0  # no write and no recall for this long: folding in large slices and saving run
 SAVE_EVERY_S = 300.0  # and changed vectors are saved at least this often
 BUSY_FOLD_SLICE = 16  # vectors folded per lock hold while writes come (a few ms)
 FOLLOW_S = 1.0  # embedding in the background looks up at the policy this often
@@ -82,6 +82,7 @@ class Semantics:
         self._model: str | None = None  # the policy's model the attached vectors serve
         self._unavailable: str | None = None  # a model that failed to load: not retried
         self._last_write = -float("inf")
+        self._last_recall = -float("inf")
         self._last_save = 0.0
         self._wake = trio.Event()
         self._progress: tuple[float, int] | None = None  # when, and how many were behind
@@ -90,6 +91,11 @@ class Semantics:
         """A writer listener: remember when the last write came, and wake the follower."""
         self._last_write = trio.current_time()
         self._wake.set()
+
+    def recalled(self) -> None:
+        """A recall came: folding holds the lock its search needs in short slices for a
+        while (a large one made recalls during a catch-up wait for it)."""
+        self._last_recall = trio.current_time()
 
     def policy_changed(self) -> None:
         self._wake.set()
@@ -219,7 +225,11 @@ class Semantics:
         until = trio.current_time() + FOLLOW_S
         while semantic.behind and trio.current_time() < until:
             await self.background(lambda: semantic.follow(store.snapshot))
-            if semantic.wants_fold():
+            # Fold all that the graph takes, a slice at a time (the lock is let go between
+            # them): what stays recent is searched exactly by every recall, which costs
+            # tens of milliseconds at tens of thousands of vectors (a catch-up after an
+            # import embeds a batch a round; one slice a round let them pile up).
+            while semantic.wants_fold():
                 await self._fold(semantic, None if self._quiet() else BUSY_FOLD_SLICE)
         self.state = semantic.status().state
         self._report(semantic.behind)
@@ -275,7 +285,8 @@ class Semantics:
             await self.save()
 
     def _quiet(self) -> bool:
-        return trio.current_time() - self._last_write > QUIET_S
+        """No write and no recall came for :data:`QUIET_S`."""
+        return trio.current_time() - max(self._last_write, self._last_recall) > QUIET_S
 
     async def save(self) -> None:
         """Write the vectors' file if they changed since the last save (also at a stop)."""

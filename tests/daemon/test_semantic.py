@@ -16,12 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
+import trio.testing
 
 from hikmah.embedding import load_embedder
 from hikmah.paths import model_cache_dir
 from hikmah.policy import KernelPolicy
 from hikmah.quantize import quantize
 from hikmah.semantic import VECTORS_FILE
+from hikmah.store import Store
+from hikmahd.semantics import QUIET_S, Semantics
 from tests.daemon.conftest import Running, clean_env, semantic, wait_state
 from tests.daemon.secret_service import SecretServiceSession, needs_secret_service
 
@@ -315,3 +319,22 @@ def test_a_kill_after_many_writes_is_caught_up(daemon: Running) -> None:
     (folded,) = daemon.call("memory.recall", query=SPENDING, limit=3)["results"]
     # The other nearest the vector index brings fold into it.
     assert folded["duplicates"] == KernelPolicy().semantic.candidates - 1
+
+
+async def test_recalls_keep_folding_in_short_slices(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    # Folding holds the lock a recall's search needs: large slices only once neither
+    # a write nor a recall came for QUIET_S (recalls during a catch-up waited for them).
+    async def inline(work: Any) -> Any:
+        return work()
+
+    with Store(tmp_path / "data", durable=False) as store:
+        channel = Semantics(store, KernelPolicy, inline, inline)
+        assert channel._quiet()
+        channel.recalled()
+        assert not channel._quiet()
+        await trio.sleep(QUIET_S + 0.1)
+        assert channel._quiet()
+        channel.on_commit([])
+        assert not channel._quiet()

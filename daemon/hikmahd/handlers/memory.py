@@ -72,6 +72,7 @@ async def recall(ctx: Context, params: RecallParams) -> JSON:
             raise InvalidInput("a recall as of the past cannot fill a focus capsule (now)")
         point = services.store.read(moment, params.as_of, services.now_ms())
     hide = ctx.agent is not None
+    services.semantics.recalled()
     results = await services.recalls.recall(params, ctx, point=point, hide_held=hide)
     found = to_json(results)
     with services.store.snapshot() as snapshot:
