@@ -35,10 +35,6 @@ class ConnectTiming:
     kept_ms: float  # median, the call on a kept connection
     new_ms: float  # median, connect + the call + close
 
-    @property
-    def overhead_ms(self) -> float:
-        return self.new_ms - self.kept_ms
-
 
 class Line:
     """One connection, one request in flight."""

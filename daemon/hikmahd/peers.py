@@ -246,7 +246,7 @@ def examine(
     whose parent is privileged (``sshd``'s session process, forked by root) is the
     login's own machinery, and the walk goes on past it.
     """
-    walk = _Walk(pid, proc, known, budget)
+    walk = _Walk(pid, proc, KnownProcesses(proc=proc) if known is None else known, budget)
     found: list[AgentSession | None] = []
     try:
         for marks in walk:
@@ -267,15 +267,10 @@ class _Walk:
     """The peer and its ancestors, as what the environment and the program of each one
     say of an agent (a privileged ancestor's are not read: it is no agent's)."""
 
-    def __init__(
-        self, pid: int, proc: Path, known: KnownProcesses | None, budget: int | None
-    ) -> None:
+    def __init__(self, pid: int, proc: Path, known: KnownProcesses, budget: int | None) -> None:
         self.pid, self.proc, self.known, self.budget = pid, proc, known, budget
         self.stats: dict[int, _Stat] = {}
-        if known is None:
-            self.own_uid, self.own_caps = os.getuid(), _capabilities(proc / "self" / "status")
-        else:
-            self.own_uid, self.own_caps = known.own_uid, known.own_caps
+        self.own_uid, self.own_caps = known.own_uid, known.own_caps
 
     def __iter__(self) -> Iterator[tuple[AgentSession | None, AgentSession | None]]:
         current = self.pid
@@ -298,7 +293,7 @@ class _Walk:
     def _seen(self, pid: int, directory: str, stat: _Stat) -> _Seen:
         """What ``pid`` is, as a walk met it before or read now."""
         exe = _exe(directory)
-        if self.known is not None and (seen := self.known.get(pid, stat, exe)) is not None:
+        if (seen := self.known.get(pid, stat, exe)) is not None:
             return seen
         if self._privileged(directory):
             seen = _Seen(stat.name, exe, privileged=True)
@@ -317,8 +312,7 @@ class _Walk:
                     return _Seen(stat.name, exe, hidden=str(hidden))  # read again next time
                 detected = (detect_agent_session(environ), detect_agent_host(process))
                 seen = _Seen(stat.name, exe, detected=detected)
-        if self.known is not None:
-            self.known.keep(pid, stat, seen)
+        self.known.keep(pid, stat, seen)
         return seen
 
     def terminal(self) -> Terminal | None:
