@@ -36,9 +36,14 @@ def relative(ms: int, now_ms: float | None = None) -> str:
     return f"in {amount}" if ahead else f"{amount} ago"
 
 
-def wrap(text: str, indent: str = "   ") -> str:
+def wrap(text: str, indent: str = "   ", first: str | None = None) -> str:
+    """``text`` on lines of at most ``WIDTH``, its whitespace folded; the first line starts
+    with ``first`` (a label or a rank) when given, every other with ``indent``."""
     return textwrap.fill(
-        " ".join(text.split()), WIDTH, initial_indent=indent, subsequent_indent=indent
+        " ".join(text.split()),
+        WIDTH,
+        initial_indent=indent if first is None else first,
+        subsequent_indent=indent,
     )
 
 
@@ -118,14 +123,7 @@ def _recalled(result: dict[str, Any]) -> str:
     lines = [FRAMING, ""]
     for rank, item in enumerate(results, 1):
         trace = item["trace"]
-        lines.append(
-            textwrap.fill(
-                f"[{trace['kind']}] " + " ".join(trace["content"].split()),
-                WIDTH,
-                initial_indent=f"{rank:>2}. ",
-                subsequent_indent="    ",
-            )
-        )
+        lines.append(wrap(f"[{trace['kind']}] {trace['content']}", "    ", f"{rank:>2}. "))
         meta = [trace["id"], f"{item['score']:.2f}", day(trace.get("created_at"))]
         if item.get("status", "active") != "active":
             meta.append(item["status"])
@@ -296,7 +294,7 @@ def status(result: dict[str, Any]) -> str:
     if "vault" in result:
         lines.append("  vault     " + ("on (text sealed at rest)" if result["vault"] else "off"))
     if "semantic" in result:
-        lines.append("  semantic  " + _semantic(result["semantic"]))
+        lines.append(wrap(_semantic(result["semantic"]), " " * 12, "  semantic  "))
     lines.append(f"  reminders {reminders['scheduled']} scheduled, {reminders['overdue']} overdue")
     if waiting := result.get("review", {}).get("waiting"):
         lines.append(f"  review    {awaiting(waiting)}: hikmah review")
@@ -380,13 +378,14 @@ def _semantic(channel: dict[str, Any]) -> str:
     name = serving
     if channel.get("fallback"):
         name = f"{serving}, instead of {channel['fallback']}"
-    held = f", {channel['vectors']:,} vectors" if "vectors" in channel else ""
+    held = f", {counted(channel['vectors'], 'vector')}" if "vectors" in channel else ""
     behind = channel.get("behind") or 0
     if state == "loading":
         return f"loading ({name}); recall is lexical until the vectors are read"
     if state == "building":
-        return f"building ({name}{held}, {behind:,} traces to go); recall uses those made so far"
-    waiting = f", {behind:,} traces' vectors being made" if behind else ""
+        to_go = counted(behind, "trace")
+        return f"building ({name}{held}, {to_go} to go); recall uses those made so far"
+    waiting = f", vectors for {counted(behind, 'trace')} being made" if behind else ""
     return f"{state} ({name}{held}{waiting})"
 
 
@@ -788,18 +787,10 @@ def review_inbox(result: dict[str, Any]) -> str:
     lines = [f"{awaiting(result['waiting'])}, newest first:", ""]
     for rank, item in enumerate(items, 1):
         trace = item["trace"]
-        lines.append(
-            textwrap.fill(
-                f"[{trace['kind']}] " + " ".join(trace["content"].split()),
-                WIDTH,
-                initial_indent=f"{rank:>2}. ",
-                subsequent_indent="    ",
-            )
-        )
+        lines.append(wrap(f"[{trace['kind']}] {trace['content']}", "    ", f"{rank:>2}. "))
         lines.append(wrap(f"{trace['id']} · {when(trace.get('created_at'))} · "
                           f"{provenance(trace)}", "    "))  # fmt: skip
-        lines.append(textwrap.fill(held_note(item), WIDTH, initial_indent="    ↳ ",
-                                   subsequent_indent="      "))  # fmt: skip
+        lines.append(wrap(held_note(item), "      ", "    ↳ "))
     if result["waiting"] > len(items):
         lines.append(f"… and {result['waiting'] - len(items)} more (--limit)")
     lines += [

@@ -174,3 +174,27 @@ def test_status_says_presence_is_still_being_read_in_the_first_moments(
     result["loading"] = ["presence"]  # as the daemon answers while it reads the ledger
     shown = render.status(result)
     assert "presence  still being read from the ledger" in shown
+
+
+@pytest.mark.parametrize(
+    "semantic",
+    [
+        {"state": "building", "model": "minilm", "vectors": 1, "behind": 0},
+        {
+            "state": "building",
+            "model": "minilm",
+            "fallback": "bge-small",
+            "vectors": 10**6,
+            "behind": 123_456,
+        },
+        {"state": "unavailable", "model": "minilm", "error": "the model's files " * 8},
+    ],
+)
+def test_the_semantic_line_of_status_fits_80_columns(
+    daemon: Running, semantic: dict[str, Any]
+) -> None:
+    result = daemon.call("daemon.status")
+    result["semantic"] = semantic
+    shown = render.status(result)
+    assert all(len(line) <= 80 for line in shown.splitlines()), shown
+    assert "  semantic  " + semantic["state"] in shown
