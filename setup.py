@@ -1,5 +1,6 @@
-"""The compiled parts, the recall kernel (hikmah._scoring) and the vectors' arithmetic
-(hikmah._vectors); pyproject.toml has the rest."""
+"""The compiled parts, the recall kernel (hikmah._scoring), the vectors' arithmetic
+(hikmah._vectors) and the credential detector's needle search (hikmah._needles);
+pyproject.toml has the rest."""
 
 from setuptools import Extension, setup
 
@@ -14,6 +15,10 @@ setup(
             depends=["src/hikmah/arrays.h"],
             extra_compile_args=FLAGS,
         )
-        for name, source in (("hikmah._scoring", "scoring.c"), ("hikmah._vectors", "vectors.c"))
+        for name, source in (
+            ("hikmah._scoring", "scoring.c"),
+            ("hikmah._vectors", "vectors.c"),
+            ("hikmah._needles", "needles.c"),
+        )
     ]
 )

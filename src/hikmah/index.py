@@ -12,7 +12,7 @@ more entry there: its databases and its ``apply``.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -130,7 +130,12 @@ def doc_terms(trace: Trace) -> list[str]:
     A term too long for an LMDB key (a 500-letter "word" is pasted data, not a
     word) is left out of the index; the text keeps it.
     """
-    found = [*terms(trace.content), *(TAG_PREFIX + tag for tag in trace.tags)]
+    return _index_terms(terms(trace.content), trace.tags)
+
+
+def _index_terms(words: Iterable[str], tags: Iterable[str]) -> list[str]:
+    """:func:`doc_terms` of a trace whose content has the terms ``words``."""
+    found = [*words, *(TAG_PREFIX + tag for tag in tags)]
     return [term for term in found if len(term.encode()) + 5 <= MAX_KEY]
 
 
@@ -333,7 +338,8 @@ def _add(
     row["confidence"] = trace.confidence
     row["authority"] = trace.provenance.authority
     row["scope"] = _scope_id(snapshot, trace.scope)
-    row["nterms"] = min(len(terms(trace.content)), 0xFFFF)
+    words = terms(trace.content)
+    row["nterms"] = min(len(words), 0xFFFF)
     row["kind"] = KIND_CODE[trace.kind]
     row["status"] = STATUS_CODE["active"]
     row["verified"] = trace.provenance.verified
@@ -345,8 +351,8 @@ def _add(
     dirty.add(docno // CHUNK)
 
     window = u32(docno // WINDOW)
-    mine = np.array([docno], dtype=">u4").tobytes()
-    for term in doc_terms(trace):
+    mine = u32(docno)
+    for term in _index_terms(words, trace.tags):
         snapshot.append_posting(term_key(dbs, term) + b"\x00" + window, mine)
 
     if trace.claim_key is not None and trace.claim_value is not None:

@@ -243,7 +243,9 @@ import unicodedata
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Literal
 
+from hikmah import _needles
 from hikmah.errors import SecretDetected
 
 __all__ = ["check_fields", "find_secret", "preview", "redact"]
@@ -482,7 +484,7 @@ class _Shape:
         accept: Further test of a candidate the pattern alone cannot express.
         needles: Substrings one of which every match contains, checked first
             so that a text without any skips the scan (in lowercase when the
-            pattern ignores case; :func:`_candidates`); empty for a shape without
+            pattern ignores case; :class:`_NeedleTable`); empty for a shape without
             one.
     """
 
@@ -995,31 +997,52 @@ _SHAPES: tuple[_Shape, ...] = (
 )
 
 
-# Which shapes name each needle: a text is searched once for every needle, not once
-# per shape that names it (a write pays the detector on each of its fields).
-def _by_needle(folded: bool) -> dict[str, tuple[int, ...]]:
-    found: dict[str, list[int]] = {}
+# The checks besides the shapes that a needle of the text selects (see _findings).
+_Check = Literal[
+    "assignments",
+    "named values",
+    "named assignments",
+    "connect calls",
+    "prose passwords",
+    "command passwords",
+    "strong pairs",
+]
+
+
+class _NeedleTable:
+    """Needles looked for in a text all at once (:mod:`hikmah._needles`), each naming the
+    shapes (by position in :data:`_SHAPES`) and checks it selects: a text is searched
+    once for every needle, not once per shape or check that names it."""
+
+    def __init__(self, selects: dict[str, list[int | _Check]]) -> None:
+        self._needles = tuple(needle.encode() for needle in selects)
+        self._selects = tuple(selects.values())
+
+    def selected(self, text: str) -> set[int | _Check]:
+        """What the needles ``text`` holds select."""
+        chosen: set[int | _Check] = set()
+        # "surrogatepass": a text may hold lone surrogates (JSON lets it); each is still
+        # bytes of its own, and the needles hold none.
+        for position in _needles.found(text.encode("utf-8", "surrogatepass"), self._needles):
+            chosen.update(self._selects[position])
+        return chosen
+
+
+def _needle_table(folded: bool, checks: dict[_Check, tuple[str, ...]]) -> _NeedleTable:
+    """The table of the shapes' needles looked for as they are (``folded`` False) or in
+    the lowercased text, and of ``checks``' needles."""
+    selects: dict[str, list[int | _Check]] = {}
     for position, shape in enumerate(_SHAPES):
         if shape.folded == folded:
             for needle in shape.needles:
-                found.setdefault(needle, []).append(position)
-    return {needle: tuple(positions) for needle, positions in found.items()}
+                selects.setdefault(needle, []).append(position)
+    for check, needles in checks.items():
+        for needle in needles:
+            selects.setdefault(needle, []).append(check)
+    return _NeedleTable(selects)
 
 
-_CASED = _by_needle(folded=False)
-_FOLDED = _by_needle(folded=True)
 _NEEDLELESS = frozenset(i for i, shape in enumerate(_SHAPES) if not shape.needles)
-
-
-def _candidates(text: str, lowered: str) -> list[_Shape]:
-    """The shapes that may match ``text``: those without needles, and those with one in
-    it (folded ones in ``lowered``), in the order of :data:`_SHAPES`."""
-    chosen = set(_NEEDLELESS)
-    for needles, haystack in ((_CASED, text), (_FOLDED, lowered)):
-        for needle, positions in needles.items():
-            if needle in haystack:
-                chosen.update(positions)
-    return [_SHAPES[position] for position in sorted(chosen)]
 
 
 # Values are capped at 256 characters: a credential is never longer, and the
@@ -2539,10 +2562,29 @@ _PROSE_NEEDLES = (
 _CYRILLIC_NEEDLES = ("пароль", "パスワード")
 
 
+# The needles of the checks besides the shapes, all looked for in the lowercased text
+# but the strong pairs' separators. The checks' own patterns decide; a needle only
+# lets a text without any skip the check.
+_CASED_NEEDLES = _needle_table(folded=False, checks={"strong pairs": (" / ", "\t/", "/\t")})
+_FOLDED_NEEDLES = _needle_table(
+    folded=True,
+    checks={
+        "assignments": _ASSIGNMENT_NEEDLES,
+        "named values": _NAMED_NEEDLES,
+        "named assignments": _NAME_HINTS,
+        "connect calls": ("connect", "pdo"),
+        "prose passwords": (*_PROSE_NEEDLES, *_CYRILLIC_NEEDLES),
+        "command passwords": _COMMAND_NEEDLES,
+    },
+)
+
+
 def _findings(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
     """Yield the label and the span to withhold of every credential in ``text``."""
-    lowered = text.lower()
-    for shape in _candidates(text, lowered):
+    chosen = _CASED_NEEDLES.selected(text) | _FOLDED_NEEDLES.selected(text.lower())
+    # The shapes in their order, then the checks: the first finding names the refusal.
+    for position in sorted(_NEEDLELESS.union(p for p in chosen if isinstance(p, int))):
+        shape = _SHAPES[position]
         if shape is _PEM:
             # The whole block, not only its header.
             yield from ((shape.label, span) for span in _pem_spans(text))
@@ -2551,24 +2593,22 @@ def _findings(text: str) -> Iterable[tuple[str, tuple[int, int]]]:
         for match in _shape_matches(shape, text):
             if _MASK_RUN.search(match.group(group)) is None:
                 yield shape.label, match.span(group)
-    if any(needle in lowered for needle in _ASSIGNMENT_NEEDLES):
+    if "assignments" in chosen:
         yield from _assignments(text)
         yield from _key_values(text)
-    if any(needle in lowered for needle in _NAMED_NEEDLES):
+    if "named values" in chosen:
         yield from _named_values(text)
-    if any(needle in lowered for needle in _NAME_HINTS):
+    if "named assignments" in chosen:
         yield from _named_assignments(text)
         if "(" in text:
             yield from _call_pairs(text)
-    if "connect" in lowered or "pdo" in lowered:
+    if "connect calls" in chosen:
         yield from _connect_calls(text)
-    if any(needle in lowered for needle in _PROSE_NEEDLES) or (
-        not text.isascii() and any(needle in lowered for needle in _CYRILLIC_NEEDLES)
-    ):
+    if "prose passwords" in chosen:
         yield from _prose_passwords(text)
-    if any(needle in lowered for needle in _COMMAND_NEEDLES):
+    if "command passwords" in chosen:
         yield from _command_passwords(text)
-    if " / " in text or "\t/" in text or "/\t" in text:
+    if "strong pairs" in chosen:
         yield from _strong_pairs(text)
 
 

@@ -1,0 +1,3 @@
+"""Which of many short substrings a text holds, in one call (needles.c)."""
+
+def found(text: bytes, needles: tuple[bytes, ...]) -> list[int]: ...
