@@ -29,3 +29,8 @@ def similarities(
     ids: npt.NDArray[np.uint64],
     out: npt.NDArray[np.float32],
 ) -> None: ...
+def dots(
+    codes: npt.NDArray[np.int8],
+    query: npt.NDArray[np.int16],
+    out: npt.NDArray[np.int64],
+) -> None: ...

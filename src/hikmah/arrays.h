@@ -10,7 +10,7 @@
 #include <string.h>
 
 /* The element kinds handed over, by the buffer protocol's format letters. */
-typedef enum { F64, F32, I64, U64, U32, U16, U8, I8 } Kind;
+typedef enum { F64, F32, I64, U64, U32, I16, U16, U8, I8 } Kind;
 
 typedef struct {
     Py_buffer view;
@@ -26,6 +26,7 @@ static inline int kind_matches(const Py_buffer *view, Kind kind) {
     case I64: return (letter == 'l' || letter == 'q') && view->itemsize == 8;
     case U64: return (letter == 'L' || letter == 'Q') && view->itemsize == 8;
     case U32: return (letter == 'I' || letter == 'L') && view->itemsize == 4;
+    case I16: return letter == 'h' && view->itemsize == 2;
     case U16: return letter == 'H' && view->itemsize == 2;
     case U8: return (letter == 'B' || letter == '?') && view->itemsize == 1;
     case I8: return letter == 'b' && view->itemsize == 1;

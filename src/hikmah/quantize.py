@@ -19,6 +19,8 @@ from hikmah import _vectors
 Codes = npt.NDArray[np.int8]
 Scales = npt.NDArray[np.float32]
 
+LEVELS = 127  # the largest code in size (LEVELS in vectors.c)
+
 
 def quantize(vectors: npt.NDArray[np.floating]) -> tuple[Codes, Scales]:
     """Int8 codes and per-row scales for ``vectors`` (rows of any length).

@@ -66,6 +66,40 @@ def test_flat_search_is_exact_to_the_int8_step() -> None:
         assert abs(float(hits.similarities[0]) - float(np.max(x @ q))) < 0.02
 
 
+def exact_top(index: FlatIndex, q: np.ndarray, k: int, keep: np.ndarray | None = None) -> list[int]:
+    """The k nearest by the index's own similarities, ties to the lower id: by brute force."""
+    ids = index.ids()
+    if keep is not None:
+        ids = ids[keep[ids]]
+    sims = index.similarities(q, ids)
+    return [int(ids[i]) for i in np.lexsort((ids, -sims))[:k]]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(1, 400),
+    st.integers(1, 30),
+    st.integers(0, 2**32 - 1),
+    st.booleans(),
+    st.booleans(),
+)
+def test_flat_search_gives_exactly_the_nearest_by_the_similarities_it_reports(
+    count: int, k: int, seed: int, near_ties: bool, filtered: bool
+) -> None:
+    rng = np.random.default_rng(seed)
+    x = unit_rows(count, seed=seed % 1000)
+    if near_ties:  # many rows a hair apart: where a first pass in integers could misorder
+        base = unit_rows(1, seed=seed % 7)[0]
+        x = normalize_rows(base + rng.standard_normal((count, 32)).astype(np.float32) * 1e-3)
+    index = FlatIndex(STAMP)
+    index.add(np.arange(count), x)
+    keep = rng.random(count) < 0.3 if filtered else None
+    q = x[int(rng.integers(count))] if near_ties else unit_rows(1, seed=seed % 991 + 1)[0]
+    hits = index.search(q, k, None if keep is None else lambda ids: keep[ids.astype(np.intp)])
+    assert hits.ids.tolist() == exact_top(index, q, k, keep)
+    assert np.array_equal(hits.similarities, index.similarities(q, hits.ids))
+
+
 @pytest.mark.parametrize("kind", ["flat", "hnsw"])
 def test_the_nearest_vector_of_a_stored_one_is_itself(kind: str) -> None:
     x = unit_rows(400)
