@@ -72,7 +72,7 @@ from .reminders import Reminders
 from .replay import Replay
 from .rpc import Dispatcher, error_for, response
 from .scheduling import (
-    Niced,
+    IdleThread,
     Offload,
     QueryThread,
     Recalls,
@@ -167,8 +167,8 @@ class Daemon:
             offload,
         )
         self.inbox = Inbox(store, self.events, notifier, policy, offload)
-        # The vectors' follower: a niced thread of its own (tests pass an offload).
-        self.background = Niced("hikmahd-vectors") if offload is in_thread else None
+        # The vectors' follower: an idle-priority thread of its own (tests pass an offload).
+        self.background = IdleThread("hikmahd-vectors") if offload is in_thread else None
         self.semantics = Semantics(store, policy, offload, background or self.background or offload)
         self.syncing = Syncing(
             store, self.writer, self.policies, vault, self.reminders, now_ms, offload

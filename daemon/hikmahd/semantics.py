@@ -20,8 +20,8 @@ degraded channel is never silent.
 
 Writes never wait for the model: the store drops a rewritten document's old
 vectors as it commits, and :meth:`Semantics.run` embeds what is behind on a
-thread of its own at a lower CPU priority (so writes and recalls keep the CPU
-they need), a batch at a time, folds recent vectors into the HNSW graph (in
+thread of its own at the lowest CPU priority (so writes and recalls keep the
+CPU they need), a batch at a time, folds recent vectors into the HNSW graph (in
 small slices while writes come, so that a recall never waits long for the
 lock), and saves the file when no write came for a moment, and at the latest
 every few minutes; under the vault a purge saves at once (the store does that
@@ -72,7 +72,7 @@ class Semantics:
         background: Offload,
     ) -> None:
         self.store, self.policy, self.offload = store, policy, offload
-        # Embedding and folding: the CPU the daemon does not need (scheduling.Niced).
+        # Embedding and folding: the CPU the daemon does not need (scheduling.IdleThread).
         self.background = background
         # Until run() starts (after the promise queue is loaded), an enabled channel is
         # about to load.

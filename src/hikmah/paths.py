@@ -8,6 +8,7 @@ function resolves one path in the same order: the explicit flag, the
 
 from __future__ import annotations
 
+import functools
 import getpass
 import os
 from collections.abc import Mapping
@@ -87,6 +88,7 @@ def project_scope(directory: Path) -> str:
     return f"project:{project_root(directory)}"
 
 
+@functools.cache  # every write asks; the login may be looked up in the passwd file
 def person_source() -> str:
     """``human:<login>``: the source of the person's own writes (the user this process
     runs as), ``human:unknown`` where the system knows no login name (a container

@@ -22,7 +22,7 @@ from hikmahd.connection import IDLE_S, Connection
 from hikmahd.context import Context
 from hikmahd.peers import BoundProcess, Peer
 from hikmahd.rpc import Dispatcher
-from hikmahd.scheduling import Asker, Niced, QueryThread, Recalls, Turns, held
+from hikmahd.scheduling import Asker, IdleThread, QueryThread, Recalls, Turns, held
 
 
 async def take(turns: Turns, name: str, unread: int, log: list[str]) -> None:
@@ -209,20 +209,20 @@ def test_the_query_thread_embeds_on_a_thread_of_its_own() -> None:
         thread.close()
 
 
-async def test_background_work_runs_on_a_niced_thread_of_its_own() -> None:
-    niced = Niced("hikmahd-test", nice=7)
+async def test_background_work_runs_on_an_idle_priority_thread_of_its_own() -> None:
+    idle = IdleThread("hikmahd-test")
     try:
 
         def where() -> tuple[str, int]:
-            thread = threading.current_thread()
-            return thread.name, os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+            return threading.current_thread().name, os.sched_getscheduler(0)
 
-        name, nice = await niced(where)
+        name, policy = await idle(where)
         assert name.startswith("hikmahd-test")
-        assert nice == os.getpriority(os.PRIO_PROCESS, 0) + 7  # the daemon's own is untouched
-        assert await niced(where) == (name, nice)  # the same thread, every time
+        assert policy == os.SCHED_IDLE
+        assert os.sched_getscheduler(0) == os.SCHED_OTHER  # the daemon's own is untouched
+        assert await idle(where) == (name, policy)  # the same thread, every time
     finally:
-        niced.close()
+        idle.close()
 
 
 async def test_an_idle_connection_is_closed(autojump_clock: trio.testing.MockClock) -> None:
