@@ -53,11 +53,15 @@ QUIET_S = 2.0  # no write and no recall for this long: folding in large slices a
 SAVE_EVERY_S = 300.0  # and changed vectors are saved at least this often
 BUSY_FOLD_SLICE = 16  # vectors folded per lock hold while writes come (a few ms)
 FOLLOW_S = 1.0  # embedding in the background looks up at the policy this often
-# While writes come, the follower lets them gather (it waits until none came for
-# GATHER_S, but at most GATHER_MAX_S): a write is then not embedded while the next one
-# is being made, which cost a lone client a quarter of its durable writes.
-GATHER_S = 0.05
-GATHER_MAX_S = 1.0
+# While writes come, the follower lets them pass: it waits until none came for
+# GATHER_S, but at most GATHER_MAX_S, and then embeds for a round (FOLLOW_S). A write is
+# then not embedded while the next one is being made (that cost a lone client a quarter
+# of its durable writes), and a bulk import, whose pages commit a tenth of a second
+# apart, keeps the interpreter: embedding takes the GIL back after every text, so at
+# every other second it cost a 100k import a fifth of its speed. The vectors cannot
+# keep up with an import anyway; they catch up once it is done.
+GATHER_S = 0.25
+GATHER_MAX_S = 4.0
 PROGRESS_S = 10.0  # a long catch-up says how far it got this often (in the log)
 
 
@@ -237,12 +241,9 @@ class Semantics:
 
     async def _gathered(self) -> None:
         """Wait while writes are coming, up to :data:`GATHER_MAX_S`."""
-        began = trio.current_time()
-        while (
-            trio.current_time() - self._last_write < GATHER_S
-            and trio.current_time() - began < GATHER_MAX_S
-        ):
-            await trio.sleep(GATHER_S)
+        until = trio.current_time() + GATHER_MAX_S
+        while (quiet := self._last_write + GATHER_S) > trio.current_time() < until:
+            await trio.sleep_until(min(quiet, until))
 
     def _report(self, behind: int) -> None:
         """Log how a long catch-up goes (an import, a model change): how many are left,

@@ -25,7 +25,7 @@ from hikmah.policy import KernelPolicy
 from hikmah.quantize import quantize
 from hikmah.semantic import VECTORS_FILE
 from hikmah.store import Store
-from hikmahd.semantics import QUIET_S, Semantics
+from hikmahd.semantics import GATHER_MAX_S, GATHER_S, QUIET_S, Semantics
 from tests.daemon.conftest import Running, clean_env, semantic, wait_state
 from tests.daemon.secret_service import SecretServiceSession, needs_secret_service
 
@@ -338,3 +338,40 @@ async def test_recalls_keep_folding_in_short_slices(
         assert channel._quiet()
         channel.on_commit([])
         assert not channel._quiet()
+
+
+async def test_embedding_waits_while_writes_stream_but_not_for_ever(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    # An import's pages commit a tenth of a second apart: the follower lets them pass
+    # (it would take the interpreter from them), and still embeds within GATHER_MAX_S
+    # when writes never stop.
+    async def inline(work: Any) -> Any:
+        return work()
+
+    with Store(tmp_path / "data", durable=False) as store:
+        channel = Semantics(store, KernelPolicy, inline, inline)
+        waited: list[float] = []
+
+        async def gather() -> None:
+            began = trio.current_time()
+            await channel._gathered()
+            waited.append(trio.current_time() - began)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(gather)
+            for _ in range(10):  # a page every 0.1 s for a second, then none
+                channel.on_commit([])
+                await trio.sleep(0.1)
+        assert waited[0] == pytest.approx(0.9 + GATHER_S)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(gather)
+            while not waited[1:]:  # pages that never stop
+                channel.on_commit([])
+                await trio.sleep(0.1)
+        assert waited[1] == pytest.approx(GATHER_MAX_S)
+
+        await trio.sleep(GATHER_S)
+        await gather()  # no write came for GATHER_S: at once
+        assert waited[2] == 0
