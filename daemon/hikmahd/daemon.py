@@ -68,6 +68,7 @@ from .peers import (
     examine,
 )
 from .policywatch import PolicyHolder
+from .prescreen import Prescreen
 from .reminders import Reminders
 from .replay import Replay
 from .rpc import Dispatcher, error_for, response
@@ -185,6 +186,7 @@ class Daemon:
         self.replay = Replay(store, self.events, offload, policy)
         self.capsules = Capsules()
         self.query_thread = QueryThread()
+        self.prescreen = Prescreen()
         self.services = Services(
             store=store,
             writer=self.writer,
@@ -194,6 +196,7 @@ class Daemon:
             capsules=self.capsules,
             policies=self.policies,
             semantics=self.semantics,
+            prescreen=self.prescreen,
             restrictions=Restrictions(),
             tickets=Tickets(),
             vault=vault,
@@ -274,6 +277,7 @@ class Daemon:
             nursery.start_soon(self._read_columns)
             nursery.start_soon(self._read_presence)
             nursery.start_soon(self.inbox.run)
+            nursery.start_soon(self.prescreen.run)
             # Before any write: a store restored behind what it published takes it back.
             await nursery.start(self.syncing.run)
             accept_scope = trio.CancelScope()

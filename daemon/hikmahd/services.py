@@ -24,6 +24,7 @@ from .capsules import Capsules
 from .events import Events
 from .peers import Restrictions
 from .policywatch import PolicyHolder
+from .prescreen import Prescreen
 from .reminders import Reminders
 from .scheduling import Offload, Recalls
 from .semantics import Semantics
@@ -76,6 +77,7 @@ class Services:
     capsules: Capsules
     policies: PolicyHolder
     semantics: Semantics
+    prescreen: Prescreen
     restrictions: Restrictions
     tickets: Tickets
     vault: Vault | None

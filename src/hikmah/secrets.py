@@ -2829,6 +2829,28 @@ _CLEAR_KEPT = 8192
 _clear: set[str] = set()
 
 
+# Texts another process found clear with this same detector (a bulk import's
+# contents, checked on the other core ahead of the writer): each let through once.
+_VOUCHED_KEPT = 8192
+_vouched: set[str] = set()
+
+
+def vouch(texts: Iterable[str]) -> None:
+    """Let each of ``texts`` through :func:`check_fields` once without detection: only
+    for texts that :func:`find_secret` found clear (in another process, as a bulk
+    import's are). At most a few thousand are held; more start the set afresh."""
+    if len(_vouched) >= _VOUCHED_KEPT:
+        _vouched.clear()
+    _vouched.update(texts)
+
+
+def _verdict(value: str) -> str | None:
+    if value in _vouched:
+        _vouched.discard(value)
+        return None
+    return _short_verdict(value) if len(value) <= _CLEAR_MAX else find_secret(value)
+
+
 def _short_verdict(value: str) -> str | None:
     if value in _clear:
         return None
@@ -2854,7 +2876,7 @@ def check_fields(fields: Iterable[tuple[str, str | None]]) -> None:
     for field, value in fields:
         if value is None:
             continue
-        label = _short_verdict(value) if len(value) <= _CLEAR_MAX else find_secret(value)
+        label = _verdict(value)
         if label is not None:
             raise SecretDetected(
                 f"{field} looks like it holds a credential ({label}); nothing was written. "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from functools import lru_cache
 
 STOPWORDS = frozenset(
@@ -168,6 +169,21 @@ def tokenize(text: str) -> list[str]:
     return out
 
 
+# Terms found in another process (a bulk import's contents, tokenized on the other
+# core ahead of the writer), each taken once.
+_PRIMED_KEPT = 8192
+_primed: dict[str, frozenset[str]] = {}
+
+
+def prime(found: Iterable[tuple[str, frozenset[str]]]) -> None:
+    """Give :func:`terms` the terms of texts, found by it elsewhere: each is answered
+    from here once. At most a few thousand are held; more start afresh."""
+    if len(_primed) >= _PRIMED_KEPT:
+        _primed.clear()
+    _primed.update(found)
+
+
 def terms(text: str) -> frozenset[str]:
     """The distinct terms of ``text``: what coverage and Jaccard count."""
-    return frozenset(tokenize(text))
+    found = _primed.pop(text, None)
+    return frozenset(tokenize(text)) if found is None else found

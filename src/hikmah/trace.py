@@ -8,6 +8,7 @@ Times are epoch milliseconds (``int``); the kernel never reads the clock.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import unicodedata
@@ -113,7 +114,12 @@ class Draft(BaseDraft, frozen=True, kw_only=True, forbid_unknown_fields=True):
 def draft_fields(found: msgspec.Struct) -> dict[str, Any]:
     """The fields of ``found`` (an import line, a test case) that a :class:`Draft` has too,
     by name: what a writing path copies over before it sets the rest."""
-    return {name: getattr(found, name) for name in found.__struct_fields__ if name in _DRAFT}
+    return {name: getattr(found, name) for name in _shared_fields(type(found))}
+
+
+@functools.cache
+def _shared_fields(kind: type[msgspec.Struct]) -> tuple[str, ...]:
+    return tuple(name for name in kind.__struct_fields__ if name in _DRAFT)
 
 
 def new_trace_id(now_ms: int) -> str:

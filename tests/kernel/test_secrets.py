@@ -1293,3 +1293,14 @@ def test_a_short_field_is_refused_every_time_and_only_clear_ones_are_remembered(
     assert GITHUB not in secrets._clear
     check_fields([("tags[0]", "deploy-notes")])
     assert "deploy-notes" in secrets._clear
+
+
+def test_a_vouched_text_is_let_through_once() -> None:
+    # The daemon vouches only for what its checking worker's find_secret found clear;
+    # the vouch is that promise, taken once, and detection runs again after it.
+    note = f"the deploy notes mention {GITHUB} in passing " + "and more " * 20
+    secrets.vouch([note])
+    check_fields([("content", note)])
+    assert note not in secrets._vouched
+    with pytest.raises(SecretDetected, match="content"):
+        check_fields([("content", note)])

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hikmah.tokenizer import STOPWORDS, stem, terms, tokenize
+from hikmah.tokenizer import STOPWORDS, prime, stem, terms, tokenize
 
 
 def test_stopword_list_is_the_reference_list() -> None:
@@ -101,3 +101,12 @@ def test_ascii_text_gives_the_terms_the_general_path_gives(text: str) -> None:
     # ASCII text takes a shorter path; a lone "é" (one letter: no term) sends the same
     # text down the general one, which splits scripts token by token.
     assert tokenize(text) == tokenize(text + " é")
+
+
+def test_primed_terms_answer_once() -> None:
+    # A bulk import's contents are tokenized in another process; its answer is taken once.
+    text = "the deploy of billing-gateway moved to friday"
+    assert terms(text) == {"deploy", "bill", "gateway", "mov", "friday"}
+    prime([(text, frozenset({"elsewhere"}))])
+    assert terms(text) == {"elsewhere"}
+    assert terms(text) == {"deploy", "bill", "gateway", "mov", "friday"}

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, NamedTuple
 
 import msgspec
+import trio
 
 from hikmah import migration, queries, transfer
 from hikmah.errors import HikmahError, InvalidInput
@@ -26,7 +27,7 @@ from hikmah.headtext import parse_head
 from hikmah.ledger import Head, decode_record
 from hikmah.past import AsOf
 from hikmah.paths import project_scope
-from hikmah.rules import Operation, Written, payloads_for
+from hikmah.rules import Operation, Outcome, Remember, Written, payloads_for
 from hikmah.secrets import preview, redact
 from hikmah.vocabulary import ImportSource
 
@@ -38,6 +39,10 @@ from .asof import past, reading
 registry = Registry()
 
 MAX_LINES = 500
+# A page of at least this many writes is shared with the checking worker, from the
+# AHEAD-th on.
+SHARED_PAGE = 128
+AHEAD = 32
 # A page of export stays well under the 1 MiB frame limit (one trace larger than
 # this still goes out alone: it came in through a frame of at most 1 MiB).
 EXPORT_PAGE_BYTES = 512 * 1024
@@ -367,8 +372,7 @@ async def _apply(ctx: Context, planned: Sequence[tuple[int, Operation]]) -> _App
                 done.already += 1
             else:
                 todo.append((line, operation))
-    operations = [operation for _, operation in todo]
-    outcomes = await ctx.services.writer.submit_all(operations, person=ctx.person)
+    outcomes = await _submit(ctx, [operation for _, operation in todo])
     for (line, _), outcome in zip(todo, outcomes, strict=True):
         if isinstance(outcome, Written):
             done.written += 1
@@ -377,3 +381,20 @@ async def _apply(ctx: Context, planned: Sequence[tuple[int, Operation]]) -> _App
         else:
             done.refused.append((line, str(outcome)))
     return done
+
+
+async def _submit(ctx: Context, operations: list[Operation]) -> list[Outcome]:
+    """Submit ``operations`` together, every outcome in order. The contents of a large
+    page go to the checking worker (:mod:`hikmahd.prescreen`) at the same time: the
+    writer applies the page as one batch and finds checked, in the kernel's memos, the
+    contents the worker got to before it; the rest it checks itself."""
+    writer, prescreen = ctx.services.writer, ctx.services.prescreen
+    if len(operations) < SHARED_PAGE or not prescreen.ready():
+        return await writer.submit_all(operations, person=ctx.person)
+    # The writer is past the first few before the worker's first answer comes.
+    ahead = [op.draft.content for op in operations[AHEAD:] if isinstance(op, Remember)]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(prescreen.check, ahead)
+        outcomes = await writer.submit_all(operations, person=ctx.person)
+        nursery.cancel_scope.cancel()  # what the writer is past is of no use any more
+    return outcomes

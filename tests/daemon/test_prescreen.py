@@ -1,0 +1,139 @@
+"""The checking worker of bulk imports: a real ``python -m hikmahd.prescreen`` process
+that checks contents on the other core and fills the kernel's memos; a credential it
+sees is never vouched for and is refused by the writer, in a real daemon's import as
+well; it ends when idle, when it dies the writer checks alone, and it never outlives
+a daemon killed with SIGKILL."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from hikmah import secrets, tokenizer
+from hikmah.tokenizer import terms
+from hikmahd import prescreen
+from hikmahd.prescreen import Prescreen, verdicts
+from tests.daemon.conftest import Running
+
+GITHUB = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+CLEAR = "the billing gateway deploys on fridays after the review"
+LEAKED = f"ci pushes with the token {GITHUB} from the runner"
+
+
+def test_the_verdicts_are_the_terms_or_none_for_a_credential() -> None:
+    assert verdicts([CLEAR, LEAKED, "the of and"]) == [sorted(terms(CLEAR)), None, []]
+
+
+def workers(pid: int | None = None) -> list[int]:
+    """The pids of the checking workers of process ``pid`` (this one by default), whichever
+    of its threads started them."""
+    found = []
+    for task in Path(f"/proc/{pid or os.getpid()}/task").iterdir():
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            for child in (task / "children").read_text().split():
+                if b"hikmahd.prescreen" in _cmdline(int(child)):
+                    found.append(int(child))
+    return found
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+async def _until(condition: Any) -> None:
+    with trio.fail_after(20):
+        while not condition():
+            await trio.sleep(0.02)
+
+
+async def test_the_worker_fills_the_memos_with_what_it_found_clear_only() -> None:
+    screen = Prescreen()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(screen.run)
+        assert not screen.ready()  # asking starts it, for the pages to come
+        await _until(screen.ready)
+        texts = [f"{CLEAR} {n}" for n in range(150)] + [LEAKED]
+        await screen.check(texts)
+        assert all(text in secrets._vouched for text in texts[:-1])
+        assert LEAKED not in secrets._vouched
+        assert tokenizer._primed[texts[0]] == terms(texts[0])
+        assert LEAKED not in tokenizer._primed
+        nursery.cancel_scope.cancel()
+    assert not workers()  # ended with its owner
+
+
+async def test_a_worker_that_dies_leaves_the_checking_to_the_writer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(prescreen, "IDLE_S", 0.5)
+    screen = Prescreen()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(screen.run)
+        screen.ready()
+        await _until(screen.ready)
+        [pid] = workers()
+        os.kill(pid, signal.SIGKILL)
+        await screen.check([f"{CLEAR} after the kill"])  # answered by nobody: no memo
+        assert f"{CLEAR} after the kill" not in secrets._vouched
+        await _until(lambda: not screen.ready())
+        screen.ready()  # the next large page starts another
+        await _until(screen.ready)
+        assert workers() and workers() != [pid]
+        await trio.sleep(prescreen.IDLE_S)  # no page for IDLE_S: it ends
+        await _until(lambda: not workers())
+        assert screen._requests is None  # and no page waits for it
+        nursery.cancel_scope.cancel()
+
+
+def page(first: int, count: int, leaked_at: int | None = None) -> list[dict[str, Any]]:
+    return [
+        {
+            "line": first + i,
+            "trace": {
+                "kind": "observation",
+                "content": LEAKED if first + i == leaked_at else f"{CLEAR} {first + i}",
+            },
+        }
+        for i in range(count)
+    ]
+
+
+def daemon_workers(daemon: Running) -> list[int]:
+    assert daemon.process is not None
+    return workers(daemon.process.pid)
+
+
+def test_an_import_shared_with_the_worker_refuses_the_credential_and_writes_the_rest(
+    words_daemon: Running,
+) -> None:
+    with words_daemon.connect() as conn:
+        first = conn.call("memory.import", lines=page(1, 300, leaked_at=7))
+        deadline = time.monotonic() + 20
+        while not daemon_workers(words_daemon) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert daemon_workers(words_daemon), "a large page starts the checking worker"
+        time.sleep(1)  # it imports the detector, then serves
+        second = conn.call("memory.import", lines=page(301, 400, leaked_at=650))
+    for result, leaked, count in ((first, 7, 300), (second, 650, 400)):
+        assert result["written"] == count - 1
+        [refused] = result["refused"]
+        assert refused["line"] == leaked
+        assert "credential" in refused["reason"] and GITHUB not in refused["reason"]
+    found = words_daemon.call("memory.recall", query="billing gateway fridays 650", limit=50)
+    assert all(GITHUB not in r["trace"]["content"] for r in found["results"])
+    [worker] = daemon_workers(words_daemon)
+    words_daemon.kill()  # SIGKILL: the worker reads the end of its input and ends
+    deadline = time.monotonic() + 10
+    while _cmdline(worker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _cmdline(worker)
