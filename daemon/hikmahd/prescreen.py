@@ -11,7 +11,8 @@ the writer's own check refuses it as it always does.
 
 The worker starts when a page is first large enough to share and serves from the
 next one on; it ends with the daemon, after :data:`IDLE_S` without a page, or when
-its input ends (the daemon died). Texts travel through a pipe, never a file. Frames
+its input ends (the daemon died). One that fails is not started again for
+:data:`RETRY_S`, and meanwhile the writer does all the work. Texts travel through a pipe, never a file. Frames
 are msgpack, each after its length (4 bytes, big-endian).
 """
 
@@ -34,6 +35,8 @@ from hikmah import secrets, tokenizer
 log = logging.getLogger(__name__)
 
 IDLE_S = 60.0  # the worker ends after this long without a page
+RETRY_S = 60.0  # a worker that failed is not started again for this long
+WORKER = (sys.executable, "-m", "hikmahd.prescreen")
 PART = 64  # texts sent at a time: the writer finds the first checked a few ms later
 _LENGTH = struct.Struct(">I")
 # What the worker says of each text: its terms, or None when it holds a credential.
@@ -87,12 +90,12 @@ class Prescreen:
                 await self._serve()
             except (OSError, EOFError, msgspec.DecodeError, trio.BrokenResourceError) as exc:
                 log.warning("the import's checking worker stopped (%s); the writer checks", exc)
+                await trio.sleep(RETRY_S)  # not a new one for every page
             self._wanted = trio.Event()
 
     async def _serve(self) -> None:
-        argv = [sys.executable, "-m", "hikmahd.prescreen"]
         process = await trio.lowlevel.open_process(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+            list(WORKER), stdin=subprocess.PIPE, stdout=subprocess.PIPE
         )
         assert process.stdin is not None and process.stdout is not None  # piped above
         reader = _Reader(process.stdout)

@@ -76,6 +76,7 @@ async def test_a_worker_that_dies_leaves_the_checking_to_the_writer(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(prescreen, "IDLE_S", 0.5)
+    monkeypatch.setattr(prescreen, "RETRY_S", 0.2)
     screen = Prescreen()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(screen.run)
@@ -86,13 +87,30 @@ async def test_a_worker_that_dies_leaves_the_checking_to_the_writer(
         await screen.check([f"{CLEAR} after the kill"])  # answered by nobody: no memo
         assert f"{CLEAR} after the kill" not in secrets._vouched
         await _until(lambda: not screen.ready())
-        screen.ready()  # the next large page starts another
+        screen.ready()  # a large page after RETRY_S starts another
         await _until(screen.ready)
         assert workers() and workers() != [pid]
         await trio.sleep(prescreen.IDLE_S)  # no page for IDLE_S: it ends
         await _until(lambda: not workers())
         assert screen._requests is None  # and no page waits for it
         nursery.cancel_scope.cancel()
+
+
+async def test_a_worker_that_cannot_start_is_tried_again_only_after_a_while(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(prescreen, "WORKER", ("/bin/false",))
+    monkeypatch.setattr(prescreen, "RETRY_S", 0.5)
+    screen = Prescreen()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(screen.run)
+        for _ in range(60):  # a large page every 25 ms for 1.5 s
+            assert not screen.ready()
+            await screen.check([CLEAR])  # nothing to ask: the writer checks
+            await trio.sleep(0.025)
+        nursery.cancel_scope.cancel()
+    stopped = [r for r in caplog.records if "checking worker stopped" in r.getMessage()]
+    assert 2 <= len(stopped) <= 4
 
 
 def page(first: int, count: int, leaked_at: int | None = None) -> list[dict[str, Any]]:
