@@ -7,6 +7,7 @@ a daemon killed with SIGKILL."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import signal
 import time
@@ -102,15 +103,20 @@ async def test_a_worker_that_cannot_start_is_tried_again_only_after_a_while(
     monkeypatch.setattr(prescreen, "WORKER", ("/bin/false",))
     monkeypatch.setattr(prescreen, "RETRY_S", 0.5)
     screen = Prescreen()
+
+    def stopped() -> list[float]:
+        return [r.created for r in caplog.records if "checking worker stopped" in r.getMessage()]
+
     async with trio.open_nursery() as nursery:
         nursery.start_soon(screen.run)
-        for _ in range(60):  # a large page every 25 ms for 1.5 s
-            assert not screen.ready()
-            await screen.check([CLEAR])  # nothing to ask: the writer checks
-            await trio.sleep(0.025)
+        with trio.fail_after(20):
+            while len(stopped()) < 3:  # a large page every 25 ms
+                assert not screen.ready()
+                await screen.check([CLEAR])  # nothing to ask: the writer checks
+                await trio.sleep(0.025)
         nursery.cancel_scope.cancel()
-    stopped = [r for r in caplog.records if "checking worker stopped" in r.getMessage()]
-    assert 2 <= len(stopped) <= 4
+    times = stopped()
+    assert all(b - a >= 0.9 * prescreen.RETRY_S for a, b in itertools.pairwise(times))
 
 
 def page(first: int, count: int, leaked_at: int | None = None) -> list[dict[str, Any]]:
