@@ -12,8 +12,8 @@ the writer's own check refuses it as it always does.
 The worker starts when a page is first large enough to share and serves from the
 next one on; it ends with the daemon, after :data:`IDLE_S` without a page, or when
 its input ends (the daemon died). One that fails is not started again for
-:data:`RETRY_S`, and meanwhile the writer does all the work. Texts travel through a pipe, never a file. Frames
-are msgpack, each after its length (4 bytes, big-endian).
+:data:`RETRY_S`, and meanwhile the writer does all the work. Texts travel through a
+pipe, never a file. Frames are msgpack, each after its length (4 bytes, big-endian).
 """
 
 from __future__ import annotations
