@@ -7,7 +7,8 @@ process runs them on the second core for the lines of a page that the writer has
 not reached yet. Their results go in the kernel's memos (:func:`hikmah.secrets.vouch`,
 :func:`hikmah.tokenizer.prime`), where the writer's rules and index find them.
 Nothing is skipped: a text the worker finds a credential in is not vouched for, and
-the writer's own check refuses it as it always does.
+the writer's own check refuses it as it always does. What the memos still hold of a
+page once it is written (the lines the writer reached first) is dropped then.
 
 The worker starts when a page is first large enough to share and serves from the
 next one on; it ends with the daemon, after :data:`IDLE_S` without a page, or when
@@ -80,6 +81,13 @@ class Prescreen:
             clear = [(t, terms) for t, terms in zip(part, found, strict=True) if terms is not None]
             secrets.vouch(text for text, _ in clear)
             tokenizer.prime((text, frozenset(terms)) for text, terms in clear)
+
+    @staticmethod
+    def forget(texts: Sequence[str]) -> None:
+        """Drop what the memos still hold of ``texts`` (the writer passed them before the
+        worker's answer came): no text stays in memory longer than its page."""
+        secrets.unvouch(texts)
+        tokenizer.unprime(texts)
 
     async def run(self) -> None:
         """Start the worker when a page wants it, serve, and end it when idle; until

@@ -2844,6 +2844,12 @@ def vouch(texts: Iterable[str]) -> None:
     _vouched.update(texts)
 
 
+def unvouch(texts: Iterable[str]) -> None:
+    """Forget the vouches for ``texts`` not taken yet: a page done, its texts are not
+    kept in memory any longer than it took."""
+    _vouched.difference_update(texts)
+
+
 def _verdict(value: str) -> str | None:
     if value in _vouched:
         _vouched.discard(value)

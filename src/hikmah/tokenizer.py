@@ -183,6 +183,12 @@ def prime(found: Iterable[tuple[str, frozenset[str]]]) -> None:
     _primed.update(found)
 
 
+def unprime(texts: Iterable[str]) -> None:
+    """Forget the primed terms of ``texts`` not taken yet."""
+    for text in texts:
+        _primed.pop(text, None)
+
+
 def terms(text: str) -> frozenset[str]:
     """The distinct terms of ``text``: what coverage and Jaccard count."""
     found = _primed.pop(text, None)

@@ -69,6 +69,8 @@ async def test_the_worker_fills_the_memos_with_what_it_found_clear_only() -> Non
         assert LEAKED not in secrets._vouched
         assert tokenizer._primed[texts[0]] == terms(texts[0])
         assert LEAKED not in tokenizer._primed
+        screen.forget(texts)  # the page done: nothing of it stays in memory
+        assert not any(text in secrets._vouched or text in tokenizer._primed for text in texts)
         nursery.cancel_scope.cancel()
     assert not workers()  # ended with its owner
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hikmah.tokenizer import STOPWORDS, prime, stem, terms, tokenize
+from hikmah.tokenizer import STOPWORDS, prime, stem, terms, tokenize, unprime
 
 
 def test_stopword_list_is_the_reference_list() -> None:
@@ -109,4 +109,7 @@ def test_primed_terms_answer_once() -> None:
     assert terms(text) == {"deploy", "bill", "gateway", "mov", "friday"}
     prime([(text, frozenset({"elsewhere"}))])
     assert terms(text) == {"elsewhere"}
+    assert terms(text) == {"deploy", "bill", "gateway", "mov", "friday"}
+    prime([(text, frozenset({"elsewhere"}))])
+    unprime([text])
     assert terms(text) == {"deploy", "bill", "gateway", "mov", "friday"}

@@ -393,8 +393,11 @@ async def _submit(ctx: Context, operations: list[Operation]) -> list[Outcome]:
         return await writer.submit_all(operations, person=ctx.person)
     # The writer is past the first few before the worker's first answer comes.
     ahead = [op.draft.content for op in operations[AHEAD:] if isinstance(op, Remember)]
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(prescreen.check, ahead)
-        outcomes = await writer.submit_all(operations, person=ctx.person)
-        nursery.cancel_scope.cancel()  # what the writer is past is of no use any more
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(prescreen.check, ahead)
+            outcomes = await writer.submit_all(operations, person=ctx.person)
+            nursery.cancel_scope.cancel()  # what the writer is past is of no use any more
+    finally:
+        prescreen.forget(ahead)
     return outcomes
