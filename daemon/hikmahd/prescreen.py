@@ -14,7 +14,7 @@ The worker starts when a page is first large enough to share and serves from the
 next one on; it ends with the daemon, after :data:`IDLE_S` without a page, or when
 its input ends (the daemon died). One that fails is not started again for
 :data:`RETRY_S`, and meanwhile the writer does all the work. Texts travel through a
-pipe, never a file. Frames are msgpack, each after its length (4 bytes, big-endian).
+pipe, never a file, a JSON line each way per part of a page.
 """
 
 from __future__ import annotations
@@ -22,16 +22,16 @@ from __future__ import annotations
 import contextlib
 import logging
 import signal
-import struct
 import subprocess
 import sys
 from collections.abc import Sequence
-from typing import BinaryIO
 
 import msgspec
 import trio
 
 from hikmah import secrets, tokenizer
+
+from .framing import MAX_FRAME, FrameReader, Oversized
 
 log = logging.getLogger(__name__)
 
@@ -39,13 +39,13 @@ IDLE_S = 60.0  # the worker ends after this long without a page
 RETRY_S = 60.0  # a worker that failed is not started again for this long
 WORKER = (sys.executable, "-m", "hikmahd.prescreen")
 PART = 64  # texts sent at a time: the writer finds the first checked a few ms later
-_LENGTH = struct.Struct(">I")
+# The terms of a part of a page that came in one frame, as JSON: far below this.
+REPLY_LIMIT = 4 * MAX_FRAME
 # What the worker says of each text: its terms, or None when it holds a credential.
 Verdicts = list[list[str] | None]
-_VERDICTS = msgspec.msgpack.Decoder(Verdicts)
-_TEXTS = msgspec.msgpack.Decoder(list[str])
+_VERDICTS = msgspec.json.Decoder(Verdicts)
+_TEXTS = msgspec.json.Decoder(list[str])
 _HELLO = b"hikmah-prescreen"
-
 
 Request = tuple[list[str], trio.MemorySendChannel[Verdicts]]
 
@@ -106,11 +106,11 @@ class Prescreen:
             list(WORKER), stdin=subprocess.PIPE, stdout=subprocess.PIPE
         )
         assert process.stdin is not None and process.stdout is not None  # piped above
-        reader = _Reader(process.stdout)
+        stdout, lines = process.stdout, FrameReader(REPLY_LIMIT)
         requests, queue = trio.open_memory_channel[Request](0)
         try:
             with queue:
-                if await reader.frame() != _HELLO:
+                if await _line(stdout, lines) != _HELLO:
                     raise EOFError("the worker did not start")
                 self._requests = requests
                 while True:
@@ -119,8 +119,8 @@ class Prescreen:
                     if idle.cancelled_caught:
                         return
                     with reply_to:  # closed unanswered if the worker fails
-                        await process.stdin.send_all(_frame(msgspec.msgpack.encode(texts)))
-                        found = _VERDICTS.decode(await reader.frame())
+                        await process.stdin.send_all(msgspec.json.encode(texts) + b"\n")
+                        found = _VERDICTS.decode(await _line(stdout, lines))
                         if len(found) != len(texts):
                             raise EOFError("the worker answered for other texts")
                         with contextlib.suppress(trio.BrokenResourceError):
@@ -136,30 +136,17 @@ class Prescreen:
                     await process.wait()
 
 
-class _Reader:
-    """Length-prefixed frames from a stream."""
-
-    def __init__(self, stream: trio.abc.ReceiveStream) -> None:
-        self._stream = stream
-        self._buffer = bytearray()
-
-    async def frame(self) -> bytes:
-        size = _LENGTH.unpack(await self._exactly(_LENGTH.size))[0]
-        return await self._exactly(size)
-
-    async def _exactly(self, size: int) -> bytes:
-        while len(self._buffer) < size:
-            data = await self._stream.receive_some()
-            if not data:
-                raise EOFError("the worker ended")
-            self._buffer += data
-        out = bytes(self._buffer[:size])
-        del self._buffer[:size]
-        return out
-
-
-def _frame(data: bytes) -> bytes:
-    return _LENGTH.pack(len(data)) + data
+async def _line(stream: trio.abc.ReceiveStream, lines: FrameReader) -> bytes:
+    """The worker's next line. It writes one only when asked, and one is asked for at a
+    time, so no read holds a second line."""
+    while True:
+        data = await stream.receive_some()
+        if not data:
+            raise EOFError("the worker ended")
+        for line in lines.feed(data):
+            if isinstance(line, Oversized):
+                raise EOFError(f"the worker wrote a line of {line.size} bytes")
+            return line
 
 
 def verdicts(texts: Sequence[str]) -> Verdicts:
@@ -170,23 +157,15 @@ def verdicts(texts: Sequence[str]) -> Verdicts:
     ]
 
 
-def _read(stream: BinaryIO, size: int) -> bytes | None:
-    data = stream.read(size)
-    return data if len(data) == size else None
-
-
 def main() -> None:
-    """The worker: frames of texts in on stdin, frames of verdicts out on stdout, until
-    its input ends."""
+    """The worker: a JSON line of texts in on stdin, a line of verdicts out on stdout,
+    until its input ends."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the daemon's Ctrl-C is the daemon's
-    inp, out = sys.stdin.buffer, sys.stdout.buffer
-    out.write(_frame(_HELLO))
+    out = sys.stdout.buffer
+    out.write(_HELLO + b"\n")
     out.flush()
-    while (head := _read(inp, _LENGTH.size)) is not None:
-        body = _read(inp, _LENGTH.unpack(head)[0])
-        if body is None:
-            return
-        out.write(_frame(msgspec.msgpack.encode(verdicts(_TEXTS.decode(body)))))
+    for line in sys.stdin.buffer:
+        out.write(msgspec.json.encode(verdicts(_TEXTS.decode(line))) + b"\n")
         out.flush()
 
 

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -321,57 +322,60 @@ def test_a_kill_after_many_writes_is_caught_up(daemon: Running) -> None:
     assert folded["duplicates"] == KernelPolicy().semantic.candidates - 1
 
 
-async def test_recalls_keep_folding_in_short_slices(
-    tmp_path: Path, autojump_clock: trio.testing.MockClock
-) -> None:
-    # Folding holds the lock a recall's search needs: large slices only once neither
-    # a write nor a recall came for QUIET_S (recalls during a catch-up waited for them).
+@pytest.fixture
+def inline_channel(tmp_path: Path) -> Iterator[Semantics]:
+    """A channel over a store of its own whose work runs inline (no model loaded)."""
+
     async def inline(work: Any) -> Any:
         return work()
 
     with Store(tmp_path / "data", durable=False) as store:
-        channel = Semantics(store, KernelPolicy, inline, inline)
-        assert channel._quiet()
-        channel.recalled()
-        assert not channel._quiet()
-        await trio.sleep(QUIET_S + 0.1)
-        assert channel._quiet()
-        channel.on_commit([])
-        assert not channel._quiet()
+        yield Semantics(store, KernelPolicy, inline, inline)
+
+
+async def test_recalls_keep_folding_in_short_slices(
+    inline_channel: Semantics, autojump_clock: trio.testing.MockClock
+) -> None:
+    # Folding holds the lock a recall's search needs: large slices only once neither
+    # a write nor a recall came for QUIET_S (recalls during a catch-up waited for them).
+    channel = inline_channel
+    assert channel._quiet()
+    channel.recalled()
+    assert not channel._quiet()
+    await trio.sleep(QUIET_S + 0.1)
+    assert channel._quiet()
+    channel.on_commit([])
+    assert not channel._quiet()
 
 
 async def test_embedding_waits_while_writes_stream_but_not_for_ever(
-    tmp_path: Path, autojump_clock: trio.testing.MockClock
+    inline_channel: Semantics, autojump_clock: trio.testing.MockClock
 ) -> None:
     # An import's pages commit a tenth of a second apart: the follower lets them pass
     # (it would take the interpreter from them), and still embeds within GATHER_MAX_S
     # when writes never stop.
-    async def inline(work: Any) -> Any:
-        return work()
+    channel = inline_channel
+    waited: list[float] = []
 
-    with Store(tmp_path / "data", durable=False) as store:
-        channel = Semantics(store, KernelPolicy, inline, inline)
-        waited: list[float] = []
+    async def gather() -> None:
+        began = trio.current_time()
+        await channel._gathered()
+        waited.append(trio.current_time() - began)
 
-        async def gather() -> None:
-            began = trio.current_time()
-            await channel._gathered()
-            waited.append(trio.current_time() - began)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(gather)
+        for _ in range(10):  # a page every 0.1 s for a second, then none
+            channel.on_commit([])
+            await trio.sleep(0.1)
+    assert waited[0] == pytest.approx(0.9 + GATHER_S)
 
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(gather)
-            for _ in range(10):  # a page every 0.1 s for a second, then none
-                channel.on_commit([])
-                await trio.sleep(0.1)
-        assert waited[0] == pytest.approx(0.9 + GATHER_S)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(gather)
+        while not waited[1:]:  # pages that never stop
+            channel.on_commit([])
+            await trio.sleep(0.1)
+    assert waited[1] == pytest.approx(GATHER_MAX_S)
 
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(gather)
-            while not waited[1:]:  # pages that never stop
-                channel.on_commit([])
-                await trio.sleep(0.1)
-        assert waited[1] == pytest.approx(GATHER_MAX_S)
-
-        await trio.sleep(GATHER_S)
-        await gather()  # no write came for GATHER_S: at once
-        assert waited[2] == 0
+    await trio.sleep(GATHER_S)
+    await gather()  # no write came for GATHER_S: at once
+    assert waited[2] == 0
