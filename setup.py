@@ -1,5 +1,5 @@
-"""The compiled parts, the recall kernel (hikmah._scoring), the vectors' arithmetic
-(hikmah._vectors) and the credential detector's needle search (hikmah._needles);
+"""The compiled parts, the recall kernel (hikmah.recall._scoring), the vectors' arithmetic
+(hikmah.semantic._vectors) and the credential detector's needle search (hikmah.model._needles);
 pyproject.toml has the rest."""
 
 from setuptools import Extension, setup
@@ -12,13 +12,14 @@ setup(
         Extension(
             name,
             [f"src/hikmah/{source}"],
-            depends=["src/hikmah/arrays.h"],
+            depends=["src/include/arrays.h"],
+            include_dirs=["src/include"],
             extra_compile_args=FLAGS,
         )
         for name, source in (
-            ("hikmah._scoring", "scoring.c"),
-            ("hikmah._vectors", "vectors.c"),
-            ("hikmah._needles", "needles.c"),
+            ("hikmah.recall._scoring", "recall/scoring.c"),
+            ("hikmah.semantic._vectors", "semantic/vectors.c"),
+            ("hikmah.model._needles", "model/needles.c"),
         )
     ]
 )

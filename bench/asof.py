@@ -6,7 +6,7 @@ Each query of the bench corpus's three sets (``recall.make_query_sets``) is reca
 through the socket three ways, taking turns query by query: now, as of the record
 before the last (the same candidates, masked as of then) and as of the middle
 record (half the store then). An as-of recall reads the same indexes with a
-different mask (:mod:`hikmah.past`), never a replay; the target is a small multiple
+different mask (:mod:`hikmah.index.past`), never a replay; the target is a small multiple
 of the present recall.
 
 ``bench/run`` measures this on each tier's daemon (:func:`measure`); run alone, this

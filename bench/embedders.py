@@ -68,8 +68,8 @@ def load(name: str) -> tuple[Any, Any]:
         return model.embed_passages, model.embed_queries
     import numpy as np  # noqa: PLC0415
 
-    from hikmah.embedding import load_embedder  # noqa: PLC0415
-    from hikmah.paths import model_cache_dir  # noqa: PLC0415
+    from hikmah.model.paths import model_cache_dir  # noqa: PLC0415
+    from hikmah.semantic.embedding import load_embedder  # noqa: PLC0415
 
     embedder = load_embedder(name, model_cache_dir())
     return embedder.embed, lambda texts: np.stack([embedder.embed_query(t) for t in texts])
@@ -78,7 +78,7 @@ def load(name: str) -> tuple[Any, Any]:
 def quality(embed_passages: Any, embed_queries: Any) -> dict[str, Any]:
     import numpy as np  # noqa: PLC0415
 
-    from hikmah.evaluation import load_cases  # noqa: PLC0415
+    from hikmah.evaluation.harness import load_cases  # noqa: PLC0415
 
     out: dict[str, Any] = {}
     for path in SETS:

@@ -18,7 +18,7 @@ run it under py-spy and read the samples back with ``top``::
   the word counts the query sets are drawn from (``DIR/meta.json``). Start hikmahd on it
   with ``--data-dir DIR/data --policy DIR/policy.toml``. ``bench/run --keep`` leaves
   the same in ``/tmp/hkbench*/corpus`` (at its largest tier).
-- ``recall``: in-process ``hikmah.recall.recall`` over the suite's query sets, and what
+- ``recall``: in-process ``hikmah.recall.ranking.recall`` over the suite's query sets, and what
   the daemon does with the results: ``msgspec.to_builtins`` then the JSON encode (and,
   for comparison, encoding the result Structs directly).
 - ``apply``: ``Store.apply`` CPU time per trace in batches of ``--batch`` (the writer's
@@ -45,8 +45,8 @@ import recall as recall_bench
 from scale import QUERY_SETS, Corpus
 from workload import make_notes, remember
 
-from hikmah.policy import KernelPolicy
-from hikmah.store import Store
+from hikmah.model.policy import KernelPolicy
+from hikmah.store.core import Store
 
 
 def store(args: argparse.Namespace) -> None:
@@ -62,8 +62,8 @@ def store(args: argparse.Namespace) -> None:
 def recall(args: argparse.Namespace) -> None:
     import msgspec  # noqa: PLC0415
 
-    from hikmah.recall import RecallQuery  # noqa: PLC0415
-    from hikmah.recall import recall as run_recall  # noqa: PLC0415
+    from hikmah.recall.ranking import RecallQuery  # noqa: PLC0415
+    from hikmah.recall.ranking import recall as run_recall  # noqa: PLC0415
 
     meta = json.loads((args.dir / "meta.json").read_text())
     sets = recall_bench.make_query_sets(meta["notes_with"], meta["kept"], 200, args.seed)

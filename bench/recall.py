@@ -52,11 +52,11 @@ from pathlib import Path
 
 from workload import NOW_MS, Note, make_notes, remember
 
-from hikmah.fts5 import fts5_expr, open_fts5, surface_words
-from hikmah.policy import KernelPolicy
-from hikmah.recall import RecallQuery, recall
-from hikmah.store import Store
-from hikmah.tokenizer import terms, tokenize
+from hikmah.evaluation.fts5 import fts5_expr, open_fts5, surface_words
+from hikmah.model.policy import KernelPolicy
+from hikmah.model.tokenizer import terms, tokenize
+from hikmah.recall.ranking import RecallQuery, recall
+from hikmah.store.core import Store
 
 BATCH = 1000
 TOP_K = 10

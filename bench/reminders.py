@@ -92,13 +92,13 @@ from typing import Any
 from servers import OK_PREFIX, START_TIMEOUT_S, Server, call_many, hikmahd_argv
 from workload import TAGS, fmt, zipf_words
 
-from hikmah import queries
-from hikmah.policy import KernelPolicy
-from hikmah.promises import PromiseQueue
-from hikmah.queries import Scheduled
+from hikmah.index import queries
+from hikmah.index.queries import Scheduled
+from hikmah.model.policy import KernelPolicy
+from hikmah.model.trace import Draft
 from hikmah.rules import Remember
-from hikmah.store import Store
-from hikmah.trace import Draft
+from hikmah.store.core import Store
+from hikmah.working.promises import PromiseQueue
 
 RESULTS = Path(__file__).with_name("results-reminders.json")
 SEED = 7

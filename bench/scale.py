@@ -49,11 +49,11 @@ from servers import (
 )
 from workload import Note, exported_trace, iter_notes, make_notes, remember
 
-from hikmah.embedding import load_model
-from hikmah.fts5 import fts5_expr, open_fts5, surface_words
-from hikmah.paths import model_cache_dir
-from hikmah.policy import KernelPolicy
-from hikmah.store import Store
+from hikmah.evaluation.fts5 import fts5_expr, open_fts5, surface_words
+from hikmah.model.paths import model_cache_dir
+from hikmah.model.policy import KernelPolicy
+from hikmah.semantic.embedding import load_model
+from hikmah.store.core import Store
 
 BATCH = 1000
 IMPORT_BATCH = 500

@@ -1,8 +1,8 @@
 """The screen's cost on an agent's write, beside the credential detector's on the same text.
 
 Every write from an agent session is screened once, when it is indexed
-(``hikmah.review.screened``), and every write of anyone passes the credential
-detector (``hikmah.secrets.check_fields``): the detector is the baseline, measured in
+(``hikmah.index.review.screened``), and every write of anyone passes the credential
+detector (``hikmah.model.secrets.check_fields``): the detector is the baseline, measured in
 the same run on the same texts. Texts: each ordinary note of tests/eval/screen/dev1.toml
 (the median of each note's best of ``repeats``), and those notes joined into 2 KiB and
 256 KiB of prose (best of ``repeats``), the worst case: dense with the words the rules
@@ -22,8 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hikmah import screen
-from hikmah.secrets import check_fields
+from hikmah.model import screen
+from hikmah.model.secrets import check_fields
 
 SET = Path(__file__).parents[1] / "tests" / "eval" / "screen" / "dev1.toml"
 

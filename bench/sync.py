@@ -40,10 +40,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from workload import iter_notes, remember
 
-from hikmah import exchange, replicas
-from hikmah.policy import KernelPolicy
+from hikmah.index import replicas
+from hikmah.model.policy import KernelPolicy
 from hikmah.rules import Pair
-from hikmah.store import Store
+from hikmah.store import exchange
+from hikmah.store.core import Store
 from hikmah.sync.device import DeviceKey
 from tests.sync.daemons import Device, make_device, pair, started
 from tests.sync.engines import GitRemote, propagation_seconds, syncthing_cluster, wait_until

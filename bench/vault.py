@@ -36,14 +36,14 @@ sys.path.insert(0, str(Path(__file__).parent))
 import recall as recall_bench
 from workload import iter_notes, remember
 
-from hikmah.embedding import load_model
-from hikmah.fts5 import surface_words
-from hikmah.paths import model_cache_dir
-from hikmah.policy import KernelPolicy
-from hikmah.recall import RecallQuery, recall
-from hikmah.sealing import HeldKeys
-from hikmah.semantic import SemanticIndex, vectors_path
-from hikmah.store import Store
+from hikmah.evaluation.fts5 import surface_words
+from hikmah.model.paths import model_cache_dir
+from hikmah.model.policy import KernelPolicy
+from hikmah.recall.ranking import RecallQuery, recall
+from hikmah.semantic.embedding import load_model
+from hikmah.semantic.store_vectors import SemanticIndex, vectors_path
+from hikmah.store.core import Store
+from hikmah.vault.sealing import HeldKeys
 
 SEED = 7
 NOW_MS = 1_790_000_000_000

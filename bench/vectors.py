@@ -46,8 +46,8 @@ import numpy.typing as npt
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import workload
 
-from hikmah.embedding import WordLlamaEmbedder
-from hikmah.quantize import dequantize, quantize
+from hikmah.semantic.embedding import WordLlamaEmbedder
+from hikmah.semantic.quantize import dequantize, quantize
 
 K = 10
 F32 = npt.NDArray[np.float32]
@@ -317,10 +317,10 @@ def bench_faiss_ivf(x: F32, q: F32, expected: npt.NDArray[np.int64], tmp: Path) 
 
 
 def bench_hikmah(x: F32, q: F32, expected: npt.NDArray[np.int64], tmp: Path) -> None:
-    """The kernel's own index (hikmah.vector_index) of the kind ``[semantic] ann_at``
+    """The kernel's own index (hikmah.semantic.vector_index) of the kind ``[semantic] ann_at``
     picks for this many vectors, as the daemon keeps it (the graph built on two threads)."""
-    from hikmah.policy import SemanticPolicy  # noqa: PLC0415
-    from hikmah.vector_index import FlatIndex, HnswIndex, restore_index  # noqa: PLC0415
+    from hikmah.model.policy import SemanticPolicy  # noqa: PLC0415
+    from hikmah.semantic.vector_index import FlatIndex, HnswIndex, restore_index  # noqa: PLC0415
 
     stamp = WordLlamaEmbedder().stamp
     before = rss_mb()

@@ -6,14 +6,14 @@ recall, policy by policy.
 
 Each variant is a policy: ``[recall] weighting`` and the ``[semantic]`` fields
 (``enabled``, ``weight``, ``floor``, ``full``, ``alone``, ``candidates``), run by
-:func:`hikmah.evaluation.evaluate` exactly as ``hikmah eval`` runs it. For every
+:func:`hikmah.evaluation.harness.evaluate` exactly as ``hikmah eval`` runs it. For every
 variant and set: passed, recall@k, MRR, nDCG@k, superseded in any top k, the
 paraphrase (``para-``), long (``long-``) and other cases' nDCG, the cases won and
 lost against the reference policy, and off-topic admissions: results sharing no term
 with 20 questions about nothing in the store. ``--grid`` adds the weight, floor and
 full grid; ``--profile`` prints how similar queries are to their answers and to
 everything else; ``--longmemeval`` ranks a LongMemEval file's sessions with each
-variant (``hikmah.longmemeval.run``).
+variant (``hikmah.evaluation.longmemeval.run``).
 
 The variants the kernel does not keep (max and "bonus" fusion, reciprocal rank
 fusion, BM25-style lexical scores) were measured by this script's prototype, at
@@ -35,14 +35,14 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import msgspec
 import numpy as np
 
-from hikmah import longmemeval
-from hikmah.embedding import load_embedder, load_model
-from hikmah.evaluation import CaseFile, EngineReport, _fill_store, evaluate, load_cases
-from hikmah.paths import model_cache_dir
-from hikmah.policy import KernelPolicy, SemanticPolicy, reference_policy, semantic_off
-from hikmah.recall import RecallQuery, recall
-from hikmah.store import Store
-from hikmah.tokenizer import terms
+from hikmah.evaluation import longmemeval
+from hikmah.evaluation.harness import CaseFile, EngineReport, _fill_store, evaluate, load_cases
+from hikmah.model.paths import model_cache_dir
+from hikmah.model.policy import KernelPolicy, SemanticPolicy, reference_policy, semantic_off
+from hikmah.model.tokenizer import terms
+from hikmah.recall.ranking import RecallQuery, recall
+from hikmah.semantic.embedding import load_embedder, load_model
+from hikmah.store.core import Store
 
 OFF_TOPIC = [
     "recipe for banana bread",

@@ -23,8 +23,8 @@ Properties checked on every input:
   does (complete non-blank lines; one ``Oversized`` per line over the limit,
   including a partial line still arriving) and never holds more than the limit
   of an incomplete frame;
-- secrets: :func:`~hikmah.secrets.find_secret`, :func:`~hikmah.secrets.redact` and
-  :func:`~hikmah.secrets.check_fields` never raise anything but
+- secrets: :func:`~hikmah.model.secrets.find_secret`, :func:`~hikmah.model.secrets.redact` and
+  :func:`~hikmah.model.secrets.check_fields` never raise anything but
   ``SecretDetected``; a redacted text holds no credential the detector finds;
   redacting twice changes nothing; and the detector stays linear (an input takes
   at most 20 ms per KiB plus 50 ms, the best of three tries, far above its normal
@@ -47,8 +47,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 with atheris.instrument_imports():
-    from hikmah import secrets
-    from hikmah.errors import SecretDetected
+    from hikmah.model import secrets
+    from hikmah.model.errors import SecretDetected
     from hikmahd.framing import FrameReader, Oversized
 
 

@@ -12,7 +12,8 @@ import os
 import sys
 from pathlib import Path
 
-from hikmah import __version__, paths
+from hikmah import __version__
+from hikmah.model import paths
 from hikmah_cli.client import environment_flags
 
 from .link import Link

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hikmah.principal import detect_agent_session, host_of_client
+from hikmah.access.principal import detect_agent_session, host_of_client
 from hikmah_cli.client import Client, Unavailable, connect
 
 from .locate import lock_holder

@@ -17,7 +17,7 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-from hikmah import paths
+from hikmah.model import paths
 
 RUNTIME_ROOT = Path("/run/user")
 PROC_LOCKS = Path("/proc/locks")

@@ -30,9 +30,9 @@ from typing import Annotated, Any, Literal, TypeVar
 import msgspec
 from msgspec import Meta
 
-from hikmah.deadlines import DEADLINE_FORMS
-from hikmah.paths import project_scope
-from hikmah.vocabulary import Kind, RememberedKind
+from hikmah.model.deadlines import DEADLINE_FORMS
+from hikmah.model.paths import project_scope
+from hikmah.model.vocabulary import Kind, RememberedKind
 from hikmah_cli import agent_text as framing
 from hikmah_cli.client import RemoteError, Unavailable
 

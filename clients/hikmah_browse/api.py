@@ -25,10 +25,10 @@ import tomllib
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from hikmah.deadlines import format_ms as iso_utc
-from hikmah.paths import person_source
-from hikmah.secrets import preview
-from hikmah.trace import Trace
+from hikmah.model.deadlines import format_ms as iso_utc
+from hikmah.model.paths import person_source
+from hikmah.model.secrets import preview
+from hikmah.model.trace import Trace
 from hikmah_cli import presence, prompt
 
 from . import wire

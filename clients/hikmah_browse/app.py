@@ -15,8 +15,8 @@ from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.widgets import ContentSwitcher, DataTable, Footer, Static
 
-from hikmah.display import counted
-from hikmah.trace import Trace
+from hikmah.model.display import counted
+from hikmah.model.trace import Trace
 from hikmah_cli.render import awaiting, when
 
 from . import dialogs, editor, format

@@ -13,8 +13,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Checkbox, Input, Label, Select, Static, TextArea
 
-from hikmah.trace import Trace
-from hikmah.vocabulary import KINDS
+from hikmah.model.trace import Trace
+from hikmah.model.vocabulary import KINDS
 
 from . import editor
 from .format import markup, one_line

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from rich.markup import escape
 from rich.text import Text
 
-from hikmah.display import stamped_agent, visible, writer
-from hikmah.trace import Trace
+from hikmah.model.display import stamped_agent, visible, writer
+from hikmah.model.trace import Trace
 from hikmah_cli.render import clip, relative
 
 from .wire import Hit, Hold, Why
@@ -56,7 +56,7 @@ def held(state: Hold | None) -> str:
 
 def provenance(trace: Trace) -> str:
     """``human:ana, verified``; ``human:ana (claimed), written by agent:codex, session
-    5f1c…, unverified`` for an agent session's write (:func:`hikmah.display.writer`)."""
+    5f1c…, unverified`` for an agent session's write (:func:`hikmah.model.display.writer`)."""
     prov = trace.provenance
     return writer(prov.source, prov.locator, prov.verified)
 

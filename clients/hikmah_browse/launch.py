@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hikmah import paths
+from hikmah.model import paths
 from hikmah_cli.client import Unavailable, connect, environment_flags
 
 INSTALL = (

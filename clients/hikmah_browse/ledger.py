@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
-from hikmah.display import counted
+from hikmah.model.display import counted
 from hikmah_cli.render import when
 
 from . import format

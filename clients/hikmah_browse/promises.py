@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
-from hikmah.display import counted
+from hikmah.model.display import counted
 from hikmah_cli.render import clip, when
 
 from . import format

@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
-from hikmah.display import counted
+from hikmah.model.display import counted
 
 from . import format
 from .base import View, restore_cursor, room, selected_key

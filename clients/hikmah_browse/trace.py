@@ -14,8 +14,8 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from hikmah.display import visible
-from hikmah.trace import normalize_claim_key
+from hikmah.model.display import visible
+from hikmah.model.trace import normalize_claim_key
 from hikmah_cli.render import when
 
 from . import format

@@ -1,8 +1,8 @@
 """The daemon's replies as the browser reads them (docs/protocol.md), decoded once.
 
 Traces, proposals and the ledger's report are the kernel's own wire types
-(:class:`hikmah.trace.Trace`, :class:`hikmah.proposal.Proposal`,
-:class:`hikmah.ledger.VerifyReport`: modules without the store). The other shapes
+(:class:`hikmah.model.trace.Trace`, :class:`hikmah.model.proposal.Proposal`,
+:class:`hikmah.ledger.chain.VerifyReport`: modules without the store). The other shapes
 are declared here, for the client, since the kernel declares them beside the store
 (recall's results) or in the daemon: they take what they name and ignore members a
 newer daemon may add.
@@ -14,16 +14,16 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
-from hikmah.ledger import Head, VerifyReport
-from hikmah.proposal import Proposal
-from hikmah.trace import Trace
-from hikmah.vocabulary import Status
+from hikmah.ledger.chain import Head, VerifyReport
+from hikmah.model.proposal import Proposal
+from hikmah.model.trace import Trace
+from hikmah.model.vocabulary import Status
 
 __all__ = ["Head", "Proposal", "Trace", "VerifyReport", "decode"]
 
 T = TypeVar("T")
 # Why a trace an agent wrote is held from agents until a person decides
-# (:mod:`hikmah.review`, which loads the store).
+# (:mod:`hikmah.index.review`, which loads the store).
 Hold = Literal["pending", "quarantined"]
 
 
@@ -33,7 +33,7 @@ class _Reply(msgspec.Struct, frozen=True, kw_only=True):
 
 class Why(_Reply, frozen=True):
     """Every term of a recall score (``memory.recall``'s ``why``; the kernel's own is
-    in :mod:`hikmah.recall`, which loads the store)."""
+    in :mod:`hikmah.recall.ranking`, which loads the store)."""
 
     matched_terms: list[str]
     coverage: float

@@ -2,5 +2,5 @@
 
 It starts on every shell command and agent prompt, so its hot path imports
 neither trio nor msgspec nor the kernel's store: only the standard library
-and :mod:`hikmah.paths`.
+and :mod:`hikmah.model.paths`.
 """

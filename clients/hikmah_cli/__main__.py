@@ -12,7 +12,7 @@ import json
 import sys
 from typing import Any
 
-from hikmah.display import visible
+from hikmah.model.display import visible
 
 from .commands import COMMANDS, OneOf
 from .session import INTERNAL, OK, USAGE, Exit, Session, UsageError, call, json_error

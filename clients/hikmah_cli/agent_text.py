@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from hikmah.display import visible, writer
+from hikmah.model.display import visible, writer
 
 from .notes import Phrases, said
 

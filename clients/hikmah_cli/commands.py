@@ -16,10 +16,16 @@ import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from hikmah.deadlines import DEADLINE_FORMS, parse_deadline
-from hikmah.display import visible
-from hikmah.errors import InvalidInput
-from hikmah.vocabulary import IMPORT_SOURCES, KINDS, PREDICTION_TYPES, PRIVACIES, REMEMBERED_KINDS
+from hikmah.model.deadlines import DEADLINE_FORMS, parse_deadline
+from hikmah.model.display import visible
+from hikmah.model.errors import InvalidInput
+from hikmah.model.vocabulary import (
+    IMPORT_SOURCES,
+    KINDS,
+    PREDICTION_TYPES,
+    PRIVACIES,
+    REMEMBERED_KINDS,
+)
 
 from . import render, runners
 from .session import OK, Exit, UsageError, call
@@ -820,7 +826,7 @@ COMMANDS: tuple[Command, ...] = (
             ),
             arg(
                 "--split",
-                # hikmah.longmemeval.SPLITS (the CLI does not import the kernel's evaluation)
+                # hikmah.evaluation.longmemeval.SPLITS (the CLI does not import the evaluation)
                 choices=["session", "message", "turn", "round", "turn+round", "round+session"],
                 default="session",
                 help="with --longmemeval: one document per session (the default: a session"

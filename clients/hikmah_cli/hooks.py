@@ -17,8 +17,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from hikmah.paths import project_scope
-from hikmah.tokenizer import terms
+from hikmah.model.paths import project_scope
+from hikmah.model.tokenizer import terms
 
 from . import agent_text as framing
 from .client import Client

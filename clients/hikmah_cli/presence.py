@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Any
 
-from hikmah.display import visible
+from hikmah.model.display import visible
 
 from . import prompt
 from .client import RemoteError

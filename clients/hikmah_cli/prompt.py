@@ -6,7 +6,7 @@ the person types: the controlling terminal (``/dev/tty``, echo off), or, in a
 desktop session with pinentry installed (the program gpg-agent uses;
 Debian's ``pinentry-gnome3``, ``pinentry-curses``, ``pinentry-tty``), a
 pinentry dialog spoken to over its Assuan protocol. Standard library only (and
-:mod:`hikmah.display`, which is too).
+:mod:`hikmah.model.display`, which is too).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from urllib.parse import unquote
 
-from hikmah.display import visible
+from hikmah.model.display import visible
 
 # pinentry, in the order tried: Debian's alternative first (the flavour the person chose).
 PINENTRIES = ("pinentry", "pinentry-gnome3", "pinentry-qt", "pinentry-gtk-2", "pinentry-curses",

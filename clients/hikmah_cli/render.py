@@ -7,7 +7,7 @@ import textwrap
 import time
 from typing import Any
 
-from hikmah.display import counted, is_agent_locator, writer
+from hikmah.model.display import counted, is_agent_locator, writer
 
 from .notes import Phrases, said
 

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hikmah import paths
-from hikmah.display import counted, visible
+from hikmah.model import paths
+from hikmah.model.display import counted, visible
 
 from . import render
 from .client import started_at
@@ -180,7 +180,7 @@ def export(args: argparse.Namespace) -> int:
             progress.update(count)
     progress.end()
     if args.output:
-        from hikmah.durable import write_atomic  # noqa: PLC0415 -- only export --output writes
+        from hikmah.model.durable import write_atomic  # noqa: PLC0415 -- only export --output writes
 
         try:
             write_atomic(Path(args.output), "".join(chunks).encode(), 0o600)
@@ -282,8 +282,8 @@ def _import_traces(args: argparse.Namespace, rows: list[tuple[int, bytes]]) -> d
 
 
 def _import_ledger(args: argparse.Namespace, rows: list[tuple[int, bytes]]) -> dict[str, Any]:
-    from hikmah.errors import InvalidInput  # noqa: PLC0415 -- only import uses these
-    from hikmah.headtext import parse_head  # noqa: PLC0415
+    from hikmah.model.errors import InvalidInput  # noqa: PLC0415 -- only import uses these
+    from hikmah.model.headtext import parse_head  # noqa: PLC0415
 
     from . import transfer  # noqa: PLC0415
 
@@ -372,7 +372,7 @@ def _exits(pid: int, timeout: float) -> bool:
 
 def evaluate(args: argparse.Namespace) -> int:
     """Run the harness in a process of its own: the CLI never loads the store itself."""
-    argv = [sys.executable, "-m", "hikmah.evaluation", "--k", str(args.k)]
+    argv = [sys.executable, "-m", "hikmah.evaluation.harness", "--k", str(args.k)]
     argv += [args.cases] if args.cases else []
     if args.longmemeval:
         argv += ["--longmemeval", args.longmemeval, "--split", args.split]

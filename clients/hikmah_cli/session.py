@@ -8,13 +8,13 @@ import json
 import sys
 from typing import Any
 
-from hikmah import paths
-from hikmah.display import visible
+from hikmah.model import paths
+from hikmah.model.display import visible
 
 from .client import NotRunning, RemoteError, Unavailable, connect, environment_flags
 
 OK, INTERNAL, USAGE, REFUSED, NOT_FOUND, UNAVAILABLE = 0, 1, 2, 3, 4, 5
-# The exit code of each category of error reasons (hikmah.errors.REASONS); a failure
+# The exit code of each category of error reasons (hikmah.model.errors.REASONS); a failure
 # ("failed") exits INTERNAL.
 EXIT_FOR_CATEGORY = {"invalid": USAGE, "refused": REFUSED, "not_found": NOT_FOUND,
                      "unavailable": UNAVAILABLE}  # fmt: skip
@@ -93,7 +93,7 @@ class Session:
             json_error(self.args, "unavailable", str(exc))
             raise Exit(UNAVAILABLE) from None
         except RemoteError as exc:
-            from hikmah.errors import REASONS  # noqa: PLC0415 -- only a failure needs it
+            from hikmah.model.errors import REASONS  # noqa: PLC0415 -- only a failure needs it
 
             print(visible(f"hikmah {self.args.command}: {exc}"), file=sys.stderr)
             json_error(self.args, exc.reason or "internal", str(exc), exc.code)

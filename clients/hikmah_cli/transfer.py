@@ -20,7 +20,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from hikmah.headtext import parse_head
+from hikmah.model.headtext import parse_head
 
 Call = Callable[[str, dict[str, Any]], Any]
 Progress = Callable[[int], None]

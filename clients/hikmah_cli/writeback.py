@@ -31,10 +31,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from hikmah.display import visible
-from hikmah.durable import write_atomic
-from hikmah.managed_block import BEGIN, END, checksum, is_begin, is_end
-from hikmah.managed_block import BEGIN_LINE as _BEGIN_LINE
+from hikmah.model.display import visible
+from hikmah.model.durable import write_atomic
+from hikmah.model.managed_block import BEGIN, END, checksum, is_begin, is_end
+from hikmah.model.managed_block import BEGIN_LINE as _BEGIN_LINE
 
 __all__ = ["BEGIN", "END", "HandEdited", "MalformedBlock", "render_block", "writeback"]
 

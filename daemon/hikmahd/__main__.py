@@ -7,9 +7,10 @@ import logging
 import sys
 from pathlib import Path
 
-from hikmah import __version__, paths
-from hikmah.errors import HikmahError
-from hikmah.store import MAX_MAP_SIZE
+from hikmah import __version__
+from hikmah.model import paths
+from hikmah.model.errors import HikmahError
+from hikmah.store.core import MAX_MAP_SIZE
 
 from .backup import restore, summary
 from .daemon import Config, DaemonError, DataDirLock, run

@@ -42,15 +42,17 @@ from typing import Any, Literal
 import lmdb
 import msgspec
 
-from hikmah import __version__, maintenance, queries
-from hikmah.digests import file_blake3
-from hikmah.durable import fsync_dir, fsync_file, write_atomic
-from hikmah.errors import HikmahError, InvalidInput, LedgerError
-from hikmah.headfile import HeadFile
-from hikmah.ledger import Head, decode_record, verify
-from hikmah.sealing import Keys
-from hikmah.semantic import remove_vectors
-from hikmah.store import HEAD_FILE, LMDB_DIR, Store
+from hikmah import __version__
+from hikmah.index import queries
+from hikmah.ledger.chain import Head, decode_record, verify
+from hikmah.ledger.headfile import HeadFile
+from hikmah.model.digests import file_blake3
+from hikmah.model.durable import fsync_dir, fsync_file, write_atomic
+from hikmah.model.errors import HikmahError, InvalidInput, LedgerError
+from hikmah.semantic.store_vectors import remove_vectors
+from hikmah.store import maintenance
+from hikmah.store.core import HEAD_FILE, LMDB_DIR, Store
+from hikmah.vault.sealing import Keys
 
 from .synckeys import KEY_FILE, SYNC_DIR
 

@@ -6,8 +6,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from hikmah.errors import InvalidInput, NotFound
-from hikmah.focus import FocusCapsule
+from hikmah.model.errors import InvalidInput, NotFound
+from hikmah.working.focus import FocusCapsule
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}")
 

@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 import trio
 
-from hikmah.errors import Forbidden, TooLarge
+from hikmah.model.errors import Forbidden, TooLarge
 
 from .context import Context
 from .events import Events

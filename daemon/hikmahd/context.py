@@ -5,17 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from hikmah.paths import person_source
-from hikmah.person import PersonKey
-from hikmah.principal import (
+from hikmah.access.person import PersonKey
+from hikmah.access.principal import (
     UNPROVEN_PERSON,
     AgentSession,
     declared_session,
     named_session,
     writer_source,
 )
-from hikmah.review import hold
-from hikmah.trace import Trace
+from hikmah.index.review import hold
+from hikmah.model.paths import person_source
+from hikmah.model.trace import Trace
 
 from .events import Events
 from .peers import Peer
@@ -58,7 +58,7 @@ class Context:
     def session(self) -> AgentSession | None:
         """Who may not act as a person here, and why: the agent session; for a person
         while presence is on and no ticket of their terminal holds,
-        :data:`~hikmah.principal.UNPROVEN_PERSON`; None for a present person.
+        :data:`~hikmah.access.principal.UNPROVEN_PERSON`; None for a present person.
 
         This is what the dispatcher checks a person-only method against and what
         handlers give the write rules, so presence holds on every path at once.
@@ -74,20 +74,20 @@ class Context:
     @property
     def person(self) -> PersonKey | None:
         """The key of the person whose proof of presence this connection holds: the
-        person-only records its writes make carry their signature (hikmah.person)."""
+        person-only records its writes make carry their signature (hikmah.access.person)."""
         if self.agent is not None:
             return None
         return self.services.tickets.key(self.peer, self.services.now_ms())
 
     def source(self, claimed: str | None) -> str:
         """The source this caller's write is kept under when it claims ``claimed``
-        (:func:`~hikmah.principal.writer_source`): with none, the person's
+        (:func:`~hikmah.access.principal.writer_source`): with none, the person's
         ``human:<login>``, or an agent's ``agent:<host>``."""
         return writer_source(claimed, self.session, person_source())
 
     def hides(self, trace: Trace) -> bool:
         """Whether this caller may not read ``trace``: an agent, and a trace held for the
-        person's review (:mod:`hikmah.review`)."""
+        person's review (:mod:`hikmah.index.review`)."""
         return self.agent is not None and hold(trace, self.services.policy.review) is not None
 
     def unread(self) -> int:

@@ -25,10 +25,10 @@ from typing import IO
 import msgspec
 import trio
 
-from hikmah.errors import Forbidden, Unavailable
-from hikmah.policy import KernelPolicy
-from hikmah.principal import AgentSession
-from hikmah.store import DEFAULT_MAP_SIZE, MAX_MAP_SIZE, Store
+from hikmah.access.principal import AgentSession
+from hikmah.model.errors import Forbidden, Unavailable
+from hikmah.model.policy import KernelPolicy
+from hikmah.store.core import DEFAULT_MAP_SIZE, MAX_MAP_SIZE, Store
 
 from .capsules import Capsules
 from .connection import Connection

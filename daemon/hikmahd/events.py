@@ -13,8 +13,8 @@ from typing import Any
 
 import trio
 
+from hikmah.model.vocabulary import Status
 from hikmah.rules import Applied, Outcome, Written
-from hikmah.vocabulary import Status
 
 log = logging.getLogger(__name__)
 

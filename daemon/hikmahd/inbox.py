@@ -1,7 +1,7 @@
 """The review inbox's count, kept for the person: a desktop notification when the first
 held trace arrives, and ``review.waiting`` to event subscribers whenever it changes.
 
-Whether a trace is held is the kernel's (:mod:`hikmah.review`); this only watches the
+Whether a trace is held is the kernel's (:mod:`hikmah.index.review`); this only watches the
 durable batches that can change the count (an agent's write, a supersede, a purge,
 another device's records) and counts again after them, off the event loop.
 """
@@ -13,11 +13,11 @@ from collections.abc import Callable, Sequence
 
 import trio
 
-from hikmah import review
-from hikmah.policy import KernelPolicy
+from hikmah.index import review
+from hikmah.model.policy import KernelPolicy
+from hikmah.model.trace import source_class
 from hikmah.rules import Applied, Outcome, Written
-from hikmah.store import Store
-from hikmah.trace import source_class
+from hikmah.store.core import Store
 
 from .events import Events
 from .notify import DesktopNotifier

@@ -7,7 +7,7 @@ digits, ``.``, ``_``, ``-``) and these entries::
     master:D:<key id>  one master key (base64) per live master
     master:D           the pointer, not a secret: {"current": <key id>, "retiring": [<key id>…]}
 
-Masters live under their :func:`hikmah.vault.key_id`, so an entry is never
+Masters live under their :func:`hikmah.vault.crypto.key_id`, so an entry is never
 overwritten and every wrapped data key, which the store keeps with the key id
 of the master that wrapped it, names the entry that opens it. The pointer is
 the commit point of every change: a secret is written (and read back) before
@@ -20,7 +20,7 @@ any point leaves every wrapped data key openable:
    the new one becomes current and the old one joins ``retiring``. New traces
    are wrapped under the new master from then on.
 2. The store re-wraps every data key whose key id is a retiring one
-   (:func:`hikmah.vault.rewrap`) and commits.
+   (:func:`hikmah.vault.crypto.rewrap`) and commits.
 3. :meth:`Keyring.finish_rotation` takes the old id out of the pointer, then
    deletes its entry.
 
@@ -31,7 +31,7 @@ returns it in :attr:`VaultKeys.retiring`, and the store resumes step 2 and
 calls step 3 (nothing is lost as long as ``retiring`` is not empty). A crash
 in step 3 between the two writes leaves an unreferenced old entry that the
 next ``finish_rotation`` with the same id deletes. The index key is separate
-from the masters (see :mod:`hikmah.vault`), so rotation never touches the index.
+from the masters (see :mod:`hikmah.vault.crypto`), so rotation never touches the index.
 
 **Backends.** Keys go only to an OS keyring (Secret Service, KWallet, macOS
 Keychain, Windows Credential Locker) unless the person names another backend
@@ -62,7 +62,7 @@ from keyring.backend import KeyringBackend
 from keyring.backends import chainer, fail, null
 from keyring.errors import PasswordDeleteError
 
-from hikmah.vault import (
+from hikmah.vault.crypto import (
     KEY_BYTES,
     IndexKey,
     MasterKey,

@@ -12,7 +12,7 @@ the person's shell never speaks on a connection an agent's child opened.
 The client never says whether it runs inside a coding-agent session; the
 daemon reads the peer and every ancestor up to pid 1 (or the user's service
 manager): each one's environment for an agent's variables, and what each runs
-for an agent host itself (:func:`hikmah.principal.detect_agent_host`). So
+for an agent host itself (:func:`hikmah.access.principal.detect_agent_host`). So
 ``exec env -i hikmah remember --verified`` or ``setsid env -i …`` run from an
 agent's shell still have the host above them. A process reparented away from
 its agent (``setsid -f``, ``nohup … &`` then exit, a double fork) has no agent
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from hikmah.principal import (
+from hikmah.access.principal import (
     UNKNOWN_PRINCIPAL,
     AgentSession,
     Process,

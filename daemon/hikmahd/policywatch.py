@@ -10,8 +10,8 @@ from pathlib import Path
 import trio
 import watchfiles
 
-from hikmah.errors import PolicyError
-from hikmah.policy import KernelPolicy, load_policy
+from hikmah.model.errors import PolicyError
+from hikmah.model.policy import KernelPolicy, load_policy
 
 log = logging.getLogger(__name__)
 WATCH_TIMEOUT_MS = 250

@@ -4,8 +4,8 @@ An import is bound by the interpreter: every line's rules, credential detection 
 index writes run under one GIL, on one core. Detection and tokenization of a line's
 content, a third of the line's cost, are pure functions of the text, so a worker
 process runs them on the second core for the lines of a page that the writer has
-not reached yet. Their results go in the kernel's memos (:func:`hikmah.secrets.vouch`,
-:func:`hikmah.tokenizer.prime`), where the writer's rules and index find them.
+not reached yet. Their results go in the kernel's memos (:func:`hikmah.model.secrets.vouch`,
+:func:`hikmah.model.tokenizer.prime`), where the writer's rules and index find them.
 Nothing is skipped: a text the worker finds a credential in is not vouched for, and
 the writer's own check refuses it as it always does. What the memos still hold of a
 page once it is written (the lines the writer reached first) is dropped then.
@@ -29,7 +29,7 @@ from collections.abc import Sequence
 import msgspec
 import trio
 
-from hikmah import secrets, tokenizer
+from hikmah.model import secrets, tokenizer
 
 from .framing import MAX_FRAME, FrameReader, Oversized
 

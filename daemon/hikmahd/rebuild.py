@@ -9,9 +9,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from hikmah import maintenance
-from hikmah.sealing import Keys
-from hikmah.store import Store
+from hikmah.store import maintenance
+from hikmah.store.core import Store
+from hikmah.vault.sealing import Keys
 
 log = logging.getLogger(__name__)
 

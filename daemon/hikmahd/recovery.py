@@ -14,12 +14,12 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from hikmah import maintenance
-from hikmah.errors import ConflictError, HikmahError, InvalidInput
-from hikmah.policy import KernelPolicy
+from hikmah.model.errors import ConflictError, HikmahError, InvalidInput
+from hikmah.model.policy import KernelPolicy
 from hikmah.rules import SetPresence, Written
-from hikmah.sealing import Keys
-from hikmah.store import Store
+from hikmah.store import maintenance
+from hikmah.store.core import Store
+from hikmah.vault.sealing import Keys
 
 CONFIRMATION = "reset"
 

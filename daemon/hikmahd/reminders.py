@@ -15,12 +15,12 @@ from typing import Any
 import msgspec
 import trio
 
-from hikmah import queries
-from hikmah.deadlines import format_ms
-from hikmah.errors import HikmahError
-from hikmah.promises import PromiseQueue, Reminder, Stage
+from hikmah.index import queries
+from hikmah.model.deadlines import format_ms
+from hikmah.model.errors import HikmahError
 from hikmah.rules import Applied, Outcome, Written
-from hikmah.store import Store
+from hikmah.store.core import Store
+from hikmah.working.promises import PromiseQueue, Reminder, Stage
 
 from .events import Events
 from .notify import DesktopNotifier

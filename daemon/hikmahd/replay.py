@@ -14,9 +14,9 @@ from collections.abc import Callable
 import msgspec
 import trio
 
-from hikmah.consolidation import proposals
-from hikmah.policy import KernelPolicy
-from hikmah.store import Store
+from hikmah.learning.consolidation import proposals
+from hikmah.model.policy import KernelPolicy
+from hikmah.store.core import Store
 
 from .events import Events
 from .scheduling import Offload

@@ -25,8 +25,8 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from hikmah.errors import HikmahError
-from hikmah.principal import refuse_in_agent_session
+from hikmah.access.principal import refuse_in_agent_session
+from hikmah.model.errors import HikmahError
 
 from .scheduling import Offload, in_thread
 
@@ -38,7 +38,7 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
-# Application errors, by the stable reasons of hikmah.errors.REASONS (-32000...-32099);
+# Application errors, by the stable reasons of hikmah.model.errors.REASONS (-32000...-32099);
 # invalid is -32602 (invalid params) and internal -32603.
 APPLICATION_CODES = {
     "secret_detected": -32001,

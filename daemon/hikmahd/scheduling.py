@@ -46,13 +46,13 @@ from typing import Any, Protocol, TypeVar
 
 import trio
 
-from hikmah.embedding import Vectors
-from hikmah.past import as_of, now_of
-from hikmah.policy import KernelPolicy
-from hikmah.recall import RecallQuery, RecallResult, recall
-from hikmah.semantic import SemanticIndex
-from hikmah.snapshot import Moment
-from hikmah.store import Store
+from hikmah.index.past import as_of, now_of
+from hikmah.index.snapshot import Moment
+from hikmah.model.policy import KernelPolicy
+from hikmah.recall.ranking import RecallQuery, RecallResult, recall
+from hikmah.semantic.embedding import Vectors
+from hikmah.semantic.store_vectors import SemanticIndex
+from hikmah.store.core import Store
 
 T = TypeVar("T")
 # How blocking work is run.
@@ -224,7 +224,7 @@ def _lowest_priority() -> None:
 
 class QueryThread:
     """The thread a recall's query is embedded on, beside the recall's lexical work
-    (:data:`hikmah.recall.QueryEmbedding`). One: recalls run one at a time."""
+    (:data:`hikmah.recall.ranking.QueryEmbedding`). One: recalls run one at a time."""
 
     def __init__(self) -> None:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hikmahd-query")
@@ -274,7 +274,7 @@ class Recalls:
         hide_held: bool = False,
     ) -> list[RecallResult]:
         """The results of ``query`` (as of ``point``, or now), after ``asker``'s previous
-        recall and in a turn; ``hide_held``: for an agent (:mod:`hikmah.review`)."""
+        recall and in a turn; ``hide_held``: for an agent (:mod:`hikmah.index.review`)."""
         if asker is None:
             return await self._in_turn(query, lambda: 0, point, hide_held)
         own = self._own.setdefault(asker, trio.Lock())

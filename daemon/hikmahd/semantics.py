@@ -36,12 +36,12 @@ from typing import Any, Literal
 
 import trio
 
-from hikmah.embedding import EmbedderUnavailable, load_model
-from hikmah.paths import model_cache_dir
-from hikmah.policy import KernelPolicy
+from hikmah.model.paths import model_cache_dir
+from hikmah.model.policy import KernelPolicy
 from hikmah.rules import Applied, Outcome
-from hikmah.semantic import SemanticIndex, vectors_path
-from hikmah.store import Store
+from hikmah.semantic.embedding import EmbedderUnavailable, load_model
+from hikmah.semantic.store_vectors import SemanticIndex, vectors_path
+from hikmah.store.core import Store
 
 from .scheduling import Offload
 

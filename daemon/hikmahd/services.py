@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
-from hikmah.ledger import Head
-from hikmah.policy import KernelPolicy
-from hikmah.presence import PresenceState
-from hikmah.snapshot import Snapshot
+from hikmah.access.presence import PresenceState
+from hikmah.index.snapshot import Snapshot
+from hikmah.ledger.chain import Head
+from hikmah.model.policy import KernelPolicy
 
 from .capsules import Capsules
 from .events import Events

@@ -1,6 +1,6 @@
 """The syncing service: this device's exchanges with the sync folder (docs/sync.md).
 
-One exchange at a time: look at the folder (:func:`hikmah.exchange.look`, off
+One exchange at a time: look at the folder (:func:`hikmah.store.exchange.look`, off
 the event loop), take back this device's own published records when its
 ledger lacks them, pair the devices whose join requests answer an open
 invitation, apply every paired device's new records through the writer,
@@ -27,13 +27,14 @@ import msgspec
 import trio
 import watchfiles
 
-from hikmah import exchange, replicas
-from hikmah.errors import ConflictError, HikmahError, NotFound, PolicyError
-from hikmah.exchange import Identity, Look
-from hikmah.person import PersonKey, grant
-from hikmah.policy import SyncPolicy
+from hikmah.access.person import PersonKey, grant
+from hikmah.index import replicas
+from hikmah.model.errors import ConflictError, HikmahError, NotFound, PolicyError
+from hikmah.model.policy import SyncPolicy
 from hikmah.rules import Applied, Outcome, Pair, RemoveDevice
-from hikmah.store import Store
+from hikmah.store import exchange
+from hikmah.store.core import Store
+from hikmah.store.exchange import Identity, Look
 from hikmah.sync.envelope import PrekeyPair
 from hikmah.sync.folder import DEVICES, TEMP_PREFIX, read_file, scan
 from hikmah.sync.manifest import Manifest, valid_name
@@ -344,7 +345,7 @@ class Syncing:
 
     async def invite(self, person: PersonKey | None) -> dict[str, Any]:
         """A one-time pairing code, and its invitation in the folder; ``person``'s grant
-        of it goes in the record that adds whoever joins (:mod:`hikmah.person`)."""
+        of it goes in the record that adds whoever joins (:mod:`hikmah.access.person`)."""
         folder = self._folder()
         async with self._turn:
             identity = await self._identity()

@@ -19,11 +19,11 @@ from typing import Final
 
 import msgspec
 
-from hikmah.durable import write_atomic
-from hikmah.errors import LedgerError
+from hikmah.model.durable import write_atomic
+from hikmah.model.errors import LedgerError
 from hikmah.sync.device import DeviceKey
 from hikmah.sync.envelope import PrekeyPair
-from hikmah.vault import VaultError
+from hikmah.vault.crypto import VaultError
 
 from .keys import Keyring
 

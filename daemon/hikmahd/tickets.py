@@ -14,7 +14,7 @@ process push keys into its terminal (:func:`tiocsti_allowed`) unless the policy 
 ``tickets_with_tiocsti``, a proof holds for the one process that asked for it (one
 ``hikmah`` command), until it exits: every person-only command asks, naming itself.
 
-A proof also holds the person key the passphrase unlocked (:mod:`hikmah.person`), for
+A proof also holds the person key the passphrase unlocked (:mod:`hikmah.access.person`), for
 the writes made under it to carry the person's signature. Proofs, and their keys, live
 in the daemon's memory only: a restart ends them all. Attempts are taken
 one at a time, and each failure doubles the wait before the next one (up to
@@ -32,9 +32,9 @@ from pathlib import Path
 
 import trio
 
-from hikmah.person import PersonKey
-from hikmah.policy import PresencePolicy
-from hikmah.presence import PresenceState
+from hikmah.access.person import PersonKey
+from hikmah.access.presence import PresenceState
+from hikmah.model.policy import PresencePolicy
 
 from .peers import Peer, Terminal, start_time
 

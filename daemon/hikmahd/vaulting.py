@@ -12,12 +12,12 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from hikmah import maintenance
-from hikmah.errors import PolicyError
-from hikmah.policy import load_policy
-from hikmah.semantic import rewrap_vectors
-from hikmah.store import Store
-from hikmah.vault import VaultError
+from hikmah.model.errors import PolicyError
+from hikmah.model.policy import load_policy
+from hikmah.semantic.store_vectors import rewrap_vectors
+from hikmah.store import maintenance
+from hikmah.store.core import Store
+from hikmah.vault.crypto import VaultError
 
 from .keys import Keyring, VaultKeys
 

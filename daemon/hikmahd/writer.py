@@ -17,7 +17,7 @@ and a batch counted on as many writes as the largest recent batch held, so after
 a pause four clients that came back one by one kept to batches of one or two.
 
 The semantic channel's vectors follow each batch as it is applied
-(:meth:`~hikmah.store.Store.apply`), so a recall by meaning finds what its callers
+(:meth:`~hikmah.store.core.Store.apply`), so a recall by meaning finds what its callers
 wrote once they are answered.
 """
 
@@ -30,11 +30,11 @@ from typing import Any, TypeVar
 
 import trio
 
-from hikmah.errors import HikmahError, Unavailable
-from hikmah.person import PersonKey
-from hikmah.policy import KernelPolicy
+from hikmah.access.person import PersonKey
+from hikmah.model.errors import HikmahError, Unavailable
+from hikmah.model.policy import KernelPolicy
 from hikmah.rules import Applied, ApplyRemote, Change, Operation, Outcome, Written
-from hikmah.store import Store
+from hikmah.store.core import Store
 
 from .scheduling import Offload, in_thread, wall_ms
 
@@ -92,7 +92,7 @@ class Writer:
     async def submit(self, operation: Operation, *, person: PersonKey | None = None) -> Outcome:
         """Queue one operation; its outcome once durable (or the error refusing it).
         ``person``: the key of the person who proved presence for it, whose signature
-        its person-only records carry (:mod:`hikmah.person`).
+        its person-only records carry (:mod:`hikmah.access.person`).
 
         Raises:
             HikmahError: the whole batch failed (the store is full, the daemon

@@ -4,8 +4,8 @@
 An :data:`Operation` is what a writer asks the store for; :func:`payloads_for`
 checks it against the store as the writer's batch sees it and returns the
 ledger payloads it becomes, or raises the typed error that says why not.
-:func:`build_trace` is the part that turns a :class:`~hikmah.trace.Draft`
-into a :class:`~hikmah.trace.Trace`. Whatever path a write takes (RPC,
+:func:`build_trace` is the part that turns a :class:`~hikmah.model.trace.Draft`
+into a :class:`~hikmah.model.trace.Trace`. Whatever path a write takes (RPC,
 import, promotion, prediction), it comes through here, so a rule cannot be
 forgotten on one of them. Refusals to agent sessions that belong to a write
 are here too (verifying, purging); those of whole methods (compacting,
@@ -21,20 +21,12 @@ from typing import Literal
 
 import msgspec
 
-from hikmah import replicas
-from hikmah.consolidation import is_proposal_id, promotion_draft, proposals
-from hikmah.deadlines import parse_deadline
-from hikmah.display import is_agent_locator, visible
-from hikmah.errors import (
-    ConflictError,
-    HikmahError,
-    InvalidInput,
-    NotFound,
-    PolicyError,
-    ProvenanceRefused,
-)
-from hikmah.fates import pins_in_force
-from hikmah.payloads import (
+from hikmah.access.principal import AgentSession, refuse_in_agent_session, stamp_locator
+from hikmah.index import replicas
+from hikmah.index.fates import pins_in_force
+from hikmah.index.snapshot import Snapshot
+from hikmah.learning.consolidation import is_proposal_id, promotion_draft, proposals
+from hikmah.ledger.payloads import (
     DeviceAddedPayload,
     DeviceRemovedPayload,
     FeedbackPayload,
@@ -46,15 +38,19 @@ from hikmah.payloads import (
     RememberPayload,
     SupersedePayload,
 )
-from hikmah.policy import KernelPolicy
-from hikmah.principal import AgentSession, refuse_in_agent_session, stamp_locator
-from hikmah.secrets import check_fields
-from hikmah.snapshot import Snapshot
-from hikmah.sync.chain import Position
-from hikmah.sync.device import KEY_BYTES, device_id
-from hikmah.sync.manifest import MAX_NAME, valid_name
-from hikmah.sync.plan import Step
-from hikmah.trace import (
+from hikmah.model.deadlines import parse_deadline
+from hikmah.model.display import is_agent_locator, visible
+from hikmah.model.errors import (
+    ConflictError,
+    HikmahError,
+    InvalidInput,
+    NotFound,
+    PolicyError,
+    ProvenanceRefused,
+)
+from hikmah.model.policy import KernelPolicy
+from hikmah.model.secrets import check_fields
+from hikmah.model.trace import (
     DEFAULT_AUTHORITY,
     DEFAULT_CONFIDENCE,
     DEFAULT_PRIVACY,
@@ -68,7 +64,11 @@ from hikmah.trace import (
     new_trace_id,
     normalize_tag,
 )
-from hikmah.vocabulary import Status
+from hikmah.model.vocabulary import Status
+from hikmah.sync.chain import Position
+from hikmah.sync.device import KEY_BYTES, device_id
+from hikmah.sync.manifest import MAX_NAME, valid_name
+from hikmah.sync.plan import Step
 
 _SCOPE = re.compile(r"global|[a-z][a-z0-9_-]{0,31}:\S.*", re.S)
 # In UTF-8 bytes: each becomes part of an index key, and LMDB keys hold 511.
@@ -133,7 +133,7 @@ class SetPresence(msgspec.Struct, frozen=True, kw_only=True):
     (``remove``; ``reset`` is the way back from a forgotten passphrase, with the daemon
     stopped). ``hash`` is the new passphrase's Argon2id hash (None to turn it off), and
     ``key`` the public half of the person key it unlocks with ``salt``
-    (:mod:`hikmah.person`)."""
+    (:mod:`hikmah.access.person`)."""
 
     action: Literal["set", "change", "remove", "reset"]
     hash: str | None = None
@@ -150,7 +150,7 @@ class Pair(msgspec.Struct, frozen=True, kw_only=True):
     key: bytes
     name: str
     invite: str | None = None  # the invitation a join request answered, and the
-    grant: bytes | None = None  # person's signature of it (hikmah.person.grant)
+    grant: bytes | None = None  # person's signature of it (hikmah.access.person.grant)
 
 
 class RemoveDevice(msgspec.Struct, frozen=True, kw_only=True):
@@ -164,7 +164,7 @@ class ApplyRemote(msgspec.Struct, frozen=True, kw_only=True):
 
     Nothing is appended to this device's ledger: the records are kept as that
     device published them, and the derived indexes reflect them
-    (:mod:`hikmah.receive`). ``keys`` are the data keys of its sealed traces
+    (:mod:`hikmah.store.receive`). ``keys`` are the data keys of its sealed traces
     the daemon opened from envelopes (trace id → key), ``opened`` the seq of
     its chain they reach.
     """

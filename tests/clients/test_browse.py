@@ -503,8 +503,14 @@ def test_the_browser_never_imports_the_kernels_store() -> None:
     )
     assert done.returncode == 0, done.stderr
     modules = set(done.stdout.split())
-    assert "hikmah_browse.app" in modules and "hikmah.trace" in modules
-    assert not modules & {"lmdb", "hikmah.store", "hikmah.snapshot", "hikmah.layout", "numpy"}
+    assert "hikmah_browse.app" in modules and "hikmah.model.trace" in modules
+    assert not modules & {
+        "lmdb",
+        "hikmah.store.core",
+        "hikmah.index.snapshot",
+        "hikmah.index.layout",
+        "numpy",
+    }
 
 
 def test_time_travel_shows_the_past_and_writes_nothing(daemon: Running) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from hikmah.trace import Provenance, Trace, source_class
+from hikmah.model.trace import Provenance, Trace, source_class
 from hikmah_browse.api import correction_params
 from hikmah_browse.query import Search
 from hikmah_browse.rpc import Connection, RemoteError, Unavailable

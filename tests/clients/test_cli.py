@@ -345,7 +345,7 @@ def test_building_only_the_invoked_command_parses_alike(argv: list[str]) -> None
 def test_the_flags_of_remember_are_the_kernels_write_fields() -> None:
     """Every param `hikmah remember` sends is a field of memory.remember's params (the
     kernel's BaseDraft), so a flag cannot drift from the schema."""
-    from hikmah.trace import BaseDraft
+    from hikmah.model.trace import BaseDraft
     from hikmah_cli.commands import WRITE_FLAGS, dest
 
     sent = {dest(flag) for flag in WRITE_FLAGS} | {"content", "kind", "tags"}

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from rich.text import Text
 
-from hikmah.display import INVISIBLE, counted, visible, writer
+from hikmah.model.display import INVISIBLE, counted, visible, writer
 from hikmah_browse import format
 from hikmah_cli import render
 from tests.daemon.conftest import Running, clean_env

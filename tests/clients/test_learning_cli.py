@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hikmah.paths import person_source
+from hikmah.model.paths import person_source
 from tests.daemon.conftest import Running, clean_env
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from hikmah.ledger import decode_record, encode_record
+from hikmah.ledger.chain import decode_record, encode_record
 from tests.daemon.conftest import Running, clean_env
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"

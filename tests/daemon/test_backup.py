@@ -15,8 +15,8 @@ from typing import Any
 import blake3
 import lmdb
 
-from hikmah.headfile import HeadFile
-from hikmah.ledger import Head, decode_record
+from hikmah.ledger.chain import Head, decode_record
+from hikmah.ledger.headfile import HeadFile
 from tests.daemon.conftest import Running, clean_env
 
 WRITERS = 4

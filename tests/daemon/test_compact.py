@@ -9,8 +9,8 @@ import threading
 import time
 from pathlib import Path
 
-from hikmah import maintenance
-from hikmah.store import Store
+from hikmah.store import maintenance
+from hikmah.store.core import Store
 from tests.daemon.conftest import Running
 
 SECRET = "the cellar door code is purple elephant"

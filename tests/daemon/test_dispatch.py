@@ -11,8 +11,8 @@ from typing import Any
 import trio
 import trio.testing
 
-from hikmah.errors import InvalidInput
-from hikmah.principal import AgentSession
+from hikmah.access.principal import AgentSession
+from hikmah.model.errors import InvalidInput
 from hikmahd.daemon import REGISTRIES
 from hikmahd.rpc import JSON, Dispatcher, NoParams, Params, Registry
 

@@ -97,7 +97,7 @@ def test_a_record_tampered_with_on_disk_is_caught(daemon: Running) -> None:
 def test_a_forged_append_blocks_writes_until_a_person_accepts_it(daemon: Running) -> None:
     daemon.call("memory.remember", content="genuine")
     daemon.stop()
-    from hikmah.ledger import decode_record, encode_record
+    from hikmah.ledger.chain import decode_record, encode_record
 
     env = lmdb.open(str(daemon.data / "lmdb"), max_dbs=16)
     ledger = env.open_db(b"ledger")

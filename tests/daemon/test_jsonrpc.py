@@ -22,10 +22,10 @@ def test_error_codes_follow_the_specification() -> None:
 
 
 def test_every_reason_is_published_once_with_a_code() -> None:
-    """Each reason an error can carry is in hikmah.errors.REASONS (so the CLI knows its exit
+    """Each reason an error can carry is in hikmah.model.errors.REASONS (so the CLI knows its exit
     code), and each has its own application code but invalid (-32602) and internal (-32603)."""
     import hikmahd.__main__  # noqa: F401 -- every module that defines an error
-    from hikmah.errors import REASONS, HikmahError
+    from hikmah.model.errors import REASONS, HikmahError
     from hikmahd import rpc
 
     def every(cls: type[HikmahError]) -> list[type[HikmahError]]:

@@ -27,8 +27,8 @@ import pytest
 from keyring.backend import KeyringBackend
 from keyring.backends import SecretService, chainer, fail, null
 
-from hikmah import vault
-from hikmah.vault import VaultError, VaultLocked
+from hikmah.vault import crypto
+from hikmah.vault.crypto import VaultError, VaultLocked
 from hikmahd.keys import SERVICE, Keyring, VaultKeys
 from tests.daemon.secret_service import SecretServiceSession, needs_secret_service
 
@@ -64,10 +64,10 @@ def test_first_use_creates_the_keys_and_a_second_keyring_object_finds_them(
     first = real()
     assert first.check_backend() == "keyring.backends.SecretService.Keyring"
     keys = first.load_or_create()
-    assert len(keys.master) == len(keys.index) == vault.KEY_BYTES
+    assert len(keys.master) == len(keys.index) == crypto.KEY_BYTES
     assert keys.master != keys.index
-    assert keys.master_id == vault.key_id(keys.master)
-    assert keys.index_id == vault.key_id(keys.index)
+    assert keys.master_id == crypto.key_id(keys.master)
+    assert keys.index_id == crypto.key_id(keys.index)
     assert dict(keys.retiring) == {} and keys.missing == ()
 
     # The entries, as another keyring client sees them.
@@ -135,8 +135,8 @@ def test_rotation_interrupted_between_begin_and_finish_keeps_both_masters(
     secret_service: SecretServiceSession,
 ) -> None:
     before = real().load_or_create()
-    data_key = vault.new_data_key()
-    stored_by, stored = before.master_id, vault.wrap(before.master, data_key)
+    data_key = crypto.new_data_key()
+    stored_by, stored = before.master_id, crypto.wrap(before.master, data_key)
 
     during = real().begin_rotation()
     assert during.master_id != before.master_id
@@ -146,17 +146,17 @@ def test_rotation_interrupted_between_begin_and_finish_keeps_both_masters(
     after_crash = real().load_or_create()
     assert same_keys(after_crash, during)
     assert after_crash.master_for(before.master_id) == before.master
-    assert vault.unwrap(after_crash.master_for(stored_by), stored) == data_key
+    assert crypto.unwrap(after_crash.master_for(stored_by), stored) == data_key
 
     # It resumes: re-wraps what the old master wrapped, then finishes.
     for old_id in after_crash.retiring:
-        stored = vault.rewrap(after_crash.master_for(old_id), after_crash.master, stored)
+        stored = crypto.rewrap(after_crash.master_for(old_id), after_crash.master, stored)
         stored_by = after_crash.master_id
         real().finish_rotation(old_id)
     done = real().load_or_create()
     assert done.master_id == during.master_id and dict(done.retiring) == {}
     assert raw(f"master:data1:{before.master_id}") is None
-    assert vault.unwrap(done.master_for(stored_by), stored) == data_key
+    assert crypto.unwrap(done.master_for(stored_by), stored) == data_key
     with pytest.raises(VaultLocked, match=before.master_id):
         done.master_for(before.master_id)
     # Finishing again (a crash after deleting, before the caller noted it) is harmless.

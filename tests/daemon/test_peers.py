@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from hikmah.principal import USER_CONFIGURATION
+from hikmah.access.principal import USER_CONFIGURATION
 
 from .conftest import Running, clean_env
 

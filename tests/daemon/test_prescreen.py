@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import trio
 
-from hikmah import secrets, tokenizer
-from hikmah.tokenizer import terms
+from hikmah.model import secrets, tokenizer
+from hikmah.model.tokenizer import terms
 from hikmahd import prescreen
 from hikmahd.prescreen import Prescreen, verdicts
 from tests.daemon.conftest import Running

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from hikmah.policy import PresencePolicy
-from hikmah.presence import read_state
+from hikmah.access.presence import read_state
+from hikmah.model.policy import PresencePolicy
 from hikmahd import tickets
 from hikmahd.tickets import tiocsti_allowed
 from tests.reliability.test_agents import ledger_lines
@@ -247,7 +247,7 @@ def test_a_presence_record_changed_behind_the_daemons_back_locks_presence(
 
 
 def test_the_state_ignores_an_unaccepted_tail_and_names_missing_records() -> None:
-    from hikmah.ledger import GENESIS, encode_record
+    from hikmah.ledger.chain import GENESIS, encode_record
 
     payloads = [b'{"type":"presence","action":"set","hash":"$argon2id$h","at":1}',
                 b'{"type":"fulfill","id":"x"}',

@@ -17,10 +17,10 @@ from typing import Any
 import trio
 import trio.testing
 
-from hikmah import queries
+from hikmah.index import queries
+from hikmah.model.trace import Draft
 from hikmah.rules import Fulfill, Purge, Remember, Written
-from hikmah.store import Store
-from hikmah.trace import Draft
+from hikmah.store.core import Store
 from hikmahd.connection import IDLE_S, Connection
 from hikmahd.context import Context
 from hikmahd.daemon import Config, Daemon

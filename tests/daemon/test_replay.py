@@ -8,10 +8,10 @@ from typing import Any
 import trio
 import trio.testing
 
-from hikmah.consolidation import proposals
-from hikmah.policy import KernelPolicy, ReplayPolicy
+from hikmah.learning.consolidation import proposals
+from hikmah.model.policy import KernelPolicy, ReplayPolicy
+from hikmah.model.trace import Draft
 from hikmah.rules import Remember
-from hikmah.trace import Draft
 from hikmahd.replay import Replay
 from tests.daemon.test_reminders import HOUR, running
 

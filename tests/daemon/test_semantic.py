@@ -20,12 +20,12 @@ import pytest
 import trio
 import trio.testing
 
-from hikmah.embedding import load_embedder
-from hikmah.paths import model_cache_dir
-from hikmah.policy import KernelPolicy
-from hikmah.quantize import quantize
-from hikmah.semantic import VECTORS_FILE
-from hikmah.store import Store
+from hikmah.model.paths import model_cache_dir
+from hikmah.model.policy import KernelPolicy
+from hikmah.semantic.embedding import load_embedder
+from hikmah.semantic.quantize import quantize
+from hikmah.semantic.store_vectors import VECTORS_FILE
+from hikmah.store.core import Store
 from hikmahd.semantics import GATHER_MAX_S, GATHER_S, QUIET_S, Semantics
 from tests.daemon.conftest import Running, clean_env, semantic, wait_state
 from tests.daemon.secret_service import SecretServiceSession, needs_secret_service

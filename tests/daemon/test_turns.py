@@ -15,9 +15,9 @@ import numpy as np
 import trio
 import trio.testing
 
-from hikmah.policy import KernelPolicy
-from hikmah.recall import RecallQuery
-from hikmah.store import Store
+from hikmah.model.policy import KernelPolicy
+from hikmah.recall.ranking import RecallQuery
+from hikmah.store.core import Store
 from hikmahd.connection import IDLE_S, Connection
 from hikmahd.context import Context
 from hikmahd.peers import BoundProcess, Peer

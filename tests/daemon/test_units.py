@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hikmah.principal import UNKNOWN_PRINCIPAL
+from hikmah.access.principal import UNKNOWN_PRINCIPAL
 from hikmahd.framing import FrameReader, Oversized
 from hikmahd.peers import KnownProcesses, OverBudget, Terminal, agent_session, examine
 

@@ -14,10 +14,10 @@ import pytest
 import trio
 import trio.testing
 
-from hikmah.policy import KernelPolicy
+from hikmah.model.policy import KernelPolicy
+from hikmah.model.trace import Draft
 from hikmah.rules import Remember
-from hikmah.store import Store
-from hikmah.trace import Draft
+from hikmah.store.core import Store
 from hikmahd.writer import RECENT_S, Writer
 
 ROUND_TRIP_S = 0.0002  # a client's answer read and its next request sent

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from hikmah.paths import person_source
+from hikmah.model.paths import person_source
 
 from .conftest import Running, clean_env
 

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from hikmah import queries
-from hikmah.errors import HikmahError
-from hikmah.policy import KernelPolicy
+from hikmah.index import queries
+from hikmah.model.errors import HikmahError
+from hikmah.model.policy import KernelPolicy
+from hikmah.model.trace import Draft, Trace
 from hikmah.rules import Operation, Remember, Written
-from hikmah.sealing import HeldKeys
-from hikmah.store import Store
-from hikmah.trace import Draft, Trace
+from hikmah.store.core import Store
+from hikmah.vault.sealing import HeldKeys
 
 __all__ = [
     "DAY", "NOW", "HeldKeys", "all_traces", "remember", "remember_forecast", "write",

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from hikmah.migration import Item, Skip, Write, plan_page
-from hikmah.store import Store
+from hikmah.store.core import Store
 from tests.kernel.conftest import DAY, NOW, write
 
 PEERS = Path(__file__).resolve().parents[1] / "fixtures" / "peers"

@@ -14,18 +14,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hikmah.calibration import (
+from hikmah.learning.calibration import (
     MEASURABLE_AT,
     FamilyCalibration,
     Resolved,
     calibrate,
     resolved_pair,
 )
-from hikmah.errors import InvalidInput, ProvenanceRefused
-from hikmah.policy import KernelPolicy
+from hikmah.model.errors import InvalidInput, ProvenanceRefused
+from hikmah.model.policy import KernelPolicy
+from hikmah.model.trace import Draft, Provenance, Trace
 from hikmah.rules import Remember, Written
-from hikmah.store import Store
-from hikmah.trace import Draft, Provenance, Trace
+from hikmah.store.core import Store
 from tests.kernel.conftest import NOW, write
 
 EDGES = [(0.0, 0.2), (0.2, 0.4), (0.4, 0.6), (0.6, 0.8), (0.8, 1.0)]

@@ -8,13 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hikmah.consolidation import claim_proposals, proposals, source_name
-from hikmah.errors import AgentRestricted, ConflictError
-from hikmah.policy import KernelPolicy
-from hikmah.principal import AgentSession
+from hikmah.access.principal import AgentSession
+from hikmah.learning.consolidation import claim_proposals, proposals, source_name
+from hikmah.model.errors import AgentRestricted, ConflictError
+from hikmah.model.policy import KernelPolicy
+from hikmah.model.trace import Provenance, Trace
 from hikmah.rules import Promote
-from hikmah.store import Store
-from hikmah.trace import Provenance, Trace
+from hikmah.store.core import Store
 
 from .conftest import NOW, remember, write
 

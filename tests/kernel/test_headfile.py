@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from hikmah.errors import LedgerError
-from hikmah.headfile import SLOT, HeadFile
-from hikmah.ledger import GENESIS, Head
+from hikmah.ledger.chain import GENESIS, Head
+from hikmah.ledger.headfile import SLOT, HeadFile
+from hikmah.model.errors import LedgerError
 
 A = Head(seq=5, hash="a" * 64)
 B = Head(seq=6, hash="b" * 64)

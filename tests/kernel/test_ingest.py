@@ -12,17 +12,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hikmah import ingest
-from hikmah.errors import InvalidInput
-from hikmah.ingest import Candidate, evidence_holds, extract_candidates, restates
-from hikmah.tokenizer import terms
-from hikmah.transcripts import (
+from hikmah.learning import ingest
+from hikmah.learning.ingest import Candidate, evidence_holds, extract_candidates, restates
+from hikmah.learning.transcripts import (
     MAX_LINE_BYTES,
     Message,
     Transcript,
     TranscriptError,
     parse_transcript,
 )
+from hikmah.model.errors import InvalidInput
+from hikmah.model.tokenizer import terms
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "transcripts"
 CLAUDE = FIXTURES / "claude-session.jsonl"

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from hikmah import queries
-from hikmah.errors import InvalidInput, ProvenanceRefused
-from hikmah.invalidation import check_pattern, invalidation_draft, invalidation_plan, matching
-from hikmah.principal import AgentSession
+from hikmah.access.principal import AgentSession
+from hikmah.index import queries
+from hikmah.learning.invalidation import (
+    check_pattern,
+    invalidation_draft,
+    invalidation_plan,
+    matching,
+)
+from hikmah.model.errors import InvalidInput, ProvenanceRefused
+from hikmah.model.trace import Provenance, Trace
 from hikmah.rules import Remember
-from hikmah.store import Store
-from hikmah.trace import Provenance, Trace
+from hikmah.store.core import Store
 
 from .conftest import NOW, remember, write
 

@@ -11,8 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hikmah.errors import LedgerError
-from hikmah.ledger import (
+from hikmah.ledger.chain import (
     DOMAIN_V2,
     GENESIS,
     Head,
@@ -24,6 +23,7 @@ from hikmah.ledger import (
     summarise,
     verify,
 )
+from hikmah.model.errors import LedgerError
 
 # The reference implementation's own ledgers, copied from shared/fixtures.
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 
-from hikmah.errors import InvalidInput
-from hikmah.evaluation import main
-from hikmah.longmemeval import (
+from hikmah.evaluation.harness import main
+from hikmah.evaluation.longmemeval import (
     DEFAULT_SPLIT,
     SPLITS,
     documents,
@@ -23,6 +22,7 @@ from hikmah.longmemeval import (
     score,
     summarize,
 )
+from hikmah.model.errors import InvalidInput
 
 SAMPLE = Path(__file__).parents[1] / "eval" / "longmemeval-sample.json"
 

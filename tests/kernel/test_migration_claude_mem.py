@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from hikmah import queries
+from hikmah.index import queries
 from hikmah.migration import ImportSourceError, claude_mem, read
-from hikmah.store import Store
+from hikmah.store.core import Store
 from tests.kernel.peers import copy, import_items, kinds
 
 T0 = 1_790_845_200_000  # 2026-10-01T09:00Z, the fixture's first observation

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from hikmah import queries
+from hikmah.index import queries
 from hikmah.migration import ImportSourceError, read
-from hikmah.store import Store
+from hikmah.store.core import Store
 from tests.kernel.peers import V2_TIME, copy, import_items, kinds
 
 KEY = "AKIAIOSFODNN7EXAMPLE"  # AWS's documented example access key id

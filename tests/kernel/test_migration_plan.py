@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from hikmah import queries
+from hikmah.index import queries
 from hikmah.migration import SOURCES, ImportSourceError, Skip, Write, plan, read
 from hikmah.migration.items import Collector, content_version, item_trace_id, make_item
 from hikmah.migration.sources import MAX_TEXT_BYTES
-from hikmah.policy import KernelPolicy
+from hikmah.model.policy import KernelPolicy
+from hikmah.model.trace import Draft
+from hikmah.model.vocabulary import IMPORT_SOURCES
 from hikmah.rules import Purge, Remember
-from hikmah.store import Store
-from hikmah.trace import Draft
-from hikmah.vocabulary import IMPORT_SOURCES
+from hikmah.store.core import Store
 from tests.kernel.conftest import DAY, NOW, remember, write
 from tests.kernel.peers import import_items
 

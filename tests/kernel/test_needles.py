@@ -1,4 +1,4 @@
-"""The detector's needle search in C (hikmah._needles) against Python's ``in``."""
+"""The detector's needle search in C (hikmah.model._needles) against Python's ``in``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hikmah import _needles, secrets
+from hikmah.model import _needles, secrets
 
 # Short texts over few letters, so that needles are often found, sometimes only in part.
 TEXT = st.text(alphabet="ab_- \u00e9\u043f\ud800", max_size=40)

@@ -8,19 +8,20 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from hikmah import maintenance, queries
-from hikmah.deadlines import parse_moment
-from hikmah.errors import InvalidInput
-from hikmah.layout import SEQ
-from hikmah.ledger import GENESIS, encode_record
-from hikmah.past import Past, as_of, moment
-from hikmah.payloads import PAYLOAD_ENCODER, FulfillPayload, RememberPayload
-from hikmah.policy import KernelPolicy
-from hikmah.recall import RecallQuery, recall
+from hikmah.index import queries
+from hikmah.index.layout import SEQ
+from hikmah.index.past import Past, as_of, moment
+from hikmah.index.snapshot import Moment
+from hikmah.ledger.chain import GENESIS, encode_record
+from hikmah.ledger.payloads import PAYLOAD_ENCODER, FulfillPayload, RememberPayload
+from hikmah.model.deadlines import parse_moment
+from hikmah.model.errors import InvalidInput
+from hikmah.model.policy import KernelPolicy
+from hikmah.model.trace import Trace
+from hikmah.recall.ranking import RecallQuery, recall
 from hikmah.rules import Fulfill
-from hikmah.snapshot import Moment
-from hikmah.store import Store
-from hikmah.trace import Trace
+from hikmah.store import maintenance
+from hikmah.store.core import Store
 
 from .conftest import DAY, NOW, HeldKeys, remember, write
 

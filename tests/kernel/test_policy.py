@@ -8,9 +8,8 @@ from typing import get_args
 import msgspec
 import pytest
 
-from hikmah.embedding import EMBEDDERS
-from hikmah.errors import PolicyError
-from hikmah.policy import (
+from hikmah.model.errors import PolicyError
+from hikmah.model.policy import (
     MODEL_BLENDS,
     Blend,
     KernelPolicy,
@@ -21,6 +20,7 @@ from hikmah.policy import (
     render_policy,
     semantic_off,
 )
+from hikmah.semantic.embedding import EMBEDDERS
 
 
 def test_defaults_match_the_reference() -> None:

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from hikmah import queries
-from hikmah.errors import ConflictError, InvalidInput, ProvenanceRefused
-from hikmah.policy import KernelPolicy
-from hikmah.principal import AgentSession
+from hikmah.access.principal import AgentSession
+from hikmah.index import queries
+from hikmah.model.errors import ConflictError, InvalidInput, ProvenanceRefused
+from hikmah.model.policy import KernelPolicy
+from hikmah.model.trace import Draft, Trace
 from hikmah.rules import Fulfill, Remember
-from hikmah.store import Store
-from hikmah.trace import Draft, Trace
+from hikmah.store.core import Store
 from tests.kernel.conftest import NOW, remember, write
 
 SESSION = AgentSession(host="claude-code", session_id="s1", variables=("CLAUDECODE",))

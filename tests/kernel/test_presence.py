@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from hikmah import store as store_module
-from hikmah.errors import AgentRestricted, InvalidInput, PresenceRequired
-from hikmah.policy import KernelPolicy
-from hikmah.presence import PresenceState, check_passphrase, hash_passphrase
-from hikmah.principal import UNPROVEN_PERSON, AgentSession
+from hikmah.access.presence import PresenceState, check_passphrase, hash_passphrase
+from hikmah.access.principal import UNPROVEN_PERSON, AgentSession
+from hikmah.model.errors import AgentRestricted, InvalidInput, PresenceRequired
+from hikmah.model.policy import KernelPolicy
+from hikmah.model.trace import Draft
 from hikmah.rules import Remember, SetPresence
-from hikmah.store import Store
-from hikmah.trace import Draft
+from hikmah.store import core as store_module
+from hikmah.store.core import Store
 
 AGENT = AgentSession(host="codex", session_id="c-1", variables=("CODEX_SESSION_ID",))
 

@@ -8,9 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hikmah.display import is_agent_locator
-from hikmah.errors import AgentRestricted
-from hikmah.principal import (
+from hikmah.access.principal import (
     UNKNOWN_PRINCIPAL,
     USER_CONFIGURATION,
     AgentSession,
@@ -23,6 +21,8 @@ from hikmah.principal import (
     restriction_message,
     stamp_locator,
 )
+from hikmah.model.display import is_agent_locator
+from hikmah.model.errors import AgentRestricted
 
 SESSION_ID = re.compile(r"[A-Za-z0-9._-]{1,64}|unknown")
 
@@ -547,7 +547,7 @@ def test_detection_never_raises_and_ids_are_safe(environ: dict[str, str]) -> Non
 
 
 def test_a_host_is_known_by_what_its_process_runs() -> None:
-    from hikmah.principal import Process, detect_agent_host
+    from hikmah.access.principal import Process, detect_agent_host
 
     native = Process(exe="/opt/x/bin/claude.exe", argv=("/usr/bin/claude", "-p"), name="claude")
     found = detect_agent_host(native)
@@ -595,7 +595,7 @@ def test_a_host_is_known_by_what_its_process_runs() -> None:
     ],
 )  # fmt: skip
 def test_opencode_is_known_by_its_process(process: tuple[str, tuple[str, ...], str]) -> None:
-    from hikmah.principal import Process, detect_agent_host
+    from hikmah.access.principal import Process, detect_agent_host
 
     exe, argv, name = process
     found = detect_agent_host(Process(exe=exe, argv=argv, name=name))
@@ -603,7 +603,7 @@ def test_opencode_is_known_by_its_process(process: tuple[str, tuple[str, ...], s
 
 
 def test_gemini_cli_is_known_by_the_script_node_runs() -> None:
-    from hikmah.principal import Process, detect_agent_host
+    from hikmah.access.principal import Process, detect_agent_host
 
     relaunched = Process(
         exe="/usr/bin/node",
@@ -616,7 +616,7 @@ def test_gemini_cli_is_known_by_the_script_node_runs() -> None:
 
 
 def test_merging_takes_the_nearest_known_id_of_the_nearest_host() -> None:
-    from hikmah.principal import AgentSession, merge_sessions
+    from hikmah.access.principal import AgentSession, merge_sessions
 
     by_process = AgentSession(
         host="codex", session_id="unknown", variables=(), processes=("/x/codex",)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hikmah.promises import LATE_AFTER_MS, PromiseQueue
+from hikmah.working.promises import LATE_AFTER_MS, PromiseQueue
 
 MIN = 60_000
 HOUR = 60 * MIN

@@ -16,14 +16,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hikmah.policy import KernelPolicy, RecallPolicy, parse_policy, reference_policy
-from hikmah.principal import AgentSession
-from hikmah.recall import RecallQuery, RecallResult, _Selected, recall
+from hikmah.access.principal import AgentSession
+from hikmah.index.snapshot import Snapshot
+from hikmah.model.policy import KernelPolicy, RecallPolicy, parse_policy, reference_policy
+from hikmah.model.tokenizer import terms
+from hikmah.model.trace import Draft, Trace, normalize_content
+from hikmah.recall.ranking import RecallQuery, RecallResult, _Selected, recall
 from hikmah.rules import Feedback, Fulfill, Pin, Remember
-from hikmah.snapshot import Snapshot
-from hikmah.store import Store
-from hikmah.tokenizer import terms
-from hikmah.trace import Draft, Trace, normalize_content
+from hikmah.store.core import Store
 
 from .conftest import DAY, NOW, HeldKeys, remember, remember_forecast, write
 from .strategies import examples, notes_of, query_of
@@ -408,7 +408,7 @@ def test_early_stop_returns_what_scoring_everything_returns(
     query: list[str],
     limit: int,
 ) -> None:
-    from hikmah import recall as recall_module
+    from hikmah.recall import ranking as recall_module
 
     with Store(tmp_path / f"s{next(_counter)}", map_size=1 << 22) as store:
         write(
@@ -469,7 +469,7 @@ def test_no_candidate_scores_above_the_bound_its_features_give(
     """Recall scores a tier or two of a common word's candidates, by a bound from their
     features (salience, confidence, provenance, urgency, age, pins, feedback): the bound
     holds for every candidate, and so recall returns what scoring everything returns."""
-    from hikmah import recall as recall_module
+    from hikmah.recall import ranking as recall_module
 
     policy = msgspec.structs.replace(
         policy, recall=msgspec.structs.replace(policy.recall, weighting=weighting)

@@ -7,15 +7,16 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from hikmah import consolidation, queries, review
-from hikmah.errors import HikmahError
-from hikmah.policy import KernelPolicy, ReviewPolicy
-from hikmah.principal import AgentSession
-from hikmah.recall import RecallQuery, recall
+from hikmah.access.principal import AgentSession
+from hikmah.index import queries, review
+from hikmah.learning import consolidation
+from hikmah.learning.verification import acceptance, rejection
+from hikmah.model.errors import HikmahError
+from hikmah.model.policy import KernelPolicy, ReviewPolicy
+from hikmah.model.trace import Draft, Trace
+from hikmah.recall.ranking import RecallQuery, recall
 from hikmah.rules import Remember
-from hikmah.store import Store
-from hikmah.trace import Draft, Trace
-from hikmah.verification import acceptance, rejection
+from hikmah.store.core import Store
 from tests.kernel.conftest import NOW, write
 
 AGENT = AgentSession(host="claude-code", session_id="5f1c", variables=("CLAUDECODE",))

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from hikmah import maintenance, queries
-from hikmah.errors import (
+from hikmah.access.principal import AgentSession
+from hikmah.index import queries
+from hikmah.model.errors import (
     AgentRestricted,
     ConflictError,
     HikmahError,
@@ -17,11 +18,11 @@ from hikmah.errors import (
     ProvenanceRefused,
     SecretDetected,
 )
-from hikmah.policy import KernelPolicy, parse_policy
-from hikmah.principal import AgentSession
+from hikmah.model.policy import KernelPolicy, parse_policy
+from hikmah.model.trace import Draft
 from hikmah.rules import Fulfill, Purge, Remember, build_trace
-from hikmah.store import Store
-from hikmah.trace import Draft
+from hikmah.store import maintenance
+from hikmah.store.core import Store
 
 from .conftest import NOW, HeldKeys, remember, write
 

@@ -1,4 +1,4 @@
-"""The recall kernel (hikmah._scoring): the lexical weightings ("reference" and
+"""The recall kernel (hikmah.recall._scoring): the lexical weightings ("reference" and
 "idf-cosine"), the semantic blend, meta, the gate and the bounds, checked against a
 transcription of the formula here, number for number."""
 
@@ -16,15 +16,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hikmah import _scoring
-from hikmah.layout import KIND_CODE, NO_DEADLINE, STATUS_CODE
-from hikmah.policy import Blend, KernelPolicy, SemanticPolicy, reference_policy
-from hikmah.recall import RecallQuery, _grouped, _kernel_params, _merged, recall
+from hikmah.index.layout import KIND_CODE, NO_DEADLINE, STATUS_CODE
+from hikmah.model.policy import Blend, KernelPolicy, SemanticPolicy, reference_policy
+from hikmah.model.tokenizer import terms
+from hikmah.model.trace import Draft
+from hikmah.recall import _scoring
+from hikmah.recall.ranking import RecallQuery, _grouped, _kernel_params, _merged, recall
+from hikmah.recall.weighting import WEIGHTINGS, inverse_document_frequency
 from hikmah.rules import Remember
-from hikmah.store import Store
-from hikmah.tokenizer import terms
-from hikmah.trace import Draft
-from hikmah.weighting import WEIGHTINGS, inverse_document_frequency
+from hikmah.store.core import Store
 
 NOW = 1_790_000_000_000
 DAY = 86_400_000

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hikmah.screen import RULE_NAMES, SCREENED_CHARS, signs
+from hikmah.model.screen import RULE_NAMES, SCREENED_CHARS, signs
 
 # Each rule: notes that show its sign, and ordinary notes with its words that must pass.
 CASES: dict[str, tuple[list[str], list[str]]] = {

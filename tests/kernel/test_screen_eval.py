@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from hikmah import screen
-from hikmah.screen import Search, Text, signs
+from hikmah.model import screen
+from hikmah.model.screen import Search, Text, signs
 
 SETS = Path(__file__).parents[1] / "eval" / "screen"
 # The share of attempts each set must catch, and of ordinary notes it must pass.

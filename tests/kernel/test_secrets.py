@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hikmah import secrets
-from hikmah.errors import SecretDetected
-from hikmah.secrets import check_fields, find_secret, redact
+from hikmah.model import secrets
+from hikmah.model.errors import SecretDetected
+from hikmah.model.secrets import check_fields, find_secret, redact
 
 ALNUM = "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8s9T0"
 HEX = "0123456789abcdef"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from hikmah.secrets import find_secret
+from hikmah.model.secrets import find_secret
 
 SETS = Path(__file__).parent.parent / "eval" / "secrets"
 REQUIRED = 0.95

@@ -19,16 +19,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hikmah.embedding import Loaded, load_model
-from hikmah.past import as_of
-from hikmah.paths import model_cache_dir
-from hikmah.policy import KernelPolicy, SemanticPolicy, parse_policy, reference_policy
-from hikmah.recall import RecallQuery, RecallResult, recall
+from hikmah.index.past import as_of
+from hikmah.index.snapshot import Snapshot
+from hikmah.model.paths import model_cache_dir
+from hikmah.model.policy import KernelPolicy, SemanticPolicy, parse_policy, reference_policy
+from hikmah.model.trace import Draft
+from hikmah.recall.ranking import RecallQuery, RecallResult, recall
 from hikmah.rules import Purge, Remember
-from hikmah.semantic import EMBED_SLICE, SemanticIndex, StaleVectors, vectors_path
-from hikmah.snapshot import Snapshot
-from hikmah.store import Store
-from hikmah.trace import Draft
+from hikmah.semantic.embedding import Loaded, load_model
+from hikmah.semantic.store_vectors import EMBED_SLICE, SemanticIndex, StaleVectors, vectors_path
+from hikmah.store.core import Store
 
 from .conftest import NOW, HeldKeys, remember, remember_forecast, write
 from .strategies import examples, notes_of, query_of

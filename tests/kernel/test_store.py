@@ -11,16 +11,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hikmah import maintenance, queries
-from hikmah.errors import AgentRestricted, ConflictError, HikmahError, NotFound, StoreFull
-from hikmah.headfile import HeadFile
-from hikmah.ledger import Head, encode_record
-from hikmah.policy import KernelPolicy
-from hikmah.principal import AgentSession
-from hikmah.recall import RecallQuery, recall
+from hikmah.access.principal import AgentSession
+from hikmah.index import queries
+from hikmah.ledger.chain import Head, encode_record
+from hikmah.ledger.headfile import HeadFile
+from hikmah.model.errors import AgentRestricted, ConflictError, HikmahError, NotFound, StoreFull
+from hikmah.model.policy import KernelPolicy
+from hikmah.model.trace import Draft
+from hikmah.recall.ranking import RecallQuery, recall
 from hikmah.rules import Feedback, Fulfill, Pin, Purge, Remember
-from hikmah.store import Store
-from hikmah.trace import Draft
+from hikmah.store import maintenance
+from hikmah.store.core import Store
 
 from .conftest import NOW, all_traces, remember, write
 

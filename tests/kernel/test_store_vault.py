@@ -7,14 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from hikmah import maintenance, queries
-from hikmah.errors import NotFound
-from hikmah.ledger import verify
-from hikmah.policy import KernelPolicy
-from hikmah.recall import RecallQuery, recall
+from hikmah.index import queries
+from hikmah.ledger.chain import verify
+from hikmah.model.errors import NotFound
+from hikmah.model.policy import KernelPolicy
+from hikmah.recall.ranking import RecallQuery, recall
 from hikmah.rules import Purge
-from hikmah.store import Store
-from hikmah.vault import DecryptionFailed, VaultLocked
+from hikmah.store import maintenance
+from hikmah.store.core import Store
+from hikmah.vault.crypto import DecryptionFailed, VaultLocked
 
 from .conftest import NOW, HeldKeys, all_traces, remember, write
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hikmah.tokenizer import STOPWORDS, prime, stem, terms, tokenize, unprime
+from hikmah.model.tokenizer import STOPWORDS, prime, stem, terms, tokenize, unprime
 
 
 def test_stopword_list_is_the_reference_list() -> None:

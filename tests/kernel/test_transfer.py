@@ -9,14 +9,9 @@ from pathlib import Path
 import blake3
 import pytest
 
-from hikmah import queries
-from hikmah.errors import HikmahError, InvalidInput, NotFound, SecretDetected
-from hikmah.ledger import GENESIS, Head, decode_record, encode_record
-from hikmah.policy import KernelPolicy
-from hikmah.rules import Fulfill, Operation, Purge, Remember, Written
-from hikmah.store import Store
-from hikmah.trace import Draft
-from hikmah.transfer import (
+from hikmah.index import queries
+from hikmah.ledger.chain import GENESIS, Head, decode_record, encode_record
+from hikmah.migration.transfer import (
     SupersedeCheck,
     already_done,
     check_chain,
@@ -27,6 +22,11 @@ from hikmah.transfer import (
     supersede_problem,
     trace_operation,
 )
+from hikmah.model.errors import HikmahError, InvalidInput, NotFound, SecretDetected
+from hikmah.model.policy import KernelPolicy
+from hikmah.model.trace import Draft
+from hikmah.rules import Fulfill, Operation, Purge, Remember, Written
+from hikmah.store.core import Store
 from tests.kernel.conftest import DAY, NOW, remember, write
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -8,9 +8,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from hikmah.embedding import ModelStamp, normalize_rows
-from hikmah.quantize import dequantize, quantize
-from hikmah.vector_index import FlatIndex, HnswIndex, VectorIndex, _graph_codes, restore_index
+from hikmah.semantic.embedding import ModelStamp, normalize_rows
+from hikmah.semantic.quantize import dequantize, quantize
+from hikmah.semantic.vector_index import (
+    FlatIndex,
+    HnswIndex,
+    VectorIndex,
+    _graph_codes,
+    restore_index,
+)
 
 STAMP = ModelStamp(name="test-model", version="1", dimensions=32)
 

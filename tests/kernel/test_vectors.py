@@ -1,4 +1,4 @@
-"""The vectors' arithmetic in C (hikmah._vectors) against NumPy's, bit for bit.
+"""The vectors' arithmetic in C (hikmah.semantic._vectors) against NumPy's, bit for bit.
 
 A vector made by an older release, or by the other device of a sync, must be
 the one this release makes: the reference here is the NumPy code the C
@@ -13,9 +13,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from hikmah import _vectors
-from hikmah.embedding import MAX_TOKENS, WordLlamaEmbedder, normalize_rows
-from hikmah.quantize import quantize
+from hikmah.semantic import _vectors
+from hikmah.semantic.embedding import MAX_TOKENS, WordLlamaEmbedder, normalize_rows
+from hikmah.semantic.quantize import quantize
 
 FINITE = st.floats(-(2.0**40), 2.0**40, width=32, allow_subnormal=False)
 

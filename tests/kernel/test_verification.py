@@ -3,14 +3,14 @@ supersedes each, written through the ordinary rules of a real store."""
 
 from __future__ import annotations
 
-from hikmah import queries
-from hikmah.errors import AgentRestricted
-from hikmah.policy import KernelPolicy
-from hikmah.principal import AgentSession
+from hikmah.access.principal import AgentSession
+from hikmah.index import queries
+from hikmah.learning.verification import selection_digest, verifiable, verification
+from hikmah.model.errors import AgentRestricted
+from hikmah.model.policy import KernelPolicy
+from hikmah.model.trace import Draft
 from hikmah.rules import Remember
-from hikmah.store import Store
-from hikmah.trace import Draft
-from hikmah.verification import selection_digest, verifiable, verification
+from hikmah.store.core import Store
 from tests.kernel.conftest import DAY, NOW, remember, write
 
 AGENT = AgentSession(host="codex", session_id="s1", variables=("CODEX_THREAD_ID",))

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from hikmah.paths import socket_path
+from hikmah.model.paths import socket_path
 from tests.daemon.conftest import Running
 
 from .conftest import Nvim, lua

@@ -1,11 +1,11 @@
 """Hostile content in Neovim: the plugin shows control sequences as escapes and names an
-agent's write as one, by the same rules as the CLI (:mod:`hikmah.display`)."""
+agent's write as one, by the same rules as the CLI (:mod:`hikmah.model.display`)."""
 
 from __future__ import annotations
 
 import json
 
-from hikmah.display import INVISIBLE, visible, writer
+from hikmah.model.display import INVISIBLE, visible, writer
 from tests.clients.test_display import AGENT, HOSTILE, raw_controls
 from tests.daemon.conftest import clean_env
 
@@ -25,7 +25,7 @@ PROVENANCES = [
 def test_the_lua_rules_are_the_python_rules(nvim: Nvim) -> None:
     done = nvim.run(
         f"""
-        local display = require("hikmah.display")
+        local display = require("hikmah.model.display")
         T.data.ranges = display.INVISIBLE
         T.data.shown = display.visible({lua(HOSTILE)})
         T.data.writers = vim.tbl_map(display.writer, {lua(PROVENANCES)})

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hikmah.display import visible
+from hikmah.model.display import visible
 from tests.clients.test_display import HOSTILE, raw_controls
 from tests.daemon.conftest import clean_env
 from tests.terminals import PtyShell

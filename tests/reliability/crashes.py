@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hikmah.store import Store
+from hikmah.store.core import Store
 from tests.daemon.conftest import Conn, Running
 
 from .harness import (

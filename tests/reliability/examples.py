@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from hikmah.ledger import GENESIS, encode_record
+from hikmah.ledger.chain import GENESIS, encode_record
 from hikmahd.rpc import Method
 from tests.daemon.conftest import Running
 

@@ -6,7 +6,7 @@ The books are the point. A writer notes each request before sending it; a
 reply moves it to ``acked`` (with the trace the daemon said it wrote) or to
 ``refused``; a connection that dies under a request leaves it ``unacked``.
 After ``kill -9`` the data directory is opened with the kernel's own
-:class:`~hikmah.store.Store` (the daemon is dead, nothing else holds it) and:
+:class:`~hikmah.store.core.Store` (the daemon is dead, nothing else holds it) and:
 
 - the ledger verifies;
 - every acknowledged write is there exactly as acknowledged (its trace, its
@@ -38,18 +38,19 @@ import lmdb
 import msgspec
 import pytest
 
-from hikmah import maintenance, queries
-from hikmah.layout import Databases
-from hikmah.ledger import decode_record
-from hikmah.payloads import (
+from hikmah.index import queries
+from hikmah.index.layout import Databases
+from hikmah.ledger.chain import decode_record
+from hikmah.ledger.payloads import (
     FulfillPayload,
     PurgePayload,
     RedactedPayload,
     RememberPayload,
     decode_payload,
 )
-from hikmah.store import Store
-from hikmah.trace import Trace
+from hikmah.model.trace import Trace
+from hikmah.store import maintenance
+from hikmah.store.core import Store
 from tests.daemon.conftest import Conn, Running, wait_for_socket
 
 WRITERS = 16

@@ -22,8 +22,8 @@ from typing import Any
 import trio
 import trio.testing
 
-from hikmah.principal import AgentSession
-from hikmah.store import Store
+from hikmah.access.principal import AgentSession
+from hikmah.store.core import Store
 from hikmahd.connection import Connection
 from hikmahd.context import Context
 from hikmahd.daemon import Config, Daemon

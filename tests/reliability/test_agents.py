@@ -30,8 +30,8 @@ from typing import Any
 import lmdb
 import pytest
 
-from hikmah.ledger import decode_record, encode_record
-from hikmah.payloads import (
+from hikmah.ledger.chain import decode_record, encode_record
+from hikmah.ledger.payloads import (
     CompactedPayload,
     FeedbackPayload,
     FulfillPayload,

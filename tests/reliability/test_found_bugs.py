@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from hikmah.headfile import HeadFile
-from hikmah.ledger import Head
+from hikmah.ledger.chain import Head
+from hikmah.ledger.headfile import HeadFile
 from tests.daemon.conftest import Running, clean_env, own_daemon
 
 from .crashes import fill
@@ -251,7 +251,7 @@ def test_a_write_after_swapped_last_records_is_refused_or_in_the_ledger(tmp_path
 def test_a_failed_head_write_leaves_the_newest_state_safe(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from hikmah import headfile
+    from hikmah.ledger import headfile
 
     path = tmp_path / "head"
     heads = [Head(seq=n, hash=f"{n:064x}") for n in range(1, 4)]
@@ -381,7 +381,7 @@ def test_an_unreadable_ancestor_does_not_make_an_agent_a_person(short_tmp: Path)
 
 
 def test_a_redacted_text_holds_no_credential_the_detector_finds() -> None:
-    from hikmah import secrets
+    from hikmah.model import secrets
 
     text = "s://PASSWORD=02/DBs:/;:s@D"
     assert secrets.find_secret(text) is not None

@@ -33,9 +33,9 @@ from typing import Any
 import lmdb
 import pytest
 
-from hikmah.errors import LedgerError
-from hikmah.headfile import HeadFile
-from hikmah.ledger import GENESIS, Head, decode_record, encode_record
+from hikmah.ledger.chain import GENESIS, Head, decode_record, encode_record
+from hikmah.ledger.headfile import HeadFile
+from hikmah.model.errors import LedgerError
 from tests.daemon.conftest import Running
 
 from .harness import Book, check_data_dir, ledger_rows, put_raw, writers
@@ -195,7 +195,7 @@ def test_a_replaced_head_or_an_altered_last_hash_stops_writes(
 
 FORGER = """
 import struct, sys, lmdb
-from hikmah.ledger import decode_record, encode_record
+from hikmah.ledger.chain import decode_record, encode_record
 env = lmdb.open(sys.argv[1], max_dbs=16)
 db = env.open_db(b"ledger")
 with env.begin(write=True) as txn:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from hikmah.durable import write_atomic
+from hikmah.model.durable import write_atomic
 
 BACKUP_SUFFIX = ".hikmah-backup"
 MISSING = object()

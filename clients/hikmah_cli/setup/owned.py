@@ -1,6 +1,6 @@
 """Files setup owns whole (systemd's units, Gemini CLI's policy rule, OpenCode's
 plugin): each starts with a comment line holding the checksum of the rest
-(:func:`hikmah.managed_block.checksum`), so a file copied by hand or edited since is
+(:func:`hikmah.model.managed_block.checksum`), so a file copied by hand or edited since is
 never replaced nor deleted."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-from hikmah.durable import write_atomic
-from hikmah.managed_block import checksum
+from hikmah.model.durable import write_atomic
+from hikmah.model.managed_block import checksum
 
 from .files import decode, fail, make_dirs, read
 

@@ -29,7 +29,7 @@ def setup_systemd(unit_dir: Path, *, home: Path, hikmahd: str, remove: bool = Fa
     """Write hikmahd's user units into ``unit_dir``, or take out the ones setup wrote.
 
     Args:
-        unit_dir: systemd's user unit directory (:func:`hikmah.paths.systemd_user_dir`).
+        unit_dir: systemd's user unit directory (:func:`hikmah.model.paths.systemd_user_dir`).
         home: to show paths under it as ``~/…``.
         hikmahd: absolute path of the ``hikmahd`` executable the service runs.
         remove: delete our units instead.

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from hikmah import queries
-from hikmah.errors import NotFound
-from hikmah.focus import FocusCapsule, check_note
-from hikmah.recall import RecallQuery
-from hikmah.secrets import check_fields
+from hikmah.index import queries
+from hikmah.model.errors import NotFound
+from hikmah.model.secrets import check_fields
+from hikmah.recall.ranking import RecallQuery
+from hikmah.working.focus import FocusCapsule, check_note
 
 from ..context import Context
 from ..rpc import JSON, NoParams, Params, Registry, to_json

@@ -7,13 +7,13 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from hikmah import queries
-from hikmah.calibration import calibrate, resolved_pair
-from hikmah.errors import HikmahError
-from hikmah.invalidation import check_pattern, invalidation_plan, matching
+from hikmah.index import queries
+from hikmah.learning.calibration import calibrate, resolved_pair
+from hikmah.learning.invalidation import check_pattern, invalidation_plan, matching
+from hikmah.model.errors import HikmahError
+from hikmah.model.trace import Draft, Trace, draft_fields
+from hikmah.model.vocabulary import PredictionType
 from hikmah.rules import Feedback, Pin, Remember
-from hikmah.trace import Draft, Trace, draft_fields
-from hikmah.vocabulary import PredictionType
 
 from ..context import Context
 from ..rpc import JSON, Params, Registry, to_json

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import msgspec
 
-from hikmah import maintenance
-from hikmah.errors import InvalidInput
-from hikmah.headtext import parse_head
-from hikmah.ledger import Head
+from hikmah.ledger.chain import Head
+from hikmah.model.errors import InvalidInput
+from hikmah.model.headtext import parse_head
+from hikmah.store import maintenance
 
 from ..context import Context
 from ..rpc import JSON, NoParams, Params, Registry, to_json

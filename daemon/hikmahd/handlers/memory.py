@@ -11,15 +11,16 @@ from typing import Annotated
 
 import msgspec
 
-from hikmah import fates, queries, review, verification
-from hikmah.errors import ConflictError, HikmahError, InvalidInput, NotFound
-from hikmah.past import AsOf, moment
-from hikmah.recall import RecallQuery
+from hikmah.index import fates, queries, review
+from hikmah.index.past import AsOf, moment
+from hikmah.index.snapshot import Snapshot
+from hikmah.learning import verification
+from hikmah.model.errors import ConflictError, HikmahError, InvalidInput, NotFound
+from hikmah.model.secrets import preview
+from hikmah.model.trace import BaseDraft, Draft, Trace
+from hikmah.model.vocabulary import STANDING_KINDS, Kind
+from hikmah.recall.ranking import RecallQuery
 from hikmah.rules import Fulfill, Purge, Remember
-from hikmah.secrets import preview
-from hikmah.snapshot import Snapshot
-from hikmah.trace import BaseDraft, Draft, Trace
-from hikmah.vocabulary import STANDING_KINDS, Kind
 
 from ..context import Context
 from ..rpc import JSON, Params, Registry, to_json
@@ -48,7 +49,7 @@ class RecallParams(RecallQuery, frozen=True, kw_only=True, forbid_unknown_fields
 
 def origin(ctx: Context, snapshot: Snapshot, trace_id: str, here: str | None = None) -> JSON:
     """The device a trace was written on, for a result (None: this device does not sync);
-    ``here``: this device's id, read once for many (:func:`hikmah.queries.origin`)."""
+    ``here``: this device's id, read once for many (:func:`hikmah.index.queries.origin`)."""
     found = queries.origin(snapshot, trace_id, here)
     if found is None:
         return None

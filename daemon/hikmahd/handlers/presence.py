@@ -14,10 +14,10 @@ from typing import Annotated, Any
 
 import msgspec
 
-from hikmah.errors import AgentRestricted, ConflictError, PresenceDenied
-from hikmah.person import PersonKey, new_salt
-from hikmah.presence import MAX_PASSPHRASE, PresenceState, check_passphrase, hash_passphrase
-from hikmah.principal import restriction_message
+from hikmah.access.person import PersonKey, new_salt
+from hikmah.access.presence import MAX_PASSPHRASE, PresenceState, check_passphrase, hash_passphrase
+from hikmah.access.principal import restriction_message
+from hikmah.model.errors import AgentRestricted, ConflictError, PresenceDenied
 from hikmah.rules import SetPresence
 
 from ..context import Context

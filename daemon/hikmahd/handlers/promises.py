@@ -7,10 +7,10 @@ from typing import Annotated
 
 import msgspec
 
-from hikmah import queries
-from hikmah.past import AsOf, now_of
-from hikmah.snapshot import Snapshot
-from hikmah.trace import Trace
+from hikmah.index import queries
+from hikmah.index.past import AsOf, now_of
+from hikmah.index.snapshot import Snapshot
+from hikmah.model.trace import Trace
 
 from ..context import Context
 from ..rpc import JSON, Params, Registry, to_json

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hikmah.consolidation import proposals
-from hikmah.errors import ConflictError, HikmahError, InvalidInput
-from hikmah.paths import person_source, project_scope
+from hikmah.learning.consolidation import proposals
+from hikmah.learning.transcripts import TRANSCRIPT_TAG, Transcript, parse_transcript
+from hikmah.model.errors import ConflictError, HikmahError, InvalidInput
+from hikmah.model.paths import person_source, project_scope
+from hikmah.model.trace import Draft, derived_trace_id
 from hikmah.rules import Promote, Remember
-from hikmah.trace import Draft, derived_trace_id
-from hikmah.transcripts import TRANSCRIPT_TAG, Transcript, parse_transcript
 
 from ..context import Context
 from ..rpc import JSON, NoParams, Params, Registry, to_json

@@ -1,5 +1,5 @@
 """``review.*``: the person's inbox of what agents wrote and no agent may read yet
-(:mod:`hikmah.review`): list it, accept (as written or edited), reject."""
+(:mod:`hikmah.index.review`): list it, accept (as written or edited), reject."""
 
 from __future__ import annotations
 
@@ -8,12 +8,19 @@ from typing import Annotated
 
 import msgspec
 
-from hikmah import queries, review, verification
-from hikmah.errors import AgentRestricted, HikmahError, InvalidInput, NotFound, PresenceRequired
-from hikmah.policy import ReviewPolicy
-from hikmah.review import ReviewItem
+from hikmah.index import queries, review
+from hikmah.index.review import ReviewItem
+from hikmah.learning import verification
+from hikmah.model.errors import (
+    AgentRestricted,
+    HikmahError,
+    InvalidInput,
+    NotFound,
+    PresenceRequired,
+)
+from hikmah.model.policy import ReviewPolicy
+from hikmah.model.trace import Trace
 from hikmah.rules import Remember
-from hikmah.trace import Trace
 
 from ..context import Context
 from ..rpc import JSON, Params, Registry, to_json

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import msgspec
 
-from hikmah import __version__, queries, review
-from hikmah.errors import InvalidInput
-from hikmah.policy import KernelPolicy, render_policy
+from hikmah import __version__
+from hikmah.index import queries, review
+from hikmah.model.errors import InvalidInput
+from hikmah.model.policy import KernelPolicy, render_policy
 
 from .. import backup
 from ..context import Context

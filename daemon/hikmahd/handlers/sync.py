@@ -7,7 +7,7 @@ from typing import Annotated
 
 import msgspec
 
-from hikmah.errors import InvalidInput
+from hikmah.model.errors import InvalidInput
 from hikmah.sync.device import is_device_id
 
 from ..context import Context

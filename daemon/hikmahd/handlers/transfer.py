@@ -2,7 +2,7 @@
 memory in and out, as JSON Lines of traces, ledgers of the reference, and the exports of
 other memory tools.
 
-The mapping is the kernel's (:mod:`hikmah.transfer`, :mod:`hikmah.migration`);
+The mapping is the kernel's (:mod:`hikmah.migration.transfer`, :mod:`hikmah.migration`);
 this module looks up what the store already holds, submits the operations so
 that they share commits (those of a file in its order), and counts what
 happened. Each call is bounded (at most 500 lines or items, and frames are at
@@ -21,15 +21,17 @@ from typing import Annotated, Any, Literal, NamedTuple
 import msgspec
 import trio
 
-from hikmah import migration, queries, transfer
-from hikmah.errors import HikmahError, InvalidInput
-from hikmah.headtext import parse_head
-from hikmah.ledger import Head, decode_record
-from hikmah.past import AsOf
-from hikmah.paths import project_scope
+from hikmah import migration
+from hikmah.index import queries
+from hikmah.index.past import AsOf
+from hikmah.ledger.chain import Head, decode_record
+from hikmah.migration import transfer
+from hikmah.model.errors import HikmahError, InvalidInput
+from hikmah.model.headtext import parse_head
+from hikmah.model.paths import project_scope
+from hikmah.model.secrets import preview, redact
+from hikmah.model.vocabulary import ImportSource
 from hikmah.rules import Operation, Outcome, Remember, Written, payloads_for
-from hikmah.secrets import preview, redact
-from hikmah.vocabulary import ImportSource
 
 from ..context import Context
 from ..exports import read_export

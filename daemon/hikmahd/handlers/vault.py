@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from hikmah.vault import VaultError
+from hikmah.vault.crypto import VaultError
 
 from ..context import Context
 from ..rpc import JSON, NoParams, Registry, to_json

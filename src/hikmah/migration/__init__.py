@@ -52,7 +52,7 @@ __all__ = [
 
 Reader = Callable[[Path], Reading]
 
-SOURCES: dict[str, Reader] = {  # by hikmah.vocabulary.ImportSource
+SOURCES: dict[str, Reader] = {  # by hikmah.model.vocabulary.ImportSource
     "mcp-memory": mcp_memory.read,
     "claude-mem": claude_mem.read,
     "mem0": mem0.read,
@@ -71,7 +71,7 @@ def read(
     """Read ``path`` as an export of ``source``.
 
     Args:
-        source: one of :data:`SOURCES` (:data:`hikmah.vocabulary.IMPORT_SOURCES`).
+        source: one of :data:`SOURCES` (:data:`hikmah.model.vocabulary.IMPORT_SOURCES`).
         path: the file or folder the person named.
         home: the person's home folder (``claude-md``: their own files are global).
         projects: ``claude-mem`` project names mapped to scopes.

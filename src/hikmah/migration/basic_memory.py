@@ -47,7 +47,7 @@ from hikmah.migration.items import (
 )
 from hikmah.migration.markdown import Block, blocks, front_matter
 from hikmah.migration.sources import check_directory, read_text
-from hikmah.vocabulary import Kind
+from hikmah.model.vocabulary import Kind
 
 SOURCE = "tool:basic-memory"
 WHAT = "a basic-memory project"

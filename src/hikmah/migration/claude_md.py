@@ -2,7 +2,7 @@
 
 They are Markdown a person (or an agent) wrote for coding agents: headings,
 bullet rules, numbered steps, fenced commands and a little prose. Hikmah's own
-writeback block (:mod:`hikmah.managed_block`) is skipped: it holds memory that
+writeback block (:mod:`hikmah.model.managed_block`) is skipped: it holds memory that
 came from Hikmah. So are HTML comments, tables, block quotes and Claude Code's
 ``@path`` import lines (import the file they name on its own).
 
@@ -33,7 +33,6 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from hikmah.managed_block import is_begin, is_end
 from hikmah.migration.items import (
     Collector,
     ImportSourceError,
@@ -44,8 +43,9 @@ from hikmah.migration.items import (
 )
 from hikmah.migration.markdown import Block, blocks
 from hikmah.migration.sources import check_file, read_text
-from hikmah.paths import project_scope
-from hikmah.vocabulary import Kind
+from hikmah.model.managed_block import is_begin, is_end
+from hikmah.model.paths import project_scope
+from hikmah.model.vocabulary import Kind
 
 SOURCE = "tool:claude-md"
 WHAT = "an agent instruction file (CLAUDE.md, AGENTS.md)"

@@ -43,7 +43,7 @@ from urllib.parse import quote
 
 from hikmah.migration.items import Collector, ImportSourceError, Item, Reading, make_item
 from hikmah.migration.sources import check_file
-from hikmah.vocabulary import Kind
+from hikmah.model.vocabulary import Kind
 
 SOURCE = "tool:claude-mem"
 WHAT = "a claude-mem database (claude-mem.db)"

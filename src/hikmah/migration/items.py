@@ -24,10 +24,10 @@ from typing import NamedTuple, Protocol
 
 import msgspec
 
-from hikmah.errors import InvalidInput
+from hikmah.model.errors import InvalidInput
+from hikmah.model.trace import GLOBAL_SCOPE, Draft, derived_trace_id, draft_fields, normalize_tag
+from hikmah.model.vocabulary import Kind
 from hikmah.rules import MAX_TAG
-from hikmah.trace import GLOBAL_SCOPE, Draft, derived_trace_id, draft_fields, normalize_tag
-from hikmah.vocabulary import Kind
 
 
 class ImportSourceError(InvalidInput):

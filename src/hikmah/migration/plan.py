@@ -21,7 +21,7 @@ Records the peer deleted are not in its export, so the import cannot see them
 go: their traces stay, as every write does, until a person retires them.
 
 A write that says what an active trace already says (the same text once
-normalised, :func:`hikmah.queries.same_content`) is still written, since the
+normalised, :func:`hikmah.index.queries.same_content`) is still written, since the
 store keeps every write and recall folds them, but :func:`plan_page` names
 that trace, so the import reports the near-duplicate.
 """
@@ -32,12 +32,12 @@ import functools
 from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
-from hikmah import queries
+from hikmah.access.principal import AgentSession
+from hikmah.index import queries
+from hikmah.index.snapshot import Snapshot
 from hikmah.migration.items import Item, content_version, item_trace_id
-from hikmah.principal import AgentSession
+from hikmah.model.trace import Draft, normalize_content
 from hikmah.rules import Remember
-from hikmah.snapshot import Snapshot
-from hikmah.trace import Draft, normalize_content
 
 Reason = Literal["already", "older", "kept_correction", "purged"]
 

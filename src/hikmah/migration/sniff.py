@@ -9,7 +9,7 @@ from pathlib import Path
 
 import msgspec
 
-from hikmah.vocabulary import ImportSource
+from hikmah.model.vocabulary import ImportSource
 
 _HEAD_BYTES = 64 << 10
 _LISTED = 1000  # entries of a folder tree looked at

@@ -24,8 +24,8 @@ from collections.abc import Callable
 
 import msgspec
 
-from hikmah.errors import LedgerError
-from hikmah.ledger import GENESIS, Record, decode_record
+from hikmah.ledger.chain import GENESIS, Record, decode_record
+from hikmah.model.errors import LedgerError
 from hikmah.sync.device import Untrusted
 from hikmah.sync.manifest import Manifest
 from hikmah.sync.segment import read_segment, segment_name

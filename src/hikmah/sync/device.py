@@ -16,7 +16,7 @@ import blake3
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from hikmah.errors import LedgerError
+from hikmah.model.errors import LedgerError
 
 KEY_BYTES: Final = 32
 SIGNATURE_BYTES: Final = 64

@@ -1,10 +1,10 @@
 """Data keys sent from one device to another, readable only until the recipient moves on.
 
 With the vault on, a trace's text is sealed under its own data key
-(:mod:`hikmah.vault`). A recipient gets the data keys of the traces it
+(:mod:`hikmah.vault.crypto`). A recipient gets the data keys of the traces it
 receives in an envelope: X25519 between a fresh ephemeral key and one of the
 recipient's *prekeys* (short-lived keys it publishes in its manifest),
-HKDF-SHA256, then AES-256-GCM (:func:`hikmah.vault.seal`), signed by the
+HKDF-SHA256, then AES-256-GCM (:func:`hikmah.vault.crypto.seal`), signed by the
 sender's device key. The recipient keeps each data key wrapped under its own
 master, then destroys the prekey's private half once no sender uses it: from
 then on nothing opens the envelope, wherever an engine keeps a copy of it.
@@ -27,7 +27,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from hikmah.sync.device import DeviceKey, PublicKey, Untrusted
 from hikmah.sync.manifest import Prekey
 from hikmah.sync.signed import check_signed, decode_signed, signed_file
-from hikmah.vault import KEY_BYTES, DataKey, DecryptionFailed, open_sealed, seal
+from hikmah.vault.crypto import KEY_BYTES, DataKey, DecryptionFailed, open_sealed, seal
 
 FORMAT: Final = 1
 _KDF_INFO = b"hikmah-sync-envelope-v1"

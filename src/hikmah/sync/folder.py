@@ -7,7 +7,7 @@ way is entered with ``O_NOFOLLOW`` relative to the one before (a link is
 refused, naming it, for ``sync status``), a name is only ever read as a
 regular file, never blocking (a FIFO would hang the reader) and never past a
 size limit, and files being written (``.tmp-*``) are never read. A device
-writes only its own directory, each file with :mod:`hikmah.durable`'s atomic
+writes only its own directory, each file with :mod:`hikmah.model.durable`'s atomic
 replace, made there anew.
 """
 
@@ -23,7 +23,7 @@ from typing import Final
 
 import msgspec
 
-from hikmah.durable import Data, write_atomic_at
+from hikmah.model.durable import Data, write_atomic_at
 from hikmah.sync.device import Untrusted, is_device_id
 from hikmah.sync.segment import SEGMENT_BYTES, parse_segment_name
 

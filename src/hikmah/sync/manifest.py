@@ -16,7 +16,7 @@ from typing import Final, Literal
 import blake3
 import msgspec
 
-from hikmah.ledger import GENESIS, Head
+from hikmah.ledger.chain import GENESIS, Head
 from hikmah.sync.device import DeviceKey, PublicKey, Untrusted, is_device_id
 from hikmah.sync.signed import check_signed, decode_signed, signed_file
 

@@ -215,7 +215,7 @@ def view(facts: Iterable[Fact]) -> View:
     """Fold every trace's facts into the active traces, the conflicts and the promise
     queue (active commitments with a deadline, soonest first, ties by id).
 
-    Claim keys and values must already be normalised (:mod:`hikmah.trace`)."""
+    Claim keys and values must already be normalised (:mod:`hikmah.model.trace`)."""
     by_trace: defaultdict[str, set[Fact]] = defaultdict(set)
     for fact in facts:
         by_trace[fact.trace].add(fact)

@@ -28,8 +28,8 @@ import msgspec
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from hikmah.display import visible
-from hikmah.errors import ConflictError, InvalidInput
+from hikmah.model.display import visible
+from hikmah.model.errors import ConflictError, InvalidInput
 from hikmah.sync.device import DeviceKey, PublicKey, Untrusted, is_device_id
 from hikmah.sync.manifest import MAX_NAME, Prekey, valid_name
 from hikmah.sync.signed import check_signed, decode_signed, signed_file
@@ -131,7 +131,7 @@ class OpenInvitation(msgspec.Struct, frozen=True, kw_only=True):
     code: PairingCode
     expires_at: int
     used_by: str | None = None
-    # The person's signature of it (hikmah.person.grant), made when they ran sync invite
+    # The person's signature of it (hikmah.access.person.grant), made when they ran sync invite
     # with presence on: the record that adds whoever joins carries it.
     grant: bytes | None = None
 

@@ -18,7 +18,7 @@ from typing import Literal
 import blake3
 import msgspec
 
-from hikmah.ledger import Head, Record
+from hikmah.ledger.chain import Head, Record
 from hikmah.sync.chain import START, Advance, Current, Position, Refused, Waiting, follow
 from hikmah.sync.device import DeviceKey, Untrusted
 from hikmah.sync.folder import DeviceDir
@@ -47,7 +47,7 @@ class Peer(msgspec.Struct, frozen=True, kw_only=True):
         halted: why its chain stopped being applied (a fork, a refused
             segment) until a person looks; None while it syncs.
         person: the person key in force in its chain as applied (its presence
-            records say it; :mod:`hikmah.person`), None while presence is off there.
+            records say it; :mod:`hikmah.access.person`), None while presence is off there.
         invites: the invitations its person's grants have added devices with (each
             is good once).
     """

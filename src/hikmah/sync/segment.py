@@ -1,6 +1,6 @@
 """Segment files: a run of one device's ledger records, as that device's ledger holds them.
 
-A segment is a header line and the records' own lines (:mod:`hikmah.ledger`'s
+A segment is a header line and the records' own lines (:mod:`hikmah.ledger.chain`'s
 codec, byte for byte), each ending in a newline::
 
     {"hikmah_segment":1,"device":"hd…","epoch":1,"first":1,"prev":"GENESIS"}
@@ -20,8 +20,8 @@ from typing import Final
 
 import msgspec
 
-from hikmah.errors import LedgerError
-from hikmah.ledger import GENESIS, Record, decode_record, link_problem
+from hikmah.ledger.chain import GENESIS, Record, decode_record, link_problem
+from hikmah.model.errors import LedgerError
 from hikmah.sync.device import Untrusted
 
 FORMAT: Final = 1
@@ -104,7 +104,7 @@ def read_segment(data: bytes, *, device: str, epoch: int, first: int) -> Segment
     """Decode and check a segment read from ``devices/<device>/<segment_name(epoch, first)>``.
 
     Every complete record must decode and continue the chain from the
-    header's ``prev`` (:func:`hikmah.ledger.link_problem`); whether ``prev``
+    header's ``prev`` (:func:`hikmah.ledger.chain.link_problem`); whether ``prev``
     itself is right is for the caller, who knows the record before.
 
     Raises:

@@ -1,8 +1,8 @@
 """Chains of real ledger records and devices that publish them into a folder.
 
-The records are made by :func:`hikmah.ledger.encode_record` over payloads of the
+The records are made by :func:`hikmah.ledger.chain.encode_record` over payloads of the
 shape the store writes; :class:`Device` runs the planner's publish into a real
-directory (the daemon will do the same with hikmah.durable's atomic replace).
+directory (the daemon will do the same with hikmah.model.durable's atomic replace).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import msgspec
 
-from hikmah.ledger import GENESIS, Head, Record, encode_record
+from hikmah.ledger.chain import GENESIS, Head, Record, encode_record
 from hikmah.sync.chain import START, Position
 from hikmah.sync.device import DeviceKey
 from hikmah.sync.folder import DEVICES, read_file, scan, write_own

@@ -11,17 +11,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hikmah import exchange, queries, replicas
-from hikmah.errors import ConflictError, HikmahError
-from hikmah.exchange import Identity, Look
-from hikmah.policy import KernelPolicy
+from hikmah.index import queries, replicas
+from hikmah.model.errors import ConflictError, HikmahError
+from hikmah.model.policy import KernelPolicy
+from hikmah.model.trace import Draft
 from hikmah.rules import Applied, Operation, Outcome, Remember, Written
-from hikmah.sealing import Keys
-from hikmah.store import Store
+from hikmah.store import exchange
+from hikmah.store.core import Store
+from hikmah.store.exchange import Identity, Look
 from hikmah.sync.device import DeviceKey
 from hikmah.sync.envelope import PrekeyPair
 from hikmah.sync.pairing import PairingCode, invite, join
-from hikmah.trace import Draft
+from hikmah.vault.sealing import Keys
 
 NOW = 1_790_000_000_000
 POLICY = KernelPolicy()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hikmah.errors import LedgerError
+from hikmah.model.errors import LedgerError
 from hikmah.sync.device import DeviceKey, PublicKey, Untrusted, device_id, is_device_id
 from hikmah.sync.signed import check_signed, signed_file, split_signed
 

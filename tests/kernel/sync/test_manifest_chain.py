@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from hikmah.ledger import GENESIS, Head, Record, encode_record
+from hikmah.ledger.chain import GENESIS, Head, Record, encode_record
 from hikmah.sync.chain import START, Advance, Current, Position, Refused, Waiting, follow
 from hikmah.sync.device import DeviceKey, Untrusted
 from hikmah.sync.manifest import (

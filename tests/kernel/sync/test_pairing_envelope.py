@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from hikmah.errors import ConflictError, InvalidInput
+from hikmah.model.errors import ConflictError, InvalidInput
 from hikmah.sync.device import DeviceKey, Untrusted
 from hikmah.sync.envelope import PrekeyPair, envelope_file, open_keys, seal_keys
 from hikmah.sync.pairing import PairingCode, accept_join, invite, join, open_invitation

@@ -10,14 +10,14 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from hikmah import replicas
-from hikmah.errors import HikmahError
-from hikmah.person import PersonKey, attest, attestation, grant, new_salt
-from hikmah.presence import hash_passphrase
+from hikmah.access.person import PersonKey, attest, attestation, grant, new_salt
+from hikmah.access.presence import hash_passphrase
+from hikmah.index import replicas
+from hikmah.model.errors import HikmahError
+from hikmah.model.trace import Draft
 from hikmah.rules import Operation, Pair, Purge, Remember, SetPresence
 from hikmah.sync.device import DeviceKey
 from hikmah.sync.pairing import invite
-from hikmah.trace import Draft
 
 from .nodes import POLICY, Node, pair_all, settle
 
@@ -167,7 +167,7 @@ def test_a_join_adds_a_device_with_the_grant_of_its_invitation_once(
     opened = msgspec.structs.replace(opened, grant=grant(person, laptop.id, opened.invite_id))
     with laptop.store.transaction() as snapshot:
         replicas.put_invitations(snapshot, [*replicas.invitations(snapshot), opened])
-    from hikmah import exchange
+    from hikmah.store import exchange
 
     exchange.write_file(laptop.folder, laptop.id, f"invite-{opened.invite_id}", data)
     laptop.publish()

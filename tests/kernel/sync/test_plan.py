@@ -8,16 +8,16 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from hikmah.errors import HikmahError
-from hikmah.ledger import decode_record
-from hikmah.policy import KernelPolicy
+from hikmah.ledger.chain import decode_record
+from hikmah.model.errors import HikmahError
+from hikmah.model.policy import KernelPolicy
+from hikmah.model.trace import Draft
 from hikmah.rules import Remember
-from hikmah.store import Store
+from hikmah.store.core import Store
 from hikmah.sync.device import DeviceKey, Untrusted
 from hikmah.sync.folder import DEVICES, read_file, scan, write_own
 from hikmah.sync.manifest import decode_manifest
 from hikmah.sync.plan import Announce, plan_publish
-from hikmah.trace import Draft
 
 from .devices import NOW, Device
 

@@ -9,21 +9,22 @@ from pathlib import Path
 
 import pytest
 
-from hikmah import fates, maintenance, queries, replicas
-from hikmah.errors import ConflictError, NotFound
-from hikmah.fates import parse_record_name, this_device
-from hikmah.index import derived_databases
-from hikmah.layout import chain_key, decode_redaction
-from hikmah.ledger import encode_record
-from hikmah.past import as_of
-from hikmah.payloads import PAYLOAD_ENCODER, RememberPayload
+from hikmah.index import fates, queries, replicas
+from hikmah.index.derived import derived_databases
+from hikmah.index.fates import parse_record_name, this_device
+from hikmah.index.layout import chain_key, decode_redaction
+from hikmah.index.past import as_of
+from hikmah.ledger.chain import encode_record
+from hikmah.ledger.payloads import PAYLOAD_ENCODER, RememberPayload
+from hikmah.model.errors import ConflictError, NotFound
+from hikmah.model.trace import Draft, Provenance, Trace, normalize_claim_key, normalize_claim_value
 from hikmah.rules import Fulfill, Pin, Purge, Remember, RemoveDevice
-from hikmah.sealing import HeldKeys
+from hikmah.store import maintenance
 from hikmah.sync import merge
 from hikmah.sync.folder import DEVICES
 from hikmah.sync.merge import RecordId
 from hikmah.sync.pairing import DEFAULT_LIFETIME_MS
-from hikmah.trace import Draft, Provenance, Trace, normalize_claim_key, normalize_claim_value
+from hikmah.vault.sealing import HeldKeys
 
 from .nodes import Node, pair_all, settle
 
@@ -222,7 +223,7 @@ def test_a_purge_anywhere_purges_everywhere_and_compaction_leaves_no_text(
 def test_an_agent_stamped_trace_stays_unverified_everywhere_and_a_forgery_halts_its_device(
     two: tuple[Node, Node],
 ) -> None:
-    from hikmah.principal import AgentSession
+    from hikmah.access.principal import AgentSession
 
     laptop, desk = two
     session = AgentSession(host="claude-code", session_id="s1", variables=("CLAUDECODE",))
@@ -383,8 +384,8 @@ def derived_bytes(node: Node) -> list[list[tuple[bytes, bytes]]]:
 def facts_of(node: Node) -> list[merge.Fact]:
     """Every fact of every chain the node holds, read back from the records (the oracle's
     input: derived from nothing the indexes computed)."""
-    from hikmah.ledger import decode_record
-    from hikmah.payloads import (
+    from hikmah.ledger.chain import decode_record
+    from hikmah.ledger.payloads import (
         FulfillPayload,
         PinPayload,
         PurgePayload,
@@ -579,7 +580,7 @@ def test_layout_3_rebuilds_an_older_store_and_its_indexes_match(tmp_path: Path) 
     node.remember("two", supersedes=a)
     before = node.view()
     with node.store.transaction() as snapshot:
-        from hikmah.layout import SEQ
+        from hikmah.index.layout import SEQ
 
         snapshot.txn.put(b"layout", SEQ.pack(2), db=snapshot.dbs.meta)
         snapshot.txn.drop(snapshot.dbs.origins, delete=False)
@@ -591,7 +592,7 @@ def test_layout_3_rebuilds_an_older_store_and_its_indexes_match(tmp_path: Path) 
 
 
 def test_a_pair_is_refused_for_a_key_that_is_not_the_ids(tmp_path: Path) -> None:
-    from hikmah.errors import InvalidInput
+    from hikmah.model.errors import InvalidInput
     from hikmah.rules import Pair
     from hikmah.sync.device import DeviceKey
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from hikmah.embedding import Loaded, load_model
-from hikmah.paths import model_cache_dir
-from hikmah.policy import KernelPolicy
-from hikmah.recall import RecallQuery, recall
+from hikmah.model.paths import model_cache_dir
+from hikmah.model.policy import KernelPolicy
+from hikmah.recall.ranking import RecallQuery, recall
 from hikmah.rules import Purge
+from hikmah.semantic.embedding import Loaded, load_model
 
 from .nodes import NOW, Node, pair_all, settle
 

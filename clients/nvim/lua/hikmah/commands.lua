@@ -307,9 +307,9 @@ end
 
 -- ── review ─────────────────────────────────────────────────────────────────
 
---- :HikmahReview — what agents wrote that waits for the person (hikmah.review).
+--- :HikmahReview — what agents wrote that waits for the person (hikmah.index.review).
 function M.review()
-  require("hikmah.review").open()
+  require("hikmah.index.review").open()
 end
 
 -- ── conflicts ──────────────────────────────────────────────────────────────

@@ -1,0 +1,1 @@
+"""Evaluation: the harness, LongMemEval, and the FTS5 baseline."""

@@ -1,0 +1,1 @@
+"""Learning from what happens: consolidation, ingest, calibration, verification, invalidation."""

@@ -1,0 +1,1 @@
+"""Recall: ranking the traces a query finds, by terms, meaning and weight."""

@@ -1,0 +1,1 @@
+"""The semantic channel: the embedding model, its vectors and their index."""

@@ -1,0 +1,1 @@
+"""The store: the LMDB environment, every write through the rules, and sync's store side."""

@@ -1,0 +1,1 @@
+"""Working memory: the promise queue and focus capsules."""
