@@ -79,7 +79,13 @@ def recall(args: argparse.Namespace) -> None:
                 for words in qs.queries:
                     query = RecallQuery(query=" ".join(words), limit=recall_bench.TOP_K)
                     t0 = time.perf_counter()
-                    results = hikmah.read(run_recall, query, now_ms=meta["now_ms"], policy=policy)
+                    results = hikmah.read(
+                        run_recall,
+                        query,
+                        now_ms=meta["now_ms"],
+                        policy=policy,
+                        vectors=hikmah.semantic,
+                    )
                     t1 = time.perf_counter()
                     plain = msgspec.to_builtins(results)
                     t2 = time.perf_counter()

@@ -219,7 +219,11 @@ def runners(engines: Engines) -> dict[str, Callable[[list[str]], int]]:
 
     def hikmah(words: list[str]) -> int:
         query = RecallQuery(query=" ".join(words), limit=TOP_K)
-        return len(engines.store.read(recall, query, now_ms=NOW_MS, policy=policy))
+        return len(
+            engines.store.read(
+                recall, query, now_ms=NOW_MS, policy=policy, vectors=engines.store.semantic
+            )
+        )
 
     def fts5(words: list[str]) -> int:
         return len(engines.db.execute(FTS5_SQL, (fts5_expr(words),)).fetchall())

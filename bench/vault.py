@@ -147,7 +147,7 @@ def time_recalls(
             query = RecallQuery(query=" ".join(words))
             for name, store in stores.items():
                 began = time.perf_counter()
-                store.read(recall, query, now_ms=NOW_MS, policy=policy)
+                store.read(recall, query, now_ms=NOW_MS, policy=policy, vectors=store.semantic)
                 times[name].append((time.perf_counter() - began) * 1000)
         out[qs.name] = {
             name: (recall_bench.percentile(t, 50), recall_bench.percentile(t, 95))

@@ -105,7 +105,9 @@ def off_topic(cases: CaseFile, policy: KernelPolicy) -> int:
             store.open_vectors(model, ann_at=policy.semantic.ann_at)
         for text in OFF_TOPIC:
             query = RecallQuery(query=text, limit=5)
-            for r in store.read(recall, query, now_ms=cases.now_ms, policy=policy):
+            for r in store.read(
+                recall, query, now_ms=cases.now_ms, policy=policy, vectors=store.semantic
+            ):
                 if not r.why.overdue and not (terms(text) & terms(r.trace.content)):
                     count += 1
     return count

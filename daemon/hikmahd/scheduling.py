@@ -299,6 +299,7 @@ class Recalls:
                         query,
                         now_ms=now_of(snapshot, now),
                         policy=policy,
+                        vectors=self.store.semantic,
                         embed=self.query_thread,
                         hide_held=hide_held,
                     )

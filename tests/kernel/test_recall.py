@@ -485,6 +485,7 @@ def test_no_candidate_scores_above_the_bound_its_features_give(
         def bounds_and_scores(snapshot: Snapshot) -> tuple[list[float], list[float]]:
             scorer = recall_module._Scorer(
                 snapshot,
+                None,
                 RecallQuery(query=text),
                 sorted(terms(text)),
                 [],

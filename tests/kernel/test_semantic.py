@@ -65,7 +65,13 @@ def ask(
 ) -> list[RecallResult]:
     if store.semantic is not None:
         caught_up(store)
-    return store.read(recall, RecallQuery(query=query, **kw), now_ms=NOW, policy=policy)  # type: ignore[arg-type]
+    return store.read(
+        recall,
+        RecallQuery(query=query, **kw),
+        now_ms=NOW,
+        policy=policy,
+        vectors=store.semantic,
+    )
 
 
 def contents(results: list[RecallResult]) -> list[str]:
@@ -287,7 +293,9 @@ def test_vectors_follow_writes_in_the_background_and_purges_at_once(vstore: Stor
     gone = remember(vstore, PAGER)
     # The writes did not wait for the model: their vectors are behind ...
     assert status(vstore) == ("ready", 0, 2, 2)
-    (found,) = vstore.read(recall, RecallQuery(query="postgres"), now_ms=NOW, policy=DEFAULT)
+    (found,) = vstore.read(
+        recall, RecallQuery(query="postgres"), now_ms=NOW, policy=DEFAULT, vectors=vstore.semantic
+    )
     assert found.trace.id == gone.id and found.why.semantic is None  # ... judged by words
     caught_up(vstore)
     assert status(vstore) == ("ready", 2, 2, 0)
@@ -459,10 +467,15 @@ def test_recall_as_of_the_past_finds_by_meaning_what_was_true_then(vstore: Store
     remember(vstore, correction, supersedes=old.id)
     later = remember(vstore, "Our AWS spending jumped 40% in October.")
     caught_up(vstore)
+    vectors = vstore.semantic
     with vstore.snapshot() as snapshot:
         then = as_of(snapshot, 1, NOW)  # after the first write only
-        found = recall(then, RecallQuery(query=SPENDING), now_ms=NOW, policy=DEFAULT)
-        now = recall(snapshot, RecallQuery(query=SPENDING), now_ms=NOW, policy=DEFAULT)
+        found = recall(
+            then, RecallQuery(query=SPENDING), now_ms=NOW, policy=DEFAULT, vectors=vectors
+        )
+        now = recall(
+            snapshot, RecallQuery(query=SPENDING), now_ms=NOW, policy=DEFAULT, vectors=vectors
+        )
     # As of record 1 the first note was active, and nothing written since is seen.
     assert [r.trace.id for r in found] == [old.id] and found[0].status == "active"
     assert found[0].why.semantic is not None
@@ -493,7 +506,12 @@ def test_the_query_is_embedded_beside_the_lexical_work(
 
     monkeypatch.setattr(Snapshot, "postings", postings)
     found = vstore.read(
-        recall, RecallQuery(query="aws bill"), now_ms=NOW, policy=DEFAULT, embed=embed
+        recall,
+        RecallQuery(query="aws bill"),
+        now_ms=NOW,
+        policy=DEFAULT,
+        vectors=vstore.semantic,
+        embed=embed,
     )
     assert [r.trace.content for r in found] == [AWS] and found[0].why.semantic is not None
     # Started before the lexical candidates are gathered, waited for after.

@@ -397,7 +397,7 @@ def _hikmah_ranker(
         query = RecallQuery(
             query=case.query, tags=case.tags, kinds=case.kinds, limit=k, scope=case.scope
         )
-        results = store.read(recall, query, now_ms=now_ms, policy=policy)
+        results = store.read(recall, query, now_ms=now_ms, policy=policy, vectors=store.semantic)
         return [key_of[r.trace.id] for r in results]
 
     return rank

@@ -497,7 +497,9 @@ class _Haystack:
         return [
             [
                 self.session_of[r.trace.id]
-                for r in self.store.read(recall, query, now_ms=now, policy=p)
+                for r in self.store.read(
+                    recall, query, now_ms=now, policy=p, vectors=self.store.semantic
+                )
             ]
             for p in self.policies
         ]

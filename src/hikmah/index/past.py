@@ -95,8 +95,7 @@ class Past(Snapshot):
     """The store as of one ledger record, read through a present snapshot's transaction."""
 
     def __init__(self, present: Snapshot, point: Moment) -> None:
-        # The present's vectors: recall's filter, as of then, decides which it may use.
-        super().__init__(present.txn, present.dbs, semantic=present.semantic)
+        super().__init__(present.txn, present.dbs)
         self.point: Moment = point
         self._present = present
         self._columns: PastColumns | None = None

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import msgspec
 import numpy as np
@@ -53,9 +53,6 @@ from hikmah.model.vocabulary import STATUSES, Status
 from hikmah.vault.crypto import KeyDestroyed, VaultLocked
 from hikmah.vault.sealing import Sealed, open_trace
 
-if TYPE_CHECKING:  # semantic.py reads through snapshots itself
-    from hikmah.semantic.store_vectors import SemanticIndex
-
 # Commits remembered for patching the columns; past it, the next read reloads them.
 _MAX_LOGGED_COMMITS = 4096
 
@@ -87,14 +84,10 @@ class Snapshot:
         txn: Any,
         dbs: Databases,
         cache: FeatureCache | None = None,
-        semantic: SemanticIndex | None = None,
     ) -> None:
         self.txn = txn
         self.dbs = dbs
         self._cache = cache
-        # The store's vectors (not versioned with the transaction: they may hold
-        # documents written after it began, which recall leaves out).
-        self.semantic = semantic
         self._own: Columns | None = None  # without a cache: the columns of this transaction
         # In a batch's write transaction: the documents whose text it changed, by number,
         # whichever chain their records came from (the vectors follow them).

@@ -174,11 +174,13 @@ def recall(
     *,
     now_ms: int,
     policy: KernelPolicy,
+    vectors: SemanticIndex | None = None,
     embed: QueryEmbedding = embed_now,
     hide_held: bool = False,
 ) -> list[RecallResult]:
     """The best ``min(limit, recall_limit)`` traces for ``query`` in ``snapshot``, best first.
 
+    ``vectors``: the store's semantic index (None: the channel is off or not loaded).
     ``embed`` makes the query's vector when the semantic channel takes part: it is
     started before the lexical candidates are gathered and waited for after.
     ``hide_held``: for an agent, never a trace held for the person's review
@@ -188,7 +190,7 @@ def recall(
     q_tags = sorted({t for t in map(normalize_tag, query.tags) if t})
     if limit < 1 or (query.query.strip() and not q_terms and not q_tags):
         return []  # a query of stopwords only asks for nothing
-    scorer = _Scorer(snapshot, query, q_terms, q_tags, now_ms, policy, embed, hide_held)
+    scorer = _Scorer(snapshot, vectors, query, q_terms, q_tags, now_ms, policy, embed, hide_held)
     return scorer.run()[:limit]
 
 
@@ -251,6 +253,7 @@ class _Scorer:
     def __init__(
         self,
         snapshot: Snapshot,
+        vectors: SemanticIndex | None,
         query: RecallQuery,
         q_terms: list[str],
         q_tags: list[str],
@@ -259,7 +262,7 @@ class _Scorer:
         embed: QueryEmbedding,
         hide_held: bool = False,
     ) -> None:
-        self.snapshot, self.features = snapshot, snapshot.features
+        self.snapshot, self.features, self.vectors = snapshot, snapshot.features, vectors
         self.query, self.policy = query, policy
         self.q_terms, self.q_tags, self.now = q_terms, q_tags, now_ms
         self.listing = not q_terms and not q_tags
@@ -274,7 +277,7 @@ class _Scorer:
         self.params: _scoring.Params  # the kernel's: set by _candidates (the query's idf)
         self.semantic: _Semantic | None = None  # the vectors and the query's, once made
         self._vector = self._start_embedding(embed)
-        index = snapshot.semantic
+        index = vectors
         self.blend = policy.semantic.blend(
             index.model if index is not None else policy.semantic.model
         )
@@ -292,7 +295,7 @@ class _Scorer:
 
     def _start_embedding(self, embed: QueryEmbedding) -> Callable[[], Vectors | None] | None:
         """The query's vector on its way, when the channel takes part in this recall."""
-        index = self.snapshot.semantic
+        index = self.vectors
         if (
             self.listing
             or not self.policy.semantic.enabled
@@ -305,7 +308,7 @@ class _Scorer:
 
     def _semantic(self) -> _Semantic | None:
         """The vectors and the query's own (waited for), when the channel takes part."""
-        index = self.snapshot.semantic
+        index = self.vectors
         if self._vector is None or index is None:
             return None
         vector = self._vector()

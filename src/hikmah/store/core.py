@@ -251,7 +251,7 @@ class Store:
     def snapshot(self) -> Iterator[Snapshot]:
         """A consistent view of the store (a read transaction), as a context manager."""
         with self._gate.shared(), self.env.begin() as txn:
-            yield Snapshot(txn, self.dbs, self.columns, self.semantic)
+            yield Snapshot(txn, self.dbs, self.columns)
 
     def read(
         self, query: Callable[Concatenate[Snapshot, P], T], *args: P.args, **kwargs: P.kwargs
