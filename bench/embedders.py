@@ -69,7 +69,7 @@ def load(name: str) -> tuple[Any, Any]:
     import numpy as np  # noqa: PLC0415
 
     from hikmah.model.paths import model_cache_dir  # noqa: PLC0415
-    from hikmah.semantic.embedding import load_embedder  # noqa: PLC0415
+    from hikmah.semantic.models import load_embedder  # noqa: PLC0415
 
     embedder = load_embedder(name, model_cache_dir())
     return embedder.embed, lambda texts: np.stack([embedder.embed_query(t) for t in texts])

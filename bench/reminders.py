@@ -96,7 +96,7 @@ from hikmah.index import queries
 from hikmah.index.queries import Scheduled
 from hikmah.model.policy import KernelPolicy
 from hikmah.model.trace import Draft
-from hikmah.rules import Remember
+from hikmah.rules.operations import Remember
 from hikmah.store.core import Store
 from hikmah.working.promises import PromiseQueue
 

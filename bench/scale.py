@@ -52,7 +52,7 @@ from workload import Note, exported_trace, iter_notes, make_notes, remember
 from hikmah.evaluation.fts5 import fts5_expr, open_fts5, surface_words
 from hikmah.model.paths import model_cache_dir
 from hikmah.model.policy import KernelPolicy
-from hikmah.semantic.embedding import load_model
+from hikmah.semantic.models import load_model
 from hikmah.store.core import Store
 
 BATCH = 1000

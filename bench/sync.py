@@ -42,7 +42,7 @@ from workload import iter_notes, remember
 
 from hikmah.index import replicas
 from hikmah.model.policy import KernelPolicy
-from hikmah.rules import Pair
+from hikmah.rules.operations import Pair
 from hikmah.store import exchange
 from hikmah.store.core import Store
 from hikmah.sync.device import DeviceKey

@@ -40,7 +40,7 @@ from hikmah.evaluation.fts5 import surface_words
 from hikmah.model.paths import model_cache_dir
 from hikmah.model.policy import KernelPolicy
 from hikmah.recall.ranking import RecallQuery, recall
-from hikmah.semantic.embedding import load_model
+from hikmah.semantic.models import load_model
 from hikmah.semantic.store_vectors import SemanticIndex, vectors_path
 from hikmah.store.core import Store
 from hikmah.vault.sealing import HeldKeys

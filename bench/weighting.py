@@ -41,7 +41,7 @@ from hikmah.model.paths import model_cache_dir
 from hikmah.model.policy import KernelPolicy, SemanticPolicy, reference_policy, semantic_off
 from hikmah.model.tokenizer import terms
 from hikmah.recall.ranking import RecallQuery, recall
-from hikmah.semantic.embedding import load_embedder, load_model
+from hikmah.semantic.models import load_embedder, load_model
 from hikmah.store.core import Store
 
 OFF_TOPIC = [

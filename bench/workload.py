@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hikmah.model.trace import Draft
-from hikmah.rules import Remember
+from hikmah.rules.operations import Remember
 
 NOW_MS = 1_760_000_000_000  # a fixed "now" (2025-10-09), so every run sees the same ages
 DAY_MS = 86_400_000

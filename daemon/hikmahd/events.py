@@ -14,7 +14,7 @@ from typing import Any
 import trio
 
 from hikmah.model.vocabulary import Status
-from hikmah.rules import Applied, Outcome, Written
+from hikmah.rules.operations import Applied, Outcome, Written
 
 log = logging.getLogger(__name__)
 

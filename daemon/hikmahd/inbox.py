@@ -16,7 +16,7 @@ import trio
 from hikmah.index import review
 from hikmah.model.policy import KernelPolicy
 from hikmah.model.trace import source_class
-from hikmah.rules import Applied, Outcome, Written
+from hikmah.rules.operations import Applied, Outcome, Written
 from hikmah.store.core import Store
 
 from .events import Events

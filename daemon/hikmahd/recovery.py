@@ -16,7 +16,7 @@ from pathlib import Path
 
 from hikmah.model.errors import ConflictError, HikmahError, InvalidInput
 from hikmah.model.policy import KernelPolicy
-from hikmah.rules import SetPresence, Written
+from hikmah.rules.operations import SetPresence, Written
 from hikmah.store import maintenance
 from hikmah.store.core import Store
 from hikmah.vault.sealing import Keys

@@ -18,7 +18,7 @@ import trio
 from hikmah.index import queries
 from hikmah.model.deadlines import format_ms
 from hikmah.model.errors import HikmahError
-from hikmah.rules import Applied, Outcome, Written
+from hikmah.rules.operations import Applied, Outcome, Written
 from hikmah.store.core import Store
 from hikmah.working.promises import PromiseQueue, Reminder, Stage
 

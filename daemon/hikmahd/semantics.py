@@ -38,8 +38,9 @@ import trio
 
 from hikmah.model.paths import model_cache_dir
 from hikmah.model.policy import KernelPolicy
-from hikmah.rules import Applied, Outcome
-from hikmah.semantic.embedding import EmbedderUnavailable, load_model
+from hikmah.rules.operations import Applied, Outcome
+from hikmah.semantic.embedding import EmbedderUnavailable
+from hikmah.semantic.models import load_model
 from hikmah.semantic.store_vectors import SemanticIndex, vectors_path
 from hikmah.store.core import Store
 

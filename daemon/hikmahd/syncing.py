@@ -31,7 +31,7 @@ from hikmah.access.person import PersonKey, grant
 from hikmah.index import replicas
 from hikmah.model.errors import ConflictError, HikmahError, NotFound, PolicyError
 from hikmah.model.policy import SyncPolicy
-from hikmah.rules import Applied, Outcome, Pair, RemoveDevice
+from hikmah.rules.operations import Applied, Outcome, Pair, RemoveDevice
 from hikmah.store import exchange
 from hikmah.store.core import Store
 from hikmah.store.exchange import Identity, Look

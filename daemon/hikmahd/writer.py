@@ -33,7 +33,7 @@ import trio
 from hikmah.access.person import PersonKey
 from hikmah.model.errors import HikmahError, Unavailable
 from hikmah.model.policy import KernelPolicy
-from hikmah.rules import Applied, ApplyRemote, Change, Operation, Outcome, Written
+from hikmah.rules.operations import Applied, ApplyRemote, Change, Operation, Outcome, Written
 from hikmah.store.core import Store
 
 from .scheduling import Offload, in_thread, wall_ms

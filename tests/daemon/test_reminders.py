@@ -19,7 +19,7 @@ import trio.testing
 
 from hikmah.index import queries
 from hikmah.model.trace import Draft
-from hikmah.rules import Fulfill, Purge, Remember, Written
+from hikmah.rules.operations import Fulfill, Purge, Remember, Written
 from hikmah.store.core import Store
 from hikmahd.connection import IDLE_S, Connection
 from hikmahd.context import Context

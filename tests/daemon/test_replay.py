@@ -11,7 +11,7 @@ import trio.testing
 from hikmah.learning.consolidation import proposals
 from hikmah.model.policy import KernelPolicy, ReplayPolicy
 from hikmah.model.trace import Draft
-from hikmah.rules import Remember
+from hikmah.rules.operations import Remember
 from hikmahd.replay import Replay
 from tests.daemon.test_reminders import HOUR, running
 

@@ -22,7 +22,7 @@ import trio.testing
 
 from hikmah.model.paths import model_cache_dir
 from hikmah.model.policy import KernelPolicy
-from hikmah.semantic.embedding import load_embedder
+from hikmah.semantic.models import load_embedder
 from hikmah.semantic.quantize import quantize
 from hikmah.semantic.store_vectors import VECTORS_FILE
 from hikmah.store.core import Store

@@ -16,7 +16,7 @@ import trio.testing
 
 from hikmah.model.policy import KernelPolicy
 from hikmah.model.trace import Draft
-from hikmah.rules import Remember
+from hikmah.rules.operations import Remember
 from hikmah.store.core import Store
 from hikmahd.writer import RECENT_S, Writer
 

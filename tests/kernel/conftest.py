@@ -17,7 +17,7 @@ from hikmah.index import queries
 from hikmah.model.errors import HikmahError
 from hikmah.model.policy import KernelPolicy
 from hikmah.model.trace import Draft, Trace
-from hikmah.rules import Operation, Remember, Written
+from hikmah.rules.operations import Operation, Remember, Written
 from hikmah.store.core import Store
 from hikmah.vault.sealing import HeldKeys
 

@@ -24,7 +24,7 @@ from hikmah.learning.calibration import (
 from hikmah.model.errors import InvalidInput, ProvenanceRefused
 from hikmah.model.policy import KernelPolicy
 from hikmah.model.trace import Draft, Provenance, Trace
-from hikmah.rules import Remember, Written
+from hikmah.rules.operations import Remember, Written
 from hikmah.store.core import Store
 from tests.kernel.conftest import NOW, write
 

@@ -13,7 +13,7 @@ from hikmah.learning.consolidation import claim_proposals, proposals, source_nam
 from hikmah.model.errors import AgentRestricted, ConflictError
 from hikmah.model.policy import KernelPolicy
 from hikmah.model.trace import Provenance, Trace
-from hikmah.rules import Promote
+from hikmah.rules.operations import Promote
 from hikmah.store.core import Store
 
 from .conftest import NOW, remember, write

@@ -27,9 +27,9 @@ from hikmah.semantic.embedding import (
     EmbedderUnavailable,
     WordLlamaEmbedder,
     WordTokens,
-    load_embedder,
     normalize_rows,
 )
+from hikmah.semantic.models import load_embedder
 
 from .conftest import run_without_network
 
@@ -70,7 +70,7 @@ def test_the_guard_catches_a_download_attempt(
 def test_wordllama_loads_in_a_process_without_a_network(tmp_path: Path) -> None:
     result = run_without_network(
         "import json, sys\n"
-        "from hikmah.semantic.embedding import load_embedder\n"
+        "from hikmah.semantic.models import load_embedder\n"
         "e = load_embedder('wordllama')\n"
         "v = e.embed(sys.argv[1:])\n"
         "print(json.dumps({'stamp': [e.stamp.name, e.stamp.dimensions], 'vectors': v.tolist()}))\n",

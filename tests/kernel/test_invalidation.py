@@ -14,7 +14,7 @@ from hikmah.learning.invalidation import (
 )
 from hikmah.model.errors import InvalidInput, ProvenanceRefused
 from hikmah.model.trace import Provenance, Trace
-from hikmah.rules import Remember
+from hikmah.rules.operations import Remember
 from hikmah.store.core import Store
 
 from .conftest import NOW, remember, write

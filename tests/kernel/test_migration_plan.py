@@ -15,7 +15,7 @@ from hikmah.migration.sources import MAX_TEXT_BYTES
 from hikmah.model.policy import KernelPolicy
 from hikmah.model.trace import Draft
 from hikmah.model.vocabulary import IMPORT_SOURCES
-from hikmah.rules import Purge, Remember
+from hikmah.rules.operations import Purge, Remember
 from hikmah.store.core import Store
 from tests.kernel.conftest import DAY, NOW, remember, write
 from tests.kernel.peers import import_items

@@ -19,7 +19,7 @@ from hikmah.model.errors import InvalidInput
 from hikmah.model.policy import KernelPolicy
 from hikmah.model.trace import Trace
 from hikmah.recall.ranking import RecallQuery, recall
-from hikmah.rules import Fulfill
+from hikmah.rules.operations import Fulfill
 from hikmah.store import maintenance
 from hikmah.store.core import Store
 

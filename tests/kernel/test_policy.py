@@ -20,7 +20,7 @@ from hikmah.model.policy import (
     render_policy,
     semantic_off,
 )
-from hikmah.semantic.embedding import EMBEDDERS
+from hikmah.semantic.models import EMBEDDERS
 
 
 def test_defaults_match_the_reference() -> None:

@@ -12,7 +12,7 @@ from hikmah.index import queries
 from hikmah.model.errors import ConflictError, InvalidInput, ProvenanceRefused
 from hikmah.model.policy import KernelPolicy
 from hikmah.model.trace import Draft, Trace
-from hikmah.rules import Fulfill, Remember
+from hikmah.rules.operations import Fulfill, Remember
 from hikmah.store.core import Store
 from tests.kernel.conftest import NOW, remember, write
 

@@ -13,7 +13,7 @@ from hikmah.access.principal import UNPROVEN_PERSON, AgentSession
 from hikmah.model.errors import AgentRestricted, InvalidInput, PresenceRequired
 from hikmah.model.policy import KernelPolicy
 from hikmah.model.trace import Draft
-from hikmah.rules import Remember, SetPresence
+from hikmah.rules.operations import Remember, SetPresence
 from hikmah.store import core as store_module
 from hikmah.store.core import Store
 

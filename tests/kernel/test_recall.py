@@ -22,7 +22,7 @@ from hikmah.model.policy import KernelPolicy, RecallPolicy, parse_policy, refere
 from hikmah.model.tokenizer import terms
 from hikmah.model.trace import Draft, Trace, normalize_content
 from hikmah.recall.ranking import RecallQuery, RecallResult, _Selected, recall
-from hikmah.rules import Feedback, Fulfill, Pin, Remember
+from hikmah.rules.operations import Feedback, Fulfill, Pin, Remember
 from hikmah.store.core import Store
 
 from .conftest import DAY, NOW, HeldKeys, remember, remember_forecast, write

@@ -10,12 +10,12 @@ import pytest
 from hikmah.access.principal import AgentSession
 from hikmah.index import queries, review
 from hikmah.learning import consolidation
-from hikmah.learning.verification import acceptance, rejection
 from hikmah.model.errors import HikmahError
 from hikmah.model.policy import KernelPolicy, ReviewPolicy
 from hikmah.model.trace import Draft, Trace
 from hikmah.recall.ranking import RecallQuery, recall
-from hikmah.rules import Remember
+from hikmah.rules.operations import Remember
+from hikmah.rules.verification import acceptance, rejection
 from hikmah.store.core import Store
 from tests.kernel.conftest import NOW, write
 

@@ -20,7 +20,8 @@ from hikmah.model.errors import (
 )
 from hikmah.model.policy import KernelPolicy, parse_policy
 from hikmah.model.trace import Draft
-from hikmah.rules import Fulfill, Purge, Remember, build_trace
+from hikmah.rules.operations import Fulfill, Purge, Remember
+from hikmah.rules.writes import build_trace
 from hikmah.store import maintenance
 from hikmah.store.core import Store
 

@@ -23,7 +23,7 @@ from hikmah.model.trace import Draft
 from hikmah.recall import _scoring
 from hikmah.recall.ranking import RecallQuery, _grouped, _kernel_params, _merged, recall
 from hikmah.recall.weighting import WEIGHTINGS, inverse_document_frequency
-from hikmah.rules import Remember
+from hikmah.rules.operations import Remember
 from hikmah.store.core import Store
 
 NOW = 1_790_000_000_000

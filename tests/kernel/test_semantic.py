@@ -25,8 +25,8 @@ from hikmah.model.paths import model_cache_dir
 from hikmah.model.policy import KernelPolicy, SemanticPolicy, parse_policy, reference_policy
 from hikmah.model.trace import Draft
 from hikmah.recall.ranking import RecallQuery, RecallResult, recall
-from hikmah.rules import Purge, Remember
-from hikmah.semantic.embedding import Loaded, load_model
+from hikmah.rules.operations import Purge, Remember
+from hikmah.semantic.models import Loaded, load_model
 from hikmah.semantic.store_vectors import EMBED_SLICE, SemanticIndex, StaleVectors, vectors_path
 from hikmah.store.core import Store
 

@@ -19,7 +19,7 @@ from hikmah.model.errors import AgentRestricted, ConflictError, HikmahError, Not
 from hikmah.model.policy import KernelPolicy
 from hikmah.model.trace import Draft
 from hikmah.recall.ranking import RecallQuery, recall
-from hikmah.rules import Feedback, Fulfill, Pin, Purge, Remember
+from hikmah.rules.operations import Feedback, Fulfill, Pin, Purge, Remember
 from hikmah.store import maintenance
 from hikmah.store.core import Store
 

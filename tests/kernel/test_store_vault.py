@@ -12,7 +12,7 @@ from hikmah.ledger.chain import verify
 from hikmah.model.errors import NotFound
 from hikmah.model.policy import KernelPolicy
 from hikmah.recall.ranking import RecallQuery, recall
-from hikmah.rules import Purge
+from hikmah.rules.operations import Purge
 from hikmah.store import maintenance
 from hikmah.store.core import Store
 from hikmah.vault.crypto import DecryptionFailed, VaultLocked

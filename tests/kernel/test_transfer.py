@@ -25,7 +25,7 @@ from hikmah.migration.transfer import (
 from hikmah.model.errors import HikmahError, InvalidInput, NotFound, SecretDetected
 from hikmah.model.policy import KernelPolicy
 from hikmah.model.trace import Draft
-from hikmah.rules import Fulfill, Operation, Purge, Remember, Written
+from hikmah.rules.operations import Fulfill, Operation, Purge, Remember, Written
 from hikmah.store.core import Store
 from tests.kernel.conftest import DAY, NOW, remember, write
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from hikmah.access.principal import AgentSession
 from hikmah.index import queries
-from hikmah.learning.verification import selection_digest, verifiable, verification
 from hikmah.model.errors import AgentRestricted
 from hikmah.model.policy import KernelPolicy
 from hikmah.model.trace import Draft
-from hikmah.rules import Remember
+from hikmah.rules.operations import Remember
+from hikmah.rules.verification import selection_digest, verifiable, verification
 from hikmah.store.core import Store
 from tests.kernel.conftest import DAY, NOW, remember, write
 

@@ -13,7 +13,7 @@ from hikmah.learning.invalidation import check_pattern, invalidation_plan, match
 from hikmah.model.errors import HikmahError
 from hikmah.model.trace import Draft, Trace, draft_fields
 from hikmah.model.vocabulary import PredictionType
-from hikmah.rules import Feedback, Pin, Remember
+from hikmah.rules.operations import Feedback, Pin, Remember
 
 from ..context import Context
 from ..rpc import JSON, Params, Registry, to_json

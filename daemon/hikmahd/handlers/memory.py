@@ -14,13 +14,13 @@ import msgspec
 from hikmah.index import fates, queries, review
 from hikmah.index.past import AsOf, moment
 from hikmah.index.snapshot import Snapshot
-from hikmah.learning import verification
 from hikmah.model.errors import ConflictError, HikmahError, InvalidInput, NotFound
 from hikmah.model.secrets import preview
 from hikmah.model.trace import BaseDraft, Draft, Trace
 from hikmah.model.vocabulary import STANDING_KINDS, Kind
 from hikmah.recall.ranking import RecallQuery
-from hikmah.rules import Fulfill, Purge, Remember
+from hikmah.rules import verification
+from hikmah.rules.operations import Fulfill, Purge, Remember
 
 from ..context import Context
 from ..rpc import JSON, Params, Registry, to_json

@@ -18,7 +18,7 @@ from hikmah.access.person import PersonKey, new_salt
 from hikmah.access.presence import MAX_PASSPHRASE, PresenceState, check_passphrase, hash_passphrase
 from hikmah.access.principal import restriction_message
 from hikmah.model.errors import AgentRestricted, ConflictError, PresenceDenied
-from hikmah.rules import SetPresence
+from hikmah.rules.operations import SetPresence
 
 from ..context import Context
 from ..peers import Terminal

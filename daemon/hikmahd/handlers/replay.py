@@ -9,7 +9,7 @@ from hikmah.learning.transcripts import TRANSCRIPT_TAG, Transcript, parse_transc
 from hikmah.model.errors import ConflictError, HikmahError, InvalidInput
 from hikmah.model.paths import person_source, project_scope
 from hikmah.model.trace import Draft, derived_trace_id
-from hikmah.rules import Promote, Remember
+from hikmah.rules.operations import Promote, Remember
 
 from ..context import Context
 from ..rpc import JSON, NoParams, Params, Registry, to_json

@@ -10,7 +10,6 @@ import msgspec
 
 from hikmah.index import queries, review
 from hikmah.index.review import ReviewItem
-from hikmah.learning import verification
 from hikmah.model.errors import (
     AgentRestricted,
     HikmahError,
@@ -20,7 +19,8 @@ from hikmah.model.errors import (
 )
 from hikmah.model.policy import ReviewPolicy
 from hikmah.model.trace import Trace
-from hikmah.rules import Remember
+from hikmah.rules import verification
+from hikmah.rules.operations import Remember
 
 from ..context import Context
 from ..rpc import JSON, Params, Registry, to_json

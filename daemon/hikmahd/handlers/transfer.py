@@ -31,7 +31,8 @@ from hikmah.model.headtext import parse_head
 from hikmah.model.paths import project_scope
 from hikmah.model.secrets import preview, redact
 from hikmah.model.vocabulary import ImportSource
-from hikmah.rules import Operation, Outcome, Remember, Written, payloads_for
+from hikmah.rules.operations import Operation, Outcome, Remember, Written
+from hikmah.rules.writes import payloads_for
 
 from ..context import Context
 from ..exports import read_export

@@ -78,8 +78,8 @@ from hikmah.model.policy import KernelPolicy, load_policy, semantic_off
 from hikmah.model.trace import Draft, derived_trace_id, draft_fields, normalize_content
 from hikmah.model.vocabulary import Kind
 from hikmah.recall.ranking import RecallQuery, recall
-from hikmah.rules import Remember
-from hikmah.semantic.embedding import load_model
+from hikmah.rules.operations import Remember
+from hikmah.semantic.models import load_model
 from hikmah.store.core import Store
 
 DAY_MS = 86_400_000

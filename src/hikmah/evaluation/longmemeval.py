@@ -56,8 +56,8 @@ from hikmah.model.paths import model_cache_dir
 from hikmah.model.policy import KernelPolicy, semantic_off
 from hikmah.model.trace import Draft
 from hikmah.recall.ranking import RecallQuery, recall
-from hikmah.rules import Remember, Written
-from hikmah.semantic.embedding import load_model
+from hikmah.rules.operations import Remember, Written
+from hikmah.semantic.models import load_model
 from hikmah.store.core import Store
 
 Split = Literal["session", "message", "turn", "round", "turn+round", "round+session"]

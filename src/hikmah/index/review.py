@@ -13,7 +13,7 @@ A held trace is kept, with its stamp, and shown to the person, flagged; no agent
 receives it, through any method, and consolidation leaves it out. A person accepts
 it by a verified copy that supersedes it (the copy is theirs, so not held), or
 rejects it by a correction that supersedes it and that repeats none of its text
-(:func:`hikmah.learning.verification.acceptance`, :func:`~hikmah.learning.verification.rejection`).
+(:func:`hikmah.rules.verification.acceptance`, :func:`~hikmah.rules.verification.rejection`).
 Either way the history keeps what the agent wrote, who decided, and when.
 
 Whether a trace is held depends on the policy, so it is decided when read: the

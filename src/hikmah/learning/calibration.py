@@ -35,9 +35,8 @@ from fractions import Fraction
 
 import msgspec
 
-from hikmah.model.errors import InvalidInput
-from hikmah.model.trace import Trace
-from hikmah.rules import check_resolution
+from hikmah.model.errors import InvalidInput, ProvenanceRefused
+from hikmah.model.trace import Trace, is_model_source
 
 MEASURABLE_AT = 50
 
@@ -256,3 +255,39 @@ def _spiegelhalter_z(ps: list[Fraction], os: list[Fraction]) -> float | None:
         return None
     numerator = _sum((o - p) * (1 - 2 * p) for p, o in zip(ps, os, strict=True))
     return float(numerator) / math.sqrt(variance)
+
+
+def check_resolution(prediction: Trace, outcome: Trace) -> None:
+    """Whether ``outcome`` may resolve ``prediction`` (an active prediction, checked by the caller).
+
+    The observed value is ``yes``/``no`` for a noul prediction (did the
+    forecast event happen), one of the answer space for a choice, a number in
+    [0, 1] for a score.
+
+    Raises:
+        ProvenanceRefused: a ``model:`` source never resolves a prediction.
+        InvalidInput: the observed value does not fit the prediction.
+    """
+    if is_model_source(outcome.provenance.source):
+        raise ProvenanceRefused(
+            "a model: source cannot resolve a prediction: model output never grades itself"
+        )
+    observed = outcome.value
+    if observed is None:
+        raise InvalidInput("an outcome resolving a prediction needs the observed value")
+    if prediction.prediction_type == "noul" and observed not in ("yes", "no"):
+        raise InvalidInput("a noul prediction is resolved with observed yes or no")
+    if prediction.prediction_type == "choice" and observed not in prediction.answer_space:
+        raise InvalidInput(
+            f"observed must be one of the answer space: {', '.join(prediction.answer_space)}"
+        )
+    if prediction.prediction_type == "score" and not _is_unit_number(observed):
+        raise InvalidInput("a score prediction is resolved with a number between 0 and 1")
+
+
+def _is_unit_number(text: str) -> bool:
+    try:
+        number = float(text)
+    except ValueError:
+        return False
+    return math.isfinite(number) and 0.0 <= number <= 1.0

@@ -4,7 +4,7 @@ An :class:`Item` is one memory read from a peer, already in Hikmah's terms (a
 kind, a content, tags, a scope, a claim) but not yet a write: the planner
 (:mod:`hikmah.migration.plan`) decides against the store whether it is new, a
 correction of an earlier import, or already there, and :meth:`Item.draft` is
-what the write asks for, so :func:`hikmah.rules.build_trace` and the credential
+what the write asks for, so :func:`hikmah.rules.writes.build_trace` and the credential
 detector judge it like any ``remember``.
 
 Items are normalised when made (:func:`make_item`) exactly as a write would
@@ -27,7 +27,7 @@ import msgspec
 from hikmah.model.errors import InvalidInput
 from hikmah.model.trace import GLOBAL_SCOPE, Draft, derived_trace_id, draft_fields, normalize_tag
 from hikmah.model.vocabulary import Kind
-from hikmah.rules import MAX_TAG
+from hikmah.rules.checks import MAX_TAG
 
 
 class ImportSourceError(InvalidInput):
@@ -95,7 +95,7 @@ def make_item(
     scope: str = GLOBAL_SCOPE,
     born_at: int | None = None,
 ) -> Item:
-    """An item normalised the way :func:`hikmah.rules.build_trace` stores a trace."""
+    """An item normalised the way :func:`hikmah.rules.writes.build_trace` stores a trace."""
     return Item(
         source=source,
         identity=identity,

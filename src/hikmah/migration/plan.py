@@ -37,7 +37,7 @@ from hikmah.index import queries
 from hikmah.index.snapshot import Snapshot
 from hikmah.migration.items import Item, content_version, item_trace_id
 from hikmah.model.trace import Draft, normalize_content
-from hikmah.rules import Remember
+from hikmah.rules.operations import Remember
 
 Reason = Literal["already", "older", "kept_correction", "purged"]
 

@@ -22,7 +22,7 @@ from hikmah.migration import read
 from hikmah.migration.items import ImportSourceError, Item
 from hikmah.model.errors import InvalidInput
 from hikmah.model.secrets import redact
-from hikmah.rules import check_size
+from hikmah.rules.checks import check_size
 
 # What an item holds besides its text (locator, tags, claim, scope, ids), at most:
 # an item whose line is longer than its text allows plus this is refused too.

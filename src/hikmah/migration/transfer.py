@@ -3,7 +3,7 @@
 Pure functions over lines already read; the daemon does the reading and the
 writing. Everything imported becomes an ordinary write operation
 (:class:`~hikmah.store.core.Remember`, :class:`~hikmah.store.core.Fulfill`,
-:class:`~hikmah.store.core.Purge`), so the rules of :func:`hikmah.rules.build_trace`
+:class:`~hikmah.store.core.Purge`), so the rules of :func:`hikmah.rules.writes.build_trace`
 and the credential detector judge an imported line exactly as they judge a
 ``remember``.
 
@@ -45,7 +45,7 @@ from hikmah.model.errors import HikmahError, InvalidInput, LedgerError
 from hikmah.model.secrets import check_fields, redact
 from hikmah.model.trace import Draft, TraceFields, draft_fields
 from hikmah.model.vocabulary import Kind, PredictionType, Privacy, Status
-from hikmah.rules import Fulfill, Operation, Purge, Remember
+from hikmah.rules.operations import Fulfill, Operation, Purge, Remember
 
 # Ids are echoed in reports and error messages, so they must look like ids
 # (the detector runs on them too: a credential pasted as an id is refused).

@@ -95,7 +95,7 @@ class BaseDraft(TraceFields, frozen=True, kw_only=True, forbid_unknown_fields=Tr
 
 
 class Draft(BaseDraft, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """What a writer asks for; :func:`hikmah.rules.build_trace` turns it into a Trace.
+    """What a writer asks for; :func:`hikmah.rules.writes.build_trace` turns it into a Trace.
 
     ``None`` means "take the default", so that a JSON Lines import line or an
     RPC call may give only ``kind`` and ``content``. The fields beyond

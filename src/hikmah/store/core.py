@@ -5,7 +5,7 @@ acknowledged head, and the one way memory changes: :meth:`Store.apply`.
 Writes come in batches: the daemon's writer task hands over every request
 that arrived while the previous batch committed, and the whole batch
 becomes one durable transaction. Each operation in a batch is checked on its
-own (:func:`hikmah.rules.payloads_for`), so one refusal never costs the
+own (:func:`hikmah.rules.writes.payloads_for`), so one refusal never costs the
 others their write. Reads go through a :class:`~hikmah.index.snapshot.Snapshot`
 (:meth:`Store.snapshot`, :meth:`Store.read`); verifying, accepting and
 compacting the ledger are :mod:`hikmah.store.maintenance`.
@@ -61,8 +61,9 @@ from hikmah.ledger.payloads import (
 from hikmah.model.durable import fsync_dir, fsync_file
 from hikmah.model.errors import ConflictError, HikmahError, InvalidInput, LedgerError, StoreFull
 from hikmah.model.policy import KernelPolicy
-from hikmah.rules import Applied, ApplyRemote, Change, Outcome, Written, payloads_for
-from hikmah.semantic.embedding import Loaded
+from hikmah.rules.operations import Applied, ApplyRemote, Change, Outcome, Written
+from hikmah.rules.writes import payloads_for
+from hikmah.semantic.models import Loaded
 from hikmah.semantic.store_vectors import SemanticIndex, remove_vectors, vectors_path
 from hikmah.store import receive
 from hikmah.store.gate import Gate

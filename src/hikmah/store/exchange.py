@@ -32,7 +32,7 @@ from hikmah.index.replicas import Paired
 from hikmah.index.snapshot import Snapshot
 from hikmah.ledger.chain import GENESIS, Head, Record, decode_record
 from hikmah.model.errors import ConflictError, NotFound
-from hikmah.rules import ApplyRemote, Pair
+from hikmah.rules.operations import ApplyRemote, Pair
 from hikmah.sync.chain import Advance, Position, Refused, follow
 from hikmah.sync.device import DeviceKey, PublicKey, Untrusted
 from hikmah.sync.envelope import (

@@ -1,11 +1,11 @@
 """Applying a paired device's records: the checks a receiver can make, then the same path
 as a local write.
 
-A step (:class:`~hikmah.rules.ApplyRemote`) holds records the planner
+A step (:class:`~hikmah.rules.operations.ApplyRemote`) holds records the planner
 authenticated (their hash chain reaches the device's signed head). Before any
 of it is applied, every rule that is a function of the records alone is
 checked again (docs/sync.md, "Which rules are checked where"): each payload
-decodes, each trace obeys :func:`hikmah.rules.check_trace` (over its opened
+decodes, each trace obeys :func:`hikmah.rules.checks.check_trace` (over its opened
 text when its key came with it), a sensitive trace is sealed, a correction's
 supersede follows its own remember in the chain, a device a record adds has
 the id of its key. A record that fails refuses the whole step and halts the
@@ -46,7 +46,8 @@ from hikmah.ledger.payloads import (
 )
 from hikmah.model.errors import HikmahError, LedgerError, PolicyError
 from hikmah.model.trace import Trace
-from hikmah.rules import Applied, ApplyRemote, check_trace
+from hikmah.rules.checks import check_trace
+from hikmah.rules.operations import Applied, ApplyRemote
 from hikmah.sync.device import KEY_BYTES, device_id, is_device_id
 from hikmah.sync.manifest import valid_name
 from hikmah.sync.merge import Purged, RecordId
@@ -166,7 +167,7 @@ def _checked(
     """The payloads of ``records``, each checked against every record-only rule.
 
     Raises:
-        Refused, and the errors of :func:`hikmah.rules.check_trace`: naming the seq.
+        Refused, and the errors of :func:`hikmah.rules.checks.check_trace`: naming the seq.
     """
     payloads: list[Payload] = []
     for record in records:

@@ -15,7 +15,7 @@ from hikmah.index import queries, replicas
 from hikmah.model.errors import ConflictError, HikmahError
 from hikmah.model.policy import KernelPolicy
 from hikmah.model.trace import Draft
-from hikmah.rules import Applied, Operation, Outcome, Remember, Written
+from hikmah.rules.operations import Applied, Operation, Outcome, Remember, Written
 from hikmah.store import exchange
 from hikmah.store.core import Store
 from hikmah.store.exchange import Identity, Look
@@ -142,7 +142,7 @@ class Node:
             vault=self.vault is not None,
             prekeys=tuple(p.public for p in self.prekeys),
         )
-        from hikmah.rules import Pair
+        from hikmah.rules.operations import Pair
 
         self.write(Pair(device=invitation.inviter, key=invitation.key, name=invitation.name))
         exchange.write_file(self.folder, self.id, f"join-{invitation.invite_id}", data)

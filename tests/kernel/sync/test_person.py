@@ -15,7 +15,7 @@ from hikmah.access.presence import hash_passphrase
 from hikmah.index import replicas
 from hikmah.model.errors import HikmahError
 from hikmah.model.trace import Draft
-from hikmah.rules import Operation, Pair, Purge, Remember, SetPresence
+from hikmah.rules.operations import Operation, Pair, Purge, Remember, SetPresence
 from hikmah.sync.device import DeviceKey
 from hikmah.sync.pairing import invite
 

@@ -12,7 +12,7 @@ from hikmah.ledger.chain import decode_record
 from hikmah.model.errors import HikmahError
 from hikmah.model.policy import KernelPolicy
 from hikmah.model.trace import Draft
-from hikmah.rules import Remember
+from hikmah.rules.operations import Remember
 from hikmah.store.core import Store
 from hikmah.sync.device import DeviceKey, Untrusted
 from hikmah.sync.folder import DEVICES, read_file, scan, write_own

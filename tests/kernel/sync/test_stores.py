@@ -18,7 +18,7 @@ from hikmah.ledger.chain import encode_record
 from hikmah.ledger.payloads import PAYLOAD_ENCODER, RememberPayload
 from hikmah.model.errors import ConflictError, NotFound
 from hikmah.model.trace import Draft, Provenance, Trace, normalize_claim_key, normalize_claim_value
-from hikmah.rules import Fulfill, Pin, Purge, Remember, RemoveDevice
+from hikmah.rules.operations import Fulfill, Pin, Purge, Remember, RemoveDevice
 from hikmah.store import maintenance
 from hikmah.sync import merge
 from hikmah.sync.folder import DEVICES
@@ -593,7 +593,7 @@ def test_layout_3_rebuilds_an_older_store_and_its_indexes_match(tmp_path: Path) 
 
 def test_a_pair_is_refused_for_a_key_that_is_not_the_ids(tmp_path: Path) -> None:
     from hikmah.model.errors import InvalidInput
-    from hikmah.rules import Pair
+    from hikmah.rules.operations import Pair
     from hikmah.sync.device import DeviceKey
 
     node = Node(tmp_path / "d", tmp_path / "f", "n")

@@ -12,8 +12,8 @@ import pytest
 from hikmah.model.paths import model_cache_dir
 from hikmah.model.policy import KernelPolicy
 from hikmah.recall.ranking import RecallQuery, recall
-from hikmah.rules import Purge
-from hikmah.semantic.embedding import Loaded, load_model
+from hikmah.rules.operations import Purge
+from hikmah.semantic.models import Loaded, load_model
 
 from .nodes import NOW, Node, pair_all, settle
 
@@ -60,7 +60,13 @@ def answers(node: Node) -> list[list[tuple[str, float, float | None]]]:
     caught_up(node)
     out = []
     for question in QUESTIONS:
-        found = node.store.read(recall, RecallQuery(query=question), now_ms=NOW, policy=POLICY)
+        found = node.store.read(
+            recall,
+            RecallQuery(query=question),
+            now_ms=NOW,
+            policy=POLICY,
+            vectors=node.store.semantic,
+        )
         out.append([(r.trace.id, r.score, r.why.semantic) for r in found])
     return out
 
@@ -100,7 +106,10 @@ def test_vectors_follow_records_from_other_devices_in_any_order(
     assert [held(node) for node in nodes] == [8, 8, 8]
     # A device finds another device's trace by meaning alone: b finds a's AWS note,
     # which shares no term with the question.
-    found = nodes[1].store.read(recall, RecallQuery(query=QUESTIONS[0]), now_ms=NOW, policy=POLICY)
+    store = nodes[1].store
+    found = store.read(
+        recall, RecallQuery(query=QUESTIONS[0]), now_ms=NOW, policy=POLICY, vectors=store.semantic
+    )
     (aws,) = [r for r in found if r.trace.id == ids[0]]
     assert aws.why.matched_terms == [] and aws.why.semantic is not None
     # The correction (b's) hides the trace it corrects (a's) everywhere.

@@ -29,7 +29,7 @@ import msgspec
 from hikmah.access.principal import AgentSession
 from hikmah.model.display import AGENT_LOCATOR_PREFIX, is_agent_locator, stamped_agent
 from hikmah.model.trace import Draft, Trace, derived_trace_id, draft_fields
-from hikmah.rules import Remember
+from hikmah.rules.operations import Remember
 
 
 def verifiable(
