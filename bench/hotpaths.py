@@ -62,7 +62,7 @@ def store(args: argparse.Namespace) -> None:
 def recall(args: argparse.Namespace) -> None:
     import msgspec  # noqa: PLC0415
 
-    from hikmah.recall.ranking import RecallQuery  # noqa: PLC0415
+    from hikmah.model.recall import RecallQuery  # noqa: PLC0415
     from hikmah.recall.ranking import recall as run_recall  # noqa: PLC0415
 
     meta = json.loads((args.dir / "meta.json").read_text())

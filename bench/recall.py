@@ -54,8 +54,9 @@ from workload import NOW_MS, Note, make_notes, remember
 
 from hikmah.evaluation.fts5 import fts5_expr, open_fts5, surface_words
 from hikmah.model.policy import KernelPolicy
+from hikmah.model.recall import RecallQuery
 from hikmah.model.tokenizer import terms, tokenize
-from hikmah.recall.ranking import RecallQuery, recall
+from hikmah.recall.ranking import recall
 from hikmah.store.core import Store
 
 BATCH = 1000

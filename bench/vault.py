@@ -39,7 +39,8 @@ from workload import iter_notes, remember
 from hikmah.evaluation.fts5 import surface_words
 from hikmah.model.paths import model_cache_dir
 from hikmah.model.policy import KernelPolicy
-from hikmah.recall.ranking import RecallQuery, recall
+from hikmah.model.recall import RecallQuery
+from hikmah.recall.ranking import recall
 from hikmah.semantic.models import load_model
 from hikmah.semantic.store_vectors import SemanticIndex, vectors_path
 from hikmah.store.core import Store

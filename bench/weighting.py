@@ -39,8 +39,9 @@ from hikmah.evaluation import longmemeval
 from hikmah.evaluation.harness import CaseFile, EngineReport, _fill_store, evaluate, load_cases
 from hikmah.model.paths import model_cache_dir
 from hikmah.model.policy import KernelPolicy, SemanticPolicy, reference_policy, semantic_off
+from hikmah.model.recall import RecallQuery
 from hikmah.model.tokenizer import terms
-from hikmah.recall.ranking import RecallQuery, recall
+from hikmah.recall.ranking import recall
 from hikmah.semantic.models import load_embedder, load_model
 from hikmah.store.core import Store
 

@@ -49,7 +49,8 @@ import trio
 from hikmah.index.past import as_of, now_of
 from hikmah.index.snapshot import Moment
 from hikmah.model.policy import KernelPolicy
-from hikmah.recall.ranking import RecallQuery, RecallResult, recall
+from hikmah.model.recall import RecallQuery, RecallResult
+from hikmah.recall.ranking import recall
 from hikmah.semantic.embedding import Vectors
 from hikmah.semantic.store_vectors import SemanticIndex
 from hikmah.store.core import Store

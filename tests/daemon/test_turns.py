@@ -16,7 +16,7 @@ import trio
 import trio.testing
 
 from hikmah.model.policy import KernelPolicy
-from hikmah.recall.ranking import RecallQuery
+from hikmah.model.recall import RecallQuery
 from hikmah.store.core import Store
 from hikmahd.connection import IDLE_S, Connection
 from hikmahd.context import Context

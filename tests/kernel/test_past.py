@@ -17,8 +17,9 @@ from hikmah.ledger.payloads import PAYLOAD_ENCODER, FulfillPayload, RememberPayl
 from hikmah.model.deadlines import parse_moment
 from hikmah.model.errors import InvalidInput
 from hikmah.model.policy import KernelPolicy
+from hikmah.model.recall import RecallQuery
 from hikmah.model.trace import Trace
-from hikmah.recall.ranking import RecallQuery, recall
+from hikmah.recall.ranking import recall
 from hikmah.rules.operations import Fulfill
 from hikmah.store import maintenance
 from hikmah.store.core import Store

@@ -19,9 +19,10 @@ from hypothesis import strategies as st
 from hikmah.access.principal import AgentSession
 from hikmah.index.snapshot import Snapshot
 from hikmah.model.policy import KernelPolicy, RecallPolicy, parse_policy, reference_policy
+from hikmah.model.recall import RecallQuery, RecallResult
 from hikmah.model.tokenizer import terms
 from hikmah.model.trace import Draft, Trace, normalize_content
-from hikmah.recall.ranking import RecallQuery, RecallResult, _Selected, recall
+from hikmah.recall.ranking import _Selected, recall
 from hikmah.rules.operations import Feedback, Fulfill, Pin, Remember
 from hikmah.store.core import Store
 

@@ -12,8 +12,9 @@ from hikmah.index import queries, review
 from hikmah.learning import consolidation
 from hikmah.model.errors import HikmahError
 from hikmah.model.policy import KernelPolicy, ReviewPolicy
+from hikmah.model.recall import RecallQuery
 from hikmah.model.trace import Draft, Trace
-from hikmah.recall.ranking import RecallQuery, recall
+from hikmah.recall.ranking import recall
 from hikmah.rules.operations import Remember
 from hikmah.rules.verification import acceptance, rejection
 from hikmah.store.core import Store

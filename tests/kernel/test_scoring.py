@@ -18,10 +18,11 @@ from hypothesis import strategies as st
 
 from hikmah.index.layout import KIND_CODE, NO_DEADLINE, STATUS_CODE
 from hikmah.model.policy import Blend, KernelPolicy, SemanticPolicy, reference_policy
+from hikmah.model.recall import RecallQuery
 from hikmah.model.tokenizer import terms
 from hikmah.model.trace import Draft
 from hikmah.recall import _scoring
-from hikmah.recall.ranking import RecallQuery, _grouped, _kernel_params, _merged, recall
+from hikmah.recall.ranking import _grouped, _kernel_params, _merged, recall
 from hikmah.recall.weighting import WEIGHTINGS, inverse_document_frequency
 from hikmah.rules.operations import Remember
 from hikmah.store.core import Store

@@ -23,8 +23,9 @@ from hikmah.index.past import as_of
 from hikmah.index.snapshot import Snapshot
 from hikmah.model.paths import model_cache_dir
 from hikmah.model.policy import KernelPolicy, SemanticPolicy, parse_policy, reference_policy
+from hikmah.model.recall import RecallQuery, RecallResult
 from hikmah.model.trace import Draft
-from hikmah.recall.ranking import RecallQuery, RecallResult, recall
+from hikmah.recall.ranking import recall
 from hikmah.rules.operations import Purge, Remember
 from hikmah.semantic.models import Loaded, load_model
 from hikmah.semantic.store_vectors import EMBED_SLICE, SemanticIndex, StaleVectors, vectors_path

@@ -17,8 +17,9 @@ from hikmah.ledger.chain import Head, encode_record
 from hikmah.ledger.headfile import HeadFile
 from hikmah.model.errors import AgentRestricted, ConflictError, HikmahError, NotFound, StoreFull
 from hikmah.model.policy import KernelPolicy
+from hikmah.model.recall import RecallQuery
 from hikmah.model.trace import Draft
-from hikmah.recall.ranking import RecallQuery, recall
+from hikmah.recall.ranking import recall
 from hikmah.rules.operations import Feedback, Fulfill, Pin, Purge, Remember
 from hikmah.store import maintenance
 from hikmah.store.core import Store

@@ -11,7 +11,8 @@ from hikmah.index import queries
 from hikmah.ledger.chain import verify
 from hikmah.model.errors import NotFound
 from hikmah.model.policy import KernelPolicy
-from hikmah.recall.ranking import RecallQuery, recall
+from hikmah.model.recall import RecallQuery
+from hikmah.recall.ranking import recall
 from hikmah.rules.operations import Purge
 from hikmah.store import maintenance
 from hikmah.store.core import Store

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from hikmah.index import queries
 from hikmah.model.errors import NotFound
+from hikmah.model.recall import RecallQuery
 from hikmah.model.secrets import check_fields
-from hikmah.recall.ranking import RecallQuery
 from hikmah.working.focus import FocusCapsule, check_note
 
 from ..context import Context

@@ -15,10 +15,10 @@ from hikmah.index import fates, queries, review
 from hikmah.index.past import AsOf, moment
 from hikmah.index.snapshot import Snapshot
 from hikmah.model.errors import ConflictError, HikmahError, InvalidInput, NotFound
+from hikmah.model.recall import RecallQuery
 from hikmah.model.secrets import preview
 from hikmah.model.trace import BaseDraft, Draft, Trace
 from hikmah.model.vocabulary import STANDING_KINDS, Kind
-from hikmah.recall.ranking import RecallQuery
 from hikmah.rules import verification
 from hikmah.rules.operations import Fulfill, Purge, Remember
 

@@ -75,9 +75,10 @@ from hikmah.evaluation.fts5 import fts5_expr, open_fts5, query_words
 from hikmah.model.errors import HikmahError, InvalidInput, PolicyError
 from hikmah.model.paths import model_cache_dir
 from hikmah.model.policy import KernelPolicy, load_policy, semantic_off
+from hikmah.model.recall import RecallQuery
 from hikmah.model.trace import Draft, derived_trace_id, draft_fields, normalize_content
 from hikmah.model.vocabulary import Kind
-from hikmah.recall.ranking import RecallQuery, recall
+from hikmah.recall.ranking import recall
 from hikmah.rules.operations import Remember
 from hikmah.semantic.models import load_model
 from hikmah.store.core import Store

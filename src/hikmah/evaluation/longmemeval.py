@@ -54,8 +54,9 @@ from hikmah.evaluation.fts5 import fts5_expr, open_fts5, query_words
 from hikmah.model.errors import InvalidInput
 from hikmah.model.paths import model_cache_dir
 from hikmah.model.policy import KernelPolicy, semantic_off
+from hikmah.model.recall import RecallQuery
 from hikmah.model.trace import Draft
-from hikmah.recall.ranking import RecallQuery, recall
+from hikmah.recall.ranking import recall
 from hikmah.rules.operations import Remember, Written
 from hikmah.semantic.models import load_model
 from hikmah.store.core import Store

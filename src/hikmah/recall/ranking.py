@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Mapping
 from functools import partial
-from typing import Annotated, Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 import msgspec
 import numpy as np
@@ -48,6 +48,7 @@ from hikmah.index.queries import conflicts_for, superseded_by
 from hikmah.index.review import HELD_FIELDS, held_rows
 from hikmah.index.snapshot import Snapshot
 from hikmah.model.policy import Blend, KernelPolicy
+from hikmah.model.recall import RecallQuery, RecallResult, Why
 from hikmah.model.tokenizer import terms
 from hikmah.model.trace import (
     Trace,
@@ -56,7 +57,7 @@ from hikmah.model.trace import (
     normalize_content,
     normalize_tag,
 )
-from hikmah.model.vocabulary import STATUSES, Kind, SourceClass, Status
+from hikmah.model.vocabulary import STATUSES, Status
 from hikmah.recall import _scoring
 from hikmah.recall.weighting import inverse_document_frequency
 from hikmah.semantic.embedding import Vectors
@@ -64,63 +65,6 @@ from hikmah.semantic.store_vectors import SemanticIndex
 
 DAY_MS = 86_400_000
 Floats = npt.NDArray[np.float64]
-
-
-class RecallQuery(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """What to recall (also the params of ``memory.recall``). An empty query with no
-    tags lists traces by meta."""
-
-    query: str = ""
-    tags: tuple[str, ...] = ()
-    kinds: tuple[Kind, ...] = ()
-    limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] | None = None
-    scope: str | None = None
-    include_superseded: bool = False
-    include_sensitive: bool = False
-    # Only traces in these statuses (instead of active and fulfilled, and superseded
-    # with include_superseded), by these classes of source, verified or not.
-    statuses: tuple[Literal["active", "superseded", "fulfilled"], ...] = ()
-    sources: tuple[SourceClass, ...] = ()
-    verified: bool | None = None
-    # Only traces sharing at least this many of the query's terms (all of them
-    # when the query has fewer): the agent hooks ask for 2 to stay quiet.
-    min_matched_terms: Annotated[int, msgspec.Meta(ge=0, le=64)] = 0
-
-
-class Why(msgspec.Struct, frozen=True, kw_only=True):
-    """Every term of a result's score, so a person can see why it came back."""
-
-    matched_terms: list[str]
-    weighting: str  # [recall] weighting: how coverage and overlap were computed
-    coverage: float
-    jaccard: float
-    overlap: float  # the weighting's overlap term (the Jaccard under "reference")
-    lexical: float
-    tag_coverage: float
-    semantic: float | None  # cosine of trace and query vectors; None: the channel had none
-    semantic_part: float  # what it added to the cue, before the blend's weight
-    recency: float
-    salience: float
-    confidence: float
-    provenance: float
-    urgency: float
-    feedback: float
-    pinned: bool
-    overdue: bool
-    redundancy: float
-
-
-class RecallResult(msgspec.Struct, frozen=True, kw_only=True):
-    trace: Trace
-    status: Status
-    score: float
-    cue: float
-    meta: float
-    duplicates: int
-    conflicts: list[str]
-    supersedes: str | None
-    superseded_by: str | None
-    why: Why
 
 
 class _Selected:

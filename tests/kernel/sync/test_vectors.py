@@ -11,7 +11,8 @@ import pytest
 
 from hikmah.model.paths import model_cache_dir
 from hikmah.model.policy import KernelPolicy
-from hikmah.recall.ranking import RecallQuery, recall
+from hikmah.model.recall import RecallQuery
+from hikmah.recall.ranking import recall
 from hikmah.rules.operations import Purge
 from hikmah.semantic.models import Loaded, load_model
 
