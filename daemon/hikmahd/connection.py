@@ -20,7 +20,7 @@ from .context import Context
 from .events import Events
 from .framing import FrameReader, Oversized
 from .peers import BoundProcess
-from .rpc import PARSE_ERROR, Dispatcher, RpcError, error_for, response
+from .rpc import Dispatcher, error_for, response
 from .scheduling import held
 
 log = logging.getLogger(__name__)
@@ -143,12 +143,7 @@ class Connection:
 
     async def _handle(self, frame: bytes, token: object) -> None:
         try:
-            try:
-                message = msgspec.json.decode(frame)
-            except (msgspec.DecodeError, RecursionError) as exc:  # nested too deep
-                await self.send(response(None, error=RpcError(PARSE_ERROR, f"parse error: {exc}")))
-                return
-            reply = await self.dispatcher.frame(message, self.context)
+            reply = await self.dispatcher.frame(frame, self.context)
             if reply is not None:
                 await self.send(reply)
         finally:

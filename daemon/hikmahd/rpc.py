@@ -20,13 +20,14 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import msgspec
 
 from hikmah.access.principal import refuse_in_agent_session
 from hikmah.model.errors import HikmahError
+from hikmah.model.wire.base import Params
 
 from .scheduling import Offload, in_thread
 
@@ -62,21 +63,6 @@ _PATH = re.compile(r" - at `(\$[^`]*)`$")
 P = TypeVar("P", bound=msgspec.Struct)
 
 
-class Params(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Base of every method's params: unknown fields are an error, not ignored."""
-
-    def check(self) -> None:
-        """Rules across fields that a type cannot say (run after decoding).
-
-        Raises:
-            InvalidInput: the params break one.
-        """
-
-
-class NoParams(Params, frozen=True):
-    pass
-
-
 class RpcError(Exception):
     """An error answered to the client as it is."""
 
@@ -105,6 +91,12 @@ class Method:
     # Served before the daemon has read person presence (the first moments of a start):
     # it reads no presence (not the caller's session); every other method waits for it.
     early: bool = False
+    # The params' decoder, built once here: a request's params are decoded from their
+    # bytes straight into the method's type.
+    decoder: msgspec.json.Decoder[Any] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "decoder", msgspec.json.Decoder(self.params))
 
     def action_for_person(self, params: Any) -> str | None:
         """What an agent session would be refused in this call (None: nothing)."""
@@ -199,20 +191,25 @@ class Dispatcher:
         for registry in registries:
             self.registry.include(registry)
 
-    async def frame(self, message: JSON, context: Any) -> JSON | None:
+    async def frame(self, data: bytes, context: Any) -> JSON | None:
+        """The response to one frame's bytes (None: nothing to send back)."""
+        try:
+            message = _decode_frame(data)
+        except (msgspec.DecodeError, RecursionError) as exc:  # nested too deep
+            return response(None, error=RpcError(PARSE_ERROR, f"parse error: {exc}"))
         if isinstance(message, list):
             if not message:
                 return response(None, error=RpcError(INVALID_REQUEST, "empty batch"))
-            replies = [await self.request(item, context) for item in message]
+            replies = [await self.request(_decode_item(item), context) for item in message]
             answered = [reply for reply in replies if reply is not None]
             return answered or None
         return await self.request(message, context)
 
-    async def request(self, message: JSON, context: Any) -> JSON | None:
+    async def request(self, message: Request | JSON, context: Any) -> JSON | None:
         """One request object; None for a notification (even one that failed)."""
         if not isinstance(message, dict):
             return response(None, error=RpcError(INVALID_REQUEST, "a request must be an object"))
-        request_id = message.get("id")
+        request_id = _value(message.get("id"))
         valid_id = request_id is None or (
             isinstance(request_id, (str, int, float)) and not isinstance(request_id, bool)
         )
@@ -227,19 +224,20 @@ class Dispatcher:
             return None if notification else response(request_id, error=exc)
         return None if notification else response(request_id, result=result)
 
-    async def _call(self, message: dict[str, JSON], context: Any) -> JSON:
-        method = self.registry.methods.get(message["method"])
+    async def _call(self, message: Request, context: Any) -> JSON:
+        name = _value(message["method"])
+        method = self.registry.methods.get(name)
         if method is None:
-            raise RpcError(METHOD_NOT_FOUND, f"no method {message['method']!r}")
-        raw = message.get("params", {})
-        if isinstance(raw, list):
-            if raw:
+            raise RpcError(METHOD_NOT_FOUND, f"no method {name!r}")
+        raw = message.get("params")
+        if raw is None or _first(raw) == b"[":
+            if raw is not None and msgspec.json.decode(raw):
                 raise RpcError(
                     INVALID_PARAMS, "params must be an object (by name)", {"reason": "invalid"}
                 )
-            raw = {}
+            raw = msgspec.Raw(b"{}")
         try:
-            params = msgspec.convert(raw, method.params, strict=True)
+            params = method.decoder.decode(raw)
         except msgspec.ValidationError as exc:
             data = {"reason": "invalid"}
             if found := _PATH.search(str(exc)):
@@ -265,12 +263,46 @@ class Dispatcher:
             raise RpcError(INTERNAL_ERROR, "internal error (see the daemon log)") from None
 
 
-def _envelope_problem(message: dict[str, JSON]) -> str | None:
-    if message.get("jsonrpc") != "2.0":
+# A request's members, each left as its JSON bytes: the envelope is checked member by
+# member, and the params are decoded once, by the method's own type.
+Request = dict[str, msgspec.Raw]
+_REQUEST = msgspec.json.Decoder(Request)
+_BATCH = msgspec.json.Decoder(list[msgspec.Raw])
+_ANY = msgspec.json.Decoder()
+
+
+def _first(raw: bytes | msgspec.Raw) -> bytes:
+    """The first byte of a JSON value past its whitespace (b"" for none)."""
+    stripped = bytes(raw).lstrip(b" \t\r\n")
+    return stripped[:1]
+
+
+def _decode_frame(data: bytes) -> Request | list[msgspec.Raw] | JSON:
+    """A frame as a request's members, a batch's items, or (not a request) its value."""
+    first = _first(data)
+    if first == b"{":
+        return _REQUEST.decode(data)
+    if first == b"[":
+        return _BATCH.decode(data)
+    return _ANY.decode(data)
+
+
+def _decode_item(item: msgspec.Raw) -> Request | JSON:
+    """One item of a batch: a request's members, or the value that is not one."""
+    return _REQUEST.decode(item) if _first(item) == b"{" else _ANY.decode(item)
+
+
+def _value(raw: msgspec.Raw | None) -> JSON:
+    """An envelope member's value (None when it is absent)."""
+    return None if raw is None else _ANY.decode(raw)
+
+
+def _envelope_problem(message: Request) -> str | None:
+    if _value(message.get("jsonrpc")) != "2.0":
         return 'jsonrpc must be "2.0"'
-    if not isinstance(message.get("method"), str):
+    if not isinstance(_value(message.get("method")), str):
         return "method must be a string"
-    if "params" in message and not isinstance(message["params"], (dict, list)):
+    if "params" in message and _first(message["params"]) not in (b"{", b"["):
         return "params must be an object or an array"
     extra = set(message) - {"jsonrpc", "method", "params", "id"}
     if extra:

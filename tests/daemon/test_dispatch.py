@@ -8,13 +8,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import trio
 import trio.testing
 
 from hikmah.access.principal import AgentSession
 from hikmah.model.errors import InvalidInput
+from hikmah.model.wire.base import NoParams, Params
 from hikmahd.daemon import REGISTRIES
-from hikmahd.rpc import JSON, Dispatcher, NoParams, Params, Registry
+from hikmahd.rpc import JSON, Dispatcher, Registry
 
 AGENT = AgentSession(host="codex", session_id="1", variables=("CODEX_SESSION_ID",))
 
@@ -57,7 +59,7 @@ def registry() -> Registry:
 
 async def call(dispatcher: Dispatcher, method: str, caller: Caller, **params: Any) -> Any:
     request = {"jsonrpc": "2.0", "method": method, "params": params, "id": 1}
-    return await dispatcher.request(request, caller)
+    return await dispatcher.frame(msgspec.json.encode(request), caller)
 
 
 async def test_a_person_only_call_is_refused_to_an_agent_session_only() -> None:

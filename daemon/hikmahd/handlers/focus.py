@@ -6,10 +6,11 @@ from hikmah.index import queries
 from hikmah.model.errors import NotFound
 from hikmah.model.recall import RecallQuery
 from hikmah.model.secrets import check_fields
+from hikmah.model.wire.base import NoParams, Params
 from hikmah.working.focus import FocusCapsule, check_note
 
 from ..context import Context
-from ..rpc import JSON, NoParams, Params, Registry, to_json
+from ..rpc import JSON, Registry, to_json
 
 registry = Registry()
 

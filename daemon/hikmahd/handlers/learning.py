@@ -13,10 +13,11 @@ from hikmah.learning.invalidation import check_pattern, invalidation_plan, match
 from hikmah.model.errors import HikmahError
 from hikmah.model.trace import Draft, Trace, draft_fields
 from hikmah.model.vocabulary import PredictionType
+from hikmah.model.wire.base import Params
 from hikmah.rules.operations import Feedback, Pin, Remember
 
 from ..context import Context
-from ..rpc import JSON, Params, Registry, to_json
+from ..rpc import JSON, Registry, to_json
 from .memory import IdParams
 
 registry = Registry()

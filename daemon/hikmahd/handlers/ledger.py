@@ -8,10 +8,11 @@ import msgspec
 from hikmah.ledger.chain import Head
 from hikmah.model.errors import InvalidInput
 from hikmah.model.headtext import parse_head
+from hikmah.model.wire.base import NoParams, Params
 from hikmah.store import maintenance
 
 from ..context import Context
-from ..rpc import JSON, NoParams, Params, Registry, to_json
+from ..rpc import JSON, Registry, to_json
 
 registry = Registry()
 

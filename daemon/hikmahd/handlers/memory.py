@@ -19,11 +19,12 @@ from hikmah.model.recall import RecallQuery
 from hikmah.model.secrets import preview
 from hikmah.model.trace import BaseDraft, Draft, Trace
 from hikmah.model.vocabulary import STANDING_KINDS, Kind
+from hikmah.model.wire.base import Params
 from hikmah.rules import verification
 from hikmah.rules.operations import Fulfill, Purge, Remember
 
 from ..context import Context
-from ..rpc import JSON, Params, Registry, to_json
+from ..rpc import JSON, Registry, to_json
 from .asof import past, reading
 from .promises import HOUR_MS, MAX_HOURS, due
 

@@ -18,11 +18,12 @@ from hikmah.access.person import PersonKey, new_salt
 from hikmah.access.presence import MAX_PASSPHRASE, PresenceState, check_passphrase, hash_passphrase
 from hikmah.access.principal import restriction_message
 from hikmah.model.errors import AgentRestricted, ConflictError, PresenceDenied
+from hikmah.model.wire.base import NoParams, Params
 from hikmah.rules.operations import SetPresence
 
 from ..context import Context
 from ..peers import Terminal
-from ..rpc import JSON, NoParams, Params, Registry
+from ..rpc import JSON, Registry
 from ..tickets import per_command, process_of, tiocsti_allowed
 
 log = logging.getLogger(__name__)

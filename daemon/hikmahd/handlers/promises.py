@@ -11,9 +11,10 @@ from hikmah.index import queries
 from hikmah.index.past import AsOf, now_of
 from hikmah.index.snapshot import Snapshot
 from hikmah.model.trace import Trace
+from hikmah.model.wire.base import Params
 
 from ..context import Context
-from ..rpc import JSON, Params, Registry, to_json
+from ..rpc import JSON, Registry, to_json
 from .asof import past, reading
 
 registry = Registry()

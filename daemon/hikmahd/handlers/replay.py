@@ -9,10 +9,11 @@ from hikmah.learning.transcripts import TRANSCRIPT_TAG, Transcript, parse_transc
 from hikmah.model.errors import ConflictError, HikmahError, InvalidInput
 from hikmah.model.paths import person_source, project_scope
 from hikmah.model.trace import Draft, derived_trace_id
+from hikmah.model.wire.base import NoParams, Params
 from hikmah.rules.operations import Promote, Remember
 
 from ..context import Context
-from ..rpc import JSON, NoParams, Params, Registry, to_json
+from ..rpc import JSON, Registry, to_json
 
 registry = Registry()
 

@@ -19,11 +19,12 @@ from hikmah.model.errors import (
 )
 from hikmah.model.policy import ReviewPolicy
 from hikmah.model.trace import Trace
+from hikmah.model.wire.base import Params
 from hikmah.rules import verification
 from hikmah.rules.operations import Remember
 
 from ..context import Context
-from ..rpc import JSON, Params, Registry, to_json
+from ..rpc import JSON, Registry, to_json
 
 registry = Registry()
 _IDS = Annotated[list[str], msgspec.Meta(min_length=1, max_length=1000)]

@@ -13,10 +13,11 @@ from hikmah import __version__
 from hikmah.index import queries, review
 from hikmah.model.errors import InvalidInput
 from hikmah.model.policy import KernelPolicy, render_policy
+from hikmah.model.wire.base import NoParams, Params
 
 from .. import backup
 from ..context import Context
-from ..rpc import JSON, NoParams, Params, Registry, to_json
+from ..rpc import JSON, Registry, to_json
 from .presence import report
 
 registry = Registry()

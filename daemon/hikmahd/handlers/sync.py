@@ -8,10 +8,11 @@ from typing import Annotated
 import msgspec
 
 from hikmah.model.errors import InvalidInput
+from hikmah.model.wire.base import NoParams, Params
 from hikmah.sync.device import is_device_id
 
 from ..context import Context
-from ..rpc import JSON, NoParams, Params, Registry, to_json
+from ..rpc import JSON, Registry, to_json
 
 registry = Registry()
 

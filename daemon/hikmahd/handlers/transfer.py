@@ -31,12 +31,13 @@ from hikmah.model.headtext import parse_head
 from hikmah.model.paths import project_scope
 from hikmah.model.secrets import preview, redact
 from hikmah.model.vocabulary import ImportSource
+from hikmah.model.wire.base import Params
 from hikmah.rules.operations import Operation, Outcome, Remember, Written
 from hikmah.rules.writes import payloads_for
 
 from ..context import Context
 from ..exports import read_export
-from ..rpc import JSON, Params, Registry, to_json
+from ..rpc import JSON, Registry, to_json
 from .asof import past, reading
 
 registry = Registry()

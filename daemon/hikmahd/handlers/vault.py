@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import msgspec
 
+from hikmah.model.wire.base import NoParams
 from hikmah.vault.crypto import VaultError
 
 from ..context import Context
-from ..rpc import JSON, NoParams, Registry, to_json
+from ..rpc import JSON, Registry, to_json
 from ..vaulting import VAULT_OFF
 
 registry = Registry()
