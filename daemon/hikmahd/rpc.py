@@ -61,6 +61,7 @@ JSON = Any
 # msgspec ends a validation error with " - at `$.field`".
 _PATH = re.compile(r" - at `(\$[^`]*)`$")
 P = TypeVar("P", bound=msgspec.Struct)
+R = TypeVar("R")
 
 
 class RpcError(Exception):
@@ -85,6 +86,7 @@ Person = str | Callable[[Any], str | None] | None
 class Method:
     name: str
     params: type[msgspec.Struct]
+    result: type[Any] | None  # None: not typed yet
     handler: Callable[[Any, Any], Any]  # async, or a plain function when blocking
     person: Person = None
     blocking: bool = False
@@ -110,27 +112,34 @@ class Registry:
         self.methods: dict[str, Method] = {}
 
     def method(
-        self, name: str, params: type[P], *, person: Person = None, early: bool = False
-    ) -> Callable[[Callable[[Any, P], Awaitable[JSON]]], Callable[[Any, P], Awaitable[JSON]]]:
-        """Register ``async handler(context, params)`` under ``name`` (``noun.verb``);
-        ``person`` names what an agent session is refused; ``early``: it reads no person
-        presence, so it is served while presence is still being read at start."""
+        self,
+        name: str,
+        params: type[P],
+        result: type[R] | None = None,
+        *,
+        person: Person = None,
+        early: bool = False,
+    ) -> Callable[[Callable[[Any, P], Awaitable[R]]], Callable[[Any, P], Awaitable[R]]]:
+        """Register ``async handler(context, params)`` under ``name`` (``noun.verb``),
+        answering a ``result``; ``person`` names what an agent session is refused;
+        ``early``: it reads no person presence, so it is served while presence is still
+        being read at start."""
 
         def register(
-            handler: Callable[[Any, P], Awaitable[JSON]],
-        ) -> Callable[[Any, P], Awaitable[JSON]]:
-            self._add(Method(name, params, handler, person, early=early))
+            handler: Callable[[Any, P], Awaitable[R]],
+        ) -> Callable[[Any, P], Awaitable[R]]:
+            self._add(Method(name, params, result, handler, person, early=early))
             return handler
 
         return register
 
     def blocking(
-        self, name: str, params: type[P], *, person: Person = None
-    ) -> Callable[[Callable[[Any, P], JSON]], Callable[[Any, P], JSON]]:
+        self, name: str, params: type[P], result: type[R] | None = None, *, person: Person = None
+    ) -> Callable[[Callable[[Any, P], R]], Callable[[Any, P], R]]:
         """Register ``handler(context, params)``, which blocks: it runs off the event loop."""
 
-        def register(handler: Callable[[Any, P], JSON]) -> Callable[[Any, P], JSON]:
-            self._add(Method(name, params, handler, person, blocking=True))
+        def register(handler: Callable[[Any, P], R]) -> Callable[[Any, P], R]:
+            self._add(Method(name, params, result, handler, person, blocking=True))
             return handler
 
         return register

@@ -17,9 +17,10 @@ from hikmah.index.snapshot import Snapshot
 from hikmah.model.errors import ConflictError, HikmahError, InvalidInput, NotFound
 from hikmah.model.recall import RecallQuery
 from hikmah.model.secrets import preview
-from hikmah.model.trace import BaseDraft, Draft, Trace
+from hikmah.model.trace import Draft, Trace
 from hikmah.model.vocabulary import STANDING_KINDS, Kind
 from hikmah.model.wire.base import Params
+from hikmah.model.wire.memory import RememberParams, RememberResult
 from hikmah.rules import verification
 from hikmah.rules.operations import Fulfill, Purge, Remember
 
@@ -35,12 +36,13 @@ class IdParams(Params, frozen=True):
     id: str
 
 
-@registry.method("memory.remember", BaseDraft)
-async def remember(ctx: Context, params: BaseDraft) -> JSON:
+@registry.method("memory.remember", RememberParams, RememberResult)
+async def remember(ctx: Context, params: RememberParams) -> RememberResult:
     draft = Draft(**{**msgspec.structs.asdict(params), "source": ctx.source(params.source)})
     operation = Remember(draft=draft, session=ctx.session)
     written = await ctx.services.writer.write(operation, person=ctx.person)
-    return {"trace": to_json(written.trace), "conflicts": written.conflicts}
+    assert written.trace is not None  # a remember writes a trace
+    return RememberResult(trace=written.trace, conflicts=written.conflicts)
 
 
 class RecallParams(RecallQuery, frozen=True, kw_only=True, forbid_unknown_fields=True):

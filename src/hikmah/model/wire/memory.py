@@ -1,0 +1,17 @@
+"""``memory.*``: the params and results of writing, recalling and reading traces."""
+
+from __future__ import annotations
+
+from hikmah.model.trace import BaseDraft, Trace
+from hikmah.model.wire.base import Result
+
+
+class RememberParams(BaseDraft, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``memory.remember``: a trace and where it comes from, flat."""
+
+
+class RememberResult(Result, frozen=True, kw_only=True):
+    """The trace as stored, and the active traces claiming another value for its claim."""
+
+    trace: Trace
+    conflicts: list[str]
