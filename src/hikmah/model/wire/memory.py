@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from hikmah.model.trace import BaseDraft, Trace
-from hikmah.model.wire.base import Result
+from hikmah.model.wire.base import Params, Result
 
 
-class RememberParams(BaseDraft, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class RememberParams(BaseDraft, Params, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """``memory.remember``: a trace and where it comes from, flat."""
 
 
