@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, overload
 
 import msgspec
 from msgspec import Meta
@@ -33,6 +33,7 @@ from msgspec import Meta
 from hikmah.model.deadlines import DEADLINE_FORMS
 from hikmah.model.paths import project_scope
 from hikmah.model.vocabulary import Kind, RememberedKind
+from hikmah.model.wire.memory import RememberResult
 from hikmah_cli import agent_text as framing
 from hikmah_cli.client import RemoteError, Unavailable
 
@@ -105,6 +106,9 @@ ONCE = Hints(read_only=False, idempotent=True)  # a second call changes nothing 
 DISPLACES = Hints(read_only=False, destructive=True)
 
 
+T = TypeVar("T")
+
+
 @dataclass(frozen=True)
 class Memory:
     """What a tool runs against: the link, the writer and the project of the call."""
@@ -114,8 +118,15 @@ class Memory:
     writer: Writer
     project: str
 
-    def call(self, method: str, params: dict[str, Any]) -> Any:
-        return self.link.call(method, params, self.caller)
+    @overload
+    def call(self, method: str, params: dict[str, Any], result: type[T]) -> T: ...
+
+    @overload
+    def call(self, method: str, params: dict[str, Any], result: None = None) -> Any: ...
+
+    def call(self, method: str, params: dict[str, Any], result: type[Any] | None = None) -> Any:
+        """One request, its reply decoded as ``result`` (else plain JSON)."""
+        return self.link.call(method, params, self.caller, result)
 
     def scope(self, scope: str | None) -> str:
         return scope or self.project
@@ -368,7 +379,7 @@ def remember(memory: Memory, args: Remember) -> str:
             deadline=args.deadline,
         ),
     }
-    return _written(memory.call("memory.remember", params))
+    return _written(memory.call("memory.remember", params, RememberResult))
 
 
 class Correct(Args):
@@ -394,7 +405,7 @@ def correct(memory: Memory, args: Correct) -> str:
     }
     if args.claim_key is not None or args.claim_value is not None:
         params.update(claim_key=args.claim_key, claim_value=args.claim_value)
-    written = _written(memory.call("memory.remember", params))
+    written = _written(memory.call("memory.remember", params, RememberResult))
     return f"{written} It supersedes {args.id}."
 
 
@@ -557,16 +568,16 @@ def _given(**optional: Any) -> dict[str, Any]:
     return {name: value for name, value in optional.items() if value is not None}
 
 
-def _written(result: dict[str, Any]) -> str:
-    trace = result["trace"]
-    prov = trace["provenance"]
+def _written(result: RememberResult) -> str:
+    trace = result.trace
+    prov = trace.provenance
     line = (
-        f"Remembered {trace['id']} ({trace['kind']}, unverified, {prov['source']},"
-        f" {prov.get('locator') or 'no locator'})."
+        f"Remembered {trace.id} ({trace.kind}, unverified, {prov.source},"
+        f" {prov.locator or 'no locator'})."
     )
-    if result.get("conflicts"):
+    if result.conflicts:
         line += (
-            f" It conflicts with {', '.join(result['conflicts'])}: tell the person, who can"
+            f" It conflicts with {', '.join(result.conflicts)}: tell the person, who can"
             " resolve it with a verified correction."
         )
     return line

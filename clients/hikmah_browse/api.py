@@ -29,6 +29,7 @@ from hikmah.model.deadlines import format_ms as iso_utc
 from hikmah.model.paths import person_source
 from hikmah.model.secrets import preview
 from hikmah.model.trace import Trace
+from hikmah.model.wire.memory import RememberResult
 from hikmah_cli import presence, prompt
 
 from . import wire
@@ -273,14 +274,14 @@ class Memory:
 
     async def correct(
         self, original: Trace, content: str, claim_value: str | None, *, verified: bool
-    ) -> wire.Written:
+    ) -> RememberResult:
         """Supersede ``original`` with a new trace saying ``content``."""
         params = correction_params(
             original, content, claim_value, verified=verified, source=self.source
         )
-        return await self._write("memory.remember", params, wire.Written)
+        return await self._write("memory.remember", params, RememberResult)
 
-    async def confirm(self, original: Trace) -> wire.Written:
+    async def confirm(self, original: Trace) -> RememberResult:
         """Confirm ``original`` as verified: a trace is never edited, so a verified
         copy, written by this person, supersedes it."""
         return await self.correct(original, original.content, original.claim_value, verified=True)

@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from hikmah.model.display import counted, is_agent_locator, writer
+from hikmah.model.wire.memory import RememberResult
 
 from .notes import Phrases, said
 
@@ -70,13 +71,13 @@ def trace_line(trace: dict[str, Any], status: str | None = None) -> str:
     return " · ".join(parts)
 
 
-def remembered(result: dict[str, Any]) -> str:
-    trace = result["trace"]
-    lines = [f"remembered {trace['id']} ({trace['kind']})"]
-    if is_agent_locator(trace.get("provenance", {}).get("locator")):
-        lines.append(f"  stamped {trace['provenance']['locator']}")
-    if result.get("conflicts"):
-        lines.append(f"  conflicts with {', '.join(result['conflicts'])}")
+def remembered(result: RememberResult) -> str:
+    trace = result.trace
+    lines = [f"remembered {trace.id} ({trace.kind})"]
+    if is_agent_locator(trace.provenance.locator):
+        lines.append(f"  stamped {trace.provenance.locator}")
+    if result.conflicts:
+        lines.append(f"  conflicts with {', '.join(result.conflicts)}")
     return "\n".join(lines)
 
 

@@ -28,6 +28,7 @@ import msgspec
 from hikmah.access.principal import refuse_in_agent_session
 from hikmah.model.errors import HikmahError
 from hikmah.model.wire.base import Params
+from hikmah.model.wire.methods import METHODS
 
 from .scheduling import Offload, in_thread
 
@@ -60,8 +61,8 @@ APPLICATION_CODES = {
 JSON = Any
 # msgspec ends a validation error with " - at `$.field`".
 _PATH = re.compile(r" - at `(\$[^`]*)`$")
-P = TypeVar("P", bound=msgspec.Struct)
-R = TypeVar("R")
+# A handler: async, or a plain function when it blocks.
+Handler = TypeVar("Handler", bound=Callable[..., Any])
 
 
 class RpcError(Exception):
@@ -114,32 +115,38 @@ class Registry:
     def method(
         self,
         name: str,
-        params: type[P],
-        result: type[R] | None = None,
+        params: type[msgspec.Struct] | None = None,
+        result: type[Any] | None = None,
         *,
         person: Person = None,
         early: bool = False,
-    ) -> Callable[[Callable[[Any, P], Awaitable[R]]], Callable[[Any, P], Awaitable[R]]]:
-        """Register ``async handler(context, params)`` under ``name`` (``noun.verb``),
-        answering a ``result``; ``person`` names what an agent session is refused;
-        ``early``: it reads no person presence, so it is served while presence is still
-        being read at start."""
+    ) -> Callable[[Handler], Handler]:
+        """Register ``async handler(context, params)`` under ``name`` (``noun.verb``), which
+        takes and answers what :data:`hikmah.model.wire.methods.METHODS` says (``params``
+        and ``result`` say it instead, for a method of no table); ``person`` names what an
+        agent session is refused; ``early``: it reads no person presence, so it is served
+        while presence is still being read at start."""
 
-        def register(
-            handler: Callable[[Any, P], Awaitable[R]],
-        ) -> Callable[[Any, P], Awaitable[R]]:
-            self._add(Method(name, params, result, handler, person, early=early))
+        def register(handler: Handler) -> Handler:
+            signature = _signature(name, params, result)
+            self._add(Method(name, *signature, handler, person, early=early))
             return handler
 
         return register
 
     def blocking(
-        self, name: str, params: type[P], result: type[R] | None = None, *, person: Person = None
-    ) -> Callable[[Callable[[Any, P], R]], Callable[[Any, P], R]]:
+        self,
+        name: str,
+        params: type[msgspec.Struct] | None = None,
+        result: type[Any] | None = None,
+        *,
+        person: Person = None,
+    ) -> Callable[[Handler], Handler]:
         """Register ``handler(context, params)``, which blocks: it runs off the event loop."""
 
-        def register(handler: Callable[[Any, P], R]) -> Callable[[Any, P], R]:
-            self._add(Method(name, params, result, handler, person, blocking=True))
+        def register(handler: Handler) -> Handler:
+            signature = _signature(name, params, result)
+            self._add(Method(name, *signature, handler, person, blocking=True))
             return handler
 
         return register
@@ -153,6 +160,18 @@ class Registry:
         """Serve ``other``'s methods too (a module of methods keeps its own registry)."""
         for method in other.methods.values():
             self._add(method)
+
+
+def _signature(
+    name: str, params: type[msgspec.Struct] | None, result: type[Any] | None
+) -> tuple[type[msgspec.Struct], type[Any] | None]:
+    """A method's params and result types: as given, else the wire's table's."""
+    signature = METHODS.get(name)
+    if params is None:
+        if signature is None:
+            raise RuntimeError(f"JSON-RPC method {name} is in no table and names no params")
+        return signature
+    return params, result
 
 
 def to_json(value: Any) -> JSON:

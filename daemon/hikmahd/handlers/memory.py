@@ -36,7 +36,7 @@ class IdParams(Params, frozen=True):
     id: str
 
 
-@registry.method("memory.remember", RememberParams, RememberResult)
+@registry.method("memory.remember")
 async def remember(ctx: Context, params: RememberParams) -> RememberResult:
     draft = Draft(**{**msgspec.structs.asdict(params), "source": ctx.source(params.source)})
     operation = Remember(draft=draft, session=ctx.session)

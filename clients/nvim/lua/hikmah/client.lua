@@ -56,7 +56,7 @@ function M.call(method, params, callback, timeout_ms)
     if params and params.content then
       action = action .. ": " .. params.content
     end
-    require("hikmah.access.presence").prove(action:sub(1, 200), function(proved, once)
+    require("hikmah.presence").prove(action:sub(1, 200), function(proved, once)
       if not proved then
         return callback(err, nil)
       end

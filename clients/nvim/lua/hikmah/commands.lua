@@ -307,9 +307,9 @@ end
 
 -- ── review ─────────────────────────────────────────────────────────────────
 
---- :HikmahReview — what agents wrote that waits for the person (hikmah.index.review).
+--- :HikmahReview — what agents wrote that waits for the person (hikmah.review).
 function M.review()
-  require("hikmah.index.review").open()
+  require("hikmah.review").open()
 end
 
 -- ── conflicts ──────────────────────────────────────────────────────────────

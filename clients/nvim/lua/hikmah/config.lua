@@ -1,7 +1,7 @@
 -- The options of setup(), their defaults, and their checks. An unknown option is an error
 -- that names it, so a typo does not pass silently.
 
-local paths = require("hikmah.model.paths")
+local paths = require("hikmah.paths")
 
 local M = {}
 

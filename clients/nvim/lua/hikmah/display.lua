@@ -1,6 +1,6 @@
 -- Memory as a person reads it: content is data, never a control sequence, and an agent's write
 -- is named as one wherever its source is shown. The same rules as the CLI's (the Python module
--- hikmah.model.display); a test keeps the two tables equal.
+-- hikmah.display); a test keeps the two tables equal.
 
 local M = {}
 

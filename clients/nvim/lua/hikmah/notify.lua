@@ -3,7 +3,7 @@
 -- A missing daemon is said once: not again until the daemon has been reached in between,
 -- however many commands fail meanwhile.
 
-local display = require("hikmah.model.display")
+local display = require("hikmah.display")
 
 local levels = vim.log.levels
 

@@ -1,4 +1,4 @@
--- Where the daemon listens, found exactly as the CLI finds it (hikmah.model.paths.socket_path).
+-- Where the daemon listens, found exactly as the CLI finds it (hikmah.paths.socket_path).
 
 local uv = vim.uv or vim.loop
 

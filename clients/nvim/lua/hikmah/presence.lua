@@ -2,7 +2,7 @@
 -- proven over the editor's connection; the daemon binds the proof to this terminal and
 -- the shell that started the editor (docs/security.md, "Person presence").
 
-local display = require("hikmah.model.display")
+local display = require("hikmah.display")
 local notify = require("hikmah.notify")
 
 local M = {}

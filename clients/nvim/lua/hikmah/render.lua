@@ -2,7 +2,7 @@
 -- Functions that produce a list also return `ids`, the trace id each line is about, so a key
 -- pressed on a line knows which trace it means.
 
-local display = require("hikmah.model.display")
+local display = require("hikmah.display")
 
 local M = {}
 

@@ -5,7 +5,7 @@
 -- asks for the passphrase and ends a one-action proof after the action.
 
 local client = require("hikmah.client")
-local display = require("hikmah.model.display")
+local display = require("hikmah.display")
 local notify = require("hikmah.notify")
 local render = require("hikmah.render")
 local ui = require("hikmah.ui")

@@ -1,5 +1,5 @@
 -- The project scope of a directory, named as every Hikmah client names it
--- (hikmah.model.paths.project_scope): `project:<git root or the directory itself>`.
+-- (hikmah.paths.project_scope): `project:<git root or the directory itself>`.
 
 local uv = vim.uv or vim.loop
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import msgspec
 
 
@@ -22,3 +24,10 @@ class NoParams(Params, frozen=True):
 
 class Result(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Base of every method's result: the reply's ``result`` member, in field order."""
+
+
+class Signature(NamedTuple):
+    """What a method takes and what it answers."""
+
+    params: type[Params]
+    result: type[Any]  # a Result, or the plain type of a reply that is not an object

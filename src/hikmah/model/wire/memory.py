@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hikmah.model.trace import BaseDraft, Trace
-from hikmah.model.wire.base import Params, Result
+from hikmah.model.wire.base import Params, Result, Signature
 
 
 class RememberParams(BaseDraft, Params, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -15,3 +15,8 @@ class RememberResult(Result, frozen=True, kw_only=True):
 
     trace: Trace
     conflicts: list[str]
+
+
+METHODS = {
+    "memory.remember": Signature(RememberParams, RememberResult),
+}
