@@ -97,15 +97,8 @@ class Link:
                 self._writer = writer_of(os.environ, caller)
             return self._writer
 
-    def call(
-        self,
-        method: str,
-        params: dict[str, Any],
-        caller: Caller,
-        result: type[Any] | None = None,
-    ) -> Any:
-        """Send one request, connecting and restricting first if needed; its reply decoded
-        as ``result`` (else plain JSON).
+    def call(self, method: str, params: dict[str, Any], caller: Caller) -> Any:
+        """Send one request, connecting and restricting first if needed.
 
         A connection kept from an earlier call may have died with a daemon that
         was restarted since; then the request is sent once more on a new one.
@@ -118,11 +111,11 @@ class Link:
         with self._lock:
             if self._client is not None:
                 try:
-                    return self._client.call(method, params, result)
+                    return self._client.call(method, params)
                 except Unavailable:
                     self._client.close()
                     self._client = None
-            return self._connected(writer).call(method, params, result)
+            return self._connected(writer).call(method, params)
 
     def _connected(self, writer: Writer) -> Client:
         if self._client is None:

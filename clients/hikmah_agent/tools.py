@@ -33,6 +33,7 @@ from msgspec import Meta
 from hikmah.model.deadlines import DEADLINE_FORMS
 from hikmah.model.paths import project_scope
 from hikmah.model.vocabulary import Kind, RememberedKind
+from hikmah.model.wire.learning import PredictResult
 from hikmah.model.wire.memory import RememberResult
 from hikmah_cli import agent_text as framing
 from hikmah_cli.client import RemoteError, Unavailable
@@ -125,8 +126,10 @@ class Memory:
     def call(self, method: str, params: dict[str, Any], result: None = None) -> Any: ...
 
     def call(self, method: str, params: dict[str, Any], result: type[Any] | None = None) -> Any:
-        """One request, its reply decoded as ``result`` (else plain JSON)."""
-        return self.link.call(method, params, self.caller, result)
+        """One request, its reply decoded as ``result`` (a Result of :mod:`hikmah.model.wire`),
+        else plain JSON."""
+        reply = self.link.call(method, params, self.caller)
+        return reply if result is None else msgspec.convert(reply, result)
 
     def scope(self, scope: str | None) -> str:
         return scope or self.project
@@ -454,10 +457,9 @@ def predict(memory: Memory, args: Predict) -> str:
         "scope": memory.project,
         **_given(value=args.value, deadline=args.deadline),
     }
-    trace = memory.call("memory.predict", params)["trace"]
+    trace = memory.call("memory.predict", params, PredictResult).trace
     return (
-        f"Recorded prediction {trace['id']} ({args.family}, p={args.p:.2f});"
-        " resolve it with outcome."
+        f"Recorded prediction {trace.id} ({args.family}, p={args.p:.2f}); resolve it with outcome."
     )
 
 

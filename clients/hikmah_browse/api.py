@@ -30,6 +30,7 @@ from hikmah.model.paths import person_source
 from hikmah.model.secrets import preview
 from hikmah.model.trace import Trace
 from hikmah.model.wire.memory import RememberResult
+from hikmah.model.wire.replay import PromoteResult
 from hikmah_cli import presence, prompt
 
 from . import wire
@@ -289,9 +290,9 @@ class Memory:
     async def fulfill(self, trace_id: str) -> dict[str, Any]:
         return await self._write("memory.fulfill", {"id": trace_id}, dict)
 
-    async def promote(self, proposal_id: str, *, verified: bool) -> wire.Written:
+    async def promote(self, proposal_id: str, *, verified: bool) -> PromoteResult:
         params = {"id": proposal_id, "verified": verified, "source": self.source}
-        return await self._write("replay.promote", params, wire.Written)
+        return await self._write("replay.promote", params, PromoteResult)
 
     async def purge(self, trace_id: str, reason: str) -> wire.Purged:
         return await self._write("memory.purge", {"id": trace_id, "reason": reason}, wire.Purged)

@@ -242,13 +242,6 @@ class Invalidated(_Reply, frozen=True):
     dry_run: bool
 
 
-class Written(_Reply, frozen=True):
-    """``memory.remember`` and ``replay.promote``: the new trace and its open conflicts."""
-
-    trace: Trace
-    conflicts: list[str]
-
-
 class Purged(_Reply, frozen=True):
     id: str
     note: str

@@ -12,10 +12,7 @@ import json
 import sys
 from typing import Any
 
-import msgspec
-
 from hikmah.model.display import visible
-from hikmah.model.wire.methods import METHODS
 
 from .commands import COMMANDS, OneOf
 from .session import INTERNAL, OK, USAGE, Exit, Session, UsageError, call, json_error
@@ -128,15 +125,14 @@ def main(argv: list[str] | None = None) -> int:
             return command.run(args)
         assert command.request is not None
         method, params = command.request(args)
-        signature = METHODS.get(method)
-        result = call(args, method, params, signature and signature.result)
+        result = call(args, method, params)
     except UsageError as exc:
         json_error(args, "usage", str(exc))
         parser.exit(USAGE, visible(f"hikmah {args.command}: {exc}") + "\n")
     except Exit as exc:
         return exc.code
     if args.json:
-        print(json.dumps(msgspec.to_builtins(result), ensure_ascii=False))
+        print(json.dumps(result, ensure_ascii=False))
     else:
         show = command.show[method] if isinstance(command.show, dict) else command.show
         print(visible(show(result)))

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import socket
 import sys
 import time
 from pathlib import Path
-from typing import Any, TypeVar, overload
-
-import msgspec
-
-from hikmah.model.wire.base import Params
+from typing import Any
 
 AUTOSTART_TIMEOUT_S = 15.0
 # How long a connect refused with EAGAIN is retried. A Unix socket refuses at once
@@ -22,20 +19,6 @@ BUSY_RETRY_S = 1.0
 _FIRST_BACKOFF_S = 0.005
 _MAX_BACKOFF_S = 0.1
 _ids = itertools.count(1)
-T = TypeVar("T")
-# A reply's members, each left as its JSON bytes: the result is decoded once, by its type.
-_REPLY = msgspec.json.Decoder(dict[str, msgspec.Raw])
-
-
-_decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
-
-
-def _decoder(result: type[T]) -> msgspec.json.Decoder[T]:
-    """The decoder of a result type, built once."""
-    found = _decoders.get(result)
-    if found is None:
-        found = _decoders[result] = msgspec.json.Decoder(result)
-    return found
 
 
 class Unavailable(Exception):
@@ -74,22 +57,8 @@ class Client:
     def close(self) -> None:
         self.sock.close()
 
-    @overload
-    def call(self, method: str, params: Params | dict[str, Any] | None, result: type[T]) -> T: ...
-
-    @overload
-    def call(
-        self, method: str, params: Params | dict[str, Any] | None = None, result: None = None
-    ) -> Any: ...
-
-    def call(
-        self,
-        method: str,
-        params: Params | dict[str, Any] | None = None,
-        result: type[Any] | None = None,
-    ) -> Any:
-        """Send one request and wait for its answer: its ``result`` decoded as that type (the
-        method's Result, :mod:`hikmah.model.wire`), or as plain JSON.
+    def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        """Send one request and wait for its answer.
 
         Raises:
             RemoteError: the daemon refused or failed the request.
@@ -98,17 +67,16 @@ class Client:
         request_id = next(_ids)
         request = {"jsonrpc": "2.0", "method": method, "params": params or {}, "id": request_id}
         try:
-            self.sock.sendall(msgspec.json.encode(request) + b"\n")
+            self.sock.sendall(json.dumps(request, ensure_ascii=False).encode() + b"\n")
             reply = self._read_reply(request_id)
         except OSError as exc:
             raise Unavailable(f"the connection to hikmahd at {self.path} broke: {exc}") from None
         if "error" in reply:
-            error = msgspec.json.decode(reply["error"])
+            error = reply["error"]
             raise RemoteError(error.get("code", 0), error.get("message", ""), error.get("data"))
-        raw = reply.get("result", msgspec.Raw(b"null"))
-        return msgspec.json.decode(raw) if result is None else _decoder(result).decode(raw)
+        return reply.get("result")
 
-    def _read_reply(self, request_id: int) -> dict[str, msgspec.Raw]:
+    def _read_reply(self, request_id: int) -> dict[str, Any]:
         while True:
             newline = self._buffer.find(b"\n")
             while newline < 0:
@@ -118,18 +86,15 @@ class Client:
                 self._buffer += chunk
                 newline = self._buffer.find(b"\n")
             line, self._buffer = self._buffer[:newline], self._buffer[newline + 1 :]
-            if not line.lstrip().startswith(b"{"):
-                continue
-            message = _REPLY.decode(line)
+            message = json.loads(line)
             # Skip event notifications (they have a method); an error about an
             # unreadable request has a null id.
-            if "method" not in message and _id(message) in (request_id, None):
+            if (
+                isinstance(message, dict)
+                and "method" not in message
+                and message.get("id") in (request_id, None)
+            ):
                 return message
-
-
-def _id(message: dict[str, msgspec.Raw]) -> Any:
-    raw = message.get("id")
-    return None if raw is None else msgspec.json.decode(raw)
 
 
 def connect(

@@ -6,15 +6,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, TypeVar, overload
+from typing import Any
 
 from hikmah.model import paths
 from hikmah.model.display import visible
-from hikmah.model.wire.base import Params
 
 from .client import NotRunning, RemoteError, Unavailable, connect, environment_flags
+from .replies import as_reply
 
-T = TypeVar("T")
 OK, INTERNAL, USAGE, REFUSED, NOT_FOUND, UNAVAILABLE = 0, 1, 2, 3, 4, 5
 # The exit code of each category of error reasons (hikmah.model.errors.REASONS); a failure
 # ("failed") exits INTERNAL.
@@ -34,13 +33,10 @@ class UsageError(Exception):
     """The command line asks for something it cannot: exit USAGE with this message."""
 
 
-def call(
-    args: argparse.Namespace, method: str, params: dict[str, Any], result: type[Any] | None = None
-) -> Any:
-    """One request to the daemon (started if needed), its reply decoded as ``result`` (else
-    plain JSON); a failure is printed and raised as Exit."""
+def call(args: argparse.Namespace, method: str, params: dict[str, Any]) -> Any:
+    """One request to the daemon (started if needed); a failure is printed and raised as Exit."""
     with Session(args) as session:
-        return session.call(method, params, result)
+        return session.call(method, params)
 
 
 def json_error(
@@ -90,19 +86,11 @@ class Session:
     def __exit__(self, *exc: object) -> None:
         self.client.close()
 
-    @overload
-    def call(self, method: str, params: Params | dict[str, Any], result: type[T]) -> T: ...
-
-    @overload
-    def call(self, method: str, params: Params | dict[str, Any], result: None = None) -> Any: ...
-
-    def call(
-        self, method: str, params: Params | dict[str, Any], result: type[Any] | None = None
-    ) -> Any:
-        """One request, its reply decoded as ``result`` (else plain JSON); a failure is
-        printed and raised as Exit."""
+    def call(self, method: str, params: dict[str, Any]) -> Any:
+        """One request; its reply (:func:`~hikmah_cli.replies.as_reply`: objects read as
+        attributes too); a failure is printed and raised as Exit."""
         try:
-            return self.client.call(method, params, result)
+            return as_reply(self.client.call(method, params))
         except Unavailable as exc:
             print(f"hikmah: {exc}", file=sys.stderr)
             json_error(self.args, "unavailable", str(exc))

@@ -51,8 +51,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
+from hikmah.model.wire.methods import METHODS
 from hikmahd.daemon import REGISTRIES
 from tests.daemon.conftest import Running, clean_env, wait_for_socket
 from tests.daemon.memory_keyring import BACKEND
@@ -273,9 +275,12 @@ class Session:
         return json.loads(raw)
 
     def result(self, via: Relay, method: str, /, **params: Any) -> Any:
-        """:meth:`call`, for a reply that must be a result."""
+        """:meth:`call`, for a reply that must be a result: one its method's Result type
+        decodes, strictly (the type every client reads the reply by)."""
         reply = self.call(via, method, **params)
         assert "result" in reply, (method, reply)
+        if method in METHODS:  # TIGHTEN: every method, once all are typed
+            msgspec.convert(reply["result"], METHODS[method].result)
         return reply["result"]
 
     def error(self, via: Relay, method: str, reason: str, /, **params: Any) -> Any:

@@ -12,8 +12,8 @@ from hikmah.learning.calibration import calibrate, resolved_pair
 from hikmah.learning.invalidation import check_pattern, invalidation_plan, matching
 from hikmah.model.errors import HikmahError
 from hikmah.model.trace import Draft, Trace, draft_fields
-from hikmah.model.vocabulary import PredictionType
 from hikmah.model.wire.base import Params
+from hikmah.model.wire.learning import PredictParams, PredictResult
 from hikmah.rules.operations import Feedback, Pin, Remember
 
 from ..context import Context
@@ -23,22 +23,8 @@ from .memory import IdParams
 registry = Registry()
 
 
-class PredictParams(Params, frozen=True):
-    family: str
-    question: str
-    type: PredictionType
-    p: float
-    value: str | None = None
-    answer_space: tuple[str, ...] = ()
-    source: str | None = None
-    locator: str | None = None
-    tags: tuple[str, ...] = ()
-    scope: str | None = None
-    deadline: int | str | None = None  # when the outcome should be known
-
-
-@registry.method("memory.predict", PredictParams)
-async def predict(ctx: Context, params: PredictParams) -> JSON:
+@registry.method("memory.predict")
+async def predict(ctx: Context, params: PredictParams) -> PredictResult:
     # The forecast's own wire names: question, type and p.
     draft = Draft(
         **{**draft_fields(params), "source": ctx.source(params.source)},
@@ -49,7 +35,8 @@ async def predict(ctx: Context, params: PredictParams) -> JSON:
     )
     operation = Remember(draft=draft, session=ctx.session, allow_prediction=True)
     written = await ctx.services.writer.write(operation)
-    return {"trace": to_json(written.trace), "conflicts": written.conflicts}
+    assert written.trace is not None  # a remember writes a trace
+    return PredictResult(trace=written.trace, conflicts=written.conflicts)
 
 
 class OutcomeParams(Params, frozen=True):

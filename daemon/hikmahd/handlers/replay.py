@@ -10,6 +10,7 @@ from hikmah.model.errors import ConflictError, HikmahError, InvalidInput
 from hikmah.model.paths import person_source, project_scope
 from hikmah.model.trace import Draft, derived_trace_id
 from hikmah.model.wire.base import NoParams, Params
+from hikmah.model.wire.replay import PromoteParams, PromoteResult
 from hikmah.rules.operations import Promote, Remember
 
 from ..context import Context
@@ -29,14 +30,8 @@ def consolidate(ctx: Context, params: NoParams) -> JSON:
     return {"proposals": to_json(found)}
 
 
-class PromoteParams(Params, frozen=True):
-    id: str
-    verified: bool = False
-    source: str | None = None
-
-
-@registry.method("replay.promote", PromoteParams)
-async def promote(ctx: Context, params: PromoteParams) -> JSON:
+@registry.method("replay.promote")
+async def promote(ctx: Context, params: PromoteParams) -> PromoteResult:
     """Write the belief a current proposal describes; refused if its evidence changed."""
     operation = Promote(
         proposal=params.id,
@@ -45,7 +40,8 @@ async def promote(ctx: Context, params: PromoteParams) -> JSON:
         session=ctx.session,
     )
     written = await ctx.services.writer.write(operation, person=ctx.person)
-    return {"trace": to_json(written.trace), "conflicts": written.conflicts, "proposal": params.id}
+    assert written.trace is not None  # a promotion writes a trace
+    return PromoteResult(trace=written.trace, conflicts=written.conflicts, proposal=params.id)
 
 
 class IngestParams(Params, frozen=True):

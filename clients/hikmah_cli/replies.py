@@ -1,0 +1,35 @@
+"""A reply as the CLI reads it: JSON whose objects also read as attributes.
+
+The CLI stays on the standard library (it starts on every shell command and agent
+prompt, and msgspec alone would cost it more than its own import), so it does not
+decode replies into the wire's Structs as browse and the agent do. It reads them
+through :class:`Reply` instead, and its renderers are annotated with the methods'
+Result types (:mod:`hikmah.model.wire`, imported for type checking only): mypy checks
+every field the CLI reads against the one definition of the reply, and a
+``--json`` reply prints exactly as it came.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class Reply(dict[str, Any]):
+    """A JSON object whose members read as attributes too (``reply.trace.id``)."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"the reply has no member {name!r}") from None
+
+
+def as_reply(value: Any) -> Any:
+    """``value`` with every JSON object in it a :class:`Reply`."""
+    if isinstance(value, dict):
+        return Reply((key, as_reply(item)) for key, item in value.items())
+    if isinstance(value, list):
+        return [as_reply(item) for item in value]
+    return value
