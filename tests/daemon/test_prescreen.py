@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 import trio
 
-from hikmah.model import secrets, tokenizer
+from hikmah.model import tokenizer
+from hikmah.model.secrets import fields
 from hikmah.model.tokenizer import terms
 from hikmahd import prescreen
 from hikmahd.prescreen import Prescreen, verdicts
@@ -65,12 +66,12 @@ async def test_the_worker_fills_the_memos_with_what_it_found_clear_only() -> Non
         await _until(screen.ready)
         texts = [f"{CLEAR} {n}" for n in range(150)] + [LEAKED]
         await screen.check(texts)
-        assert all(text in secrets._vouched for text in texts[:-1])
-        assert LEAKED not in secrets._vouched
+        assert all(text in fields._vouched for text in texts[:-1])
+        assert LEAKED not in fields._vouched
         assert tokenizer._primed[texts[0]] == terms(texts[0])
         assert LEAKED not in tokenizer._primed
         screen.forget(texts)  # the page done: nothing of it stays in memory
-        assert not any(text in secrets._vouched or text in tokenizer._primed for text in texts)
+        assert not any(text in fields._vouched or text in tokenizer._primed for text in texts)
         nursery.cancel_scope.cancel()
     assert not workers()  # ended with its owner
 
@@ -88,7 +89,7 @@ async def test_a_worker_that_dies_leaves_the_checking_to_the_writer(
         [pid] = workers()
         os.kill(pid, signal.SIGKILL)
         await screen.check([f"{CLEAR} after the kill"])  # answered by nobody: no memo
-        assert f"{CLEAR} after the kill" not in secrets._vouched
+        assert f"{CLEAR} after the kill" not in fields._vouched
         await _until(lambda: not screen.ready())
         screen.ready()  # a large page after RETRY_S starts another
         await _until(screen.ready)

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hikmah.model import _needles, secrets
+from hikmah.model import _needles
+from hikmah.model.secrets.needles import CASED_NEEDLES, FOLDED_NEEDLES
 
 # Short texts over few letters, so that needles are often found, sometimes only in part.
 TEXT = st.text(alphabet="ab_- \u00e9\u043f\ud800", max_size=40)
@@ -40,8 +41,8 @@ def test_needles_must_be_a_tuple_of_non_empty_bytes(needles: object) -> None:
 @given(st.text(max_size=60))
 def test_the_tables_select_what_a_search_of_each_needle_does(text: str) -> None:
     for table, haystack in (
-        (secrets._CASED_NEEDLES, text),
-        (secrets._FOLDED_NEEDLES, text.lower()),
+        (CASED_NEEDLES, text),
+        (FOLDED_NEEDLES, text.lower()),
     ):
         expected: set[int | str] = set()
         for needle, selects in zip(table._needles, table._selects, strict=True):
