@@ -1308,3 +1308,9 @@ def test_a_vouched_text_is_let_through_once() -> None:
     secrets.unvouch([note])  # a page done: its vouches not taken go
     with pytest.raises(SecretDetected, match="content"):
         check_fields([("content", note)])
+
+
+@pytest.mark.parametrize("text", ["auth: éabcdefgh", "npm auth: café", '{"auth":\u200bsift'])
+def test_a_value_that_is_not_ascii_is_checked_not_crashed_on(text: str) -> None:
+    """A value checked for base64 that holds a non-ASCII character is simply not base64."""
+    assert find_secret(text) is None

@@ -97,6 +97,8 @@ def url_password(match: re.Match[str]) -> bool:
 
 def _b64decode(token: str) -> bytes | None:
     """Standard or URL-safe base64, padding optional; None when it is not base64."""
+    if not token.isascii():
+        return None  # b64decode raises ValueError, not binascii.Error, for these
     token = token.rstrip("=").replace("-", "+").replace("_", "/")
     try:
         return base64.b64decode(token + "=" * (-len(token) % 4), validate=True)
