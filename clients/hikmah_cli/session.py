@@ -10,8 +10,13 @@ from typing import Any
 
 from hikmah.model import paths
 from hikmah.model.display import visible
-
-from .client import NotRunning, RemoteError, Unavailable, connect, environment_flags
+from hikmah_client.connection import (
+    NotRunning,
+    RemoteError,
+    Unavailable,
+    connect,
+    environment_flags,
+)
 
 OK, INTERNAL, USAGE, REFUSED, NOT_FOUND, UNAVAILABLE = 0, 1, 2, 3, 4, 5
 # The exit code of each category of error reasons (hikmah.model.errors.REASONS); a failure
