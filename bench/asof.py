@@ -25,7 +25,7 @@ from pathlib import Path
 import recall
 from report import label
 
-from hikmah_cli.client import Client
+from hikmah_client.connection import Client
 
 RESULTS = Path(__file__).with_name("results-asof.json")
 RATIO_TARGET = 3.0  # as-of p50 over present p50, at most

@@ -8,7 +8,7 @@ the bench corpus (``recall.make_query_sets``: 1 common word, 1 common + 2 mid, 2
 common + 6 mid) a character at a time and times each prefix's recall with the
 browser's own asyncio client (``hikmah_browse.rpc``, the params its search sends),
 one in flight, from the send to the whole reply decoded; the baseline is the same
-prefixes through the CLI's blocking stdlib client (``hikmah_cli.client``), taking
+prefixes through the CLI's blocking stdlib client (``hikmah_client.connection``), taking
 turns prefix by prefix. The target: p95 well under 50 ms at 100k traces.
 
 ``bench/run`` measures this on each tier's daemon (:func:`measure`); run alone, this
@@ -32,7 +32,7 @@ from report import label
 from hikmah_browse.query import Search
 from hikmah_browse.rpc import Connection
 from hikmah_browse.wire import Recalled, decode
-from hikmah_cli.client import Client
+from hikmah_client.connection import Client
 
 RESULTS = Path(__file__).with_name("results-browse.json")
 TARGET_MS = 50.0

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from hikmah import __version__
 from hikmah.model import paths
-from hikmah_cli.client import environment_flags
+from hikmah_client.connection import environment_flags
 
 from .link import Link
 from .locate import agent_socket

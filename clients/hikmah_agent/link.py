@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from hikmah.access.principal import detect_agent_session, host_of_client
-from hikmah_cli.client import Client, Unavailable, connect
+from hikmah_client.connection import Client, Unavailable, connect
 
 from .locate import lock_holder
 from .protocol import Caller

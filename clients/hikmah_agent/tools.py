@@ -15,7 +15,7 @@ annotations that say what it does, which hosts read to decide whether to ask
 the person first (Codex runs a tool without asking when it is read-only, or
 neither destructive nor open-world).
 
-Everything recalled comes back framed by :mod:`hikmah_cli.agent_text`: as dated
+Everything recalled comes back framed by :mod:`hikmah_client.agent_text`: as dated
 observations with their provenance, within a token budget.
 """
 
@@ -35,8 +35,8 @@ from hikmah.model.paths import project_scope
 from hikmah.model.vocabulary import Kind, RememberedKind
 from hikmah.model.wire.learning import PredictResult
 from hikmah.model.wire.memory import RememberResult
-from hikmah_cli import agent_text as framing
-from hikmah_cli.client import RemoteError, Unavailable
+from hikmah_client import agent_text as framing
+from hikmah_client.connection import RemoteError, Unavailable
 
 from .link import Link, Writer
 from .protocol import Caller

@@ -2,6 +2,6 @@
 
 import sys
 
-from hikmah_cli.__main__ import main
+from .launch import main
 
-sys.exit(main(["browse", *sys.argv[1:]]))
+sys.exit(main())

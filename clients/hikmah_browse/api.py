@@ -11,12 +11,12 @@ Two doors, one each way, so that what must apply to every request is written onc
   daemon refuses a write with ``presence_required`` and would take a proof from
   this process, the person is asked for the passphrase (the app's dialog), it is
   proven with ``presence.prove`` over this connection, as the CLI does
-  (:mod:`hikmah_cli.presence`: the same prompt, and a wrong passphrase asked
+  (:mod:`hikmah_client.presence`: the same prompt, and a wrong passphrase asked
   again), and the write is sent again. The daemon binds the proof to this
   terminal and the shell that started the browser.
 
 The rules themselves are the daemon's: a write it refuses raises
-:class:`~hikmah_cli.client.RemoteError` with its own words.
+:class:`~hikmah_client.connection.RemoteError` with its own words.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from hikmah.model.secrets import preview
 from hikmah.model.trace import Trace
 from hikmah.model.wire.memory import RememberResult
 from hikmah.model.wire.replay import PromoteResult
-from hikmah_cli import presence, prompt
+from hikmah_client import presence, prompt
 
 from . import wire
 from .query import Search
@@ -156,7 +156,7 @@ class Memory:
 
     async def _prove(self, purpose: str) -> dict[str, Any]:
         """Ask for the passphrase and prove presence, up to
-        :data:`~hikmah_cli.presence.ATTEMPTS` times.
+        :data:`~hikmah_client.presence.ATTEMPTS` times.
 
         Returns:
             ``presence.status`` as it was asked.

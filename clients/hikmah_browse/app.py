@@ -17,7 +17,7 @@ from textual.widgets import ContentSwitcher, DataTable, Footer, Static
 
 from hikmah.model.display import counted
 from hikmah.model.trace import Trace
-from hikmah_cli.render import awaiting, when
+from hikmah_client.text import awaiting, when
 
 from . import dialogs, editor, format
 from .api import Memory, NotProven, ReadOnly

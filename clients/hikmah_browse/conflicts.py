@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
-from hikmah_cli.render import when
+from hikmah_client.text import when
 
 from . import format
 from .base import View, in_worker, restore_cursor, room, selected_key

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from hikmah.model.display import stamped_agent, visible, writer
 from hikmah.model.trace import Trace
-from hikmah_cli.render import clip, relative
+from hikmah_client.text import clip, relative
 
 from .wire import Hit, Hold, Why
 

@@ -2,7 +2,8 @@
 
 Standard library only until the browser itself starts: the CLI imports this
 module only when ``browse`` is the command, and every other command starts as
-it did without it.
+it did without it. ``python -m hikmah_browse`` starts it here too (:func:`main`),
+with the flags and exit codes of ``hikmah browse``.
 """
 
 from __future__ import annotations
@@ -11,13 +12,25 @@ import argparse
 import sys
 
 from hikmah.model import paths
-from hikmah_cli.client import Unavailable, connect, environment_flags
+from hikmah_client.connection import Unavailable, connect, environment_flags
+from hikmah_client.options import global_options
 
 INSTALL = (
     "hikmah browse needs the browse extra (Textual), which is not installed;"
     " install it with: pip install 'hikmah[browse]'"
 )
 MISSING, UNAVAILABLE = 1, 5  # the CLI's exit codes for an internal error and no daemon
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m hikmah_browse [QUERY]``: ``hikmah browse``, parsed as the CLI parses it."""
+    parser = argparse.ArgumentParser(
+        prog="hikmah browse",
+        description="Search, read, audit and correct memory in the terminal (Textual).",
+    )
+    global_options(parser, suppress=False)
+    parser.add_argument("query", nargs="?", metavar="QUERY", help="start with this search")
+    return run(parser.parse_args(argv))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
 from hikmah.model.display import counted
-from hikmah_cli.render import when
+from hikmah_client.text import when
 
 from . import format
 from .base import View, in_worker, room

@@ -10,7 +10,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
 from hikmah.model.display import counted
-from hikmah_cli.render import clip, when
+from hikmah_client.text import clip, when
 
 from . import format
 from .base import View, restore_cursor, room, selected_key

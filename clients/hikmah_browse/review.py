@@ -13,7 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.css.query import NoMatches
 from textual.widgets import DataTable, Static
 
-from hikmah_cli.render import awaiting, when
+from hikmah_client.text import awaiting, when
 
 from . import format
 from .base import View, restore_cursor, room, selected_key

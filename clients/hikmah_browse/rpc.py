@@ -7,7 +7,7 @@ so replies are matched to their callers by id. Notifications (lines with a
 A caller that is cancelled while waiting (a search overtaken by the next
 keystroke) only stops waiting: its request was already sent whole, the daemon
 still answers it, and the answer is dropped. When the connection ends, every
-waiting caller is failed with :class:`~hikmah_cli.client.Unavailable`, so
+waiting caller is failed with :class:`~hikmah_client.connection.Unavailable`, so
 nothing hangs.
 """
 
@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hikmah_cli.client import RemoteError, Unavailable, connect
+from hikmah_client.connection import RemoteError, Unavailable, connect
 
 __all__ = ["Connection", "RemoteError", "Unavailable"]
 
@@ -65,7 +65,8 @@ class Connection:
         on_lost: Callable[[], None] | None = None,
     ) -> Connection:
         """Connect to the daemon at ``socket_path``, starting one first if none answers
-        and ``autostart`` (the CLI's own :func:`~hikmah_cli.client.connect`, in a thread).
+        and ``autostart`` (the blocking :func:`~hikmah_client.connection.connect` of every
+        client, in a thread).
 
         Raises:
             Unavailable: none answers and none could be started.

@@ -16,7 +16,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from hikmah.model.display import visible
 from hikmah.model.trace import normalize_claim_key
-from hikmah_cli.render import when
+from hikmah_client.text import when
 
 from . import format
 from .base import browser_of, in_worker, room, selected_key

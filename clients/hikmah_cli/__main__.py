@@ -10,35 +10,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 from hikmah.model.display import visible
+from hikmah_client.options import global_options
 
 from .commands import COMMANDS, OneOf
 from .session import INTERNAL, OK, USAGE, Exit, Session, UsageError, call, json_error
 
 BY_NAME = {command.name: command for command in COMMANDS}
-
-
-def _global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
-    """The flags accepted before or after the subcommand."""
-    default: Any = argparse.SUPPRESS if suppress else None
-    group = parser.add_argument_group("global options")
-    group.add_argument("--socket", metavar="PATH", default=default, help="daemon socket")
-    group.add_argument("--data-dir", metavar="DIR", default=default, help="data directory")
-    group.add_argument("--policy", metavar="FILE", default=default, help="policy file")
-    group.add_argument(
-        "--json",
-        action="store_true",
-        default=argparse.SUPPRESS if suppress else False,
-        help="machine-readable JSON on stdout",
-    )
-    group.add_argument(
-        "--no-autostart",
-        action="store_true",
-        default=argparse.SUPPRESS if suppress else False,
-        help="do not start a daemon when none answers",
-    )
 
 
 def _invoked(argv: list[str]) -> str | None:
@@ -83,7 +62,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         " 1 internal error, 2 usage, 3 refused, 4 not found, 5 daemon unavailable, 6 an"
         " evaluation's cases failed.",
     )
-    _global_options(parser, suppress=False)
+    global_options(parser, suppress=False)
     subcommands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in COMMANDS:
         if only is not None and command.name != only:
@@ -93,7 +72,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         )
         sub.set_defaults(command_parser=sub)  # its own usage for a flag it does not know
         if command.daemon:
-            _global_options(sub, suppress=True)
+            global_options(sub, suppress=True)
         for item in command.args:
             if isinstance(item, OneOf):
                 group = sub.add_mutually_exclusive_group()

@@ -26,6 +26,7 @@ from hikmah.model.vocabulary import (
     PRIVACIES,
     REMEMBERED_KINDS,
 )
+from hikmah_client.text import relative, when
 
 from . import render, runners
 from .session import OK, Exit, UsageError, call
@@ -151,8 +152,8 @@ def _check_deadline(args: argparse.Namespace) -> None:
         return
     if deadline < now_ms - PAST_GRACE_MS:
         raise UsageError(
-            f"the deadline {visible(args.deadline)} ({render.when(deadline)}) has already"
-            f" passed, {render.relative(deadline, now_ms)}: it would be overdue at once."
+            f"the deadline {visible(args.deadline)} ({when(deadline)}) has already"
+            f" passed, {relative(deadline, now_ms)}: it would be overdue at once."
             " Give --allow-past to record it anyway"
         )
 

@@ -19,9 +19,8 @@ from typing import Any
 
 from hikmah.model.paths import project_scope
 from hikmah.model.tokenizer import terms
-
-from . import agent_text as framing
-from .client import Client
+from hikmah_client import agent_text as framing
+from hikmah_client.connection import Client
 
 TIMEOUT_S = 2.0
 PROMPT_LIMIT = 6  # at most six traces per prompt

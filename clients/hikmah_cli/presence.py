@@ -1,12 +1,10 @@
-"""The person's side of presence: proving it before a person-only command, and the
-``hikmah passphrase`` and ``hikmah presence`` commands.
+"""The person's side of presence in the CLI: proving it before a person-only command,
+and the ``hikmah passphrase`` and ``hikmah presence`` commands.
 
-The daemon decides who may prove (never an agent, never a process without a
-terminal of its own) and binds a proof to this terminal and the shell that
-runs this command; this module only asks the person (:mod:`hikmah_cli.prompt`)
-and sends what they typed. What any client asks and when it asks again
-(:data:`PROMPT`, :func:`explain`, :func:`ask_again`) is defined here once:
-``hikmah browse`` asks in a dialog of its own with them.
+The prompt, what a proof is for and when a refused one is asked again are every
+client's (:mod:`hikmah_client.presence`); this module asks at the terminal
+(:mod:`hikmah_client.prompt`), sends what the person typed, and says how it went
+with the CLI's exit codes.
 """
 
 from __future__ import annotations
@@ -18,35 +16,13 @@ import time
 from typing import Any
 
 from hikmah.model.display import visible
+from hikmah_client import prompt
+from hikmah_client.connection import RemoteError
+from hikmah_client.presence import ATTEMPTS, PROMPT, ask_again, explain, lasting
 
-from . import prompt
-from .client import RemoteError
 from .session import OK, REFUSED, USAGE, Exit, Session
 
-ATTEMPTS = 3
-PROMPT = "Hikmah passphrase: "
 SHOWN_CHARS = 300  # of the command a proof confirms
-
-
-def explain(purpose: str, state: dict[str, Any], terminal: str | None) -> str:
-    """What a proof is for, to show with the prompt (``state``: ``presence.status``)."""
-    if state["per_command"]:
-        return (
-            f"{purpose} Hikmah asks for your passphrase to confirm this one command: if you"
-            " did not just run it, someone else typed it into your terminal; give nothing."
-        )
-    return (
-        f"{purpose} Hikmah asks for your passphrase so that {terminal or 'this terminal'}, and"
-        f" the shell in it that ran this command, may take person-only actions for"
-        f" {lasting(state['ticket_seconds'])}."
-    )
-
-
-def lasting(seconds: float) -> str:
-    """``5 minutes``, ``45 seconds``: how long a ticket holds."""
-    if seconds >= 60:
-        return f"{seconds / 60:g} minute{'' if seconds == 60 else 's'}"
-    return f"{seconds:g} second{'' if seconds == 1 else 's'}"
 
 
 def confirming(words: list[str]) -> str:
@@ -56,12 +32,6 @@ def confirming(words: list[str]) -> str:
     if len(line) > SHOWN_CHARS:
         line = line[: SHOWN_CHARS - 1] + "…"
     return f"Confirm: {line}"
-
-
-def ask_again(refusal: RemoteError) -> bool:
-    """Whether a refused proof may be tried again: only a wrong passphrase (not a lock,
-    an agent, a process without a terminal)."""
-    return refusal.reason == "presence_denied" and "wrong passphrase" in str(refusal)
 
 
 def ensure(session: Session) -> None:

@@ -16,9 +16,9 @@ from typing import Any
 
 from hikmah.model import paths
 from hikmah.model.display import counted, visible
+from hikmah_client.connection import started_at
 
 from . import render
-from .client import started_at
 from .session import INTERNAL, OK, REFUSED, UNAVAILABLE, USAGE, Exit, Session, UsageError, call
 
 # How long `hikmah stop` waits for the daemon to exit: its last batch of writes, saving
@@ -327,8 +327,9 @@ def backup(args: argparse.Namespace) -> int:
 def stop(args: argparse.Namespace) -> int:
     """Stop the daemon on this socket and wait until its process is gone; exit 0 when
     none runs (the goal, no daemon, holds), as ``systemctl stop`` of a stopped unit."""
-    from . import presence  # noqa: PLC0415 -- a rare command
-    from .client import NotRunning  # noqa: PLC0415
+    from hikmah_client.connection import NotRunning  # noqa: PLC0415 -- a rare command
+
+    from . import presence  # noqa: PLC0415
 
     try:
         session = Session(args, start=False)

@@ -10,8 +10,14 @@ from typing import Any
 
 from hikmah.model import paths
 from hikmah.model.display import visible
+from hikmah_client.connection import (
+    NotRunning,
+    RemoteError,
+    Unavailable,
+    connect,
+    environment_flags,
+)
 
-from .client import NotRunning, RemoteError, Unavailable, connect, environment_flags
 from .replies import as_reply
 
 OK, INTERNAL, USAGE, REFUSED, NOT_FOUND, UNAVAILABLE = 0, 1, 2, 3, 4, 5

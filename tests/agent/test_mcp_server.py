@@ -265,7 +265,7 @@ import json, sys
 from pathlib import Path
 from hikmah_agent.link import Link
 from hikmah_agent.protocol import Caller
-from hikmah_cli.client import Client, RemoteError
+from hikmah_client.connection import Client, RemoteError
 
 socket = Path(sys.argv[1])
 link = Link(socket, autostart=False, daemon_args=[], data_dir=Path(sys.argv[2]))

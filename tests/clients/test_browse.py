@@ -482,13 +482,39 @@ def test_browse_needs_a_terminal(daemon: Running) -> None:
     assert "needs a terminal" in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "python", "code"),
+    [
+        (["--help"], [sys.executable], 0),
+        (["--socket", "none.sock", "--bogus"], [sys.executable], 2),
+        (["--socket", "none.sock", "--no-autostart", "a query"], [sys.executable], 2),
+        (["--socket", "none.sock"], [sys.executable, "-S"], 1),  # no textual
+    ],
+)
+def test_python_m_hikmah_browse_is_hikmah_browse(
+    short_tmp: Path, args: list[str], python: list[str], code: int
+) -> None:
+    # The browser starts itself, without the CLI, yet as `hikmah browse` does.
+    env = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}:{REPO / 'clients'}"}
+
+    def run(*entry: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*python, "-m", *entry, *args], capture_output=True, text=True, timeout=60,
+            cwd=short_tmp, env=env, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+
+    cli, browse = run("hikmah_cli", "browse"), run("hikmah_browse")
+    assert (browse.returncode, browse.stdout, browse.stderr) == (code, cli.stdout, cli.stderr)
+    assert cli.returncode == code
+
+
 def test_other_commands_never_load_the_browser(daemon: Running) -> None:
     done = _cli(
         "--socket", str(daemon.socket), "status", python=[sys.executable, "-X", "importtime"]
     )
     assert done.returncode == 0, done.stderr
     modules = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
-    assert "hikmah_cli.client" in modules  # the measurement sees the CLI's own imports
+    assert "hikmah_client.connection" in modules  # the measurement sees the CLI's own imports
     loaded = {
         m for m in modules if m.split(".")[0] in ("textual", "rich", "hikmah_browse", "msgspec")
     }

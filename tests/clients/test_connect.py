@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from hikmah_cli.client import BUSY_RETRY_S, connect, started_at
+from hikmah_client.connection import BUSY_RETRY_S, connect, started_at
 
 
 @contextmanager

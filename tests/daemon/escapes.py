@@ -50,7 +50,7 @@ import json, sys
 from pathlib import Path
 from hikmah_agent.link import Link
 from hikmah_agent.protocol import Caller
-from hikmah_cli.client import RemoteError
+from hikmah_client.connection import RemoteError
 link = Link(Path(sys.argv[1]), autostart=False, daemon_args=[], data_dir=Path(sys.argv[2]))
 caller = Caller(client_name="escape-test", meta={})
 out = []

@@ -335,7 +335,7 @@ def test_an_autostarted_daemon_belongs_to_no_client_tree(short_tmp: Path) -> Non
             sys.executable, "-c",
             "import sys, time\n"
             "from pathlib import Path\n"
-            "from hikmah_cli.client import connect\n"
+            "from hikmah_client.connection import connect\n"
             "args = ['--data-dir', sys.argv[2]]\n"
             "connect(Path(sys.argv[1]), autostart=True, daemon_args=args).close()\n"
             "print('started', flush=True)\n"

@@ -105,8 +105,8 @@ def test_every_example_request_and_reply_decodes_with_its_methods_types() -> Non
 
 @pytest.mark.parametrize("name", ["Trace", "StoredTrace"])
 def test_an_objects_table_names_its_structs_fields(name: str) -> None:
-    from hikmah.model import trace  # noqa: PLC0415
-    from hikmah.model.wire import memory  # noqa: PLC0415
+    from hikmah.model import trace
+    from hikmah.model.wire import memory
 
     struct = getattr(trace, name, None) or getattr(memory, name)
     assert table_after(SECTIONS[name], "| field |") == fields(struct)

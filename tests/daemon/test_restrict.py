@@ -62,7 +62,7 @@ def test_declared_names_are_sanitised(daemon: Running) -> None:
 DECLARE_AND_WRITE = """
 import json, sys
 from pathlib import Path
-from hikmah_cli.client import Client
+from hikmah_client.connection import Client
 client = Client(Path(sys.argv[1]))
 client.call("session.restrict", {"host": sys.argv[2], "session_id": "declared-7"})
 print(json.dumps(client.call("memory.remember", {"content": "written by " + sys.argv[2]})))

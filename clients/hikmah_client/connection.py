@@ -223,7 +223,7 @@ def _tail(path: Path, lines: int = 5) -> str:
 
 
 def environment_flags(data_dir: str | None, policy: str | None) -> list[str]:
-    """The daemon flags that carry the CLI's own --data-dir and --policy over."""
+    """The daemon flags that carry a client's own --data-dir and --policy over."""
     flags: list[str] = []
     if data_dir:
         flags += ["--data-dir", os.path.abspath(data_dir)]

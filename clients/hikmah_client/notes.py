@@ -2,7 +2,7 @@
 conflicts and corrections, read once for every renderer.
 
 A renderer says them its own way (a person's terminal: :mod:`hikmah_cli.render`;
-an agent's context: :mod:`hikmah_cli.agent_text`) by giving a phrase for each
+an agent's context: :mod:`hikmah_client.agent_text`) by giving a phrase for each
 note, in the order it says them.
 """
 
