@@ -36,7 +36,8 @@ import msgspec
 import numpy as np
 
 from hikmah.evaluation import longmemeval
-from hikmah.evaluation.harness import CaseFile, EngineReport, _fill_store, evaluate, load_cases
+from hikmah.evaluation.cases import CaseFile, load_cases
+from hikmah.evaluation.harness import EngineReport, _fill_store, evaluate
 from hikmah.model.paths import model_cache_dir
 from hikmah.model.policy import KernelPolicy, SemanticPolicy, reference_policy, semantic_off
 from hikmah.model.recall import RecallQuery
