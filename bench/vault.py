@@ -42,7 +42,8 @@ from hikmah.model.policy import KernelPolicy
 from hikmah.model.recall import RecallQuery
 from hikmah.recall.ranking import recall
 from hikmah.semantic.models import load_model
-from hikmah.semantic.store_vectors import SemanticIndex, vectors_path
+from hikmah.semantic.store_vectors import SemanticIndex
+from hikmah.semantic.vector_file import vectors_path
 from hikmah.store.core import Store
 from hikmah.vault.sealing import HeldKeys
 

@@ -28,7 +28,8 @@ from hikmah.model.trace import Draft
 from hikmah.recall.ranking import recall
 from hikmah.rules.operations import Purge, Remember
 from hikmah.semantic.models import Loaded, load_model
-from hikmah.semantic.store_vectors import EMBED_SLICE, SemanticIndex, StaleVectors, vectors_path
+from hikmah.semantic.store_vectors import EMBED_SLICE, SemanticIndex
+from hikmah.semantic.vector_file import StaleVectors, vectors_path
 from hikmah.store.core import Store
 
 from .conftest import NOW, HeldKeys, remember, remember_forecast, write

@@ -64,7 +64,8 @@ from hikmah.model.policy import KernelPolicy
 from hikmah.rules.operations import Applied, ApplyRemote, Change, Outcome, Written
 from hikmah.rules.writes import payloads_for
 from hikmah.semantic.models import Loaded
-from hikmah.semantic.store_vectors import SemanticIndex, remove_vectors, vectors_path
+from hikmah.semantic.store_vectors import SemanticIndex
+from hikmah.semantic.vector_file import remove_vectors, vectors_path
 from hikmah.store import receive
 from hikmah.store.gate import Gate
 from hikmah.vault.crypto import VaultLocked
