@@ -45,6 +45,7 @@ from hikmah.model.tokenizer import terms
 from hikmah.recall.ranking import recall
 from hikmah.semantic.models import load_embedder, load_model
 from hikmah.store.core import Store
+from hikmah.store.vectors import open_vectors
 
 OFF_TOPIC = [
     "recipe for banana bread",
@@ -104,7 +105,7 @@ def off_topic(cases: CaseFile, policy: KernelPolicy) -> int:
         _fill_store(store, cases, policy)
         if policy.semantic.enabled:
             model = load_model(policy.semantic.model, model_cache_dir())
-            store.open_vectors(model, ann_at=policy.semantic.ann_at)
+            open_vectors(store, model, ann_at=policy.semantic.ann_at)
         for text in OFF_TOPIC:
             query = RecallQuery(query=text, limit=5)
             for r in store.read(

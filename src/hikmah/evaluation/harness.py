@@ -46,6 +46,7 @@ from hikmah.recall.ranking import recall
 from hikmah.rules.operations import Remember
 from hikmah.semantic.models import load_model
 from hikmah.store.core import Store
+from hikmah.store.vectors import open_vectors
 
 DAY_MS = 86_400_000
 DEFAULT_K = 5
@@ -175,8 +176,10 @@ def evaluate(cases: CaseFile, *, k: int = DEFAULT_K, policy: KernelPolicy | None
     ):
         key_of = _fill_store(store, cases, policy)
         if policy.semantic.enabled:
-            store.open_vectors(
-                load_model(policy.semantic.model, model_cache_dir()), ann_at=policy.semantic.ann_at
+            open_vectors(
+                store,
+                load_model(policy.semantic.model, model_cache_dir()),
+                ann_at=policy.semantic.ann_at,
             )
             lexical = _hikmah_ranker(store, cases.now_ms, semantic_off(policy), key_of)
             off = _run("hikmah, semantic off", cases, k, lexical)
