@@ -78,7 +78,7 @@ def load(name: str) -> tuple[Any, Any]:
 def quality(embed_passages: Any, embed_queries: Any) -> dict[str, Any]:
     import numpy as np  # noqa: PLC0415
 
-    from hikmah.evaluation.harness import load_cases  # noqa: PLC0415
+    from hikmah.evaluation.cases import load_cases  # noqa: PLC0415
 
     out: dict[str, Any] = {}
     for path in SETS:

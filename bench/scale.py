@@ -54,6 +54,7 @@ from hikmah.model.paths import model_cache_dir
 from hikmah.model.policy import KernelPolicy
 from hikmah.semantic.models import load_model
 from hikmah.store.core import Store
+from hikmah.store.vectors import open_vectors
 
 BATCH = 1000
 IMPORT_BATCH = 500
@@ -122,7 +123,7 @@ class Corpus:
             began = time.perf_counter()
             semantic = policy.semantic
             model = load_model(semantic.model, model_cache_dir())
-            vectors = store.open_vectors(model, ann_at=semantic.ann_at)
+            vectors = open_vectors(store, model, ann_at=semantic.ann_at)
             while vectors.wants_fold():
                 vectors.fold(threads=2, slice_size=4096)
             vectors.save(None)

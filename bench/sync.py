@@ -45,6 +45,7 @@ from hikmah.model.policy import KernelPolicy
 from hikmah.rules.operations import Pair
 from hikmah.store import exchange
 from hikmah.store.core import Store
+from hikmah.store.indexing import rebuild_index
 from hikmah.sync.device import DeviceKey
 from tests.sync.daemons import Device, make_device, pair, started
 from tests.sync.engines import GitRemote, propagation_seconds, syncthing_cluster, wait_until
@@ -195,7 +196,7 @@ def applying(root: Path, records: int) -> Apply:
         apply_s = time.perf_counter() - start
         assert getattr(outcome, "records", 0) == written + 1, outcome  # and the device_added
         start = time.perf_counter()
-        origin.rebuild_index()
+        rebuild_index(origin)
         rebuild_s = time.perf_counter() - start
     size = sum(p.stat().st_size for p in folder.rglob("*.seg")) / (1 << 20)
     return Apply(written, look_s, apply_s, rebuild_s, size)

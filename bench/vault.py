@@ -42,8 +42,10 @@ from hikmah.model.policy import KernelPolicy
 from hikmah.model.recall import RecallQuery
 from hikmah.recall.ranking import recall
 from hikmah.semantic.models import load_model
-from hikmah.semantic.store_vectors import SemanticIndex, vectors_path
+from hikmah.semantic.store_vectors import SemanticIndex
+from hikmah.semantic.vector_file import vectors_path
 from hikmah.store.core import Store
+from hikmah.store.vectors import open_vectors
 from hikmah.vault.sealing import HeldKeys
 
 SEED = 7
@@ -118,7 +120,7 @@ def vectors(stores: dict[str, Store], keys: HeldKeys) -> dict[str, dict[str, flo
     model = load_model(policy.model, model_cache_dir())
     times: dict[str, dict[str, list[float]]] = {"save": {}, "load": {}}
     for name, store in stores.items():
-        semantic = store.open_vectors(model, ann_at=policy.ann_at)
+        semantic = open_vectors(store, model, ann_at=policy.ann_at)
         while semantic.wants_fold():
             semantic.fold(threads=2, slice_size=4096)
         sealing = keys if name == "on" else None

@@ -36,7 +36,8 @@ import msgspec
 import numpy as np
 
 from hikmah.evaluation import longmemeval
-from hikmah.evaluation.harness import CaseFile, EngineReport, _fill_store, evaluate, load_cases
+from hikmah.evaluation.cases import CaseFile, load_cases
+from hikmah.evaluation.harness import EngineReport, _fill_store, evaluate
 from hikmah.model.paths import model_cache_dir
 from hikmah.model.policy import KernelPolicy, SemanticPolicy, reference_policy, semantic_off
 from hikmah.model.recall import RecallQuery
@@ -44,6 +45,7 @@ from hikmah.model.tokenizer import terms
 from hikmah.recall.ranking import recall
 from hikmah.semantic.models import load_embedder, load_model
 from hikmah.store.core import Store
+from hikmah.store.vectors import open_vectors
 
 OFF_TOPIC = [
     "recipe for banana bread",
@@ -103,7 +105,7 @@ def off_topic(cases: CaseFile, policy: KernelPolicy) -> int:
         _fill_store(store, cases, policy)
         if policy.semantic.enabled:
             model = load_model(policy.semantic.model, model_cache_dir())
-            store.open_vectors(model, ann_at=policy.semantic.ann_at)
+            open_vectors(store, model, ann_at=policy.semantic.ann_at)
         for text in OFF_TOPIC:
             query = RecallQuery(query=text, limit=5)
             for r in store.read(

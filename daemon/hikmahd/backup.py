@@ -49,9 +49,10 @@ from hikmah.ledger.headfile import HeadFile
 from hikmah.model.digests import file_blake3
 from hikmah.model.durable import fsync_dir, fsync_file, write_atomic
 from hikmah.model.errors import HikmahError, InvalidInput, LedgerError
-from hikmah.semantic.store_vectors import remove_vectors
+from hikmah.semantic.vector_file import remove_vectors
 from hikmah.store import maintenance
-from hikmah.store.core import HEAD_FILE, LMDB_DIR, Store
+from hikmah.store.core import HEAD_FILE, Store
+from hikmah.store.opening import LMDB_DIR
 from hikmah.vault.sealing import Keys
 
 from .synckeys import KEY_FILE, SYNC_DIR

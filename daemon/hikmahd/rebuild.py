@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from hikmah.store import maintenance
+from hikmah.store import indexing, maintenance
 from hikmah.store.core import Store
 from hikmah.vault.sealing import Keys
 
@@ -36,6 +36,6 @@ def rebuild_index(data_dir: Path, *, vault: Callable[[str], Keys] | None = None)
         def progress(done: int) -> None:
             print(f"rebuilt {done:,} of {report.records:,} records", file=sys.stderr, flush=True)
 
-        count = store.rebuild_index(progress)
+        count = indexing.rebuild_index(store, progress)
         log.info("rebuilt the indexes from %d records in %.1f s", count, time.monotonic() - started)
     return count

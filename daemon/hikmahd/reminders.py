@@ -20,6 +20,7 @@ from hikmah.model.deadlines import format_ms
 from hikmah.model.errors import HikmahError
 from hikmah.rules.operations import Applied, Outcome, Written
 from hikmah.store.core import Store
+from hikmah.store.reminders import mark_reminded
 from hikmah.working.promises import PromiseQueue, Reminder, Stage
 
 from .events import Events
@@ -141,7 +142,7 @@ class Reminders:
 
     async def _record(self, settled: list[tuple[str, Stage]], now: int) -> None:
         try:
-            await self.writer.exclusive(lambda store: store.mark_reminded(settled, now))
+            await self.writer.exclusive(lambda store: mark_reminded(store, settled, now))
         except HikmahError as exc:
             log.error("could not record delivered reminders (they may repeat): %s", exc)
         finally:

@@ -225,7 +225,7 @@ def _lowest_priority() -> None:
 
 class QueryThread:
     """The thread a recall's query is embedded on, beside the recall's lexical work
-    (:data:`hikmah.recall.ranking.QueryEmbedding`). One: recalls run one at a time."""
+    (:data:`hikmah.recall.fusion.QueryEmbedding`). One: recalls run one at a time."""
 
     def __init__(self) -> None:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hikmahd-query")

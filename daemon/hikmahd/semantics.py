@@ -41,7 +41,8 @@ from hikmah.model.policy import KernelPolicy
 from hikmah.rules.operations import Applied, Outcome
 from hikmah.semantic.embedding import EmbedderUnavailable
 from hikmah.semantic.models import load_model
-from hikmah.semantic.store_vectors import SemanticIndex, vectors_path
+from hikmah.semantic.store_vectors import SemanticIndex
+from hikmah.semantic.vector_file import vectors_path
 from hikmah.store.core import Store
 
 from .scheduling import Offload

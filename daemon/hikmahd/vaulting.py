@@ -14,7 +14,7 @@ from pathlib import Path
 
 from hikmah.model.errors import PolicyError
 from hikmah.model.policy import load_policy
-from hikmah.semantic.store_vectors import rewrap_vectors
+from hikmah.semantic.vector_file import rewrap_vectors
 from hikmah.store import maintenance
 from hikmah.store.core import Store
 from hikmah.vault.crypto import VaultError

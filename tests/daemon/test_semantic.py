@@ -24,7 +24,7 @@ from hikmah.model.paths import model_cache_dir
 from hikmah.model.policy import KernelPolicy
 from hikmah.semantic.models import load_embedder
 from hikmah.semantic.quantize import quantize
-from hikmah.semantic.store_vectors import VECTORS_FILE
+from hikmah.semantic.vector_file import VECTORS_FILE
 from hikmah.store.core import Store
 from hikmahd.semantics import GATHER_MAX_S, GATHER_S, QUIET_S, Semantics
 from tests.daemon.conftest import Running, clean_env, semantic, wait_state

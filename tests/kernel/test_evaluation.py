@@ -12,16 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from hikmah.evaluation.cases import load_cases, parse_cases
 from hikmah.evaluation.fts5 import fts5_expr, open_fts5, surface_words
 from hikmah.evaluation.harness import (
     CASES_FAILED,
     Report,
     evaluate,
     format_report,
-    load_cases,
     main,
     ndcg_at_k,
-    parse_cases,
     recall_at_k,
     reciprocal_rank,
 )

@@ -10,7 +10,8 @@ import msgspec
 import numpy as np
 import pytest
 
-from hikmah.evaluation.harness import evaluate, load_cases
+from hikmah.evaluation.cases import load_cases
+from hikmah.evaluation.harness import evaluate
 from hikmah.model.policy import KernelPolicy
 from hikmah.semantic import multilingual
 from hikmah.semantic.embedding import EmbedderUnavailable

@@ -22,7 +22,10 @@ from hikmah.model.policy import KernelPolicy, RecallPolicy, parse_policy, refere
 from hikmah.model.recall import RecallQuery, RecallResult
 from hikmah.model.tokenizer import terms
 from hikmah.model.trace import Draft, Trace, normalize_content
-from hikmah.recall.ranking import _Selected, recall
+from hikmah.recall import folding
+from hikmah.recall.folding import Selected
+from hikmah.recall.fusion import embed_now
+from hikmah.recall.ranking import recall
 from hikmah.rules.operations import Feedback, Fulfill, Pin, Remember
 from hikmah.store.core import Store
 
@@ -332,7 +335,7 @@ def test_overlap_is_one_for_the_same_content_else_the_jaccard(a: str, b: str) ->
     # The walk compares contents only when neither has a term: the same content (whitespace
     # collapsed, lowercase) always has the same terms, so its Jaccard is 1 already.
     first, second = (
-        _Selected(Trace(id=f"t{i}", kind="observation", content=text, created_at=NOW), i, 1.0)
+        Selected(Trace(id=f"t{i}", kind="observation", content=text, created_at=NOW), i, 1.0)
         for i, text in enumerate((a, b))
     )
     ta, tb = terms(a), terms(b)
@@ -409,8 +412,6 @@ def test_early_stop_returns_what_scoring_everything_returns(
     query: list[str],
     limit: int,
 ) -> None:
-    from hikmah.recall import ranking as recall_module
-
     with Store(tmp_path / f"s{next(_counter)}", map_size=1 << 22) as store:
         write(
             store,
@@ -420,10 +421,10 @@ def test_early_stop_returns_what_scoring_everything_returns(
             ),
         )
         with monkeypatch.context() as patched:
-            patched.setattr(recall_module, "_margin", lambda limit: 0)
+            patched.setattr(folding, "margin", lambda limit: 0)
             early = ask(store, " ".join(query), limit=limit)
         with monkeypatch.context() as patched:
-            patched.setattr(recall_module, "_margin", lambda limit: 10**9)
+            patched.setattr(folding, "margin", lambda limit: 10**9)
             everything = ask(store, " ".join(query), limit=limit)
     assert early == everything
 
@@ -492,7 +493,7 @@ def test_no_candidate_scores_above_the_bound_its_features_give(
                 [],
                 NOW,
                 policy,
-                recall_module.embed_now,
+                embed_now,
             )
             found = scorer._candidates()
             scored = scorer._breakdown(found, None)
@@ -503,10 +504,10 @@ def test_no_candidate_scores_above_the_bound_its_features_give(
         bounds, scores = store.read(bounds_and_scores)
         assert all(b >= s for b, s in zip(bounds, scores, strict=True))
         with monkeypatch.context() as patched:
-            patched.setattr(recall_module, "_margin", lambda limit: 0)
+            patched.setattr(folding, "margin", lambda limit: 0)
             early = ask(store, text, policy, limit=limit)
         with monkeypatch.context() as patched:
-            patched.setattr(recall_module, "_margin", lambda limit: 10**9)
+            patched.setattr(folding, "margin", lambda limit: 10**9)
             everything = ask(store, text, policy, limit=limit)
     assert early == everything
 

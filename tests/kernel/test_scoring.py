@@ -22,7 +22,9 @@ from hikmah.model.recall import RecallQuery
 from hikmah.model.tokenizer import terms
 from hikmah.model.trace import Draft
 from hikmah.recall import _scoring
-from hikmah.recall.ranking import _grouped, _kernel_params, _merged, recall
+from hikmah.recall.candidates import grouped, merged
+from hikmah.recall.params import kernel_params
+from hikmah.recall.ranking import recall
 from hikmah.recall.weighting import WEIGHTINGS, inverse_document_frequency
 from hikmah.rules.operations import Remember
 from hikmah.store.core import Store
@@ -109,7 +111,7 @@ def kernel(
     sims: list[float] | None = None,
 ) -> dict[str, npt.NDArray[Any]]:
     """The kernel's score, gate and why of each row."""
-    params = _kernel_params(
+    params = kernel_params(
         policy,
         blend=blend_of(policy),
         now_ms=NOW,
@@ -330,7 +332,7 @@ def test_no_score_is_above_either_bound(
         r.matched = min(r.matched, float(n_query))
         r.matched_idf = query_idf * r.matched / n_query
         r.nterms = max(r.nterms, int(r.matched))  # a trace holds the terms it matched
-    params = _kernel_params(
+    params = kernel_params(
         policy, blend=blend_of(policy), now_ms=NOW, n_query=n_query, query_idf=query_idf
     )
     c, n = columns(rows), len(rows)
@@ -447,7 +449,7 @@ def test_the_merge_is_a_count_and_an_idf_sum_per_document(
     def listed(docs: set[int]) -> npt.NDArray[np.uint32]:
         return np.array(sorted(docs), dtype=np.uint32)
 
-    found = _merged(
+    found = merged(
         [listed(d) for d in terms_held],
         [listed(d) for d in tags_held],
         listed(overdue),
@@ -470,7 +472,7 @@ def test_the_merge_is_a_count_and_an_idf_sum_per_document(
 
 
 def test_the_kernel_refuses_arrays_it_cannot_read() -> None:
-    params = _kernel_params(DEFAULT, blend=blend_of(DEFAULT), now_ms=NOW, n_query=1)
+    params = kernel_params(DEFAULT, blend=blend_of(DEFAULT), now_ms=NOW, n_query=1)
     ok = np.zeros(3)
     flags = np.zeros(3, dtype=bool)
     with pytest.raises(TypeError, match="matched: not a one-dimensional array"):
@@ -523,6 +525,6 @@ def test_past_256_bounds_grouping_falls_back_to_a_sort() -> None:
     bound = np.linspace(0, 1, 300)
     order = np.empty(300, dtype=np.int64)
     assert _scoring.group((bound, order)) is None
-    tiers, floors = _grouped(bound)
+    tiers, floors = grouped(bound)
     assert np.array_equal(np.concatenate(tiers), np.arange(300)[::-1])
     assert floors[0] == 1.0 and floors[-1] == -np.inf

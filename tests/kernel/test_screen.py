@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hikmah.model.screen import RULE_NAMES, SCREENED_CHARS, signs
+from hikmah.model.screen import RULE_NAMES, signs
+from hikmah.model.screen_match import SCREENED_CHARS
 
 # Each rule: notes that show its sign, and ordinary notes with its words that must pass.
 CASES: dict[str, tuple[list[str], list[str]]] = {

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from hikmah.model import screen
-from hikmah.model.screen import Search, Text, signs
+from hikmah.model import screen, screen_together
+from hikmah.model.screen import signs
+from hikmah.model.screen_match import Search, Text
 
 SETS = Path(__file__).parents[1] / "eval" / "screen"
 # The share of attempts each set must catch, and of ordinary notes it must pass.
@@ -45,7 +46,12 @@ def test_attempts_are_quarantined_and_notes_pass(name: str) -> None:
 def test_every_match_holds_one_of_its_anchors() -> None:
     """A search skips the alternatives whose anchors a text lacks: an anchor list that
     misses a word its pattern matches would skip a sign (checked on every set's text)."""
-    searches = [v for v in vars(screen).values() if isinstance(v, Search)]
+    searches = [
+        v
+        for module in (screen, screen_together)
+        for v in vars(module).values()
+        if isinstance(v, Search)
+    ]
     texts = [case["text"] for path in sorted(SETS.glob("*.toml")) for kind in ("attempt", "note")
              for case in cases(path.name)[kind]]  # fmt: skip
     unanchored = {p for s in searches for t in texts for p in s.unanchored(Text.of(t))}

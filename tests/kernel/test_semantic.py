@@ -28,8 +28,11 @@ from hikmah.model.trace import Draft
 from hikmah.recall.ranking import recall
 from hikmah.rules.operations import Purge, Remember
 from hikmah.semantic.models import Loaded, load_model
-from hikmah.semantic.store_vectors import EMBED_SLICE, SemanticIndex, StaleVectors, vectors_path
+from hikmah.semantic.store_vectors import EMBED_SLICE, SemanticIndex
+from hikmah.semantic.vector_file import StaleVectors, vectors_path
 from hikmah.store.core import Store
+from hikmah.store.indexing import rebuild_index
+from hikmah.store.vectors import open_vectors
 
 from .conftest import NOW, HeldKeys, remember, remember_forecast, write
 from .strategies import examples, notes_of, query_of
@@ -50,7 +53,7 @@ def model() -> Loaded:
 @pytest.fixture
 def vstore(tmp_path: Path, model: Loaded) -> Iterator[Store]:
     with Store(tmp_path / "data", map_size=1 << 24) as store:
-        store.open_vectors(model, ann_at=DEFAULT.semantic.ann_at)
+        open_vectors(store, model, ann_at=DEFAULT.semantic.ann_at)
         yield store
 
 
@@ -119,7 +122,7 @@ def test_semantic_matches_follow_every_visibility_rule(tmp_path: Path, model: Lo
     correction = "The AWS bill rose 40% in October: staging ran all month."
     policy = parse_policy("allow_sensitive_persistence = true\n[vault]\nenabled = true")
     with Store(tmp_path / "d", vault=HeldKeys().loader()) as store:
-        store.open_vectors(model, ann_at=1000)
+        open_vectors(store, model, ann_at=1000)
         old = remember(store, AWS)
         remember(store, correction, supersedes=old.id)
         secret = "The AWS bill jumped 40% in October because staging was left running overnight."
@@ -264,7 +267,7 @@ def test_the_top_k_is_the_start_of_the_top_k_plus_one(
         DEFAULT if semantic else reference_policy(), recall_limit=depth
     )
     with Store(tmp_path / f"s{next(_counter)}", map_size=1 << 22) as store:
-        store.open_vectors(model, ann_at=1000)
+        open_vectors(store, model, ann_at=1000)
         write(
             store,
             *(
@@ -373,7 +376,7 @@ def test_the_file_is_loaded_and_caught_up_and_refused_when_it_does_not_fit(
 ) -> None:
     data = tmp_path / "data"
     with Store(data, map_size=1 << 24) as store:
-        semantic = store.open_vectors(model, ann_at=1000)
+        semantic = open_vectors(store, model, ann_at=1000)
         remember(store, AWS)
         caught_up(store)
         remember(store, "a third note, behind when the file is saved")
@@ -403,7 +406,7 @@ def test_the_file_is_loaded_and_caught_up_and_refused_when_it_does_not_fit(
         )
         with store.snapshot() as snapshot, pytest.raises(StaleVectors, match="does not hold"):
             opened.load(snapshot, None)
-        store.open_vectors(model, ann_at=1000)  # and so they are built again
+        open_vectors(store, model, ann_at=1000)  # and so they are built again
         assert status(store) == ("ready", 1, 1, 0)
 
 
@@ -412,7 +415,7 @@ def test_an_old_vector_file_is_built_again(tmp_path: Path, model: Loaded) -> Non
     with Store(data, map_size=1 << 24) as store:
         remember(store, AWS)
         vectors_path(data).write_bytes(b"..." + b"HIKMAH-VECTORS-2")
-        store.open_vectors(model, ann_at=1000)
+        open_vectors(store, model, ann_at=1000)
         assert status(store) == ("ready", 1, 1, 0)
 
 
@@ -421,7 +424,7 @@ def test_rebuilding_the_indexes_rebuilds_the_vectors(vstore: Store) -> None:
     caught_up(vstore)
     assert vstore.semantic is not None
     vstore.semantic.save(None)
-    vstore.rebuild_index()
+    rebuild_index(vstore)
     assert not vectors_path(vstore.data_dir).exists()
     assert status(vstore)[0] == "loading"
     assert ask(vstore, SPENDING) == []  # lexical only until they are made again
@@ -436,7 +439,7 @@ def test_past_ann_at_the_graph_serves_and_loses_purged_vectors(
     tmp_path: Path, model: Loaded
 ) -> None:
     with Store(tmp_path / "d", map_size=1 << 24) as store:
-        semantic = store.open_vectors(model, ann_at=20)
+        semantic = open_vectors(store, model, ann_at=20)
         written = write(
             store,
             *(

@@ -23,6 +23,7 @@ from hikmah.recall.ranking import recall
 from hikmah.rules.operations import Feedback, Fulfill, Pin, Purge, Remember
 from hikmah.store import maintenance
 from hikmah.store.core import Store
+from hikmah.store.indexing import rebuild_index
 
 from .conftest import NOW, all_traces, remember, write
 
@@ -143,7 +144,7 @@ def test_a_forged_append_is_an_unacknowledged_tail_and_blocks_writes(store: Stor
     assert store.read(recall, RecallQuery(query="admin wiki"), now_ms=NOW, policy=KernelPolicy())
     remember(store, "writes resume once a person accepted the tail")
     before = index_snapshot(store)
-    store.rebuild_index()
+    rebuild_index(store)
     assert index_snapshot(store) == before
 
 
@@ -193,7 +194,7 @@ def test_rebuild_index_reproduces_every_derived_database(store: Store) -> None:
     populate(store)
     before = index_snapshot(store)
     assert all(before[name] for name in ("clock", "revisions", "claim_log"))
-    assert store.rebuild_index() == 12
+    assert rebuild_index(store) == 12
     assert index_snapshot(store) == before
 
 
@@ -392,7 +393,7 @@ def test_compaction_removes_purged_text_from_every_file_and_rechains(tmp_path: P
             )
         ] == [kept.id]
         before = index_snapshot(store)
-        store.rebuild_index()
+        rebuild_index(store)
         assert index_snapshot(store) == before
         assert maintenance.compact(store, NOW).redacted == []  # nothing left to redact
     with Store(tmp_path / "data", map_size=1 << 24) as reopened:
@@ -468,7 +469,7 @@ def test_a_rebuild_grows_the_map_as_writes_do(tmp_path: Path) -> None:
     with Store(tmp_path, durable=False, map_size=SMALL_MAP) as store:
         _kettles(store, policy)
     with Store(tmp_path, durable=False, map_size=SMALL_MAP) as store:
-        assert store.rebuild_index() == 3000
+        assert rebuild_index(store) == 3000
         assert _first(store, "kettle note 2999", policy)[0] == "kettle note 2999, tea 20993"
 
 

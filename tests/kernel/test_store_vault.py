@@ -14,8 +14,9 @@ from hikmah.model.policy import KernelPolicy
 from hikmah.model.recall import RecallQuery
 from hikmah.recall.ranking import recall
 from hikmah.rules.operations import Purge
-from hikmah.store import maintenance
+from hikmah.store import free_pages, maintenance
 from hikmah.store.core import Store
+from hikmah.store.indexing import rebuild_index
 from hikmah.vault.crypto import DecryptionFailed, VaultLocked
 
 from .conftest import NOW, HeldKeys, all_traces, remember, write
@@ -128,7 +129,7 @@ def test_purge_destroys_the_data_key_and_leaves_the_chain_verifiable(tmp_path: P
         assert [t.trace.id for t in all_traces(store)] == [b]
         assert store.read(queries.conflicts) == []
         assert maintenance.verify(store).ok
-        store.rebuild_index()
+        rebuild_index(store)
         assert found(store, "marmalade") == []
         assert store.read(queries.get, b).trace.content == "the quokka prefers green"
     # The wrapped key is in no page, free or live: with the master it would open the text.
@@ -138,13 +139,16 @@ def test_purge_destroys_the_data_key_and_leaves_the_chain_verifiable(tmp_path: P
         assert [t.trace.id for t in all_traces(store)] == [b]
 
 
-def test_a_purge_interrupted_before_its_scrub_is_finished_at_open(tmp_path: Path) -> None:
+def test_a_purge_interrupted_before_its_scrub_is_finished_at_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     keys = HeldKeys()
     with sealed_store(tmp_path / "d", keys) as store:
         a, _b = populate(store)
         wrapped = wrapped_key(store, a)
-        store._scrub = lambda: None  # type: ignore[method-assign]  # the crash: no scrub
-        write(store, Purge(id=a, reason="asked to forget"))
+        with monkeypatch.context() as crash:  # the crash: no scrub
+            crash.setattr(free_pages, "scrub", lambda store: None)
+            write(store, Purge(id=a, reason="asked to forget"))
     assert wrapped in every_byte(tmp_path / "d")  # still in a free page
     with sealed_store(tmp_path / "d", keys):
         pass

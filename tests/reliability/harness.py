@@ -51,6 +51,7 @@ from hikmah.ledger.payloads import (
 from hikmah.model.trace import Trace
 from hikmah.store import maintenance
 from hikmah.store.core import Store
+from hikmah.store.indexing import rebuild_index
 from tests.daemon.conftest import Conn, Running, wait_for_socket
 
 WRITERS = 16
@@ -354,7 +355,7 @@ def check_data_dir(data: Path, book: Book) -> Checked:
             if trace_id not in view.purged and trace_id not in view.redacted:
                 assert store.read(queries.get, trace_id).trace.id == trace_id  # the indexes find it
         before = derived_state(store)
-        store.rebuild_index()
+        rebuild_index(store)
         diff = differences(before, derived_state(store))
         assert not diff, "derived indexes disagree with a rebuild: " + "; ".join(diff)
         return Checked(view.records, present, len(book.unacked) - present)

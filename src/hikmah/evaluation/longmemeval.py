@@ -60,6 +60,7 @@ from hikmah.recall.ranking import recall
 from hikmah.rules.operations import Remember, Written
 from hikmah.semantic.models import load_model
 from hikmah.store.core import Store
+from hikmah.store.vectors import open_vectors
 
 Split = Literal["session", "message", "turn", "round", "turn+round", "round+session"]
 SPLITS: tuple[Split, ...] = (
@@ -480,7 +481,7 @@ class _Haystack:
         self.policies = [policy]
         if policy.semantic.enabled:
             model = load_model(policy.semantic.model, model_cache_dir())
-            self.store.open_vectors(model, ann_at=policy.semantic.ann_at)
+            open_vectors(self.store, model, ann_at=policy.semantic.ann_at)
             self.policies.append(semantic_off(policy))
         self.fts = open_fts5(":memory:", [(i, d.text, "") for i, d in enumerate(docs)])
 

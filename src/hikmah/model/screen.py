@@ -12,40 +12,22 @@ was told, or speaks to whichever model reads it, is not.
 
 Every pattern runs in linear time (bounded quantifiers, no nested repetition that
 could match one text two ways), and a text is screened up to
-:data:`SCREENED_CHARS`, which covers the largest trace the policy allows. Patterns
-read the text in NFKC form, so fullwidth letters hide nothing; the ``hidden`` rule
-reads it as written.
+:data:`~hikmah.model.screen_match.SCREENED_CHARS`, which covers the largest trace the
+policy allows. Patterns read the text in NFKC form, so fullwidth letters hide nothing;
+the ``hidden`` rule reads it as written (:mod:`hikmah.model.screen_match`). The
+``weakens`` rule, whose signals count only together, is
+:mod:`hikmah.model.screen_together`.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import functools
 import re
-import unicodedata
-from collections.abc import Callable
 from typing import Final, NamedTuple
 
-SCREENED_CHARS: Final = 1 << 20
-
-
-class Text(NamedTuple):
-    """A text as the rules read it: as written, in NFKC form, and that lowercased."""
-
-    raw: str
-    folded: str
-    lowered: str
-
-    @classmethod
-    def of(cls, text: str) -> Text:
-        raw = text[:SCREENED_CHARS]
-        folded = unicodedata.normalize("NFKC", raw)
-        return cls(raw, folded, folded.lower())
-
-
-# What a rule found in a text (None: nothing).
-Finder = Callable[[Text], str | None]
+from hikmah.model.screen_match import Finder, Search, Text, words
+from hikmah.model.screen_together import together
 
 
 class Rule(NamedTuple):
@@ -64,63 +46,25 @@ class Sign(NamedTuple):
     matched: str
 
 
-class Search:
-    """A finder for alternatives, each ``(anchors, pattern)``: every match of the
-    (lowercase) pattern holds one of the ``|``-separated anchors. A pass of the regex
-    engine over a long text costs far more than a substring test, so only the
-    alternatives whose anchors the text holds are searched, in one pass."""
-
-    def __init__(self, *alternatives: tuple[str, str]) -> None:
-        self.anchors = [tuple(anchors.split("|")) for anchors, _pattern in alternatives]
-        self.patterns = [pattern for _anchors, pattern in alternatives]
-        self._combined = functools.lru_cache(maxsize=64)(self._compile)
-
-    def __call__(self, text: Text) -> str | None:
-        lowered = text.lowered
-        chosen = tuple(
-            i for i, anchors in enumerate(self.anchors) if any(a in lowered for a in anchors)
-        )
-        if not chosen:
-            return None
-        match = self._combined(chosen).search(lowered)
-        return None if match is None else match.group()
-
-    def unanchored(self, text: Text) -> list[str]:
-        """The patterns that match ``text`` though it holds none of their anchors: a
-        mistake in the anchors (what the tests look for)."""
-        return [
-            pattern
-            for anchors, pattern in zip(self.anchors, self.patterns, strict=True)
-            if re.search(pattern, text.lowered) and not any(a in text.lowered for a in anchors)
-        ]
-
-    def _compile(self, chosen: tuple[int, ...]) -> re.Pattern[str]:
-        return re.compile("|".join(f"(?:{self.patterns[i]})" for i in chosen))
-
-
-def _words(*alternatives: str) -> str:
-    return "(?:" + "|".join(alternatives) + ")"
-
-
 # Who a note may speak to, when it speaks to a model: a model by name, or (weaker, since
 # agents leave each other handoff notes) the next agent.
-_AI = _words(
+_AI = words(
     "ai", "ais", "llms?", "assistants?", "claude", "codex", "gemini", "copilot", "chatgpt",
     "gpt", "ia", "ki", "language\\s+models?",
 )  # fmt: skip
-_MODEL = _words(_AI, "agents?", "models?", "bots?")
+_MODEL = words(_AI, "agents?", "models?", "bots?")
 # What makes words to the next agent a sign: they weaken a safeguard or send data out.
-_WEAKENS = _words(
+_WEAKENS = words(
     "disable", "skip", "bypass", "no-verify", "suppress", "verify_ssl", "never\\s+ask",
     "don't\\s+ask", "without\\s+(?:review|approval|confirmation|asking)", "upload", "exfil\\w*",
     "rm\\s+-rf", "drop\\s+table", "force-push", "push\\s+--force", "chmod\\s+777",
 )  # fmt: skip
 # Words that make "the rules" the reader's own: what it was told before this note.
-_EARLIER = _words(
+_EARLIER = words(
     "previous", "prior", "above", "earlier", "preceding", "former", "original", "initial",
     "system", "all", "any", "every", "your",
 )  # fmt: skip
-_ORDERS = _words(
+_ORDERS = words(
     "instructions?", "prompts?", "rules?", "directions?", "directives?", "guidelines?",
     "messages?", "context", "guardrails?", "constraints?", "polic(?:y|ies)", "restrictions?",
 )  # fmt: skip
@@ -292,7 +236,7 @@ _PIPE_TO_SHELL = Search(
 
 # Sending local data out: a capture service, a request that carries a local secret,
 # or a page the model is told to load with what it saw.
-_CAPTURE_HOSTS = _words(
+_CAPTURE_HOSTS = words(
     r"webhook\.site", r"requestbin\.\w+", r"pipedream\.net", r"ngrok(?:-free)?\.(?:io|app|dev)",
     r"interact\.sh", r"oast\.\w+", r"burpcollaborator\.net", r"hookbin\.com",
     r"requestcatcher\.com", r"beeceptor\.com", r"transfer\.sh", r"canarytokens\.com",
@@ -348,7 +292,7 @@ _EXFILTRATION = Search(
 )  # fmt: skip
 
 # A claim that the person granted the reader something, or a wish to keep it from them.
-_RISKY = _words(
+_RISKY = words(
     "merge", "push", "skip", "bypass", "disable", "delete", "remove", "approve", "commit",
     "deploy", "force", "ignore", "upload", "send", "run", "execute", "drop", "turn off",
 )  # fmt: skip
@@ -531,92 +475,6 @@ def _is_prose(raw: bytes) -> bool:
     return bool(decoded) and printable >= 0.95 * len(decoded) and decoded.count(" ") >= 3
 
 
-# A standing order that weakens a safeguard is a sign only together with another: a
-# claimed approval, a wish to keep it from the person, an order for every later session,
-# or data sent out. Each alone is ordinary in a developer's notes.
-_WEAKEN = Search(
-    ("--no-verify|verify|pinning|777",
-     r"--no-verify|\bverify(?:_ssl)?\s*=\s*false\b|\bcert(?:ificate)?\s+pinning\b"
-     r"|\bchmod\s+(?:-r\s+)?777\b"),
-    ("disable|turn off|bypass|skip|remove",
-     r"\b(?:disable|turn\s+off|bypass|skip|remove)\s+(?:the\s+|all\s+|any\s+)?(?:\w+\s+)?"
-     r"(?:tests?|hooks?|linters?|scanners?|checks?|2fa|mfa|ssl|tls|csrf|security|reviews?"
-     r"|confirmations?|confirmation\s+prompts?|pinning|pre-commit)\b"),
-    ("@skip|xfail", r"@skip\b|\bxfail\b"),
-    ("force|rm -rf|drop table|anyway",
-     r"\bforce[- ]push|\bpush\s+--force\b|\brm\s+-rf\b|\bdrop\s+table\b|\bapply\s+anyway\b"),
-    ("without", r"\bwithout\s+(?:review|approval|confirmation|asking|waiting)\b"),
-    ("hardcod|hard-cod|commit",
-     r"\bhard-?cod\w*\b[^.\n]{0,30}\b(?:passwords?|secrets?|keys?|tokens?)\b"
-     r"|\bcommit\w*\b[^.\n]{0,30}(?:\.env\b|\bsecrets?\b|\bapi\s+keys?\b|\btokens?\b"
-     r"|\bpasswords?\b)|\.env\S*\s+(?:\w+\s+){0,3}(?:be\s+)?committed\b"),
-    ("gitignore|audit", r"\.gitignore\b|\baudit[- ]logs?\b"),
-    ("assertion|whatever the code",
-     r"\bchange\s+the\s+(?:assertion|expected\s+value)|\bmatch\s+whatever\s+the\s+code"),
-)  # fmt: skip
-_APPROVED = Search(
-    ("approv|aprov|signed off|sign-off|cleared|sanction|whitelist|valid|greenlit|okayed"
-     "|with|exempt|aprob|freigegeben|genehmigt|abgesprochen|autorizzat|goedgekeurd|zatwierdz",
-     r"\b(?:approved|signed\s+off|sign-off|cleared|sanctioned|whitelisted|validated|validée?"
-     r"|greenlit|okayed|(?:confirmed|agreed)\s+with|exempt\w*|aprob[óo]|aprobado|approuvée?"
-     r"|freigegeben|genehmigt|abgesprochen|approvato|autorizzato|aprovado|goedgekeurd"
-     r"|zatwierdzi\w*)\b"),
-)  # fmt: skip
-_HIDE = Search(
-    ("mention|bring|add it to|log|show|report",
-     r"\b(?:don't|do\s+not|never|no\s+need\s+to)\s+(?:mention|bring\s+(?:it\s+)?up|add\s+it\s+to"
-     r"|log|show|report)\b"),
-    ("details|answer no|no-op|passed|silently|quietly",
-     r"\bdoesn't\s+need\s+the\s+details\b|\banswer\s+no\b|\bit\s+was\s+a\s+no-op\b"
-     r"|\bsay\s+'?all\s+checks\s+passed|\bsilently\b|\bquietly\b"),
-    ("ukrywasz|pytasz|vermeld|bericht|jamais|informes",
-     r"\bukrywasz\b|\bnie\s+pytasz\b|\bvermeld\s+dit\s+niet\b|\bim\s+bericht\b[^.\n]{0,40}"
-     r"\bnicht\b|\bne\s+vérifie\s+jamais\b|\bno\s+informes\b"),
-)  # fmt: skip
-_STANDING = Search(
-    ("every", r"\bevery\s+time\b|\b(?:before|after|in|at|for)\s+every\b|\bevery\s+(?:\w+\s+)?"
-              r"session\b|\bevery\s+project\s+you\b"),
-    ("whenever", r"\bwhenever\s+you\b"),
-    ("any repo|any project|any session", r"\b(?:in|to)\s+any\s+(?:repo|project|session)"),
-    ("future", r"\bfor\s+all\s+future\s+sessions\b|\bfuture\s+agents\b"),
-    ("going forward|from now on", r"\bgoing\s+forward\b|\bfrom\s+now\s+on\b"),
-    ("standing", r"\bstanding\s+(?:instruction|decision|order)\b"),
-    ("always say", r"\balways\s+say\b"),
-    ("each session|later session", r"\beach\s+session\b|\blater\s+sessions\b"),
-    ("poi|teraz|jetzt|partir|adelante|voortaan|sempre|prochain|kolejnych|próxima|volgende"
-     "|nächsten",
-     r"\bd'ora\s+in\s+poi\b|\bod\s+teraz\b|\bab\s+jetzt\b|\bà\s+partir\s+de\s+maintenant\b"
-     r"|\bde\s+ahora\s+en\s+adelante\b|\bvoortaan\b|\bfallo\s+sempre\b|\bprochains\s+agents\b"
-     r"|\bkolejnych\s+agentów\b|\bpróxima\s+sesión\b|\bvolgende\s+sessies\b"
-     r"|\bnächsten\s+(?:sitzung|agent)"),
-)  # fmt: skip
-_SENDS = Search(
-    ("send|post|push|paste|upload|mail|stuur|envoy|wyślij|invia|envía|append",
-     r"\b(?:send|post|push|paste|upload|e?-?mail|stuur|envoyez|envoyer|wyślij|invia|envía"
-     r"|append)\b[^.\n]{0,60}(?:\benv\b|\bprintenv\b|\.env\b|\.npmrc\b|\btokens?\b|\bapi\s+keys?\b"
-     r"|\bpasswords?\b|\bcredentials?\b|\bconversation\b|\bchat\s*history\b|\bchatgeschiedenis\b"
-     r"|\bsource\s+code\b|\bsrc/|\bsecrets?\b)"),
-)  # fmt: skip
-# Which signals make a sign together: (a signal, the ones that complete it).
-_TOGETHER: Final = (
-    (_WEAKEN, (_APPROVED, _HIDE, _STANDING)),
-    (_HIDE, (_STANDING, _SENDS, _APPROVED)),
-    (_SENDS, (_STANDING, _APPROVED, _WEAKEN)),
-)
-
-
-def _together(text: Text) -> str | None:
-    for first, others in _TOGETHER:
-        found = first(text)
-        if found is None:
-            continue
-        for other in others:
-            also = other(text)
-            if also is not None and also != found:
-                return f"{found} … {also}"
-    return None
-
-
 RULES: Final[tuple[Rule, ...]] = (
     Rule("override", "tells its reader to ignore what it was told", _OVERRIDE),
     Rule("role", "carries a chat role marker, a template token or a forged tool result", _ROLE),
@@ -634,7 +492,7 @@ RULES: Final[tuple[Rule, ...]] = (
         "weakens",
         "orders a safeguard weakened, or data sent out, with an approval, a secret or a"
         " standing order",
-        _together,
+        together,
     ),
     Rule(
         "encoded", "holds an encoded text (base64, hex or escapes) a person cannot read", _encoded

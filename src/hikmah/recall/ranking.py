@@ -2,16 +2,17 @@
 channel blended into its cue (docs/semantic.md).
 
 Candidates come from the inverted index only (plus overdue commitments from
-the deadline index); the listing mode, a query with neither terms nor tags,
-is the one place that reads every feature row. Scoring runs on the feature
-columns, gathered with NumPy and scored by the kernel (``scoring.c``: the whole
-formula of a candidate in one pass), a tier of candidates at a time in falling order of the best
-score each could have, until no candidate left could enter (:meth:`_Scorer._tiers`:
-a common word's thousands of candidates are bounded, not scored); then a short greedy pass
-walks the best-scored candidates in score order, folds near-duplicates into
-the results already chosen, penalises partial overlaps, and stops when
-``recall_limit`` results are chosen, whatever the limit asked for; they are
-ordered by their penalised score and the first ``limit`` returned. So every
+the deadline index, :mod:`hikmah.recall.candidates`); the listing mode, a query with
+neither terms nor tags, is the one place that reads every feature row. Scoring runs
+on the feature columns, gathered with NumPy and scored by the kernel (``scoring.c``:
+the whole formula of a candidate in one pass, :mod:`hikmah.recall.params`), a tier of
+candidates at a time in falling order of the best score each could have, until no
+candidate left could enter (:meth:`_Scorer._tiers`: a common word's thousands of
+candidates are bounded, not scored); then a short greedy pass
+(:mod:`hikmah.recall.folding`) walks the best-scored candidates in score order, folds
+near-duplicates into the results already chosen, penalises partial overlaps, and
+stops when ``recall_limit`` results are chosen, whatever the limit asked for; they
+are ordered by their penalised score and the first ``limit`` returned. So every
 top k is the start of the top k+1.
 
 The lexical cue follows ``[recall] weighting`` (:mod:`hikmah.recall.weighting`).
@@ -20,16 +21,16 @@ the candidates are the best by lexical score that the walk may read and the
 ``[semantic] candidates`` nearest vectors the query may see (at least as
 many; the same status, kind, privacy and scope rules: one filter serves
 both), and their cue is the lexical one with
-the semantic part blended in (the kernel, ``scoring.c``); the gate, meta, the
-overdue floor and folding are the same for both channels.
+the semantic part blended in (the kernel, ``scoring.c``; :mod:`hikmah.recall.fusion`);
+the gate, meta, the overdue floor and folding are the same for both channels.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -42,7 +43,6 @@ from hikmah.index.layout import (
     SOURCE_CODE,
     STATUS_CODE,
     TAG_PREFIX,
-    DocArray,
 )
 from hikmah.index.queries import conflicts_for, superseded_by
 from hikmah.index.review import HELD_FIELDS, held_rows
@@ -50,66 +50,18 @@ from hikmah.index.snapshot import Snapshot
 from hikmah.model.policy import Blend, KernelPolicy
 from hikmah.model.recall import RecallQuery, RecallResult, Why
 from hikmah.model.tokenizer import terms
-from hikmah.model.trace import (
-    Trace,
-    normalize_claim_key,
-    normalize_claim_value,
-    normalize_content,
-    normalize_tag,
-)
+from hikmah.model.trace import normalize_tag
 from hikmah.model.vocabulary import STATUSES, Status
-from hikmah.recall import _scoring
+from hikmah.recall import _scoring, folding, fusion
+from hikmah.recall.candidates import MIN_TIER, Candidates, Floats, Rows, grouped, merged, nth_best
+from hikmah.recall.folding import Selected
+from hikmah.recall.fusion import QueryEmbedding, Semantic, embed_now
+from hikmah.recall.params import FIXED_FIELDS, SCORE_FIELDS, WHY, fixed_meta, kernel_params
 from hikmah.recall.weighting import inverse_document_frequency
 from hikmah.semantic.embedding import Vectors
 from hikmah.semantic.store_vectors import SemanticIndex
 
-DAY_MS = 86_400_000
-Floats = npt.NDArray[np.float64]
-
-
-class _Selected:
-    """A result being assembled during folding."""
-
-    __slots__ = ("claim", "duplicates", "position", "score", "terms", "trace")
-
-    def __init__(self, trace: Trace, position: int, score: float) -> None:
-        self.trace = trace
-        self.position = position
-        self.score = score
-        self.duplicates = 0
-        self.terms = terms(trace.content)
-        self.claim = (
-            None
-            if trace.claim_key is None or trace.claim_value is None
-            else (normalize_claim_key(trace.claim_key), normalize_claim_value(trace.claim_value))
-        )
-
-    def overlap(self, other: _Selected) -> float | None:
-        """Content overlap, or None when the two claims contradict (never compared): 1 for
-        the same content (whitespace collapsed, lowercase), else the terms' Jaccard."""
-        mine, theirs = self.claim, other.claim
-        if mine and theirs and mine[0] == theirs[0] and mine[1] != theirs[1]:
-            return None
-        shared = len(self.terms & other.terms)  # the union's size follows: no set made of it
-        union = len(self.terms) + len(other.terms) - shared
-        if union:
-            # The same content has the same terms (they are lowercase and split at
-            # whitespace), so its Jaccard is 1 too: contents are compared only here.
-            return shared / union
-        same = normalize_content(self.trace.content) == normalize_content(other.trace.content)
-        return 1.0 if same else 0.0
-
-
-# Starts embedding a query with the vectors' model and gives what waits for its vector
-# (None: the model finds nothing in it), so that the caller may embed it beside the
-# lexical work (the daemon, on a thread of its own: the model runs without the GIL).
-QueryEmbedding = Callable[[SemanticIndex, str], Callable[[], Vectors | None]]
-
-
-def embed_now(index: SemanticIndex, text: str) -> Callable[[], Vectors | None]:
-    """The query's vector, made here and now: :data:`QueryEmbedding` in one thread."""
-    vector = index.embed_query(text)
-    return lambda: vector
+_FILTER_FIELDS = ("present", "status", "kind", "privacy", "scope")
 
 
 def recall(
@@ -136,51 +88,6 @@ def recall(
         return []  # a query of stopwords only asks for nothing
     scorer = _Scorer(snapshot, vectors, query, q_terms, q_tags, now_ms, policy, embed, hide_held)
     return scorer.run()[:limit]
-
-
-Rows = dict[str, npt.NDArray[Any]]
-_FILTER_FIELDS = ("present", "status", "kind", "privacy", "scope")
-# What the kernel (hikmah.recall._scoring) reads of each candidate's features, in its order.
-_SCORE_FIELDS = (
-    "nterms", "created", "deadline", "salience", "confidence", "authority", "verified",
-    "feedback", "pinned", "status", "kind",
-)  # fmt: skip
-_FIXED_FIELDS = ("deadline", "kind", "salience", "confidence", "authority", "verified")
-# Every term of a score that ``why`` shows, as the kernel writes them.
-_WHY: tuple[tuple[str, type], ...] = (
-    *((name, np.float64) for name in (
-        "cue", "meta", "coverage", "jaccard", "overlap", "lexical", "tag_coverage",
-        "semantic_part", "recency", "provenance", "urgency", "feedback",
-    )),
-    ("overdue", np.bool_),
-)  # fmt: skip
-# Slack for the float rounding between a bound and the score it bounds (the kernel's).
-_EPSILON = 1e-9
-_MIN_TIER = 128  # candidates scored together at least (see _tiers)
-
-
-class _Candidates(NamedTuple):
-    """Lexical candidates (ascending), with what scoring needs of each."""
-
-    docs: DocArray
-    matched: Floats  # query terms held
-    tagged: Floats  # query tags held
-    matched_idf: Floats  # summed idf of the query terms held (idf-cosine only; else zeros)
-    overdue: npt.NDArray[np.bool_]
-
-    def take(self, positions: npt.NDArray[np.intp]) -> _Candidates:
-        return _Candidates(
-            self.docs[positions],
-            self.matched[positions],
-            self.tagged[positions],
-            self.matched_idf[positions],
-            self.overdue[positions],
-        )
-
-
-class _Semantic(NamedTuple):
-    vectors: SemanticIndex
-    query: Vectors
 
 
 class _Scorer:
@@ -219,7 +126,7 @@ class _Scorer:
         self.weighting = policy.recall.weighting
         self.query_idf = 0.0
         self.params: _scoring.Params  # the kernel's: set by _candidates (the query's idf)
-        self.semantic: _Semantic | None = None  # the vectors and the query's, once made
+        self.semantic: Semantic | None = None  # the vectors and the query's, once made
         self._vector = self._start_embedding(embed)
         index = vectors
         self.blend = policy.semantic.blend(
@@ -227,7 +134,7 @@ class _Scorer:
         )
 
     def _params(self, blend: Blend | None = None) -> _scoring.Params:
-        return _kernel_params(
+        return kernel_params(
             self.policy,
             blend=blend or self.blend,
             now_ms=self.now,
@@ -250,20 +157,20 @@ class _Scorer:
             return None
         return embed(index, self.query.query)
 
-    def _semantic(self) -> _Semantic | None:
+    def _semantic(self) -> Semantic | None:
         """The vectors and the query's own (waited for), when the channel takes part."""
         index = self.vectors
         if self._vector is None or index is None:
             return None
         vector = self._vector()
-        return None if vector is None else _Semantic(index, vector)
+        return None if vector is None else Semantic(index, vector)
 
     def run(self) -> list[RecallResult]:
         # The walk always chooses recall_limit results, whatever the limit asked
         # for, so that every shorter list is the start of a longer one.
         depth = self.policy.recall_limit
         found = self._candidates()
-        need = _margin(depth)
+        need = folding.margin(depth)
         tiers = self._tiers(found, need)
         parts: list[Rows] = []
         rest = -np.inf
@@ -288,7 +195,7 @@ class _Scorer:
         assert results is not None
         return results
 
-    def _candidates(self) -> _Candidates:
+    def _candidates(self) -> Candidates:
         """Candidate documents (ascending), their matched term and tag counts (and summed
         idf), and which of them are overdue commitments."""
         size = len(self.features)
@@ -296,7 +203,7 @@ class _Scorer:
             self.params = self._params()
             zeros = np.zeros(size)
             everyone = np.arange(size, dtype=np.uint32)
-            return _Candidates(everyone, zeros, zeros, zeros, np.zeros(size, dtype=bool))
+            return Candidates(everyone, zeros, zeros, zeros, np.zeros(size, dtype=bool))
         term_lists = [self.snapshot.postings(t) for t in self.q_terms]
         tag_lists = [self.snapshot.postings(TAG_PREFIX + t) for t in self.q_tags]
         overdue = self.snapshot.overdue(self.now)
@@ -305,12 +212,12 @@ class _Scorer:
         if self.weighting == "idf-cosine" and term_lists:
             idf = inverse_document_frequency([len(docs) for docs in term_lists], size)
             self.query_idf = float(idf.sum())
-        found = _merged(term_lists, tag_lists, overdue, idf)
+        found = merged(term_lists, tag_lists, overdue, idf)
         self.params = self._params()
         need = min(self.query.min_matched_terms, len(self.q_terms))
         return found.take(np.flatnonzero(found.matched >= need)) if need else found
 
-    def _tiers(self, found: _Candidates, need: int) -> Iterator[tuple[npt.NDArray[np.intp], float]]:
+    def _tiers(self, found: Candidates, need: int) -> Iterator[tuple[npt.NDArray[np.intp], float]]:
         """Candidates (positions in ``found``) in tiers of falling upper bound, each tier
         with the best bound of every candidate after it (-inf after the last); ``need``:
         how many must beat every bound left before the walk may stop.
@@ -323,18 +230,16 @@ class _Scorer:
         a tier or two of them to score.
         """
         first = self._upper_bounds(found)
-        groups, floors = _grouped(first)
+        groups, floors = grouped(first)
         if self.listing:
             yield from ((group, floor) for group, floor in zip(groups, floors[1:], strict=True))
             return
         held, bound = np.zeros(0, dtype=np.intp), np.zeros(0)  # bounded again, not yet taken
-        taken, size = 0, _MIN_TIER
+        taken, size = 0, MIN_TIER
         while True:
             # Bound again the next group while the walk could not stop before it: while
             # fewer than ``need`` of those held could beat its first bound.
-            while taken < len(groups) and (
-                not len(bound) or floors[taken] > _nth_best(bound, need)
-            ):
+            while taken < len(groups) and (not len(bound) or floors[taken] > nth_best(bound, need)):
                 group = groups[taken]
                 again = self._feature_bounds(found.take(group))
                 live = again >= 0
@@ -354,7 +259,7 @@ class _Scorer:
             held, bound = held[best[size:]], bound[best[size:]]
             size *= 4  # a long walk (folding, or a fall back to everything) takes more at once
 
-    def _upper_bounds(self, found: _Candidates) -> Floats:
+    def _upper_bounds(self, found: Candidates) -> Floats:
         """The best score each candidate could have by its matched terms and tags alone;
         -1 where it cannot be recalled."""
         if self.listing:
@@ -365,7 +270,7 @@ class _Scorer:
         )
         return bound
 
-    def _feature_bounds(self, found: _Candidates) -> Floats:
+    def _feature_bounds(self, found: Candidates) -> Floats:
         """The best score each candidate could have by its features; -1 where it cannot
         be recalled.
 
@@ -375,7 +280,7 @@ class _Scorer:
         """
         rows = self.features.take(("nterms", "created", "pinned", "feedback"), found.docs)
         fixed = self.features.derived(
-            (_fixed_meta, self.policy), _FIXED_FIELDS, partial(_fixed_meta, self.policy)
+            (fixed_meta, self.policy), FIXED_FIELDS, partial(fixed_meta, self.policy)
         )
         bound = np.empty(len(found.docs))
         _scoring.feature_bound(
@@ -395,7 +300,7 @@ class _Scorer:
         )
         return bound
 
-    def _score(self, found: _Candidates, sims: Floats | None = None) -> Rows:
+    def _score(self, found: Candidates, sims: Floats | None = None) -> Rows:
         """The scores of the candidates the query may see and recall (fused with their
         similarities ``sims`` when given; NaN: no vector).
 
@@ -406,7 +311,7 @@ class _Scorer:
         return self._scored(found, sims, explain=False)[0]
 
     def _scored(
-        self, found: _Candidates, sims: Floats | None, *, explain: bool, seen: bool = False
+        self, found: Candidates, sims: Floats | None, *, explain: bool, seen: bool = False
     ) -> tuple[Rows, Rows | None]:
         """:meth:`_score`'s rows and, with ``explain``, the breakdown of each (row for
         row): for a pool small enough that carrying it costs less than computing the
@@ -434,24 +339,24 @@ class _Scorer:
         explained = {name: column[keep] for name, column in terms.items()} if explain else None
         return rows, explained
 
-    def _breakdown(self, found: _Candidates, sims: Floats | None, *, explain: bool = True) -> Rows:
+    def _breakdown(self, found: Candidates, sims: Floats | None, *, explain: bool = True) -> Rows:
         """The score of these candidates and which of them may be recalled, with every
         term of the score (what ``why`` shows) when ``explain``; without it only
         ``score``, ``keep`` and ``created`` (scoring thousands of candidates of a common
         word, most of them never shown)."""
-        rows = self.features.take(_SCORE_FIELDS, found.docs)
+        rows = self.features.take(SCORE_FIELDS, found.docs)
         size = len(found.docs)
         score, keep = np.empty(size), np.empty(size, dtype=bool)
         why: Rows | None = None
         if explain:
-            why = {name: np.empty(size, dtype=dtype) for name, dtype in _WHY}
+            why = {name: np.empty(size, dtype=dtype) for name, dtype in WHY}
         _scoring.score(
             self.params,
             (
                 found.matched,
                 found.tagged,
                 found.matched_idf,
-                *(rows[name] for name in _SCORE_FIELDS),
+                *(rows[name] for name in SCORE_FIELDS),
                 sims,
                 score,
                 keep,
@@ -473,43 +378,27 @@ class _Scorer:
         }
 
     def _fused(
-        self, lexical: Rows | None, found: _Candidates, semantic: _Semantic, depth: int
+        self, lexical: Rows | None, found: Candidates, semantic: Semantic, depth: int
     ) -> tuple[Rows, Rows]:
         """The candidates of both channels with their fused scores, and their breakdown:
         the best by lexical score (as many as the walk may read) and the ``candidates``
         nearest vectors the query may see (no fewer)."""
-        pool = np.zeros(0, dtype=np.uint32)
-        if lexical is not None:
-            pool = lexical["doc"][
-                _top(lexical["score"], lexical["created"], lexical["doc"], _margin(depth))
-            ]
-        # As many as the walk may read at least: a nearer vector's trace can lose only by
-        # its meta (at most 0.55 against 1), and the evaluation sets scored the same with
-        # 1, 16, 24 and 50 of them (docs/semantic.md), each costing the search and scoring.
-        wanted = max(self.policy.semantic.candidates, _margin(depth))
-        near, _ = semantic.vectors.search(semantic.query, wanted, self._allowed)
-        union = _matches_of(found, np.union1d(pool, near.astype(np.uint32)))
-        need = min(self.query.min_matched_terms, len(self.q_terms))
-        if need:
-            union = union.take(np.flatnonzero(union.matched >= need))
-        sims = semantic.vectors.similarities(semantic.query, union.docs).astype(np.float64)
-        if not self._on_topic(union, sims):
+        union, sims = fusion.pool(
+            lexical,
+            found,
+            semantic,
+            depth=depth,
+            nearest=self.policy.semantic.candidates,
+            allowed=self._allowed,
+            need=min(self.query.min_matched_terms, len(self.q_terms)),
+        )
+        if not fusion.on_topic(union, sims, self.blend):
             # Nothing here is about the question: no trace is recalled on meaning alone.
             self.params = self._params(msgspec.structs.replace(self.blend, alone=math.inf))
         # The pool passed the filter when its tier was scored, the nearest in the search.
         scored, explained = self._scored(union, sims, explain=True, seen=True)
         assert explained is not None
         return scored, explained
-
-    def _on_topic(self, union: _Candidates, sims: Floats) -> bool:
-        """Whether the memory holds anything about the question: a trace some of whose
-        words the question names and whose meaning backs them (``support``), or a trace
-        at least ``topic`` similar. A question about nothing here gets nothing on meaning
-        alone, however near its nearest traces happen to be."""
-        blend = self.blend
-        with np.errstate(invalid="ignore"):  # NaN: no vector yet, judged by its words
-            backed = (union.tagged > 0) | ((union.matched > 0) & ~(sims < blend.support))
-            return bool(backed.any() or (sims >= blend.topic).any())
 
     def _allowed(self, ids: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
         """Which documents the query may see, for the vector search (vectors may hold
@@ -553,53 +442,17 @@ class _Scorer:
     def _select(
         self, scored: Rows, depth: int, unscored: float, explained: Rows | None = None
     ) -> list[RecallResult] | None:
-        """Fold near-duplicates best first until ``depth`` results are chosen; the
-        results' breakdown is taken from ``explained`` (row for row with ``scored``)
-        when given, else computed for them.
-
-        The walk is in raw-score order, as in the reference, and chooses
-        ``depth`` (the policy's ``recall_limit``) results whatever the limit
-        asked for; they are ordered by penalised score, and a limit takes the
-        first of them. So the top k is the start of the top k+1 at the cost of
-        folding a few more candidates for a short limit (a lazy greedy choice
-        by penalised score is stable too, but read ten times as many
-        candidates on the benchmark and lost two evaluation cases;
-        docs/storage.md).
-
-        Returns None when that would need a candidate not scored yet (one whose
-        bound is ``unscored``).
-        """
-        p = self.policy.recall
-        score = scored["score"]
-        selected: list[_Selected] = []
-        redundancy: dict[int, float] = {}
-        for i in _best_first(score, scored["created"], scored["doc"], depth):
-            if len(selected) == depth:
-                break
-            if score[i] < unscored:
-                return None
-            trace = self.snapshot.trace_at(int(scored["doc"][i]))
-            candidate = _Selected(trace, i, float(score[i]))
-            overlaps = [(s, o) for s in selected if (o := s.overlap(candidate)) is not None]
-            folded = next((s for s, o in overlaps if o >= p.redundant_at), None)
-            if folded is not None:
-                folded.duplicates += 1
-                continue
-            worst = max((o for _s, o in overlaps), default=0.0)
-            candidate.score *= 1.0 - p.redundancy_penalty * worst
-            redundancy[i] = worst
-            selected.append(candidate)
-        if len(selected) < depth and unscored > -np.inf:
+        """The results :func:`~hikmah.recall.folding.fold` chooses (None when it would
+        need a candidate not scored yet); their breakdown is taken from ``explained``
+        (row for row with ``scored``) when given, else computed for them."""
+        selected = folding.fold(self.snapshot, scored, depth, unscored, self.policy.recall)
+        if selected is None:
             return None
-        # Ties newer first, then by id: document numbers follow arrival order, which
-        # differs between synced devices, and ids do not.
-        selected.sort(key=lambda s: s.trace.id, reverse=True)
-        selected.sort(key=lambda s: (-s.score, -s.trace.created_at))
         chosen = np.array([s.position for s in selected], dtype=np.intp)
         if explained is not None:
             terms = {name: column[chosen] for name, column in explained.items()}
         else:
-            found = _Candidates(
+            found = Candidates(
                 scored["doc"][chosen],
                 scored["matched"][chosen],
                 scored["tagged"][chosen],
@@ -609,11 +462,9 @@ class _Scorer:
             sims = None if self.semantic is None else scored["sim"][chosen]
             terms = self._breakdown(found, sims)
         values = {name: column.tolist() for name, column in terms.items()}  # one pass a column
-        return [self._result(s, values, j, redundancy[s.position]) for j, s in enumerate(selected)]
+        return [self._result(s, values, j) for j, s in enumerate(selected)]
 
-    def _result(
-        self, chosen: _Selected, scored: dict[str, list[Any]], i: int, redundancy: float
-    ) -> RecallResult:
+    def _result(self, chosen: Selected, scored: dict[str, list[Any]], i: int) -> RecallResult:
         """A chosen candidate as a result; ``scored`` holds its breakdown at row ``i``."""
         trace = chosen.trace
         status: Status = STATUSES[scored["status"][i]]
@@ -648,7 +499,7 @@ class _Scorer:
                 feedback=scored["feedback"][i],
                 pinned=bool(scored["pinned"][i]),
                 overdue=bool(scored["overdue"][i]),
-                redundancy=redundancy,
+                redundancy=chosen.redundancy,
             ),
         )
 
@@ -662,196 +513,7 @@ def _among(
     return wanted[column]  # type: ignore[no-any-return]
 
 
-def _grouped(bound: Floats) -> tuple[list[npt.NDArray[np.intp]], list[float]]:
-    """Candidates in groups of falling upper bound, and each group's bound (then -inf).
-
-    Candidates of equal bound share a group, and groups of fewer than
-    ``_MIN_TIER`` are merged with the next: each has a fixed cost, and
-    IDF-weighted bounds make many small ones. Merging takes a few more
-    candidates, never fewer than exactness needs (a group's bound is the best
-    of all it holds).
-    """
-    order = np.empty(len(bound), dtype=np.int64)
-    grouped = _scoring.group((bound, order))
-    if grouped is None:  # past the kernel's 256 bounds: sort them all
-        live = np.flatnonzero(bound >= 0)
-        order = live[np.argsort(-bound[live], kind="stable")]
-        ordered = bound[order]
-        cuts = (np.flatnonzero(ordered[1:] != ordered[:-1]) + 1).tolist()
-    else:
-        count, runs = grouped
-        order = order[:count]
-        cuts = [start for start, _ in runs[1:]]
-    if not len(order):
-        return [], [-np.inf]
-    kept, start = [], 0
-    for cut in cuts:
-        if cut - start >= _MIN_TIER:
-            kept.append(cut)
-            start = cut
-    tiers = np.split(order, kept)
-    return tiers, [float(bound[tier[0]]) for tier in tiers] + [-np.inf]
-
-
-def _kernel_params(
-    policy: KernelPolicy,
-    *,
-    blend: Blend,
-    now_ms: int,
-    listing: bool = False,
-    n_query: int = 0,
-    n_tags: int = 0,
-    query_idf: float = 0.0,
-) -> _scoring.Params:
-    """The kernel's parameters for one recall: the policy's weights and the query's shape."""
-    p, s = policy.recall, blend
-    return _scoring.params(
-        idf_cosine=p.weighting == "idf-cosine",
-        listing=listing,
-        n_query=n_query,
-        n_tags=n_tags,
-        query_idf=query_idf,
-        coverage_w=p.lexical_coverage,
-        overlap_w=p.lexical_jaccard,
-        match_floor=p.match_floor,
-        cue_lexical=p.cue_lexical,
-        cue_tag=p.cue_tag,
-        recency_w=p.meta_recency,
-        salience_w=p.meta_salience,
-        confidence_w=p.meta_confidence,
-        provenance_w=p.meta_provenance,
-        prospective_w=p.meta_prospective,
-        feedback_w=p.meta_feedback,
-        recency_scale=p.recency_scale_days,
-        prospective_scale=p.prospective_scale_days,
-        undated_urgency=p.undated_commitment_urgency,
-        unverified_factor=p.unverified_provenance_factor,
-        relevance_base=p.relevance_base,
-        metadata_share=p.metadata_share,
-        overdue_floor=p.overdue_floor,
-        listing_scale=p.listing_scale,
-        gate=policy.minimum_recall_score,
-        sem_weight=s.weight,
-        sem_floor=s.floor,
-        sem_full=s.full,
-        sem_alone=s.alone,
-        sem_support=s.support,
-        now=now_ms,
-        active=STATUS_CODE["active"],
-        commitment=KIND_CODE["commitment"],
-    )
-
-
-def _fixed_meta(policy: KernelPolicy, rows: Mapping[str, npt.NDArray[Any]]) -> Floats:
-    """The most meta what is fixed when a trace is written allows: salience, confidence
-    and provenance, with urgency in full for a commitment or a dated trace (recency and
-    feedback come on top): a derived column, one per policy."""
-    fixed = np.empty(len(rows["kind"]))
-    params = _kernel_params(policy, blend=policy.semantic.blend(policy.semantic.model), now_ms=0)
-    _scoring.fixed_meta(params, (*(rows[name] for name in _FIXED_FIELDS), fixed))
-    return fixed
-
-
-def _nth_best(values: Floats, n: int) -> float:
-    """The ``n``-th largest of ``values`` (-inf when there are fewer, +inf for none)."""
-    if n < 1:
-        return np.inf
-    if len(values) < n:
-        return -np.inf
-    return float(-np.partition(-values, n - 1)[n - 1])
-
-
-def _margin(limit: int) -> int:
-    """Candidates to score beyond every unscored bound before folding starts."""
-    return limit + 4
-
-
 def _concat(parts: list[Rows]) -> Rows:
     if len(parts) == 1:
         return parts[0]
     return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
-
-
-def _ranked(
-    score: Floats,
-    created: npt.NDArray[np.int64],
-    docs: DocArray,
-    positions: npt.NDArray[np.intp] | None = None,
-) -> npt.NDArray[np.intp]:
-    """``positions`` (all by default) best first: by score, ties newer first."""
-    if positions is None:
-        positions = np.arange(len(score))
-    keys = (-docs[positions].astype(np.int64), -created[positions], -score[positions])
-    return positions[np.lexsort(keys)]
-
-
-def _top(
-    score: Floats, created: npt.NDArray[np.int64], docs: DocArray, count: int
-) -> npt.NDArray[np.intp]:
-    """The positions of the ``count`` best (ties newer first), best first."""
-    if len(score) <= count:
-        return _ranked(score, created, docs)
-    threshold = -np.partition(-score, count - 1)[count - 1]
-    return _ranked(score, created, docs, np.flatnonzero(score >= threshold))[:count]
-
-
-def _best_first(
-    score: Floats, created: npt.NDArray[np.int64], docs: DocArray, limit: int
-) -> Iterator[int]:
-    """Positions in best-first order (ties newer first), sorting only what is read.
-
-    Folding usually reads ``limit`` candidates and a few near-duplicates, so
-    the best few are sorted first and the rest only if folding gets that far.
-    """
-    head = _margin(limit)
-    if len(score) <= head:
-        yield from _ranked(score, created, docs).tolist()
-        return
-    threshold = -np.partition(-score, head)[head]
-    yield from _ranked(score, created, docs, np.flatnonzero(score > threshold)).tolist()
-    yield from _ranked(score, created, docs, np.flatnonzero(score <= threshold)).tolist()
-
-
-def _merged(
-    term_lists: list[DocArray], tag_lists: list[DocArray], overdue: DocArray, idf: Floats | None
-) -> _Candidates:
-    """The documents in any of the (ascending, distinct) lists, ascending, with in how many
-    term and tag lists each is, the summed ``idf`` of its term lists (zeros without), and
-    whether it is overdue: one merge of the sorted lists, nothing sized by the store."""
-    lists = tuple(np.asarray(held, dtype=np.uint32) for held in (*term_lists, *tag_lists, overdue))
-    room = sum(len(held) for held in lists)
-    docs, matched, tagged = np.empty(room, dtype=np.uint32), np.empty(room), np.empty(room)
-    matched_idf, overdue_flags = np.empty(room), np.empty(room, dtype=bool)
-    out = (docs, matched, tagged, matched_idf, overdue_flags)
-    count = _scoring.merge(lists, len(term_lists), len(tag_lists), idf, out)
-    return _Candidates(
-        docs[:count], matched[:count], tagged[:count], matched_idf[:count], overdue_flags[:count]
-    )
-
-
-def _matches_of(found: _Candidates, docs: DocArray) -> _Candidates:
-    """The documents ``docs`` (ascending) as candidates, with what ``found`` knows of those
-    among it (a nearest vector may also be a lexical candidate) and no match for the rest."""
-    zeros = np.zeros(len(docs))
-    if not len(found.docs):
-        return _Candidates(docs, zeros, zeros, zeros, np.zeros(len(docs), dtype=bool))
-    at, known = _places(found.docs, docs)
-    return _Candidates(
-        docs,
-        np.where(known, found.matched[at], 0.0),
-        np.where(known, found.tagged[at], 0.0),
-        np.where(known, found.matched_idf[at], 0.0),
-        known & found.overdue[at],
-    )
-
-
-def _places(
-    ascending: DocArray, docs: DocArray
-) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.bool_]]:
-    """Where each of ``docs`` is or would be in ``ascending`` (sorted, clipped to its
-    last place), and which of them are in it."""
-    if not len(ascending):
-        return np.zeros(len(docs), dtype=np.intp), np.zeros(len(docs), dtype=np.bool_)
-    at = np.minimum(np.searchsorted(ascending, docs), len(ascending) - 1)
-    found: npt.NDArray[np.bool_] = ascending[at] == docs
-    return at, found

@@ -37,23 +37,17 @@ vectors are. A trace's vectors depend on its text alone, so two devices that
 hold the same records hold the same vectors whatever order the records came in
 (under different numbers, which recall never shows).
 
-**The file** (``vectors`` in the data directory): the graph's bytes, the
-recent vectors' bytes, each passage's document number, a JSON header (model
-stamp, :attr:`frontier`, the trace id before it, the documents behind below it,
-sizes) and a trailer (header length, magic). It is written to a temporary name,
-synced and renamed. Under the vault the parts are sealed under a data key of
-their own, new for every save and wrapped by the master key, so no vector of a
-sealed trace is ever on disk in the clear, and a purge saves at once, so the
-purged vector leaves the disk with it. A file of another model, a damaged one,
-or one that names a document the store does not hold at that number (the store
-lost a commit the file had seen) is :class:`StaleVectors`: the vectors are
-built again from the store.
+**The file** (``vectors`` in the data directory, :mod:`hikmah.semantic.vector_file`):
+the index saves itself there (:meth:`SemanticIndex.save`), sealed under the vault; a
+purge saves at once, so the purged vector leaves the disk with it. A file that cannot be
+used (another model, damaged, behind a commit the store lost) is
+:class:`~hikmah.semantic.vector_file.StaleVectors`: the vectors are built again from
+the store.
 """
 
 from __future__ import annotations
 
 import logging
-import struct
 import threading
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -66,9 +60,8 @@ import numpy.typing as npt
 
 from hikmah.index.layout import STATUS_CODE
 from hikmah.index.snapshot import Added, Snapshot
-from hikmah.model.durable import write_atomic
-from hikmah.model.errors import HikmahError
 from hikmah.semantic.embedding import Embedder, ModelStamp, Vectors
+from hikmah.semantic.vector_file import StaleVectors, read_vectors, write_vectors
 from hikmah.semantic.vector_index import (
     Allowed,
     FlatIndex,
@@ -77,20 +70,14 @@ from hikmah.semantic.vector_index import (
     Similarities,
     VectorIndex,
     grown,
-    restore_index,
 )
-from hikmah.vault.crypto import VaultError
-from hikmah.vault.sealing import Keys, open_file, rewrapped, seal_file
+from hikmah.vault.sealing import Keys
 
 log = logging.getLogger(__name__)
 
 # loading: the file is being read, nothing is served; building: served while the vectors
 # are made from the store (no usable file, a model change); ready: served and following.
 State = Literal["loading", "building", "ready"]
-VECTORS_FILE = "vectors"
-MAGIC = b"HIKMAH-VECTORS-3"
-_TRAILER = struct.Struct(f"<Q{len(MAGIC)}s")
-_AAD = b"hikmah vectors"
 FOLLOW_BATCH = 256  # documents embedded at a time in the background
 # Passages embedded between looks at whether to stop: a stopping daemon waits for at
 # most one slice (well under a second), not a batch of long documents.
@@ -105,10 +92,6 @@ _NONE = 0xFFFFFFFF  # no passage
 SnapshotOpener = Callable[[], AbstractContextManager[Snapshot]]
 
 
-class StaleVectors(HikmahError):
-    """A vector file cannot be used (another model, damaged, behind a lost commit)."""
-
-
 class SemanticStatus(msgspec.Struct, frozen=True, kw_only=True):
     """What ``daemon.status`` says of the channel's vectors."""
 
@@ -120,17 +103,6 @@ class SemanticStatus(msgspec.Struct, frozen=True, kw_only=True):
     graph: int  # of them in the HNSW graph
     documents: int  # documents the vectors reflect or are behind on
     behind: int  # of them, how many still wait for their vectors
-
-
-class _Header(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    stamp: ModelStamp
-    frontier: int  # documents below it are reflected, but for ``behind``
-    last_id: str | None  # the trace before frontier: a store that lost it reuses the number
-    behind: list[int]  # documents below frontier still without their vectors
-    graph_bytes: int  # the graph's dump comes first, then recent's, then the passages'
-    flat_bytes: int
-    passages: int  # the documents of passages 0..passages-1 (uint32 each)
-    key_entry: str | None = None  # hex: the wrapped data key, when the parts are sealed
 
 
 class SemanticIndex:
@@ -490,24 +462,17 @@ class SemanticIndex:
             # Those being embedded are behind until they are held.
             behind = sorted(self._behind | {d for d in self._flight if d < frontier})
             self._changed = False
-        entry = None
-        parts: list[bytes | bytearray] = [graph, flat, passages]
-        if keys is not None:
-            sealed, key = seal_file(keys, b"".join(parts), aad=_AAD)
-            parts, entry = [sealed], key.hex()
-        header = msgspec.json.encode(
-            _Header(
-                stamp=self.stamp,
-                frontier=frontier,
-                last_id=last_id,
-                behind=behind,
-                graph_bytes=len(graph),
-                flat_bytes=len(flat),
-                passages=len(passages) // 4,
-                key_entry=entry,
-            )
+        write_vectors(
+            self.path,
+            self.stamp,
+            keys,
+            graph=graph,
+            flat=flat,
+            passages=passages,
+            frontier=frontier,
+            last_id=last_id,
+            behind=behind,
         )
-        write_atomic(self.path, [*parts, header, _TRAILER.pack(len(header), MAGIC)], 0o600)
 
     def load(self, snapshot: Snapshot, keys: Keys | None) -> None:
         """Take the vectors the file holds, if they fit ``snapshot``'s store.
@@ -516,59 +481,18 @@ class SemanticIndex:
             StaleVectors: no file, a damaged one, another model's, sealed without the
                 keys (or with the vault off), or behind a commit the store lost.
         """
-        try:
-            data = self.path.read_bytes()
-        except OSError as exc:
-            raise StaleVectors(f"{self.path}: cannot be read: {exc}") from None
-        header, payload = _split(self.path, data)
-        if header.stamp != self.stamp:
-            raise StaleVectors(
-                f"{self.path}: vectors of {header.stamp.name} {header.stamp.version}"
-                f" ({header.stamp.dimensions}-d), the model is {self.stamp.name}"
-                f" {self.stamp.version} ({self.stamp.dimensions}-d)"
-            )
-        if (header.key_entry is None) != (keys is None):
-            raise StaleVectors(f"{self.path}: sealed and the vault is off, or the other way")
-        if header.key_entry is not None and keys is not None:
-            try:
-                payload = memoryview(
-                    open_file(keys, bytes(payload), bytes.fromhex(header.key_entry), aad=_AAD)
-                )
-            except (VaultError, ValueError) as exc:
-                raise StaleVectors(f"{self.path}: does not open: {exc}") from None
-        flat_end = header.graph_bytes + header.flat_bytes
-        if len(payload) != flat_end + 4 * header.passages:
-            raise StaleVectors(f"{self.path}: shorter than its header says")
-        if header.frontier > snapshot.next_docno() or (
-            header.frontier and snapshot.bare_trace_at(header.frontier - 1).id != header.last_id
-        ):
-            raise StaleVectors(f"{self.path}: reflects writes the store does not hold")
-        try:
-            graph = (
-                restore_index("hnsw", self.stamp, payload[: header.graph_bytes])
-                if header.graph_bytes
-                else None
-            )
-            recent = restore_index("flat", self.stamp, payload[header.graph_bytes : flat_end])
-        except ValueError as exc:
-            raise StaleVectors(f"{self.path}: damaged: {exc}") from None
-        assert isinstance(recent, FlatIndex) and (graph is None or isinstance(graph, HnswIndex))
-        doc_of = np.frombuffer(payload[flat_end:], dtype=np.uint32).copy()
-        held = np.concatenate([recent.ids(), np.zeros(0) if graph is None else graph.ids()])
-        held = held.astype(np.intp)
-        if len(held) and int(held.max()) >= len(doc_of):
-            raise StaleVectors(f"{self.path}: damaged: a passage without its document")
+        saved = read_vectors(self.path, self.stamp, snapshot, keys)
         with self._lock:
-            self._recent, self._graph = recent, graph
-            self._doc_of, self._passages = doc_of, len(doc_of)
-            documents = doc_of[held]
+            self._recent, self._graph = saved.recent, saved.graph
+            self._doc_of, self._passages = saved.doc_of, len(saved.doc_of)
+            documents = saved.doc_of[saved.held]
             top = int(documents.max()) + 1 if len(documents) else 0
             self._first = np.full(top, _NONE, dtype=np.uint32)
-            np.minimum.at(self._first, documents, held.astype(np.uint32))
+            np.minimum.at(self._first, documents, saved.held.astype(np.uint32))
             self._count = np.bincount(documents, minlength=top).astype(np.uint16)
-            self._frontier = self._end = header.frontier
-            self._frontier_id = header.last_id
-            self._behind = set(header.behind)
+            self._frontier = self._end = saved.frontier
+            self._frontier_id = saved.last_id
+            self._behind = set(saved.behind)
             self._changed = False
 
 
@@ -590,50 +514,3 @@ def _live(snapshot: Snapshot) -> npt.NDArray[np.bool_]:
         features["status"] != STATUS_CODE["purged"]
     )
     return live
-
-
-def _split(path: Path, data: bytes) -> tuple[_Header, memoryview]:
-    if len(data) < _TRAILER.size:
-        raise StaleVectors(f"{path}: not a vector file")
-    length, magic = _TRAILER.unpack_from(data, len(data) - _TRAILER.size)
-    end = len(data) - _TRAILER.size
-    if magic != MAGIC or length > end:
-        raise StaleVectors(f"{path}: not a vector file (or one of an older Hikmah)")
-    try:
-        header = msgspec.json.decode(data[end - length : end], type=_Header)
-    except msgspec.DecodeError as exc:
-        raise StaleVectors(f"{path}: damaged vector header: {exc}") from None
-    return header, memoryview(data)[: end - length]
-
-
-def rewrap_vectors(data_dir: Path, keys: Keys) -> bool:
-    """Re-wrap the sealed vector file's data key under the current master (a rotation
-    does it before the old master leaves the keyring); True when the file changed.
-
-    Raises:
-        VaultError: the key does not unwrap under any master ``keys`` has.
-    """
-    path = vectors_path(data_dir)
-    try:
-        data = path.read_bytes()
-        header, payload = _split(path, data)
-    except (OSError, StaleVectors):
-        return False  # nothing usable to keep: the vectors are built again anyway
-    if header.key_entry is None:
-        return False
-    entry = rewrapped(keys, "the vector file", bytes.fromhex(header.key_entry))
-    if entry is None:
-        return False
-    encoded = msgspec.json.encode(msgspec.structs.replace(header, key_entry=entry.hex()))
-    write_atomic(path, [payload, encoded, _TRAILER.pack(len(encoded), MAGIC)], 0o600)
-    return True
-
-
-def vectors_path(data_dir: Path) -> Path:
-    """Where the vectors of the store in ``data_dir`` are kept."""
-    return data_dir / VECTORS_FILE
-
-
-def remove_vectors(data_dir: Path) -> None:
-    """Delete a data directory's vector file (its documents were renumbered)."""
-    vectors_path(data_dir).unlink(missing_ok=True)

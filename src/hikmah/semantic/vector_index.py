@@ -23,9 +23,9 @@ moves its last row into the hole; the graph, which cannot remove a node
 (faiss does not), overwrites the node's 4-bit copy with zeros and never
 returns its label again; the node stays as a bridge of the graph.
 
-Persistence is :mod:`hikmah.semantic.store_vectors`'s: an index gives its bytes
+Persistence is :mod:`hikmah.semantic.vector_file`'s: an index gives its bytes
 (:meth:`VectorIndex.dump`) and :func:`restore_index` makes it again from
-them, so that the semantic module can keep several in one file and encrypt it
+them, so that the vector file can keep several in one file and encrypt it
 under the vault.
 """
 

@@ -1,14 +1,18 @@
 """The durable store: one LMDB environment holding the ledger and its derived indexes.
 
-The store keeps the environment (open, grow, replace its file), the
-acknowledged head, and the one way memory changes: :meth:`Store.apply`.
+The store keeps the environment (its databases under one gate, grown as writes
+need), the acknowledged head, and the one way memory changes: :meth:`Store.apply`.
 Writes come in batches: the daemon's writer task hands over every request
 that arrived while the previous batch committed, and the whole batch
 becomes one durable transaction. Each operation in a batch is checked on its
 own (:func:`hikmah.rules.writes.payloads_for`), so one refusal never costs the
 others their write. Reads go through a :class:`~hikmah.index.snapshot.Snapshot`
-(:meth:`Store.snapshot`, :meth:`Store.read`); verifying, accepting and
-compacting the ledger are :mod:`hikmah.store.maintenance`.
+(:meth:`Store.snapshot`, :meth:`Store.read`). Beside it in this package: opening
+the environment (:mod:`~hikmah.store.opening`), keeping the indexes up with the ledger
+(:mod:`~hikmah.store.indexing`), dropping free pages (:mod:`~hikmah.store.free_pages`),
+the vectors attached (:mod:`~hikmah.store.vectors`), the reminders delivered
+(:mod:`~hikmah.store.reminders`); verifying, accepting and compacting the ledger are
+:mod:`hikmah.store.maintenance`.
 
 The acknowledged head lives outside the LMDB file (``head``) so that a
 record appended behind the store's back shows up as an unacknowledged tail.
@@ -25,8 +29,6 @@ import dataclasses
 import errno
 import itertools
 import logging
-import os
-import secrets
 import shutil
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -40,7 +42,7 @@ from hikmah.access.presence import PresenceState, after, read_state
 from hikmah.index import derived, replicas
 from hikmah.index.effects import effects
 from hikmah.index.fates import LOCAL
-from hikmah.index.layout import INDEX_VERSION, LAYOUT, SEALED_MARK, SEQ, Databases, reminder_key
+from hikmah.index.layout import INDEX_VERSION, SEALED_MARK, SEQ
 from hikmah.index.queries import conflicts_for
 from hikmah.index.snapshot import Added, FeatureCache, Snapshot
 from hikmah.ledger.chain import GENESIS, Head, decode_record, encode_record
@@ -55,33 +57,23 @@ from hikmah.ledger.payloads import (
     RedactedPayload,
     RememberPayload,
     SupersedePayload,
-    decode_payload,
     stamped,
 )
-from hikmah.model.durable import fsync_dir, fsync_file
 from hikmah.model.errors import ConflictError, HikmahError, InvalidInput, LedgerError, StoreFull
 from hikmah.model.policy import KernelPolicy
 from hikmah.rules.operations import Applied, ApplyRemote, Change, Outcome, Written
 from hikmah.rules.writes import payloads_for
-from hikmah.semantic.models import Loaded
-from hikmah.semantic.store_vectors import SemanticIndex, remove_vectors, vectors_path
-from hikmah.store import receive
+from hikmah.semantic.store_vectors import SemanticIndex
+from hikmah.store import free_pages, indexing, receive, vectors
 from hikmah.store.gate import Gate
-from hikmah.vault.crypto import VaultLocked
+from hikmah.store.opening import open_env, vault_id
 from hikmah.vault.sealing import Keys, Sealed, seal_trace
-from hikmah.working.promises import Stage
 
 log = logging.getLogger(__name__)
 
 HEAD_FILE = "head"
-LMDB_DIR = "lmdb"
 DEFAULT_MAP_SIZE = 1 << 30
 MAX_MAP_SIZE = 1 << 40
-_INDEXED = b"indexed_seq"  # meta: the last ledger record the indexes reflect
-_LAYOUT = b"layout"  # meta: layout.LAYOUT of the derived indexes
-_VAULT_ID = b"vault_id"  # meta: names this data directory's keys in the keyring
-_BLIND_INDEX = b"blind_index"  # meta: key id of the index key the indexes are blind under
-_SCRUB = b"scrub"  # meta: a destroyed data key may remain in free pages until they are dropped
 _NEARLY_FULL = 8 << 20  # free bytes under which an I/O error means a full disk
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -118,26 +110,29 @@ class Store:
             vault: with the vault on, fetches the keys of the data directory
                 whose vault id it is given (created on first use and kept in
                 the store); new traces are then sealed. Without it a store that
-                holds sealed traces refuses to open (:class:`VaultLocked`).
+                holds sealed traces refuses to open
+                (:class:`~hikmah.vault.crypto.VaultLocked`).
         """
         data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.data_dir = data_dir
         self.durable = durable
         self.head_file = HeadFile(data_dir / HEAD_FILE, sync=durable)
         self.max_map_size = max(map_size, max_map_size)
-        # py-lmdb would create the directory with the file mode (no x bit).
-        (data_dir / LMDB_DIR).mkdir(mode=0o700, exist_ok=True)
-        self._gate = Gate()
-        self.env, self.dbs = self._open_env(map_size, None)
+        # Many users of the environment at once, or the one replacing its file.
+        self.gate = Gate()
+        self.env, self.dbs = open_env(data_dir, map_size, durable=durable, keys=None)
         try:
-            self.vault_id = self._open_vault(vault)
+            self.vault_id = vault_id(self.env, self.dbs, data_dir, vault=vault is not None)
+            if vault is not None:
+                assert self.vault_id is not None
+                self.use_keys(vault(self.vault_id))
         except BaseException:
             self.env.close()
             self.head_file.close()
             raise
         self.columns = FeatureCache()
         # The semantic channel's vectors, when the daemon (or a tool) attached them: every
-        # durable batch reaches them (hikmah.semantic.store_vectors).
+        # durable batch reaches them (hikmah.store.vectors).
         self.semantic: SemanticIndex | None = None
         self._follow_lock = threading.Lock()
         # Batches committed, and how many of them are known durable (the writer
@@ -155,75 +150,13 @@ class Store:
         # The head as of the last sync: what sync may publish (never a record a crash
         # could still take back).
         self.durable_head = self.head
-        self._check_layout()
-        with self.env.begin() as txn:
-            scrub = txn.get(_SCRUB, db=self.dbs.meta) is not None
-        if scrub:
-            self._scrub()
-
-    def _open_env(self, map_size: int, vault: Keys | None) -> tuple[Any, Databases]:
-        env = lmdb.open(
-            str(self.data_dir / LMDB_DIR),
-            map_size=map_size,
-            max_dbs=32,
-            # The commit syncs the data pages; the meta page is synced by sync(),
-            # which the writer overlaps with the next batch (see apply).
-            sync=self.durable,
-            metasync=False,
-            readahead=False,
-            mode=0o600,
-        )
-        dbs = {name: env.open_db(name.encode()) for name in Databases.names()}
-        return env, Databases(**dbs, vault=vault)
-
-    def _open_vault(self, load: Callable[[str], Keys] | None) -> str | None:
-        """Fetch the vault's keys (naming them by the store's vault id); the vault id."""
-        with self.env.begin(write=True) as txn:
-            sealed = txn.get(SEALED_MARK, db=self.dbs.meta) is not None
-            vault_id = txn.get(_VAULT_ID, db=self.dbs.meta)
-            if load is not None and vault_id is None:
-                vault_id = secrets.token_hex(8).encode()
-                txn.put(_VAULT_ID, vault_id, db=self.dbs.meta)
-        if load is None:
-            if sealed:
-                raise VaultLocked(
-                    f"{self.data_dir} holds encrypted traces and the vault is off: set"
-                    " [vault] enabled = true in the policy and start hikmahd with the keyring"
-                    " that holds its keys"
-                )
-            return None if vault_id is None else bytes(vault_id).decode()
-        assert vault_id is not None
-        self.use_keys(load(bytes(vault_id).decode()))
-        return bytes(vault_id).decode()
+        indexing.check_layout(self)
+        free_pages.finish_scrub(self)
 
     def use_keys(self, keys: Keys) -> None:
         """Seal and open with ``keys`` from now on (after a rotation began: the same
         index key, a new current master)."""
         self.dbs = dataclasses.replace(self.dbs, vault=keys)
-
-    def _check_layout(self) -> None:
-        """Rebuild the indexes from the ledger when they were built with another layout
-        (an older version), or blind under another index key (or none)."""
-        keys = self.dbs.vault
-        blind = b"" if keys is None else keys.index_id.encode()
-        with self.env.begin() as txn:
-            raw = txn.get(_LAYOUT, db=self.dbs.meta)
-            built_blind = bytes(txn.get(_BLIND_INDEX, b"", db=self.dbs.meta))
-            empty = txn.stat(self.dbs.ledger)["entries"] == 0
-        layout_ok = raw is not None and int(SEQ.unpack(raw)[0]) == LAYOUT
-        if layout_ok and built_blind == blind:
-            return
-        if not empty:
-            why = "an older layout" if not layout_ok else "another index key (or none)"
-            log.warning("the indexes have %s: rebuilding them from the ledger", why)
-            self.rebuild_index()
-        with self.env.begin(write=True) as txn:
-            txn.put(_LAYOUT, SEQ.pack(LAYOUT), db=self.dbs.meta)
-            if blind:
-                txn.put(_BLIND_INDEX, blind, db=self.dbs.meta)
-            else:
-                txn.delete(_BLIND_INDEX, db=self.dbs.meta)
-        self.sync()
 
     def close(self) -> None:
         """Close the store, first acknowledging the last batch in the head file.
@@ -251,7 +184,7 @@ class Store:
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[Snapshot]:
         """A consistent view of the store (a read transaction), as a context manager."""
-        with self._gate.shared(), self.env.begin() as txn:
+        with self.gate.shared(), self.env.begin() as txn:
             yield Snapshot(txn, self.dbs, self.columns)
 
     def read(
@@ -261,21 +194,6 @@ class Store:
         snapshot of its own."""
         with self.snapshot() as snapshot:
             return query(snapshot, *args, **kwargs)
-
-    def open_vectors(self, model: Loaded, *, ann_at: int) -> SemanticIndex:
-        """Attach the semantic channel's vectors (of ``model``, :func:`load_model`'s), from
-        their file or built from the store, and embed whatever they lack: for tools
-        running the store in-process (the daemon takes the same steps in the
-        background, serving meanwhile)."""
-        semantic = SemanticIndex(
-            vectors_path(self.data_dir), model.embedder, model=model.name, ann_at=ann_at
-        )
-        self.semantic = semantic
-        with self.snapshot() as snapshot:
-            semantic.open(snapshot, self.dbs.vault)
-        while semantic.follow(self.snapshot):
-            pass
-        return semantic
 
     # -- the head ---------------------------------------------------------------
 
@@ -356,7 +274,8 @@ class Store:
                 last = snapshot.last_record()
                 if last is not None:
                     # Records the indexes reflect were removed: only a rebuild is right.
-                    self.reindex(snapshot, rebuild=self._indexed(snapshot) > last.seq)
+                    rebuild = indexing.indexed(snapshot) > last.seq
+                    indexing.reindex(self, snapshot, rebuild=rebuild)
                     self.head_file.write(last, None)
             return last
 
@@ -373,7 +292,7 @@ class Store:
     def transaction(self) -> Iterator[Snapshot]:
         """A write transaction outside the batches (maintenance), committed at the end
         of the block; the caller syncs."""
-        with self._gate.shared(), self.env.begin(write=True) as txn:
+        with self.gate.shared(), self.env.begin(write=True) as txn:
             yield Snapshot(txn, self.dbs)
 
     def apply(
@@ -408,7 +327,7 @@ class Store:
         """
         while True:
             try:
-                with self._gate.shared():
+                with self.gate.shared():
                     outcomes, scrub, changes = self._apply_once(
                         operations, persons or [None] * len(operations), now_ms, policy
                     )
@@ -416,8 +335,9 @@ class Store:
                     self.sync()
                 if scrub:
                     # A destroyed data key must not stay readable in a free page.
-                    self._scrub()
-                self._follow(changes)
+                    free_pages.scrub(self)
+                with self._follow_lock:  # one batch at a time: with one writer, in commit order
+                    vectors.committed(self.semantic, changes, self.dbs.vault)
                 return outcomes
             except lmdb.MapFullError:
                 self._grow()
@@ -474,23 +394,6 @@ class Store:
                 return write()
             except lmdb.MapFullError:
                 self._grow()
-
-    def _follow(self, written: list[Added]) -> None:
-        """Tell the vectors of a batch just committed (the documents it gave a text);
-        under the vault a batch that removed a vector (a purge, here or on another device)
-        saves them at once, so the vector leaves the disk with its text."""
-        with self._follow_lock:  # one batch at a time: with one writer, in commit order
-            semantic = self.semantic
-            if semantic is None:
-                return
-            try:
-                removed = semantic.committed(written)
-                if removed and self.dbs.vault is not None and semantic.serving:
-                    semantic.save(self.dbs.vault)
-            except Exception:
-                # Derived data: the commits stand, and the vectors are built again.
-                log.exception("the vectors could not follow a commit; rebuilding them")
-                semantic.rebuild()
 
     def _apply_once(
         self,
@@ -583,13 +486,13 @@ class Store:
             if rebuild:
                 # A device was cut off behind what was applied of it: only a rebuild
                 # from the records that still count is right.
-                self.reindex(snapshot, rebuild=True)
+                indexing.reindex(self, snapshot, rebuild=True)
                 snapshot.write_back()
-            txn.put(_INDEXED, SEQ.pack(seq), db=self.dbs.meta)
+            txn.put(indexing.INDEXED, SEQ.pack(seq), db=self.dbs.meta)
             version = snapshot.index_version() + 1
             txn.put(INDEX_VERSION, SEQ.pack(version), db=self.dbs.meta)
             if destroyed:
-                txn.put(_SCRUB, b"", db=self.dbs.meta)
+                txn.put(free_pages.SCRUB, b"", db=self.dbs.meta)
             new_head = Head(seq=seq, hash=prev) if appended else self.head
             if appended:
                 if self._synced_commits < self._commits:
@@ -643,105 +546,3 @@ class Store:
         assert docno is not None
         status = snapshot.status_of(docno)
         return Written(id=payload.id, seq=seq, status=status, key_destroyed=key_destroyed)
-
-    def mark_reminded(self, delivered: Sequence[tuple[str, Stage]], at_ms: int) -> None:
-        """Record durably that these reminder stages were delivered."""
-        with self.transaction() as snapshot:
-            for trace_id, stage in delivered:
-                snapshot.txn.put(
-                    reminder_key(trace_id, stage), SEQ.pack(at_ms), db=self.dbs.reminders
-                )
-        self.sync()
-
-    # -- the indexes and the file --------------------------------------------------
-
-    def rebuild_index(self, progress: Callable[[int], None] | None = None) -> int:
-        """Recreate every derived index from the ledger; returns the records replayed."""
-
-        def rebuild() -> int:
-            with self.env.begin(write=True) as txn:
-                return self.reindex(Snapshot(txn, self.dbs), rebuild=True, progress=progress)
-
-        count = self.growing(rebuild)
-        self.sync()
-        self.columns.forget()
-        return count
-
-    def reindex(
-        self,
-        snapshot: Snapshot,
-        *,
-        rebuild: bool = False,
-        progress: Callable[[int], None] | None = None,
-    ) -> int:
-        """Apply the ledger records the indexes do not reflect yet to them (all of them,
-        from empty indexes, when ``rebuild``, and then every paired device's kept
-        records), in the write transaction of ``snapshot``; returns how many were
-        applied. The caller syncs and forgets the columns."""
-        txn = snapshot.txn
-        after = self._indexed(snapshot)
-        if rebuild:
-            # Documents may be numbered anew: the vectors are built again from them.
-            remove_vectors(self.data_dir)
-            if self.semantic is not None:
-                self.semantic.rebuild()
-            snapshot.written = None
-            derived.clear(snapshot)
-            txn.delete(_INDEXED, db=self.dbs.meta)
-            after = 0
-        count = 0
-        cursor = txn.cursor(db=self.dbs.ledger)
-        dirty: set[int] = set()
-        # A rebuild replays the paired devices' kept records among this ledger's own,
-        # each after the record it arrived after: the same documents, in the same order.
-        remote = iter(receive.arrived(snapshot) if rebuild else ())
-        pending = next(remote, None)
-        if cursor.set_range(SEQ.pack(after + 1)):
-            for key, line in cursor:
-                record = decode_record(bytes(line))
-                while pending is not None and pending.seq <= record.seq:
-                    receive.replay(snapshot, pending, dirty)
-                    pending, count = next(remote, None), count + 1
-                payload = decode_payload(record)
-                derived.apply_payload(snapshot, record.seq, payload, dirty)
-                effects(snapshot, payload, LOCAL)
-                txn.put(_INDEXED, bytes(key), db=self.dbs.meta)
-                count += 1
-                if progress is not None and count % 10_000 == 0:
-                    progress(count)
-        while pending is not None:
-            receive.replay(snapshot, pending, dirty)
-            pending, count = next(remote, None), count + 1
-        return count
-
-    def _indexed(self, snapshot: Snapshot) -> int:
-        raw = snapshot.txn.get(_INDEXED, db=self.dbs.meta)
-        return 0 if raw is None else int(SEQ.unpack(raw)[0])
-
-    def _scrub(self) -> None:
-        """Drop the free pages a purge left (they may hold its destroyed data key)."""
-        self.drop_free_pages()
-        with self.transaction() as snapshot:
-            snapshot.txn.delete(_SCRUB, db=self.dbs.meta)
-        self.sync()
-
-    def drop_free_pages(self) -> None:
-        """Replace the LMDB file by a copy without free pages (old versions of data).
-
-        Waits for every reader and writer of this store to finish, and holds
-        new ones off for the copy (under a second per 100k traces).
-        """
-        copy_dir = self.data_dir / "compact.tmp"
-        shutil.rmtree(copy_dir, ignore_errors=True)
-        copy_dir.mkdir(mode=0o700)
-        with self._gate.exclusive():
-            map_size = int(self.env.info()["map_size"])
-            self.env.copy(str(copy_dir), compact=True)
-            copied = copy_dir / "data.mdb"
-            fsync_file(copied)
-            self.env.close()
-            os.replace(copied, self.data_dir / LMDB_DIR / "data.mdb")
-            fsync_dir(self.data_dir / LMDB_DIR)
-            self.env, self.dbs = self._open_env(map_size, self.dbs.vault)
-        shutil.rmtree(copy_dir, ignore_errors=True)
-        self.columns.forget()

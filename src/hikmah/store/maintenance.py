@@ -24,6 +24,8 @@ from hikmah.ledger.payloads import (
 )
 from hikmah.model.errors import ConflictError, LedgerError
 from hikmah.store.core import Store
+from hikmah.store.free_pages import drop_free_pages
+from hikmah.store.indexing import reindex
 from hikmah.vault.sealing import Keys, Sealed, rewrapped
 
 
@@ -128,7 +130,7 @@ def compact(store: Store, now_ms: int) -> Compacted:
                 snapshot.txn.put(SEQ.pack(seq), record.line, db=snapshot.dbs.ledger)
                 prev = record.hash
             new_head = Head(seq=len(bodies), hash=prev)
-            store.reindex(snapshot, rebuild=True)
+            reindex(store, snapshot, rebuild=True)
             # Synced devices receive the re-chained ledger as a new epoch of its chain.
             replicas.next_epoch(snapshot)
             store.set_head(old_head, pending=new_head)  # pending: see hikmah.store.core
@@ -142,7 +144,7 @@ def compact(store: Store, now_ms: int) -> Compacted:
     store.set_head(done.head)
     store.presence = store.read_presence()  # its records moved to new seqs
     store.columns.forget()
-    store.drop_free_pages()
+    drop_free_pages(store)
     return done
 
 

@@ -15,6 +15,8 @@ from hikmah.model.recall import RecallQuery
 from hikmah.recall.ranking import recall
 from hikmah.rules.operations import Purge
 from hikmah.semantic.models import Loaded, load_model
+from hikmah.store.indexing import rebuild_index
+from hikmah.store.vectors import open_vectors
 
 from .nodes import NOW, Node, pair_all, settle
 
@@ -44,7 +46,7 @@ def model() -> Loaded:
 
 
 def with_vectors(node: Node, model: Loaded) -> Node:
-    node.store.open_vectors(model, ann_at=POLICY.semantic.ann_at)
+    open_vectors(node.store, model, ann_at=POLICY.semantic.ann_at)
     return node
 
 
@@ -118,7 +120,7 @@ def test_vectors_follow_records_from_other_devices_in_any_order(
     assert ids[4] not in {t for a in first for t, _s, _m in a}  # purged on c
 
     # Vectors built afresh from the store (a new model, a lost file) agree too.
-    nodes[2].store.rebuild_index()
+    rebuild_index(nodes[2].store)
     assert nodes[2].store.semantic is not None and not nodes[2].store.semantic.serving
     with nodes[2].store.snapshot() as snapshot:
         nodes[2].store.semantic.open(snapshot, None)
@@ -138,7 +140,7 @@ def test_a_record_arriving_while_the_vectors_load_is_embedded_once_they_serve(
     laptop.sync()
     desk.sync()
     # The desk's channel starts loading; a record arrives before it has read its file.
-    semantic = desk.store.open_vectors(model, ann_at=POLICY.semantic.ann_at)
+    semantic = open_vectors(desk.store, model, ann_at=POLICY.semantic.ann_at)
     semantic.rebuild()
     laptop.remember(NOTES[6])
     laptop.sync()
