@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import TYPE_CHECKING
 
 from hikmah.model.durable import fsync_dir, fsync_file
+from hikmah.store.handle import StoreHandle
 from hikmah.store.opening import LMDB_DIR, open_env
-
-if TYPE_CHECKING:  # the store calls these functions with itself
-    from hikmah.store.core import Store
 
 SCRUB = b"scrub"  # meta: a destroyed data key may remain in free pages until they are dropped
 
 
-def drop_free_pages(store: Store) -> None:
+def drop_free_pages(store: StoreHandle) -> None:
     """Replace the LMDB file by a copy without free pages (old versions of data).
 
     Waits for every reader and writer of this store to finish, and holds
@@ -44,7 +41,7 @@ def drop_free_pages(store: Store) -> None:
     store.columns.forget()
 
 
-def scrub(store: Store) -> None:
+def scrub(store: StoreHandle) -> None:
     """Drop the free pages a purge left (they may hold its destroyed data key)."""
     drop_free_pages(store)
     with store.transaction() as snapshot:
@@ -52,7 +49,7 @@ def scrub(store: Store) -> None:
     store.sync()
 
 
-def finish_scrub(store: Store) -> None:
+def finish_scrub(store: StoreHandle) -> None:
     """Scrub ``store`` if a purge marked it and a crash came before its scrub."""
     with store.env.begin() as txn:
         marked = txn.get(SCRUB, db=store.dbs.meta) is not None

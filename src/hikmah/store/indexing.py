@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from hikmah.index import derived
 from hikmah.index.effects import effects
@@ -22,9 +21,7 @@ from hikmah.index.snapshot import Snapshot
 from hikmah.ledger.chain import decode_record
 from hikmah.ledger.payloads import decode_payload
 from hikmah.store import receive, vectors
-
-if TYPE_CHECKING:  # the store calls these functions with itself
-    from hikmah.store.core import Store
+from hikmah.store.handle import StoreHandle
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +37,7 @@ def indexed(snapshot: Snapshot) -> int:
 
 
 def reindex(
-    store: Store,
+    store: StoreHandle,
     snapshot: Snapshot,
     *,
     rebuild: bool = False,
@@ -84,7 +81,7 @@ def reindex(
     return count
 
 
-def rebuild_index(store: Store, progress: Callable[[int], None] | None = None) -> int:
+def rebuild_index(store: StoreHandle, progress: Callable[[int], None] | None = None) -> int:
     """Recreate every derived index of ``store`` from the ledger; returns the records
     replayed (``progress`` hears the count every 10,000)."""
 
@@ -98,7 +95,7 @@ def rebuild_index(store: Store, progress: Callable[[int], None] | None = None) -
     return count
 
 
-def check_layout(store: Store) -> None:
+def check_layout(store: StoreHandle) -> None:
     """Rebuild the indexes from the ledger when they were built with another layout
     (an older version), or blind under another index key (or none)."""
     dbs = store.dbs

@@ -1,4 +1,4 @@
-"""The semantic channel's vectors attached to a store (``Store.semantic``): opened
+"""The semantic channel's vectors attached to a store (``StoreHandle.semantic``): opened
 in-process for a tool, told of every batch the store commits, built again when the
 store numbers its documents anew.
 
@@ -11,21 +11,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from hikmah.index.snapshot import Added
 from hikmah.semantic.models import Loaded
 from hikmah.semantic.store_vectors import SemanticIndex
 from hikmah.semantic.vector_file import remove_vectors, vectors_path
+from hikmah.store.handle import StoreHandle
 from hikmah.vault.sealing import Keys
-
-if TYPE_CHECKING:  # the store calls these functions
-    from hikmah.store.core import Store
 
 log = logging.getLogger(__name__)
 
 
-def open_vectors(store: Store, model: Loaded, *, ann_at: int) -> SemanticIndex:
+def open_vectors(store: StoreHandle, model: Loaded, *, ann_at: int) -> SemanticIndex:
     """Attach the semantic channel's vectors (of ``model``, as
     :func:`~hikmah.semantic.models.load_model` gives it) to ``store``, from their file
     or built from the store, and embed whatever they lack: for tools running the store
