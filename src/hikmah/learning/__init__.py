@@ -1,1 +1,1 @@
-"""Learning from what happens: consolidation, ingest, calibration, verification, invalidation."""
+"""Learning from what happens: consolidation, ingest, calibration, invalidation."""
