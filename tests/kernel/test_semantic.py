@@ -30,8 +30,9 @@ from hikmah.rules.operations import Purge, Remember
 from hikmah.semantic.models import Loaded, load_model
 from hikmah.semantic.store_vectors import EMBED_SLICE, SemanticIndex, StaleVectors, vectors_path
 from hikmah.store.core import Store
+from hikmah.vault.sealing import HeldKeys
+from tests.harness.store import NOW, remember, remember_forecast, write
 
-from .conftest import NOW, HeldKeys, remember, remember_forecast, write
 from .strategies import examples, notes_of, query_of
 
 AWS = "The AWS bill jumped 40% in October because the staging cluster was left running."
