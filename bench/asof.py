@@ -22,10 +22,12 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import recall
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 from report import label
 
 from hikmah_client.connection import Client
+from tests.harness.stats import percentile
 
 RESULTS = Path(__file__).with_name("results-asof.json")
 RATIO_TARGET = 3.0  # as-of p50 over present p50, at most
@@ -67,7 +69,7 @@ def measure(socket: Path, queries: list[list[str]]) -> AsOfTiming:
                 times[name].append((time.perf_counter() - began) * 1000)
     finally:
         client.close()
-    p = {name: (recall.percentile(t, 50), recall.percentile(t, 95)) for name, t in times.items()}
+    p = {name: (percentile(t, 50), percentile(t, 95)) for name, t in times.items()}
     return AsOfTiming(
         queries=len(queries),
         head=head,

@@ -26,13 +26,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import recall
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 from report import label
 
 from hikmah_browse.query import Search
 from hikmah_browse.rpc import Connection
 from hikmah_browse.wire import Recalled, decode
 from hikmah_client.connection import Client
+from tests.harness.stats import percentile
 
 RESULTS = Path(__file__).with_name("results-browse.json")
 TARGET_MS = 50.0
@@ -105,12 +107,12 @@ def measure(socket: Path, queries: list[list[str]]) -> KeystrokeTiming:
         blocking.close()
     return KeystrokeTiming(
         keystrokes=len(texts),
-        results_p50=recall.percentile([float(n) for n in shown], 50),
-        browser_p50_ms=recall.percentile(mine, 50),
-        browser_p95_ms=recall.percentile(mine, 95),
+        results_p50=percentile([float(n) for n in shown], 50),
+        browser_p50_ms=percentile(mine, 50),
+        browser_p95_ms=percentile(mine, 95),
         browser_max_ms=max(mine),
-        blocking_p50_ms=recall.percentile(theirs, 50),
-        blocking_p95_ms=recall.percentile(theirs, 95),
+        blocking_p50_ms=percentile(theirs, 50),
+        blocking_p95_ms=percentile(theirs, 95),
     )
 
 

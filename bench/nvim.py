@@ -34,8 +34,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 from servers import Server, call_many, hikmahd_argv
 from workload import note_lines
+
+from tests.harness.stats import percentile
 
 RESULTS = Path(__file__).with_name("results-nvim.json")
 PLUGIN = Path(__file__).resolve().parents[1] / "clients" / "nvim"
@@ -138,12 +142,12 @@ def main(argv: list[str] | None = None) -> int:
         {
             "what": f"plugin: memory.recall from Lua (median of {args.calls})",
             "median_ms": plugin_median,
-            "p90_ms": statistics.quantiles(samples, n=10)[-1],
+            "p90_ms": percentile(samples, 90),
         },
         {
             "what": f"plugin: daemon.status from Lua (median of {args.calls})",
             "median_ms": statistics.median(lua["status_samples"]),
-            "p90_ms": statistics.quantiles(lua["status_samples"], n=10)[-1],
+            "p90_ms": percentile(lua["status_samples"], 90),
         },
         {
             "what": "plugin: first call (connects)",

@@ -50,6 +50,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 from workload import NOW_MS, Note, make_notes, remember
 
 from hikmah.evaluation.fts5 import fts5_expr, open_fts5, surface_words
@@ -58,6 +60,7 @@ from hikmah.model.recall import RecallQuery
 from hikmah.model.tokenizer import terms, tokenize
 from hikmah.recall.ranking import recall
 from hikmah.store.core import Store
+from tests.harness.stats import percentile
 
 BATCH = 1000
 TOP_K = 10
@@ -233,12 +236,6 @@ def runners(engines: Engines) -> dict[str, Callable[[list[str]], int]]:
         return len(engines.python.search(" ".join(words)))
 
     return {"hikmah": hikmah, "fts5": fts5, "python": python}
-
-
-def percentile(values: list[float], q: int) -> float:
-    if len(values) < 2:
-        return values[0]
-    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
 
 def time_set(engines: Engines, qs: QuerySet, size: int) -> Row:

@@ -89,6 +89,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 from servers import OK_PREFIX, START_TIMEOUT_S, Server, call_many, hikmahd_argv
 from workload import TAGS, fmt, zipf_words
 
@@ -99,6 +101,7 @@ from hikmah.model.trace import Draft
 from hikmah.rules.operations import Remember
 from hikmah.store.core import Store
 from hikmah.working.promises import PromiseQueue
+from tests.harness.stats import percentile
 
 RESULTS = Path(__file__).with_name("results-reminders.json")
 SEED = 7
@@ -110,14 +113,6 @@ TAIL_S = 0.5  # clients go on this long after the last deadline
 ARRIVAL_TIMEOUT_S = 10.0
 TARGET_P99_MS = 50.0
 MIB = 1 << 20
-
-
-def percentile(values: list[float], q: float) -> float:
-    """Nearest-rank percentile (``nan`` for no values)."""
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))]
 
 
 def wrapped(text: str) -> list[str]:

@@ -75,6 +75,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 import lmdb
 import trio
 from servers import (
@@ -87,6 +89,8 @@ from servers import (
     wait_semantic_ready,
 )
 from workload import fmt, note_lines, request_body, with_id, zipf_words
+
+from tests.harness.stats import percentile
 
 RESULTS = Path(__file__).with_name("results-rpc.json")
 WARMUP_S = 0.4  # clients connect and send warm-up requests until the common start
@@ -311,13 +315,6 @@ class Observed:
     commits: int | None = None
 
 
-def percentile_us(values_ns: list[int], q: float) -> float:
-    if not values_ns:
-        return float("nan")
-    ordered = sorted(values_ns)
-    return ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))] / 1000
-
-
 def measured(target: str, workload: str, clients: int, runs: list[Observed]) -> Measured:
     """One row from one or more runs (several rounds are pooled)."""
     result = ClientResult()
@@ -335,8 +332,8 @@ def measured(target: str, workload: str, clients: int, runs: list[Observed]) -> 
         requests=len(lat),
         errors=result.errors,
         per_s=len(lat) / seconds,
-        p50_us=percentile_us(lat, 50),
-        p99_us=percentile_us(lat, 99),
+        p50_us=percentile(lat, 50) / 1000,
+        p99_us=percentile(lat, 99) / 1000,
         server_cpu_pct=100 * sum(cpu) / sum(run.wall_s for run in runs) if cpu else None,
         writes_per_commit=(len(lat) + result.warmup) / sum(commits) if any(commits) else None,
         first_error=result.first_error,
@@ -397,8 +394,8 @@ def raw_lmdb(directory: Path, seconds: float, batch: int) -> Measured:
         requests=written,
         errors=0,
         per_s=written / seconds,
-        p50_us=percentile_us(commits, 50),
-        p99_us=percentile_us(commits, 99),
+        p50_us=percentile(commits, 50) / 1000,
+        p99_us=percentile(commits, 99) / 1000,
     )
 
 

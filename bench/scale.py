@@ -30,6 +30,8 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, TypeVar
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 import asof
 import browse
 import hooks
@@ -44,7 +46,6 @@ from servers import (
     call_many,
     hikmahd_argv,
     memory_kib,
-    wait_for_socket,
     wait_semantic_ready,
 )
 from workload import Note, exported_trace, iter_notes, make_notes, remember
@@ -55,6 +56,7 @@ from hikmah.model.policy import KernelPolicy
 from hikmah.semantic.models import load_model
 from hikmah.store.core import Store
 from hikmah.store.vectors import open_vectors
+from tests.harness.stats import percentile
 
 BATCH = 1000
 IMPORT_BATCH = 500
@@ -190,11 +192,11 @@ class Started:
 
     @property
     def ready_median_s(self) -> float:
-        return sorted(self.ready_s)[len(self.ready_s) // 2]
+        return percentile(self.ready_s, 50)
 
     @property
     def loaded_median_s(self) -> float:
-        return sorted(self.loaded_s)[len(self.loaded_s) // 2]
+        return percentile(self.loaded_s, 50)
 
 
 T = TypeVar("T")
@@ -252,8 +254,7 @@ def start(
         stack.callback(daemon.stop)
         daemon.log.unlink(missing_ok=True)  # the log line waited for must be this start's
         daemon.launch()
-        assert daemon.process is not None
-        wait_for_socket(daemon.socket, daemon.process, daemon.log, poll_s=0.002)
+        daemon.listening(poll_s=0.002)
         accepted = time.monotonic()
         ready.append(accepted - daemon.started_at)
         first.append(waits.first_answers(daemon.socket, query, accepted))
@@ -311,10 +312,10 @@ def timing(size: int, name: str, hikmah: list[float], fts5: list[float]) -> Reca
         size=size,
         query_set=name,
         queries=len(hikmah),
-        hikmah_p50_ms=recall.percentile(hikmah, 50),
-        hikmah_p95_ms=recall.percentile(hikmah, 95),
-        fts5_p50_ms=recall.percentile(fts5, 50),
-        fts5_p95_ms=recall.percentile(fts5, 95),
+        hikmah_p50_ms=percentile(hikmah, 50),
+        hikmah_p95_ms=percentile(hikmah, 95),
+        fts5_p50_ms=percentile(fts5, 50),
+        fts5_p95_ms=percentile(fts5, 95),
     )
 
 
@@ -364,7 +365,7 @@ def measure_empty(root: Path, starts: int, stack: contextlib.ExitStack) -> Empty
     client.close()
     warm_kib = memory_kib(started.daemon.pid)
     started.daemon.stop()
-    semantic = sorted(started.semantic_s)[len(started.semantic_s) // 2]
+    semantic = percentile(started.semantic_s, 50)
     return Empty(started.ready_median_s, started.loaded_median_s, semantic, loaded, warm_kib)
 
 

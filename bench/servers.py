@@ -13,26 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.harness.sockets import wait_for_socket
+
 START_TIMEOUT_S = 60.0
 OK_PREFIX = b'{"jsonrpc":"2.0","result"'  # how hikmahd's msgspec encoder starts a success
-
-
-def wait_for_socket(
-    path: Path, process: subprocess.Popen[bytes], log: Path, poll_s: float = 0.02
-) -> None:
-    """Until ``path`` accepts a connection (the tests' readiness probe), tried every
-    ``poll_s`` seconds."""
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited {process.returncode}:\n{log.read_text()}")
-        try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-                probe.connect(str(path))
-            return
-        except OSError:
-            time.sleep(poll_s)
-    raise RuntimeError(f"server did not listen within {START_TIMEOUT_S} s:\n{log.read_text()}")
 
 
 def memory_kib(pid: int) -> dict[str, int]:
@@ -101,10 +87,21 @@ class Server:
                 self.argv, stdout=log, stderr=log, env=self.env, start_new_session=True
             )
 
+    def listening(self, poll_s: float = 0.02) -> None:
+        """Until the socket accepts a connection, tried every ``poll_s`` seconds."""
+        assert self.process is not None
+        wait_for_socket(
+            self.socket,
+            self.process,
+            self.log,
+            name=self.name,
+            timeout_s=START_TIMEOUT_S,
+            poll_s=poll_s,
+        )
+
     def start(self) -> Server:
         self.launch()
-        assert self.process is not None
-        wait_for_socket(self.socket, self.process, self.log)
+        self.listening()
         return self
 
     def cpu_seconds(self) -> float:

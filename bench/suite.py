@@ -102,6 +102,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 import agent
 import asof
 import browse
@@ -124,6 +126,8 @@ from scale import (
     measure_import,
     measure_tier,
 )
+
+from tests.harness.stats import percentile
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results.json"
@@ -270,8 +274,8 @@ def recall_figures(tier: TierResult, plan: Plan) -> list[Figure]:
 
 def tier_figures(tier: TierResult, empty: Empty, plan: Plan) -> list[Figure]:
     n, name = tier.kept, label(tier.size)
-    ready = sorted(tier.ready_s)[len(tier.ready_s) // 2]
-    loaded = sorted(tier.loaded_s)[len(tier.loaded_s) // 2]
+    ready = percentile(tier.ready_s, 50)
+    loaded = percentile(tier.loaded_s, 50)
     figures = recall_figures(tier, plan)
     for on, off in zip(tier.recall, tier.recall_off, strict=True):
         for q, value, base in (
@@ -301,7 +305,7 @@ def tier_figures(tier: TierResult, empty: Empty, plan: Plan) -> list[Figure]:
         *waiting_figures(tier, plan),
         Figure(
             f"{name} start to semantic channel ready (in the background) vs empty store",
-            sorted(tier.semantic_s)[len(tier.semantic_s) // 2],
+            percentile(tier.semantic_s, 50),
             "s",
             empty.semantic_s,
             note=f"{tier.vectors.get('vectors', 0):,} vectors, {tier.vectors.get('graph', 0):,}"

@@ -47,8 +47,9 @@ from hikmah.store import exchange
 from hikmah.store.core import Store
 from hikmah.store.indexing import rebuild_index
 from hikmah.sync.device import DeviceKey
-from tests.sync.daemons import Device, make_device, pair, started
-from tests.sync.engines import GitRemote, propagation_seconds, syncthing_cluster, wait_until
+from tests.harness.stats import percentile
+from tests.harness.sync_daemons import Device, make_device, pair, started
+from tests.harness.sync_engines import GitRemote, propagation_seconds, syncthing_cluster, wait_until
 
 NOW_MS = 1_790_000_000_000
 BUILD_BATCH = 1000
@@ -95,11 +96,6 @@ def no_pytest_exits() -> Iterator[None]:
 
     with mock.patch("pytest.skip", fail), mock.patch("pytest.fail", fail):
         yield
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
 def recallable(source: Device, target: Device, word: str, step: Callable[[], None]) -> float:
@@ -225,7 +221,7 @@ def main() -> int:
             continue
         print(
             f"{name}: commit to recallable {path.median:.2f} s median,"
-            f" {percentile(path.recallable_s, 0.9):.2f} s p90; the engine alone"
+            f" {percentile(path.recallable_s, 90):.2f} s p90; the engine alone"
             f" {path.baseline:.2f} s median ({args.samples} samples)"
         )
     a = found.apply

@@ -32,6 +32,7 @@ from itertools import islice
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import recall as recall_bench
 from workload import iter_notes, remember
@@ -47,6 +48,7 @@ from hikmah.semantic.vector_file import vectors_path
 from hikmah.store.core import Store
 from hikmah.store.vectors import open_vectors
 from hikmah.vault.sealing import HeldKeys
+from tests.harness.stats import percentile
 
 SEED = 7
 NOW_MS = 1_790_000_000_000
@@ -152,10 +154,7 @@ def time_recalls(
                 began = time.perf_counter()
                 store.read(recall, query, now_ms=NOW_MS, policy=policy, vectors=store.semantic)
                 times[name].append((time.perf_counter() - began) * 1000)
-        out[qs.name] = {
-            name: (recall_bench.percentile(t, 50), recall_bench.percentile(t, 95))
-            for name, t in times.items()
-        }
+        out[qs.name] = {name: (percentile(t, 50), percentile(t, 95)) for name, t in times.items()}
     return out
 
 

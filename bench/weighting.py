@@ -30,6 +30,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import msgspec
@@ -46,6 +48,7 @@ from hikmah.recall.ranking import recall
 from hikmah.semantic.models import load_embedder, load_model
 from hikmah.store.core import Store
 from hikmah.store.vectors import open_vectors
+from tests.harness.stats import percentile
 
 OFF_TOPIC = [
     "recipe for banana bread",
@@ -158,9 +161,9 @@ def profile(cases: CaseFile, model: str) -> dict[str, Any]:
     best = sorted(float((vectors @ embedder.embed([q])[0]).max()) for q in OFF_TOPIC)
     return {
         "relevant_median": round(float(np.median(relevant)), 3),
-        "relevant_p10": round(float(np.percentile(relevant, 10)), 3),
+        "relevant_p10": round(percentile(relevant, 10), 3),
         "unrelated_median": round(float(np.median(other)), 3),
-        "unrelated_p99": round(float(np.percentile(other, 99)), 3),
+        "unrelated_p99": round(percentile(other, 99), 3),
         "off_topic_best": [round(x, 3) for x in best],
     }
 

@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.daemon.conftest import Running  # noqa: E402
+from tests.harness.daemon import Running  # noqa: E402
 from tests.reliability.crashes import (  # noqa: E402
     crash_loop,
     fill,

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from hikmahd.daemon import MAX_CONNECTIONS_PER_PROCESS  # noqa: E402
-from tests.daemon.conftest import Running  # noqa: E402
+from tests.harness.daemon import Running  # noqa: E402
 from tests.reliability.crashes import fill  # noqa: E402
 from tests.reliability.flood import KINDS, Visits, flooded, plan_of  # noqa: E402
 from tests.reliability.harness import Book, open_fds  # noqa: E402

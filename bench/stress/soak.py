@@ -31,7 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.daemon.conftest import Running  # noqa: E402
+from tests.harness.daemon import Running  # noqa: E402
+from tests.harness.stats import percentile  # noqa: E402
 from tests.reliability.crashes import fill  # noqa: E402
 from tests.reliability.harness import (  # noqa: E402
     Book,
@@ -43,9 +44,9 @@ from tests.reliability.harness import (  # noqa: E402
 from tests.reliability.soak import Recaller, merged, start_abusers  # noqa: E402
 
 
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return round(1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
+def ms(values: list[float], q: float) -> float:
+    """The ``q``-th percentile of ``values`` (seconds), in milliseconds to 0.01."""
+    return round(1000 * percentile(values, q), 2)
 
 
 def main() -> None:
@@ -69,7 +70,7 @@ def main() -> None:
             client.latencies(20)
             idle = client.latencies(300)
             base_rss, base_fds = rss_kib(pid), steady_fds(pid)
-            print(f"idle recall p50 {pct(idle, 0.5)} ms, p99 {pct(idle, 0.99)} ms;"
+            print(f"idle recall p50 {ms(idle, 50)} ms, p99 {ms(idle, 99)} ms;"
                   f" RSS {base_rss >> 10} MiB, {base_fds} fds", flush=True)  # fmt: skip
             kinds = ["--stallers", str(args.stallers), "--silent", str(args.silent),
                      "--churners", str(args.churners), "--big", str(args.big)]  # fmt: skip
@@ -86,8 +87,8 @@ def main() -> None:
                 rss, fds = rss_kib(pid), open_fds(pid)
                 peak_rss, peak_fds = max(peak_rss, rss), max(peak_fds, fds)
                 row = {"t_s": round(time.monotonic() - started), "rss_mib": rss >> 10,
-                       "fds": fds, "recalls": len(window), "p50_ms": pct(window, 0.5),
-                       "p99_ms": pct(window, 0.99), "max_ms": pct(window, 1.0),
+                       "fds": fds, "recalls": len(window), "p50_ms": ms(window, 50),
+                       "p99_ms": ms(window, 99), "max_ms": ms(window, 100),
                        "timeouts so far": client.timeouts}  # fmt: skip
                 rows.append(row)
                 print(json.dumps(row), flush=True)
@@ -103,11 +104,11 @@ def main() -> None:
             "notes": args.notes,
             "minutes": args.minutes,
             "connections": args.stallers + args.silent + args.churners + args.big,
-            "idle recall ms p50/p99": [pct(idle, 0.5), pct(idle, 0.99)],
-            "loaded recall ms p50/p99": [pct(loaded, 0.5), pct(loaded, 0.99)],
-            "after recall ms p50/p99": [pct(after, 0.5), pct(after, 0.99)],
+            "idle recall ms p50/p99": [ms(idle, 50), ms(idle, 99)],
+            "loaded recall ms p50/p99": [ms(loaded, 50), ms(loaded, 99)],
+            "after recall ms p50/p99": [ms(after, 50), ms(after, 99)],
             "recalls over 30 s (timed out)": timeouts,
-            "loaded/idle p50": round(pct(loaded, 0.5) / max(pct(idle, 0.5), 0.001), 1),
+            "loaded/idle p50": round(ms(loaded, 50) / max(ms(idle, 50), 0.001), 1),
             "rss MiB base/peak/after": [base_rss >> 10, peak_rss >> 10, after_rss >> 10],
             "fds base/peak/after": [base_fds, peak_fds, after_fds],
             "fds back to baseline after s": round(settled, 1),

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from hikmah_agent.locate import agent_socket, lock_holder, login_runtime_dir
-from tests.daemon.conftest import Running
+from tests.harness.daemon import Running
 
 from .test_mcp_server import agent, error
 

@@ -14,7 +14,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp_types import CallToolResult, Implementation
 
-from tests.daemon.conftest import Running, clean_env
+from tests.harness.daemon import Running
+from tests.harness.environment import clean_env
 
 TOOLS = {
     "recall", "context", "remember", "correct", "conflicts", "commitments", "fulfill",

@@ -13,7 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from tests.daemon.conftest import Running, clean_env
+from tests.harness.daemon import Running
+from tests.harness.environment import clean_env
 
 
 class Stdio:

@@ -11,7 +11,7 @@ from textual.pilot import Pilot
 
 from hikmah_browse.app import BrowseApp
 from hikmah_browse.rpc import Dialer
-from tests.daemon.conftest import Running
+from tests.harness.daemon import Running
 
 WAIT_S = 15.0
 

@@ -23,7 +23,8 @@ from hikmah_browse.app import BrowseApp
 from hikmah_browse.dialogs import Message
 from hikmah_browse.trace import TracePage
 from tests.clients.browse_world import app_for, remember, seed, until
-from tests.daemon.conftest import Running, clean_env
+from tests.harness.daemon import Running
+from tests.harness.environment import clean_env
 
 SIZE = (80, 24)
 REPO = Path(__file__).resolve().parents[2]

@@ -21,9 +21,10 @@ import pytest
 pytest.importorskip("textual", reason="hikmah browse needs the browse extra (textual)")
 
 from tests.clients.browse_world import remember
-from tests.daemon.conftest import Running, clean_env
+from tests.harness.daemon import Running
+from tests.harness.environment import clean_env
+from tests.harness.terminals import PtyShell
 from tests.reliability.test_agents import ledger_lines
-from tests.terminals import PtyShell
 
 REPO = Path(__file__).resolve().parents[2]
 PASSPHRASE = "correct-horse-battery"  # typed key by key: no spaces

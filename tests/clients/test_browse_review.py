@@ -19,7 +19,8 @@ from hikmah_browse.app import BrowseApp
 from hikmah_browse.dialogs import Confirm, EditAccept, Reject
 from hikmah_browse.trace import TracePage
 from tests.clients.browse_world import app_for, until
-from tests.daemon.conftest import Running, clean_env
+from tests.harness.daemon import Running
+from tests.harness.environment import clean_env
 
 SIZE = (80, 24)
 RULE = "Always deploy the api from the main branch"

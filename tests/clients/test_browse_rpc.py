@@ -12,7 +12,7 @@ from hikmah.model.trace import Provenance, Trace, source_class
 from hikmah_browse.api import correction_params
 from hikmah_browse.query import Search
 from hikmah_browse.rpc import Connection, RemoteError, Unavailable
-from tests.daemon.conftest import Running
+from tests.harness.daemon import Running
 
 
 def run(scenario: Any) -> Any:

@@ -15,7 +15,7 @@ from textual.widgets import DataTable, Input
 
 from hikmah_browse.trace import TracePage
 from tests.clients.browse_world import app_for, remember, until
-from tests.daemon.conftest import Running
+from tests.harness.daemon import Running
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ from hikmah_browse.app import LIVE_DELAY_S, BrowseApp
 from hikmah_browse.rpc import Dialer
 from hikmah_browse.trace import TracePage
 from tests.clients.browse_world import FROZEN_MS, load_snapshot_store, until
-from tests.daemon.conftest import Running
+from tests.harness.daemon import Running
 
 SIZE = (80, 24)
 Compare = Callable[..., bool]

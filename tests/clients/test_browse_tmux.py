@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.clients.browse_world import seed
-from tests.daemon.conftest import Running, clean_env
+from tests.harness.daemon import Running
+from tests.harness.environment import clean_env
 
 pytest.importorskip("textual", reason="hikmah browse needs the browse extra (textual)")
 if shutil.which("tmux") is None:

@@ -8,8 +8,9 @@ import sys
 
 import pytest
 
-from tests.daemon.conftest import Running, clean_env
-from tests.sync.engines import wait_until
+from tests.harness.daemon import Running
+from tests.harness.environment import clean_env
+from tests.harness.sync_engines import wait_until
 
 COMMANDS = [
     "remember",

@@ -13,7 +13,8 @@ from rich.text import Text
 from hikmah.model.display import INVISIBLE, counted, visible, writer
 from hikmah_browse import format
 from hikmah_cli import render
-from tests.daemon.conftest import Running, clean_env
+from tests.harness.daemon import Running
+from tests.harness.environment import clean_env
 
 # Each of these acts on a terminal or hides what the text says: erase the screen and move
 # the cursor, write the clipboard (OSC 52), ring the bell, an 8-bit CSI, a bidi override

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.daemon.conftest import Running
+from tests.harness.daemon import Running
 
 PROJECT_DIR = "/home/ana/app"
 SCOPE = f"project:{PROJECT_DIR}"

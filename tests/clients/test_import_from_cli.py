@@ -27,7 +27,8 @@ import pytest
 from hikmah import migration
 from hikmah.migration.items import item_trace_id
 from tests.clients.peer_exports import PEERS, PEERS_BY_SOURCE, place
-from tests.daemon.conftest import Running, clean_env, own_daemon
+from tests.harness.daemon import Running, own_daemon
+from tests.harness.environment import clean_env
 
 KEY = "AKIAIOSFODNN7EXAMPLE"  # AWS's documented example access key id
 SOURCES = list(PEERS_BY_SOURCE)

@@ -7,7 +7,8 @@ import json
 import shutil
 from pathlib import Path
 
-from tests.daemon.conftest import Running, clean_env
+from tests.harness.daemon import Running
+from tests.harness.environment import clean_env
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "transcripts"
 CLAUDE = FIXTURES / "claude-session.jsonl"

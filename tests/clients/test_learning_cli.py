@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from hikmah.model.paths import person_source
-from tests.daemon.conftest import Running, clean_env
+from tests.harness.daemon import Running
+from tests.harness.environment import clean_env
 
 
 def ok(result: subprocess.CompletedProcess[str]) -> str:

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon.conftest import Running, clean_env
-from tests.terminals import PtyShell
+from tests.harness.daemon import Running
+from tests.harness.environment import clean_env
+from tests.harness.terminals import PtyShell
 
 PASSPHRASE = "correct horse battery"
 

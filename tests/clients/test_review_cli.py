@@ -8,7 +8,8 @@ import stat
 from pathlib import Path
 
 from tests.clients.test_hooks import claude_prompt_event, claude_session_event, context_of
-from tests.daemon.conftest import Running, clean_env
+from tests.harness.daemon import Running
+from tests.harness.environment import clean_env
 
 AGENT = clean_env(CLAUDECODE="1")
 PERSON = clean_env()

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from hikmah.ledger.chain import decode_record, encode_record
-from tests.daemon.conftest import Running, clean_env
+from tests.harness.daemon import Running
+from tests.harness.environment import clean_env
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 V1 = FIXTURES / "reference-ledger-v1.jsonl"

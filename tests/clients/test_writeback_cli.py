@@ -6,7 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from tests.daemon.conftest import Running
+from tests.harness.daemon import Running
 
 
 def writeback(daemon: Running, *args: str) -> subprocess.CompletedProcess[str]:

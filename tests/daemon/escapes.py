@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.daemon.conftest import clean_env
+from tests.harness.environment import clean_env
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.daemon.conftest import Running, wait_state
+from tests.harness.daemon import Running, wait_state
 
 T0 = 1_780_000_000_000  # 2026-05-28T20:26:40Z
 HOUR = 3_600_000

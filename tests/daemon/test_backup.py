@@ -17,7 +17,8 @@ import lmdb
 
 from hikmah.ledger.chain import Head, decode_record
 from hikmah.ledger.headfile import HeadFile
-from tests.daemon.conftest import Running, clean_env
+from tests.harness.daemon import Running
+from tests.harness.environment import clean_env
 
 WRITERS = 4
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from hikmah.store import maintenance
 from hikmah.store.core import Store
-from tests.daemon.conftest import Running
+from tests.harness.daemon import Running
 
 SECRET = "the cellar door code is purple elephant"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.daemon.conftest import Running
+from tests.harness.daemon import Running
 
 PROJECT = "project:/home/ana/app"
 

@@ -10,7 +10,8 @@ import time
 
 import lmdb
 
-from .conftest import Conn, Running
+from tests.harness.daemon import Running
+from tests.harness.sockets import Conn
 
 WRITERS = 16
 

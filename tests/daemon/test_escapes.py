@@ -20,11 +20,12 @@ from typing import Any
 
 import pytest
 
+from tests.harness.daemon import Running
+from tests.harness.environment import clean_env
+from tests.harness.terminals import PtyShell
 from tests.reliability.examples import PersonData, person_setup
 from tests.reliability.test_agents import METHODS, PERSON_ONLY, every_call
-from tests.terminals import PtyShell
 
-from .conftest import Running, clean_env
 from .escapes import ESCAPES, claude_host, client_script, reason, results, run_escape
 
 SECURITY = Path(__file__).resolve().parents[2] / "docs" / "security.md"

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 
 from hikmahd.capsules import Capsules
-
-from .conftest import Running
+from tests.harness.daemon import Running
 
 
 def test_recall_absorbs_into_a_capsule_within_the_limit(daemon: Running) -> None:

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from .conftest import Conn, Running
+from tests.harness.daemon import Running
+from tests.harness.sockets import Conn
 
 MIB = 1 << 20
 

@@ -30,7 +30,7 @@ from keyring.backends import SecretService, chainer, fail, null
 from hikmah.vault import crypto
 from hikmah.vault.crypto import VaultError, VaultLocked
 from hikmahd.keys import SERVICE, Keyring, VaultKeys
-from tests.daemon.secret_service import SecretServiceSession, needs_secret_service
+from tests.harness.secret_service import SecretServiceSession, needs_secret_service
 
 
 def real(data_dir_id: str = "data1") -> Keyring:

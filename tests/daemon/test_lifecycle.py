@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Conn, Running, clean_env, wait_for_socket
+from tests.harness.daemon import Running
+from tests.harness.environment import clean_env
+from tests.harness.sockets import Conn, wait_for_socket
 
 
 def eventually(check, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Running, clean_env
+from tests.harness.daemon import Running
+from tests.harness.environment import clean_env
 
 SERVICE = Path(__file__).with_name("notification_service.py")
 

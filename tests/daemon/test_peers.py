@@ -12,8 +12,8 @@ import sys
 import pytest
 
 from hikmah.access.principal import USER_CONFIGURATION
-
-from .conftest import Running, clean_env
+from tests.harness.daemon import Running
+from tests.harness.environment import clean_env
 
 NOBODY = 65534
 PROBE = """

@@ -22,7 +22,7 @@ from hikmah.model.secrets import fields
 from hikmah.model.tokenizer import terms
 from hikmahd import prescreen
 from hikmahd.prescreen import Prescreen, verdicts
-from tests.daemon.conftest import Running
+from tests.harness.daemon import Running
 
 GITHUB = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 CLEAR = "the billing gateway deploys on fridays after the review"

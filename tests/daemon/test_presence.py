@@ -20,10 +20,11 @@ from hikmah.access.presence import read_state
 from hikmah.model.policy import PresencePolicy
 from hikmahd import tickets
 from hikmahd.tickets import tiocsti_allowed
+from tests.harness.daemon import Running
+from tests.harness.environment import clean_env
+from tests.harness.terminals import PtyShell
 from tests.reliability.test_agents import ledger_lines
-from tests.terminals import PtyShell
 
-from .conftest import Running, clean_env
 from .escapes import CLAUDE_VARIABLES, ROOT, claude_host
 
 PASSPHRASE = "correct horse battery"

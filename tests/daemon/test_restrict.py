@@ -6,7 +6,8 @@ import json
 import subprocess
 import sys
 
-from .conftest import Running, clean_env
+from tests.harness.daemon import Running
+from tests.harness.environment import clean_env
 
 
 def test_a_restricted_connection_writes_as_an_agent_and_cannot_verify(daemon: Running) -> None:

@@ -27,8 +27,9 @@ from hikmah.semantic.quantize import quantize
 from hikmah.semantic.vector_file import VECTORS_FILE
 from hikmah.store.core import Store
 from hikmahd.semantics import GATHER_MAX_S, GATHER_S, QUIET_S, Semantics
-from tests.daemon.conftest import Running, clean_env, semantic, wait_state
-from tests.daemon.secret_service import SecretServiceSession, needs_secret_service
+from tests.harness.daemon import Running, semantic, wait_state
+from tests.harness.environment import clean_env
+from tests.harness.secret_service import SecretServiceSession, needs_secret_service
 
 AWS = "The AWS bill jumped 40% in October because the staging cluster was left running."
 SPENDING = "why did our cloud spending go up"  # shares no term with AWS

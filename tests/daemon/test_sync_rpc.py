@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.daemon.conftest import Running, clean_env
+from tests.harness.daemon import Running
+from tests.harness.environment import clean_env
 
 
 def with_folder(running: Running, folder: Path) -> Running:

@@ -17,8 +17,9 @@ import pytest
 from keyring.backends import SecretService
 
 from hikmahd.keys import SERVICE, Keyring
-from tests.daemon.conftest import Running, clean_env
-from tests.daemon.secret_service import SecretServiceSession, needs_secret_service
+from tests.harness.daemon import Running
+from tests.harness.environment import clean_env
+from tests.harness.secret_service import SecretServiceSession, needs_secret_service
 
 pytestmark = needs_secret_service
 

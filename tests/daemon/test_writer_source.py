@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from hikmah.model.paths import person_source
-
-from .conftest import Running, clean_env
+from tests.harness.daemon import Running
+from tests.harness.environment import clean_env
 
 
 def test_a_persons_writes_default_to_the_person(daemon: Running) -> None:

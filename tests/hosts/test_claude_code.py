@@ -11,7 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .conftest import Person, run_host, texts
+from tests.harness.hosts import Person, run_host, texts
+
 from .fakemodel import Call, FakeModel, Say
 
 TOOLS = "mcp__hikmah__recall,mcp__hikmah__remember"

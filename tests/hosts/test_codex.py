@@ -20,7 +20,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from .conftest import HOST_TIMEOUT_S, Person, run_host, texts
+from tests.harness.hosts import HOST_TIMEOUT_S, Person, run_host, texts
+
 from .fakemodel import Call, FakeModel, Say
 
 PROMPT = "How do we deploy staging?"

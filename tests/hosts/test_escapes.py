@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from tests.daemon.escapes import ROOT, reason
-from tests.terminals import PtyShell
+from tests.harness.hosts import Person, run_host
+from tests.harness.terminals import PtyShell
+from tests.hosts.fakemodel import FakeModel
 
-from .conftest import FakeModel, Person, run_host
 from .fakemodel import Call, Say
 from .test_claude_code import claude_env
 from .test_codex import persons_config

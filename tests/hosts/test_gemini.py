@@ -17,7 +17,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from .conftest import BIN, Person, provenance_of, run_host, shell_remember, texts
+from tests.harness.hosts import BIN, Person, provenance_of, run_host, shell_remember, texts
+
 from .fakemodel import Call, FakeModel, Say, Step
 
 MODEL = "gemini-2.5-flash"

@@ -16,7 +16,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .conftest import BIN, Person, provenance_of, run_host, shell_remember, texts
+from tests.harness.hosts import BIN, Person, provenance_of, run_host, shell_remember, texts
+
 from .fakemodel import Call, FakeModel, Say, Step
 
 PROMPT = "How do we deploy staging?"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from hikmah.migration import Item, Skip, Write, plan_page
 from hikmah.store.core import Store
-from tests.kernel.conftest import DAY, NOW, write
+from tests.harness.store import DAY, NOW, write
 
 PEERS = Path(__file__).resolve().parents[1] / "fixtures" / "peers"
 V1_TIME = NOW - 10 * DAY

@@ -26,7 +26,7 @@ from hikmah.model.policy import KernelPolicy
 from hikmah.model.trace import Draft, Provenance, Trace
 from hikmah.rules.operations import Remember, Written
 from hikmah.store.core import Store
-from tests.kernel.conftest import NOW, write
+from tests.harness.store import NOW, write
 
 EDGES = [(0.0, 0.2), (0.2, 0.4), (0.4, 0.6), (0.6, 0.8), (0.8, 1.0)]
 

@@ -15,8 +15,7 @@ from hikmah.model.policy import KernelPolicy
 from hikmah.model.trace import Provenance, Trace
 from hikmah.rules.operations import Promote
 from hikmah.store.core import Store
-
-from .conftest import NOW, remember, write
+from tests.harness.store import NOW, remember, write
 
 POLICY = KernelPolicy()
 AGENT = AgentSession(host="codex", session_id="s1", variables=("CODEX_THREAD_ID",))

@@ -30,8 +30,7 @@ from hikmah.semantic.embedding import (
     normalize_rows,
 )
 from hikmah.semantic.models import load_embedder
-
-from .conftest import run_without_network
+from tests.harness.network import run_without_network
 
 TEXTS = [
     "When Postgres stops accepting connections, fail over to the replica.",

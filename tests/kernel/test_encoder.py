@@ -26,8 +26,8 @@ from hikmah.semantic import encoder
 from hikmah.semantic.embedding import EmbedderUnavailable
 from hikmah.semantic.encoder import MINILM, TransformerEncoder, locate
 from hikmah.semantic.models import load_model
+from tests.harness.network import run_without_network
 
-from .conftest import run_without_network
 from .test_embedding import TEXTS
 
 

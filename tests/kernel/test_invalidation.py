@@ -16,8 +16,7 @@ from hikmah.model.errors import InvalidInput, ProvenanceRefused
 from hikmah.model.trace import Provenance, Trace
 from hikmah.rules.operations import Remember
 from hikmah.store.core import Store
-
-from .conftest import NOW, remember, write
+from tests.harness.store import NOW, remember, write
 
 
 def test_matching_ignores_case_and_spacing_and_needs_every_tag(store: Store) -> None:

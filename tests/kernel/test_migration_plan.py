@@ -17,7 +17,7 @@ from hikmah.model.trace import Draft
 from hikmah.model.vocabulary import IMPORT_SOURCES
 from hikmah.rules.operations import Purge, Remember
 from hikmah.store.core import Store
-from tests.kernel.conftest import DAY, NOW, remember, write
+from tests.harness.store import DAY, NOW, remember, write
 from tests.kernel.peers import import_items
 
 

@@ -23,8 +23,8 @@ from hikmah.recall.ranking import recall
 from hikmah.rules.operations import Fulfill
 from hikmah.store import maintenance
 from hikmah.store.core import Store
-
-from .conftest import DAY, NOW, HeldKeys, remember, write
+from hikmah.vault.sealing import HeldKeys
+from tests.harness.store import DAY, NOW, remember, write
 
 HOUR = 3_600_000
 

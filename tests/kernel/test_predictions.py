@@ -14,7 +14,7 @@ from hikmah.model.policy import KernelPolicy
 from hikmah.model.trace import Draft, Trace
 from hikmah.rules.operations import Fulfill, Remember
 from hikmah.store.core import Store
-from tests.kernel.conftest import NOW, remember, write
+from tests.harness.store import NOW, remember, write
 
 SESSION = AgentSession(host="claude-code", session_id="s1", variables=("CLAUDECODE",))
 

@@ -28,8 +28,9 @@ from hikmah.recall.fusion import embed_now
 from hikmah.recall.ranking import recall
 from hikmah.rules.operations import Feedback, Fulfill, Pin, Remember
 from hikmah.store.core import Store
+from hikmah.vault.sealing import HeldKeys
+from tests.harness.store import DAY, NOW, remember, remember_forecast, write
 
-from .conftest import DAY, NOW, HeldKeys, remember, remember_forecast, write
 from .strategies import examples, notes_of, query_of
 
 REFERENCE = reference_policy()

@@ -24,8 +24,8 @@ from hikmah.rules.operations import Fulfill, Purge, Remember
 from hikmah.rules.writes import build_trace
 from hikmah.store import maintenance
 from hikmah.store.core import Store
-
-from .conftest import NOW, HeldKeys, remember, write
+from hikmah.vault.sealing import HeldKeys
+from tests.harness.store import NOW, remember, write
 
 AGENT = AgentSession(host="claude-code", session_id="s-1", variables=("CLAUDECODE",))
 

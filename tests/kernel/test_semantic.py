@@ -33,8 +33,9 @@ from hikmah.semantic.vector_file import StaleVectors, vectors_path
 from hikmah.store.core import Store
 from hikmah.store.indexing import rebuild_index
 from hikmah.store.vectors import open_vectors
+from hikmah.vault.sealing import HeldKeys
+from tests.harness.store import NOW, remember, remember_forecast, write
 
-from .conftest import NOW, HeldKeys, remember, remember_forecast, write
 from .strategies import examples, notes_of, query_of
 
 AWS = "The AWS bill jumped 40% in October because the staging cluster was left running."

@@ -24,8 +24,7 @@ from hikmah.rules.operations import Feedback, Fulfill, Pin, Purge, Remember
 from hikmah.store import maintenance
 from hikmah.store.core import Store
 from hikmah.store.indexing import rebuild_index
-
-from .conftest import NOW, all_traces, remember, write
+from tests.harness.store import NOW, all_traces, remember, write
 
 SEQ = struct.Struct(">Q")
 

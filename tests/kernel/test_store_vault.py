@@ -18,8 +18,8 @@ from hikmah.store import free_pages, maintenance
 from hikmah.store.core import Store
 from hikmah.store.indexing import rebuild_index
 from hikmah.vault.crypto import DecryptionFailed, VaultLocked
-
-from .conftest import NOW, HeldKeys, all_traces, remember, write
+from hikmah.vault.sealing import HeldKeys
+from tests.harness.store import NOW, all_traces, remember, write
 
 SECRET_WORDS = ("quokka", "marmalade", "zephyrine", "kestrel-ops", "src/ledger.rs:42")
 

@@ -27,7 +27,7 @@ from hikmah.model.policy import KernelPolicy
 from hikmah.model.trace import Draft
 from hikmah.rules.operations import Fulfill, Operation, Purge, Remember, Written
 from hikmah.store.core import Store
-from tests.kernel.conftest import DAY, NOW, remember, write
+from tests.harness.store import DAY, NOW, remember, write
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 V2 = "reference-ledger-v2.jsonl"

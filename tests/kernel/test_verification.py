@@ -11,7 +11,7 @@ from hikmah.model.trace import Draft
 from hikmah.rules.operations import Remember
 from hikmah.rules.verification import selection_digest, verifiable, verification
 from hikmah.store.core import Store
-from tests.kernel.conftest import DAY, NOW, remember, write
+from tests.harness.store import DAY, NOW, remember, write
 
 AGENT = AgentSession(host="codex", session_id="s1", variables=("CODEX_THREAD_ID",))
 

@@ -1,4 +1,4 @@
--- Loaded first by every test driver (tests/nvim/conftest.py writes the drivers).
+-- Loaded first by every test driver (tests/harness/nvim.py writes the drivers).
 --
 -- It stands in for the person: vim.notify is captured, vim.ui.select/input answer from
 -- T.answers in order. A driver's body runs inside T.run; whatever it puts in T.data, with

@@ -7,7 +7,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .conftest import Nvim, Running
+from tests.harness.daemon import Running
+from tests.harness.nvim import Nvim
 
 INFO, WARN, ERROR = 2, 3, 4  # vim.log.levels
 

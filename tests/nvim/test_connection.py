@@ -13,9 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from hikmah.model.paths import socket_path
-from tests.daemon.conftest import Running
-
-from .conftest import Nvim, lua
+from tests.harness.daemon import Running
+from tests.harness.nvim import Nvim, lua
 
 ERROR = 4  # vim.log.levels.ERROR
 

@@ -7,9 +7,9 @@ import json
 
 from hikmah.model.display import INVISIBLE, visible, writer
 from tests.clients.test_display import AGENT, HOSTILE, raw_controls
-from tests.daemon.conftest import clean_env
-
-from .conftest import Nvim, Running, lua
+from tests.harness.daemon import Running
+from tests.harness.environment import clean_env
+from tests.harness.nvim import Nvim, lua
 
 PROVENANCES = [
     {"source": "human:sam", "verified": True},

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from .conftest import PLUGIN, Nvim
+from tests.harness.nvim import PLUGIN, Nvim
 
 
 def test_help_tags_cover_every_command_and_option(nvim: Nvim, short_tmp: Path) -> None:

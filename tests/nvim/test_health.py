@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.daemon.conftest import Running
-
-from .conftest import Nvim
+from tests.harness.daemon import Running
+from tests.harness.nvim import Nvim
 
 CHECK = """
 require("hikmah").setup({})

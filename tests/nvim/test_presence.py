@@ -12,10 +12,10 @@ import shlex
 import sys
 from pathlib import Path
 
-from tests.daemon.conftest import Running, clean_env
-from tests.terminals import PtyShell
-
-from .conftest import PLUGIN, nvim_binary
+from tests.harness.daemon import Running
+from tests.harness.environment import clean_env
+from tests.harness.nvim import PLUGIN, nvim_binary
+from tests.harness.terminals import PtyShell
 
 PASSPHRASE = "correct horse battery"
 DRIVER = """

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import time
 
-from tests.daemon.conftest import Running
-
-from .conftest import Nvim
+from tests.harness.daemon import Running
+from tests.harness.nvim import Nvim
 
 WARN, ERROR = 3, 4  # vim.log.levels
 

@@ -16,10 +16,10 @@ from typing import Any
 
 from hikmah.model.display import visible
 from tests.clients.test_display import HOSTILE, raw_controls
-from tests.daemon.conftest import clean_env
-from tests.terminals import PtyShell
-
-from .conftest import PLUGIN, Nvim, Running, lua, nvim_binary
+from tests.harness.daemon import Running
+from tests.harness.environment import clean_env
+from tests.harness.nvim import PLUGIN, Nvim, lua, nvim_binary
+from tests.harness.terminals import PtyShell
 
 AGENT = {"CLAUDECODE": "1", "CLAUDE_CODE_SESSION_ID": "s-review-1"}
 RULE = "Run the integration tests before every push to main"

@@ -1,4 +1,4 @@
-"""Fixtures of the reliability tests: the daemon tests' real daemon, and a seeded RNG."""
+"""Fixtures of the reliability tests: a seeded RNG (the real daemon is tests/conftest.py's)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,6 @@ import os
 import random
 
 import pytest
-
-from tests.daemon.conftest import daemon, short_tmp
-
-__all__ = ["daemon", "rng", "short_tmp"]
 
 
 @pytest.fixture

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from hikmah.store.core import Store
-from tests.daemon.conftest import Conn, Running
+from tests.harness.daemon import Running
+from tests.harness.sockets import Conn
 
 from .harness import (
     Book,

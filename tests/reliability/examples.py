@@ -20,7 +20,7 @@ import msgspec
 
 from hikmah.ledger.chain import GENESIS, encode_record
 from hikmahd.rpc import Method
-from tests.daemon.conftest import Running
+from tests.harness.daemon import Running
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TRANSCRIPT = FIXTURES / "transcripts" / "claude-session.jsonl"

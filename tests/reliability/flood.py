@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.harness.stats import percentile
+
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = ("idle", "half", "garbage", "unread")
 HALF = b'{"jsonrpc":"2.0","method":"memory.recall","params":{"query":"dep'
@@ -173,12 +175,11 @@ class Visits:
         return statistics.median(self.seconds)
 
     def summary(self) -> dict[str, Any]:
-        ordered = sorted(self.seconds)
         return {
             "connects": len(self.seconds) + self.refused,
             "refused": self.refused,
             "median_ms": round(self.median * 1000, 2),
-            "p99_ms": round(ordered[int(0.99 * (len(ordered) - 1))] * 1000, 2),
+            "p99_ms": round(percentile(self.seconds, 99) * 1000, 2),
         }
 
 

@@ -52,7 +52,8 @@ from hikmah.model.trace import Trace
 from hikmah.store import maintenance
 from hikmah.store.core import Store
 from hikmah.store.indexing import rebuild_index
-from tests.daemon.conftest import Conn, Running, wait_for_socket
+from tests.harness.daemon import Running
+from tests.harness.sockets import Conn, wait_for_socket
 
 WRITERS = 16
 DAY_MS = 86_400_000

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.daemon.conftest import Conn, Running
+from tests.harness.daemon import Running
+from tests.harness.sockets import Conn
 
 from .harness import fds_back_to, open_fds, rss_kib, steady_fds
 

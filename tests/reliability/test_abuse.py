@@ -9,7 +9,7 @@ their baseline once the abusers leave, and its RSS stays bounded.
 
 from __future__ import annotations
 
-from tests.daemon.conftest import Running
+from tests.harness.daemon import Running
 
 from .crashes import fill
 from .harness import Book

@@ -41,7 +41,8 @@ from hikmah.ledger.payloads import (
     RememberPayload,
     decode_payload,
 )
-from tests.daemon.conftest import Running, clean_env
+from tests.harness.daemon import Running
+from tests.harness.environment import clean_env
 
 from .examples import PersonData, person_setup, variants
 from .inprocess import METHODS

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from tests.daemon.conftest import Running
+from tests.harness.daemon import Running
 
 from .crashes import (
     crash_loop,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from hikmahd.daemon import MAX_CONNECTIONS_PER_PROCESS
 from hikmahd.listen import system_backlog
-from tests.daemon.conftest import Running
+from tests.harness.daemon import Running
 
 from .crashes import fill
 from .flood import Visits, flooded, plan_of

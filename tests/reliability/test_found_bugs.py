@@ -23,7 +23,8 @@ import pytest
 
 from hikmah.ledger.chain import Head
 from hikmah.ledger.headfile import HeadFile
-from tests.daemon.conftest import Running, clean_env, own_daemon
+from tests.harness.daemon import Running, own_daemon
+from tests.harness.environment import clean_env
 
 from .crashes import fill
 from .harness import (

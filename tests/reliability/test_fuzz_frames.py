@@ -23,7 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hikmahd.framing import MAX_FRAME, FrameReader, Oversized
-from tests.daemon.conftest import Conn, Running
+from tests.harness.daemon import Running
+from tests.harness.sockets import Conn
 
 from .harness import fds_back_to, steady_fds
 from .inprocess import InProcess, in_process, problems

@@ -31,7 +31,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon.conftest import Running, clean_env
+from tests.harness.daemon import Running
+from tests.harness.environment import clean_env
 
 from .harness import (
     Book,

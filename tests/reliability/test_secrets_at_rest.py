@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from tests.daemon.conftest import Running
+from tests.harness.daemon import Running
 
 from .examples import TRANSCRIPT, PersonData, params_of, person_setup, reference_records
 from .harness import every_byte

@@ -36,7 +36,7 @@ import pytest
 from hikmah.ledger.chain import GENESIS, Head, decode_record, encode_record
 from hikmah.ledger.headfile import HeadFile
 from hikmah.model.errors import LedgerError
-from tests.daemon.conftest import Running
+from tests.harness.daemon import Running
 
 from .harness import Book, check_data_dir, ledger_rows, put_raw, writers
 from .inprocess import in_process

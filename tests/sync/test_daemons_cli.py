@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import json
 
-from tests.daemon.conftest import short_tmp  # noqa: F401 -- the fixture
+from tests.harness.sync_daemons import Device, settle
 
-from .daemons import Device, settle
 from .test_daemons_git import Git, two  # noqa: F401 -- the fixture
 
 

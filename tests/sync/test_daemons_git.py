@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon.conftest import clean_env, short_tmp  # noqa: F401 -- the fixture
-
-from .daemons import Device, make_device, pair, settle, started
-from .engines import GitRemote
+from tests.harness.environment import clean_env
+from tests.harness.sync_daemons import Device, make_device, pair, settle, started
+from tests.harness.sync_engines import GitRemote
 
 
 class Git:
@@ -57,7 +56,7 @@ class Git:
 
 
 @pytest.fixture
-def three(short_tmp: Path) -> Iterator[tuple[Git, tuple[Device, ...]]]:  # noqa: F811
+def three(short_tmp: Path) -> Iterator[tuple[Git, tuple[Device, ...]]]:
     git = Git(short_tmp)
     devices = tuple(git.device(short_tmp, name) for name in ("lap", "desk", "box"))
     with started(*devices):
@@ -122,7 +121,7 @@ def test_three_daemons_share_one_memory_through_git(
 
 def test_tampering_a_replayed_directory_and_a_removed_device(
     three: tuple[Git, tuple[Device, ...]],
-    short_tmp: Path,  # noqa: F811
+    short_tmp: Path,
 ) -> None:
     git, devices = three
     lap, desk, box = devices
@@ -184,7 +183,7 @@ def test_tampering_a_replayed_directory_and_a_removed_device(
 
 
 @pytest.fixture
-def two(short_tmp: Path) -> Iterator[tuple[Git, Device, Device]]:  # noqa: F811
+def two(short_tmp: Path) -> Iterator[tuple[Git, Device, Device]]:
     git = Git(short_tmp)
     with git.two(short_tmp) as (lap, desk):
         yield git, lap, desk
@@ -192,7 +191,7 @@ def two(short_tmp: Path) -> Iterator[tuple[Git, Device, Device]]:  # noqa: F811
 
 def test_a_device_restored_from_a_backup_takes_its_published_records_back(
     two: tuple[Git, Device, Device],
-    short_tmp: Path,  # noqa: F811
+    short_tmp: Path,
 ) -> None:
     import sys
 

@@ -7,13 +7,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests.daemon.conftest import short_tmp  # noqa: F401
-
-from .daemons import make_device, started
+from tests.harness.sync_daemons import make_device, started
 
 
 def test_a_linked_device_directory_gets_nothing_and_is_reported(
-    short_tmp: Path,  # noqa: F811
+    short_tmp: Path,
 ) -> None:
     folder, outside = short_tmp / "folder", short_tmp / "outside"
     folder.mkdir()

@@ -6,12 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.daemon.conftest import short_tmp  # noqa: F401
-
-from .daemons import make_device, started
+from tests.harness.sync_daemons import make_device, started
 
 
-def test_a_used_code_says_it_was_used(short_tmp: Path) -> None:  # noqa: F811
+def test_a_used_code_says_it_was_used(short_tmp: Path) -> None:
     folder = short_tmp / "folder"
     folder.mkdir()
     devices = [make_device(short_tmp, name, folder, watch=False) for name in ("lap", "desk", "box")]

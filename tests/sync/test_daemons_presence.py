@@ -8,10 +8,10 @@ import os
 import sys
 from pathlib import Path
 
-from tests.daemon.conftest import clean_env, short_tmp  # noqa: F401 -- the fixture
-from tests.terminals import PtyShell
+from tests.harness.environment import clean_env
+from tests.harness.sync_daemons import Device, settle
+from tests.harness.terminals import PtyShell
 
-from .daemons import Device, settle
 from .test_daemons_git import Git, two  # noqa: F401 -- the fixture
 
 PASSPHRASE = "a passphrase for the laptop"

@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.daemon.conftest import secret_service, short_tmp  # noqa: F401 -- fixtures
-from tests.daemon.secret_service import SecretServiceSession, needs_secret_service
 from tests.daemon.test_vault import VAULT_POLICY, vault_env
+from tests.harness.secret_service import SecretServiceSession, needs_secret_service
+from tests.harness.sync_daemons import Device, make_device, settle, started
 
-from .daemons import Device, make_device, settle, started
 from .test_daemons_git import Git, two  # noqa: F401 -- the fixture
 
 
@@ -56,8 +55,8 @@ def test_a_purge_without_the_vault_leaves_the_stores_but_not_git_history(
 
 @needs_secret_service
 def test_with_the_vault_keys_go_device_to_device_and_a_purge_leaves_nothing_readable(
-    short_tmp: Path,  # noqa: F811
-    secret_service: SecretServiceSession,  # noqa: F811
+    short_tmp: Path,
+    secret_service: SecretServiceSession,
 ) -> None:
     git = Git(short_tmp)
     env = vault_env(secret_service)

@@ -11,14 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon.conftest import short_tmp  # noqa: F401 -- the fixture
-
-from .daemons import Device, make_device, pair, settle, started
-from .engines import Cluster, syncthing_cluster, wait_until
+from tests.harness.sync_daemons import Device, make_device, pair, settle, started
+from tests.harness.sync_engines import Cluster, syncthing_cluster, wait_until
 
 
 @pytest.fixture
-def pair_of(short_tmp: Path) -> Iterator[tuple[Cluster, tuple[Device, ...]]]:  # noqa: F811
+def pair_of(short_tmp: Path) -> Iterator[tuple[Cluster, tuple[Device, ...]]]:
     with syncthing_cluster(short_tmp / "st", 2) as cluster:
         devices = tuple(
             make_device(short_tmp, name, instance.folder, watch=True, interval_s=2)
@@ -100,7 +98,7 @@ def quiet(devices: tuple[Device, ...], window_s: float = 3.0) -> bool:
 
 
 def test_three_daemons_converge_through_three_syncthing_instances(
-    short_tmp: Path,  # noqa: F811
+    short_tmp: Path,
 ) -> None:
     with syncthing_cluster(short_tmp / "st", 3) as cluster:
         devices = tuple(

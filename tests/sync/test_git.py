@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.kernel.sync.devices import Device
-
-from .engines import GitRemote
+from tests.harness.sync_chains import Device
+from tests.harness.sync_engines import GitRemote
 
 
 def test_three_clones_exchange_chains_with_clean_rebases(tmp_path: Path) -> None:

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.kernel.sync.devices import Device
-
-from .engines import Cluster, syncthing_cluster, wait_until
+from tests.harness.sync_chains import Device
+from tests.harness.sync_engines import Cluster, syncthing_cluster, wait_until
 
 
 @pytest.fixture(scope="module")

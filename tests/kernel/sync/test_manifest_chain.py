@@ -18,8 +18,7 @@ from hikmah.sync.manifest import (
     judge,
 )
 from hikmah.sync.segment import cut, encode_segment
-
-from .devices import chain, notes
+from tests.harness.sync_chains import chain, notes
 
 KEY = DeviceKey.generate()
 ME = KEY.device_id

@@ -18,8 +18,7 @@ from hikmah.sync.device import DeviceKey, Untrusted
 from hikmah.sync.folder import DEVICES, read_file, scan, write_own
 from hikmah.sync.manifest import decode_manifest
 from hikmah.sync.plan import Announce, plan_publish
-
-from .devices import NOW, Device
+from tests.harness.sync_chains import NOW, Device
 
 
 def devices(folder: Path, *names: str) -> list[Device]:

@@ -17,8 +17,7 @@ from hikmah.sync.segment import (
     read_segment,
     segment_name,
 )
-
-from .devices import notes
+from tests.harness.sync_chains import notes
 
 DEVICE = DeviceKey.generate()
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.daemon.conftest import Running, clean_env
-
-from .engines import wait_until
+from tests.harness.daemon import Running
+from tests.harness.environment import clean_env
+from tests.harness.sync_engines import wait_until
 
 
 @dataclass

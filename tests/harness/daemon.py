@@ -1,15 +1,13 @@
 """A real hikmahd on a real Unix socket, in a short temp dir (socket paths are limited
-to about 108 bytes)."""
+to about 108 bytes), and the semantic channel's state as its status reports it."""
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import pty
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -18,11 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from tests.daemon.secret_service import SecretServiceSession
-
-START_TIMEOUT_S = 20.0
+from tests.harness.sockets import Conn, wait_for_socket
 
 
 class Running:
@@ -133,85 +127,6 @@ class Running:
         return process.returncode, out.decode(), shown.decode(errors="replace")
 
 
-class Conn:
-    """A raw JSON-lines connection, for protocol tests."""
-
-    def __init__(self, path: Path) -> None:
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(20)
-        self.sock.connect(str(path))
-        self.buffer = b""
-        self.next_id = 0
-
-    def __enter__(self) -> Conn:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.sock.close()
-
-    def send_raw(self, data: bytes) -> None:
-        self.sock.sendall(data)
-
-    def send(self, message: Any) -> None:
-        self.send_raw(json.dumps(message).encode() + b"\n")
-
-    def read(self) -> Any:
-        while b"\n" not in self.buffer:
-            chunk = self.sock.recv(1 << 16)
-            if not chunk:
-                raise EOFError("the daemon closed the connection")
-            self.buffer += chunk
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        return json.loads(line)
-
-    def request(self, method: str, **params: Any) -> Any:
-        self.next_id += 1
-        self.send({"jsonrpc": "2.0", "method": method, "params": params, "id": self.next_id})
-        return self.read()
-
-    def call(self, method: str, **params: Any) -> Any:
-        reply = self.request(method, **params)
-        assert "result" in reply, reply
-        return reply["result"]
-
-    def nothing_more(self, wait: float = 0.3) -> bool:
-        """True when no byte arrives within ``wait`` seconds (and the connection is open)."""
-        if self.buffer:
-            return False
-        self.sock.settimeout(wait)
-        try:
-            data = self.sock.recv(1)
-        except TimeoutError:
-            return True
-        finally:
-            self.sock.settimeout(20)
-        self.buffer += data
-        return False
-
-
-def wait_for_socket(path: Path, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"hikmahd exited {process.returncode}:\n{log.read_text()}")
-        try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-                probe.connect(str(path))
-            return
-        except OSError:
-            time.sleep(0.02)
-    raise RuntimeError(f"hikmahd did not listen within {START_TIMEOUT_S} s:\n{log.read_text()}")
-
-
-@pytest.fixture
-def short_tmp() -> Iterator[Path]:
-    root = Path(tempfile.mkdtemp(prefix="hk", dir="/tmp"))
-    try:
-        yield root
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-
-
 @contextlib.contextmanager
 def own_daemon() -> Iterator[Running]:
     """A daemon in a short temp dir of its own, removed afterwards (for a module's tests)."""
@@ -222,57 +137,6 @@ def own_daemon() -> Iterator[Running]:
     finally:
         running.stop()
         shutil.rmtree(root, ignore_errors=True)
-
-
-@pytest.fixture
-def daemon(short_tmp: Path) -> Iterator[Running]:
-    running = Running(short_tmp).start()
-    try:
-        yield running
-    finally:
-        running.stop()
-
-
-@pytest.fixture
-def words_daemon(short_tmp: Path) -> Iterator[Running]:
-    """A daemon whose recall is the words' alone (no vectors to wait for)."""
-    running = Running(short_tmp)
-    running.policy.write_text("[semantic]\nenabled = false\n")
-    running.start()
-    try:
-        yield running
-    finally:
-        running.stop()
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    """An environment without any coding-agent variable, plus ``extra``."""
-    agent = (
-        "CLAUDECODE",
-        "CLAUDE_CODE_",
-        "CODEX_",
-        "CURSOR_",
-        "GEMINI_CLI",
-        "OPENCODE",
-        "AI_AGENT",
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(agent)}
-    env.update(extra)
-    return env
-
-
-@pytest.fixture
-def secret_service(
-    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[SecretServiceSession]:
-    """GNOME Keyring's Secret Service on a private bus, named in this process's environment."""
-    session = SecretServiceSession(short_tmp / "keyring")
-    try:
-        session.start()
-        monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", session.address)
-        yield session
-    finally:
-        session.stop()
 
 
 SEMANTIC_READY_S = 30.0  # the channel's model and vectors, on a loaded machine
