@@ -56,10 +56,10 @@ import pytest
 
 from hikmah.model.wire.methods import METHODS
 from hikmahd.daemon import REGISTRIES
+from tests.daemon.memory_keyring import BACKEND
 from tests.harness.daemon import Running
 from tests.harness.environment import clean_env
 from tests.harness.sockets import wait_for_socket
-from tests.daemon.memory_keyring import BACKEND
 
 HERE = Path(__file__).resolve().parent
 RECORDING = HERE / "wire" / "session.jsonl"
