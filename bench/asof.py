@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from daemon_starts import measure_alone
 from report import label
 
 from hikmah_client.connection import Client
@@ -83,8 +84,6 @@ def measure(socket: Path, queries: list[list[str]]) -> AsOfTiming:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from scale import measure_alone  # noqa: PLC0415 -- scale imports this module
-
     notes, rows = measure_alone(argv, __doc__, 200, measure)
     print(f"recall as of an earlier record at {label(notes)} traces (ms)")
     columns = ("now p50", "p95", "recent", "p95", "middle", "p95")

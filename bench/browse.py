@@ -28,6 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from daemon_starts import measure_alone
 from report import label
 
 from hikmah_browse.query import Search
@@ -117,8 +118,6 @@ def measure(socket: Path, queries: list[list[str]]) -> KeystrokeTiming:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from scale import measure_alone  # noqa: PLC0415 -- scale imports this module
-
     notes, rows = measure_alone(argv, __doc__, 40, measure)
     print(f"hikmah browse: each keystroke's recall at {label(notes)} traces (ms)")
     head = f"{'queries':10} {'keys':>6} {'p50':>7} {'p95':>7} {'max':>7}"

@@ -14,7 +14,7 @@ run it under py-spy and read the samples back with ``top``::
         .venv/bin/python bench/hotpaths.py recall /tmp/hkprof --set "3 = "
     .venv/bin/python bench/hotpaths.py top /tmp/recall.txt --under "recall (hikmah/recall.py"
 
-- ``store``: the suite's corpus (``scale.Corpus``) at one size in ``DIR``, kept, with
+- ``store``: the suite's corpus (``corpus.Corpus``) at one size in ``DIR``, kept, with
   the word counts the query sets are drawn from (``DIR/meta.json``). Start hikmahd on it
   with ``--data-dir DIR/data --policy DIR/policy.toml``. ``bench/run --keep`` leaves
   the same in ``/tmp/hkbench*/corpus`` (at its largest tier).
@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 
 import recall as recall_bench
-from scale import QUERY_SETS, Corpus
+from corpus import QUERY_SETS, Corpus
 from workload import make_notes, remember
 
 from hikmah.model.policy import KernelPolicy

@@ -15,7 +15,7 @@ the plot. ``--quick`` is the CI smoke mode: every figure of a full run, on a 500
 store (the vault's two stores 200 each, another device's 200 records, 50 items per
 import source, one pair of daemons for all the sources) with a few repetitions of
 each, targets not judged, results to ``bench/results-quick.json``; about 40 s on two
-idle CPUs (:class:`Plan`).
+idle CPUs (``suite_plan.Plan``).
 
 How each figure is made (details in the docstrings of the scripts it reuses):
 
@@ -35,7 +35,7 @@ How each figure is made (details in the docstrings of the scripts it reuses):
   same daemon on an empty store. Memory: the daemon's ``VmRSS`` once the queue is
   loaded and after warming recall up, and its heap alone (``RssAnon``; the rest is
   ``RssFile``, the LMDB pages it has mapped), over the empty store's.
-- Remember: ``rpc.write_phase`` (durable and ``--unsafe-no-sync`` daemons alternately,
+- Remember: ``rpc_phases.write_phase`` (durable and ``--unsafe-no-sync`` daemons alternately,
   raw LMDB durable commits of the same bytes).
 - CLI: ``hikmah recall`` (the venv's entry point) against the tier's daemon, median
   wall time, over ``python -c pass`` with the venv's interpreter (the fair baseline:
@@ -80,6 +80,11 @@ How each figure is made (details in the docstrings of the scripts it reuses):
   loopback, over the engine alone carrying a small file; the load tier's notes
   applied from another device's chain (looked at and applied, durable) over the
   origin rebuilding its own indexes (bench/sync.py has the details).
+
+This module runs the parts and writes the results; the plan of a run is
+``suite_plan.py``, the targets ``suite_targets.py``, the table's figures
+``tier_figures.py`` (each tier's) and ``part_figures.py`` (the rest), the table and
+the plot ``report.py``.
 """
 
 from __future__ import annotations
@@ -105,507 +110,32 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import agent
-import asof
-import browse
 import lmdb
 import migration
-import reminders
-import rpc
 import screen
 import sync
 import vault
-from report import Figure, Target, label, plot, table
-from scale import (
-    QUERY_SETS,
-    Corpus,
-    Empty,
-    ImportResult,
-    Repeats,
-    TierResult,
-    measure_empty,
-    measure_import,
-    measure_tier,
+from bulk_import import measure_import
+from corpus import QUERY_SETS, Corpus
+from part_figures import (
+    agent_figures,
+    import_figures,
+    lateness_figures,
+    migration_figures,
+    screen_figures,
+    sync_figures,
+    vault_figures,
+    write_figures,
 )
-
-from tests.harness.stats import percentile
+from report import Figure, label, plot, table
+from scale import Empty, TierResult, measure_empty, measure_tier
+from suite_plan import Plan, measure_lateness, measure_writes
+from tier_figures import tier_figures
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results.json"
 QUICK_RESULTS = HERE / "results-quick.json"
 PLOT = HERE / "recall-scaling.png"
-KIB, MIB = 1024, 1 << 20
-QUICK_TIER = 500  # --quick's one tier
-RATIO_TIER, RATIO_TARGET = 100_000, 0.5  # recall p50/p95 at most 0.5x FTS5 at 100k
-BIG_TIER, BIG_P50_MS, BIG_P95_MS = 1_000_000, 25.0, 100.0
-READY_TARGET_S = 1.0
-WRITE_TARGET = 0.8  # 16 durable clients at least 0.8x the no-sync daemon
-SEMANTIC_WRITE_TARGET = 0.9  # durable remember within 10% of the semantic channel off
-SEMANTIC_IMPORT_TARGET = 0.8  # bulk import at least 0.8x its rate with the channel off
-IMPORT_TARGET = 5000.0  # traces/s through memory.import
-LONE_WRITER_TARGET = 0.5  # one client's durable remember over a raw LMDB sync commit
-CLI_TARGET = 2.5
-FIRST_ANSWER_TARGET_S = 0.1  # status and recall after a restart, from the socket accepting
-CONNECT_TARGET_MS = 0.5  # what a new connection adds to a call
-LATENESS_TARGET_MS = 50.0
-# Codex offers the model only the MCP servers that answered within about a second.
-AGENT_READY_TARGET_MS = 500.0
-# Coming over from another tool costs at most twice importing Hikmah's own export.
-MIGRATION_TARGET = 2.0
-
-
-@dataclass(frozen=True)
-class Plan:
-    """What one run measures, and how many times."""
-
-    quick: bool
-    tiers: list[int]  # in the table
-    plot_tiers: list[int]  # recall only, for the plot
-    load_tier: int  # reminder lateness and bulk import run on this one
-    queries: int  # per query set, up to 100k
-    big_queries: int  # per query set, past 100k
-    warmup: int
-    starts: int
-    cli_runs: int
-    typed: int  # queries per query set typed a keystroke at a time (browse)
-    past: int  # queries per query set recalled as of the past
-    write_seconds: float
-    write_warmup: float  # seconds of requests before each measurement
-    write_rounds: int
-    lateness_clients: int
-    lateness_seconds: float
-    lateness_reminders: int
-    lateness_lead: float  # seconds from writing a run's commitments to the first deadline
-    sync_samples: int  # commits timed to recallable, per engine
-    sync_records: int  # another device's records applied
-    migration_items: int  # per source
-    migration_runs: int
-    vault_traces: int  # in each of the two stores
-    vault_batches: int  # durable write batches
-    screen_repeats: int
-
-    @classmethod
-    def of(cls, args: argparse.Namespace) -> Plan:
-        if args.quick:
-            # Every figure at sizes that exercise its code, about 40 s on 2 idle CPUs: most
-            # of it is daemon starts (each loads the model) and embedding what is written.
-            return cls(
-                quick=True, tiers=[QUICK_TIER], plot_tiers=[], load_tier=QUICK_TIER,
-                queries=args.queries or 20, big_queries=args.queries or 20, warmup=3,
-                starts=1, cli_runs=1, typed=1, past=10, write_seconds=0.15, write_warmup=0.1,
-                write_rounds=1, lateness_clients=4, lateness_seconds=0.5, lateness_reminders=20,
-                lateness_lead=1.0, sync_samples=1, sync_records=200, migration_items=50,
-                migration_runs=1, vault_traces=200, vault_batches=20, screen_repeats=2,
-            )  # fmt: skip
-        tiers = [10_000, 100_000] + ([BIG_TIER] if args.one_million else [])
-        plot = [30_000] + ([300_000] if args.one_million else [])
-        return cls(
-            quick=False, tiers=tiers, plot_tiers=plot, load_tier=100_000,
-            queries=args.queries or 200, big_queries=args.queries or 100, warmup=20, starts=3,
-            cli_runs=20, typed=browse.QUERIES, past=asof.QUERIES, write_seconds=2.0,
-            write_warmup=rpc.WARMUP_S, write_rounds=2, lateness_clients=16, lateness_seconds=5.0,
-            lateness_reminders=100, lateness_lead=reminders.FIRST_DEADLINE_S,
-            sync_samples=10, sync_records=100_000, migration_items=10_000, migration_runs=3,
-            vault_traces=100_000, vault_batches=300, screen_repeats=5,
-        )  # fmt: skip
-
-    def repeats(self, size: int) -> Repeats:
-        """At a table tier everything; at a plot-only tier, recall."""
-        full = size in self.tiers
-        return Repeats(
-            queries=self.queries if size <= 100_000 else self.big_queries,
-            warmup=self.warmup,
-            starts=self.starts if full else 1,
-            connects=(20 if self.quick else 300) if full else 3,
-            cli_runs=self.cli_runs if full else 0,
-            typed=self.typed,
-            past=self.past,
-        )
-
-
-# --- the measurements the plan sizes ---------------------------------------------------
-
-
-def measure_writes(root: Path, plan: Plan, stack: contextlib.ExitStack) -> list[rpc.Measured]:
-    opts = rpc.Options(
-        plan.write_seconds, [1, 16], 1, plan.write_rounds, keep=False, warmup_s=plan.write_warmup
-    )
-    directory = root / "writes"
-    directory.mkdir(mode=0o700)
-    return rpc.write_phase(directory, opts, stack)
-
-
-def measure_lateness(
-    root: Path, plan: Plan, data: Path, stack: contextlib.ExitStack
-) -> list[reminders.LatenessRow]:
-    opts = reminders.Options(
-        commitments=0,
-        clients=plan.lateness_clients,
-        seconds=plan.lateness_seconds,
-        reminders=plan.lateness_reminders,
-        notes=0,
-        rounds=1,
-        keep=False,
-        lead_s=plan.lateness_lead,
-    )
-    directory = root / "lateness"
-    directory.mkdir(mode=0o700)
-    return reminders.lateness_rows(directory, opts, stack, data=data)
-
-
-# --- figures ----------------------------------------------------------------------------
-
-
-def recall_figures(tier: TierResult, plan: Plan) -> list[Figure]:
-    figures = []
-    for t in tier.recall:
-        for q, value, base in (
-            ("p50", t.hikmah_p50_ms, t.fts5_p50_ms),
-            ("p95", t.hikmah_p95_ms, t.fts5_p95_ms),
-        ):
-            target = None
-            if tier.size == RATIO_TIER:
-                target = Target("ratio", "<=", RATIO_TARGET)
-            elif tier.size == BIG_TIER:
-                target = Target("value", "<", BIG_P50_MS if q == "p50" else BIG_P95_MS, "ms")
-            name = f"{label(tier.size)} recall {t.query_set} {q}, socket vs FTS5 bm25 top 10"
-            figures.append(Figure(name, value, "ms", base, target, judged=not plan.quick))
-    return figures
-
-
-def tier_figures(tier: TierResult, empty: Empty, plan: Plan) -> list[Figure]:
-    n, name = tier.kept, label(tier.size)
-    ready = percentile(tier.ready_s, 50)
-    loaded = percentile(tier.loaded_s, 50)
-    figures = recall_figures(tier, plan)
-    for on, off in zip(tier.recall, tier.recall_off, strict=True):
-        for q, value, base in (
-            ("p50", on.hikmah_p50_ms, off.hikmah_p50_ms),
-            ("p95", on.hikmah_p95_ms, off.hikmah_p95_ms),
-        ):
-            figures.append(
-                Figure(
-                    f"{name} recall {on.query_set} {q}, socket, semantic channel on vs off",
-                    value,
-                    "ms",
-                    base,
-                    note=f"off: {base / (on.fts5_p50_ms if q == 'p50' else on.fts5_p95_ms):.2f}×"
-                    " FTS5",
-                )
-            )
-    figures += [
-        Figure(
-            f"{name} start to READY (socket accepts) vs empty store",
-            ready,
-            "s",
-            empty.ready_s,
-            Target("value", "<", READY_TARGET_S, "s"),
-            judged=not plan.quick,
-        ),
-        Figure(f"{name} start to promise queue loaded vs empty store", loaded, "s", empty.loaded_s),
-        *waiting_figures(tier, plan),
-        Figure(
-            f"{name} start to semantic channel ready (in the background) vs empty store",
-            percentile(tier.semantic_s, 50),
-            "s",
-            empty.semantic_s,
-            note=f"{tier.vectors.get('vectors', 0):,} vectors, {tier.vectors.get('graph', 0):,}"
-            " in the graph",
-        ),
-    ]
-    # VmRSS counts the LMDB pages the daemon has mapped (RssFile: page cache, shared and
-    # reclaimable; the kernel maps 64 KiB around each fault); RssAnon is its own heap.
-    for field_name, what, when, mine, base in (
-        ("VmRSS", "VmRSS", "after start", tier.memory_loaded_kib, empty.memory_loaded_kib),
-        ("VmRSS", "VmRSS", "after warm recall", tier.memory_warm_kib, empty.memory_warm_kib),
-        ("RssAnon", "heap (RssAnon)", "after warm recall", tier.memory_warm_kib,
-         empty.memory_warm_kib),
-    ):  # fmt: skip
-        per_trace = (mine[field_name] - base[field_name]) * KIB / n
-        figures.append(
-            Figure(
-                f"{name} daemon {what} {when} vs empty store",
-                mine[field_name] * KIB / MIB,
-                "MiB",
-                base[field_name] * KIB / MIB,
-                note=f"{per_trace:,.0f} B/trace",
-            )
-        )
-    if tier.browse:
-        typed = tier.browse
-        name_ks = f"{name} browse: each keystroke's recall ({typed['keystrokes']:,} typed)"
-        figures += [
-            Figure(
-                f"{name_ks} p95, browser's asyncio client vs CLI's stdlib client",
-                typed["browser_p95_ms"],
-                "ms",
-                typed["blocking_p95_ms"],
-                Target("value", "<", browse.TARGET_MS, "ms"),
-                judged=not plan.quick,
-            ),
-            Figure(
-                f"{name_ks} p50, browser's asyncio client vs CLI's stdlib client",
-                typed["browser_p50_ms"],
-                "ms",
-                typed["blocking_p50_ms"],
-                note=f"max {typed['browser_max_ms']:.1f} ms",
-            ),
-        ]
-    if tier.as_of:
-        past = tier.as_of
-        points = (("recent", "the record before the last"), ("middle", "the middle record"))
-        for point, what in points:
-            figures.append(
-                Figure(
-                    f"{name} recall as of {what} p50 vs the same recall now"
-                    f" ({past['queries']:,} queries)",
-                    past[f"{point}_p50_ms"],
-                    "ms",
-                    past["present_p50_ms"],
-                    Target("ratio", "<=", asof.RATIO_TARGET),
-                    judged=not plan.quick,
-                    note=f"p95 {past[f'{point}_p95_ms']:.2f} vs {past['present_p95_ms']:.2f} ms",
-                )
-            )
-    cli = tier.cli
-    if cli:
-        figures.append(
-            Figure(
-                f"{name} CLI `hikmah recall` wall median vs venv python -c pass",
-                cli["hikmah_recall_ms"],
-                "ms",
-                cli["venv_python_ms"],
-                Target("ratio", "<=", CLI_TARGET),
-                judged=not plan.quick,
-            )
-        )
-        if "path_python3_ms" in cli:
-            figures.append(
-                Figure(
-                    f"{name} CLI `hikmah recall` wall median vs python3 on PATH -c pass",
-                    cli["hikmah_recall_ms"],
-                    "ms",
-                    cli["path_python3_ms"],
-                )
-            )
-    return figures
-
-
-def screen_figures(found: dict[str, Any]) -> list[Figure]:
-    """The screen of an agent's write beside the credential detector on the same text
-    (reported: every write pays the detector, an agent's also the screen)."""
-    texts = (("note", "an agent's note (median)"), ("prose_2k", "2 KiB of prose"),
-             ("prose_256k", "256 KiB of prose"))  # fmt: skip
-    return [
-        Figure(
-            f"screen of {what} vs the credential detector on it",
-            found[f"{key}_screen_ms"],
-            "ms",
-            found[f"{key}_detector_ms"],
-        )
-        for key, what in texts
-    ]
-
-
-def agent_figures(found: dict[str, Any], plan: Plan) -> list[Figure]:
-    baseline = found["python_pass_ms"]
-    figures = [
-        Figure(
-            "hikmah-agent start to initialize answered vs venv python -c pass",
-            found["initialize_ms"],
-            "ms",
-            baseline,
-        ),
-        Figure(
-            "hikmah-agent start to tools/list answered vs venv python -c pass",
-            found["tools_list_ms"],
-            "ms",
-            baseline,
-            Target("value", "<", AGENT_READY_TARGET_MS, "ms"),
-            judged=not plan.quick,
-        ),
-    ]
-    if "import_sdk_ms" in found:
-        figures.append(
-            Figure(
-                "MCP SDK server import (hikmah-agent's old start) vs venv python -c pass",
-                found["import_sdk_ms"],
-                "ms",
-                baseline,
-            )
-        )
-    return figures
-
-
-def migration_figures(rows: list[migration.Row], plan: Plan) -> list[Figure]:
-    figures = []
-    for row in rows:
-        size = label(row.items)
-        figures.append(
-            Figure(
-                f"import --from {row.source}, {size} records end to end vs the same traces"
-                " as JSON Lines",
-                row.import_ms,
-                "ms",
-                row.baseline_ms,
-                Target("ratio", "<=", MIGRATION_TARGET),
-                judged=not plan.quick,
-            )
-        )
-        figures.append(
-            Figure(
-                f"import --from {row.source} again, {size} records (writes nothing) vs the import",
-                row.reimport_ms,
-                "ms",
-                row.import_ms,
-            )
-        )
-    return figures
-
-
-def waiting_figures(tier: TierResult, plan: Plan) -> list[Figure]:
-    """The first answers after a start (the slowest of the starts), and a new
-    connection's cost, each beside the same call on the settled daemon."""
-    name = label(tier.size)
-    figures = []
-    if tier.first and tier.settled is not None:
-        for what, first, settled in (
-            ("daemon.status", max(f.status_s for f in tier.first), tier.settled.status_s),
-            ("memory.recall", max(f.recall_s for f in tier.first), tier.settled.recall_s),
-        ):
-            figures.append(
-                Figure(
-                    f"{name} first {what} after a start, from the socket accepting,"
-                    " vs the same call settled",
-                    first,
-                    "s",
-                    settled,
-                    Target("value", "<=", FIRST_ANSWER_TARGET_S, "s"),
-                    judged=not plan.quick,
-                )
-            )
-    if tier.connect is not None:
-        figures.append(
-            Figure(
-                f"{name} daemon.status on a new connection vs on a kept one",
-                tier.connect.new_ms,
-                "ms",
-                tier.connect.kept_ms,
-                Target("excess", "<=", CONNECT_TARGET_MS, "ms"),
-                judged=not plan.quick,
-            )
-        )
-    return figures
-
-
-def write_figures(rows: list[rpc.Measured], plan: Plan) -> list[Figure]:
-    def per_s(target: str, workload: str, clients: int) -> float:
-        return rpc.find(rows, target, workload, clients).per_s
-
-    raw1 = per_s("raw LMDB, commit per write", "durable put+commit", 1)
-    raw16 = per_s("raw LMDB, commit per 16 writes", "durable put+commit", 16)
-    figures = []
-    for n in (1, 16):
-        durable = per_s("hikmahd durable", "memory.remember", n)
-        nosync = per_s("hikmahd no-sync", "memory.remember", n)
-        lexical = per_s("hikmahd durable, semantic off", "memory.remember", n)
-        clients = "1 client" if n == 1 else f"{n} clients"
-        target = Target("ratio", ">=", WRITE_TARGET) if n == 16 else None
-        figures += [
-            Figure(
-                f"remember durable, {clients}, writes/s vs durable with the semantic channel off",
-                durable,
-                "/s",
-                lexical,
-                Target("ratio", ">=", SEMANTIC_WRITE_TARGET),
-                judged=not plan.quick,
-            ),
-            Figure(
-                f"remember durable, {clients}, writes/s vs daemon no-sync",
-                durable,
-                "/s",
-                nosync,
-                target,
-                judged=not plan.quick,
-            ),
-            Figure(
-                f"remember durable, {clients}, writes/s vs raw LMDB commit per write",
-                durable,
-                "/s",
-                raw1,
-                Target("ratio", ">=", LONE_WRITER_TARGET) if n == 1 else None,
-                judged=not plan.quick,
-            ),
-        ]
-        if n == 16:
-            figures.append(
-                Figure(
-                    f"remember durable, {clients}, writes/s vs raw LMDB commit per 16 writes",
-                    durable,
-                    "/s",
-                    raw16,
-                )
-            )
-    return figures
-
-
-def lateness_figures(rows: list[reminders.LatenessRow], size: int, plan: Plan) -> list[Figure]:
-    idle, loaded = rows
-    return [
-        Figure(
-            f"reminder lateness p99, {loaded.clients} clients recalling ({label(size)} store)"
-            " vs idle",
-            loaded.p99_ms,
-            "ms",
-            idle.p99_ms,
-            Target("value", "<", LATENESS_TARGET_MS, "ms"),
-            judged=not plan.quick,
-        )
-    ]
-
-
-def import_figures(
-    found: ImportResult, lexical: ImportResult, corpus_rate: float, size: int, plan: Plan
-) -> list[Figure]:
-    name = f"bulk import {label(size)} traces, traces/s vs in-process Store.apply (no sync)"
-    if not found.available:
-        return [Figure(name, None, "/s", corpus_rate, note="not available (no memory.import)")]
-    if found.error is not None:
-        return [Figure(name, None, "/s", corpus_rate, note=f"refused: {found.error[:60]}")]
-    during = f"{label(size)} recall p50 while the vectors catch up with the import vs FTS5"
-    caught = found.catching_up
-    return [
-        Figure(
-            name,
-            found.per_s,
-            "/s",
-            corpus_rate,
-            Target("value", ">=", IMPORT_TARGET, "/s"),
-            judged=not plan.quick,
-        ),
-        Figure(
-            during,
-            None if caught is None else caught.hikmah_p50_ms,
-            "ms",
-            None if caught is None else caught.fts5_p50_ms,
-            Target("ratio", "<=", RATIO_TARGET),
-            judged=not plan.quick,
-            note="caught up before the first query"
-            if caught is None
-            else f"{caught.queries} queries; p95 {caught.hikmah_p95_ms:.2f}"
-            f" vs {caught.fts5_p95_ms:.2f} ms",
-        ),
-        Figure(
-            f"bulk import {label(size)} traces, traces/s vs the semantic channel off",
-            found.per_s,
-            "/s",
-            lexical.per_s,
-            Target("ratio", ">=", SEMANTIC_IMPORT_TARGET),
-            judged=not plan.quick,
-        ),
-    ]
-
-
-# --- the run ----------------------------------------------------------------------------
 
 
 @dataclass
@@ -729,67 +259,6 @@ def load_figures(
         )
         run.details["vault"] = asdict(sealed)
         run.figures += vault_figures(sealed)
-
-
-def sync_figures(found: sync.SyncResult) -> list[Figure]:
-    figures = [
-        Figure(
-            "git: commit on one device to recallable on another vs the git round trip alone",
-            found.git.median,
-            "s",
-            found.git.baseline,
-        )
-    ]
-    st = found.syncthing
-    name = "Syncthing: commit to recallable on another device vs a 300-byte file crossing"
-    if st is None:
-        figures.append(Figure(name, None, "s", note="not measured (no syncthing)"))
-    else:
-        figures.append(Figure(name, st.median, "s", st.baseline))
-    a = found.apply
-    figures.append(
-        Figure(
-            f"{label(a.records)} remote records looked at and applied vs rebuilt locally",
-            a.look_s + a.apply_s,
-            "s",
-            a.rebuild_s,
-        )
-    )
-    return figures
-
-
-def vault_figures(found: vault.VaultResult) -> list[Figure]:
-    size = label(found.traces)
-    writes = found.writes_per_s
-    figures = [
-        Figure(
-            f"{size} vault on, remember durable (batches of 8), traces/s vs vault off",
-            writes["on"],
-            "/s",
-            writes["off"],
-        )
-    ]
-    for what, seconds in found.vectors_s.items():
-        figures.append(
-            Figure(
-                f"{size} vault on, the vector file's {what} (sealed) vs vault off",
-                seconds["on"],
-                "s",
-                seconds["off"],
-            )
-        )
-    for short, name in QUERY_SETS.items():
-        on, off = found.recall_ms[name]["on"], found.recall_ms[name]["off"]
-        for i, q in ((0, "p50"), (1, "p95")):
-            figures.append(
-                Figure(
-                    f"{size} vault on, recall {short} {q} in-process vs vault off",
-                    on[i],
-                    "ms",
-                    off[i],
-                )
-            )
-    return figures
 
 
 def machine() -> dict[str, Any]:
