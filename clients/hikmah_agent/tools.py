@@ -33,7 +33,8 @@ from msgspec import Meta
 from hikmah.model.deadlines import DEADLINE_FORMS
 from hikmah.model.paths import project_scope
 from hikmah.model.vocabulary import Kind, RememberedKind
-from hikmah.model.wire.learning import PredictResult
+from hikmah.model.wire.focus import AbsorbResult, CapsuleResult, NoteResult
+from hikmah.model.wire.learning import OutcomeResult, PredictResult
 from hikmah.model.wire.memory import RememberResult
 from hikmah_client import agent_text as framing
 from hikmah_client.connection import RemoteError, Unavailable
@@ -481,8 +482,8 @@ def outcome(memory: Memory, args: Outcome) -> str:
         "source": memory.writer.source,
         **_given(note=args.note),
     }
-    result = memory.call("memory.outcome", params)
-    return f"Resolved {args.prediction} with outcome {result['trace']['id']} ({args.observed})."
+    trace = memory.call("memory.outcome", params, OutcomeResult).trace
+    return f"Resolved {args.prediction} with outcome {trace.id} ({args.observed})."
 
 
 class Feedback(Args):
@@ -521,7 +522,7 @@ class FocusOpen(CapsuleView):
 
 @tool(FocusOpen, ONCE, "Open a focus capsule")
 def focus_open(memory: Memory, args: FocusOpen) -> str:
-    return _capsule(memory.call("focus.open", {"name": args.name}), args.budget)
+    return _capsule(memory.call("focus.open", {"name": args.name}, CapsuleResult), args.budget)
 
 
 class FocusAbsorb(Args):
@@ -537,7 +538,7 @@ class FocusAbsorb(Args):
 @tool(FocusAbsorb, DISPLACES, "Absorb into a focus capsule")
 def focus_absorb(memory: Memory, args: FocusAbsorb) -> str:
     params = {"name": args.name, "query": args.query, "limit": args.limit, "scope": memory.project}
-    return _capsule(memory.call("focus.absorb", params), args.budget)
+    return _capsule(memory.call("focus.absorb", params, AbsorbResult), args.budget)
 
 
 class FocusRead(CapsuleView):
@@ -546,7 +547,7 @@ class FocusRead(CapsuleView):
 
 @tool(FocusRead, READS, "Read a focus capsule")
 def focus_read(memory: Memory, args: FocusRead) -> str:
-    return _capsule(memory.call("focus.read", {"name": args.name}), args.budget)
+    return _capsule(memory.call("focus.read", {"name": args.name}, CapsuleResult), args.budget)
 
 
 class FocusNote(Args):
@@ -561,8 +562,8 @@ class FocusNote(Args):
 @tool(FocusNote, DISPLACES, "Note in a focus capsule")
 def focus_note(memory: Memory, args: FocusNote) -> str:
     params = {"name": args.name, "text": args.text, "importance": args.importance}
-    result = memory.call("focus.note", params)
-    return f"Noted in {args.name} ({len(result['notes'])} notes)."
+    notes = memory.call("focus.note", params, NoteResult).notes
+    return f"Noted in {args.name} ({len(notes)} notes)."
 
 
 def _given(**optional: Any) -> dict[str, Any]:
@@ -585,10 +586,11 @@ def _written(result: RememberResult) -> str:
     return line
 
 
-def _capsule(result: dict[str, Any], budget: int) -> str:
-    lines = [framing.observation(entry) for entry in result.get("traces", [])]
-    lines += [f"Note (importance {n['importance']:.2f}): {n['text']}" for n in result["notes"]]
+def _capsule(result: CapsuleResult, budget: int) -> str:
+    # An observation is phrased from the trace's JSON object, as recall's are.
+    lines = [framing.observation(msgspec.to_builtins(entry)) for entry in result.traces]
+    lines += [f"Note (importance {n.importance:.2f}): {n.text}" for n in result.notes]
     if not lines:
-        return f"Focus capsule {result['name']} is empty."
-    header = f"{framing.HEADER} Focus capsule {result['name']}, most active first:"
+        return f"Focus capsule {result.name} is empty."
+    header = f"{framing.HEADER} Focus capsule {result.name}, most active first:"
     return framing.within_budget(lines, budget, header=header)

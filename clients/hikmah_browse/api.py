@@ -29,8 +29,11 @@ from hikmah.model.deadlines import format_ms as iso_utc
 from hikmah.model.paths import person_source
 from hikmah.model.secrets import preview
 from hikmah.model.trace import Trace
+from hikmah.model.wire.focus import CapsuleResult, CapsuleSummary, FocusListResult
+from hikmah.model.wire.learning import InvalidateResult
 from hikmah.model.wire.memory import RememberResult
-from hikmah.model.wire.replay import PromoteResult
+from hikmah.model.wire.replay import ConsolidateResult, PromoteResult
+from hikmah.model.wire.review import ReviewDecisionResult, ReviewListResult
 from hikmah_client import presence, prompt
 
 from . import wire
@@ -250,23 +253,23 @@ class Memory:
         found = await self._read("promises.list", params, wire.Commitments, past=True)
         return found.commitments
 
-    async def capsules(self) -> list[wire.CapsuleSummary]:
-        return (await self._read("focus.list", {}, wire.Capsules)).capsules
+    async def capsules(self) -> list[CapsuleSummary]:
+        return (await self._read("focus.list", {}, FocusListResult)).capsules
 
-    async def capsule(self, name: str) -> wire.Capsule:
-        return await self._read("focus.read", {"name": name}, wire.Capsule)
+    async def capsule(self, name: str) -> CapsuleResult:
+        return await self._read("focus.read", {"name": name}, CapsuleResult)
 
     async def proposals(self) -> list[wire.Proposal]:
-        return (await self._read("replay.consolidate", {}, wire.Proposals)).proposals
+        return (await self._read("replay.consolidate", {}, ConsolidateResult)).proposals
 
     async def verify(self) -> wire.VerifyReport:
         return await self._read("ledger.verify", {}, wire.VerifyReport)
 
-    async def review(self, limit: int | None = None) -> wire.ReviewInbox:
+    async def review(self, limit: int | None = None) -> ReviewListResult:
         """What agents wrote that waits for the person, newest first (always now: the
         inbox has no past; an agent session is refused)."""
         params = {} if limit is None else {"limit": limit}
-        return await self._read("review.list", params, wire.ReviewInbox)
+        return await self._read("review.list", params, ReviewListResult)
 
     async def subscribe(self) -> None:
         await self._call("events.subscribe", {})
@@ -299,23 +302,23 @@ class Memory:
 
     async def invalidate(
         self, pattern: str, reason: str, *, tags: list[str], stale: bool, dry_run: bool
-    ) -> wire.Invalidated:
+    ) -> InvalidateResult:
         params = {
             "pattern": pattern, "reason": reason, "tags": tags, "stale": stale, "dry_run": dry_run,
         }  # fmt: skip
         if dry_run:  # the preview writes nothing: any session may look
-            return await self._read("memory.invalidate", params, wire.Invalidated)
-        return await self._write("memory.invalidate", params, wire.Invalidated)
+            return await self._read("memory.invalidate", params, InvalidateResult)
+        return await self._write("memory.invalidate", params, InvalidateResult)
 
-    async def accept(self, trace_id: str, content: str | None = None) -> wire.ReviewDecision:
+    async def accept(self, trace_id: str, content: str | None = None) -> ReviewDecisionResult:
         """Accept a held trace: a verified copy supersedes it, saying ``content`` when
         the person edited its text."""
         params: dict[str, Any] = {"ids": [trace_id]}
         if content is not None:
             params["content"] = content
-        return await self._write("review.accept", params, wire.ReviewDecision)
+        return await self._write("review.accept", params, ReviewDecisionResult)
 
-    async def reject(self, trace_id: str, reason: str) -> wire.ReviewDecision:
+    async def reject(self, trace_id: str, reason: str) -> ReviewDecisionResult:
         """Reject a held trace: a correction that repeats none of its text supersedes it."""
         params = {"ids": [trace_id], "reason": reason}
-        return await self._write("review.reject", params, wire.ReviewDecision)
+        return await self._write("review.reject", params, ReviewDecisionResult)

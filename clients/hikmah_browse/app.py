@@ -17,6 +17,7 @@ from textual.widgets import ContentSwitcher, DataTable, Footer, Static
 
 from hikmah.model.display import counted
 from hikmah.model.trace import Trace
+from hikmah.model.wire.review import ReviewDecisionResult, ReviewItem
 from hikmah_client.text import awaiting, when
 
 from . import dialogs, editor, format
@@ -38,8 +39,6 @@ from .wire import (
     DaemonStatus,
     Proposal,
     ReminderDue,
-    ReviewDecision,
-    ReviewItem,
     VerifyReport,
     Waiting,
     decode,
@@ -570,7 +569,7 @@ class BrowseApp(App[int]):
         if decided is not None:
             await self._reviewed("Rejected", decided)
 
-    async def _reviewed(self, verb: str, result: ReviewDecision) -> None:
+    async def _reviewed(self, verb: str, result: ReviewDecisionResult) -> None:
         """Say what was decided (or refused, in the daemon's words), and list the inbox
         again from its first row."""
         for done in result.decided:

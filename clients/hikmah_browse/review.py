@@ -13,11 +13,11 @@ from textual.binding import Binding, BindingType
 from textual.css.query import NoMatches
 from textual.widgets import DataTable, Static
 
+from hikmah.model.wire.review import ReviewItem, ReviewListResult
 from hikmah_client.text import awaiting, when
 
 from . import format
 from .base import View, restore_cursor, room, selected_key
-from .wire import ReviewInbox, ReviewItem
 
 STATE = {"quarantined": "QUARANTINED", "pending": "PENDING"}
 
@@ -60,7 +60,7 @@ class ReviewView(View):
         inbox = await self.browser.memory.review()
         self._show(inbox)
 
-    def _show(self, inbox: ReviewInbox) -> None:
+    def _show(self, inbox: ReviewListResult) -> None:
         """Replace the rows in one step (no await between clearing and filling them); a
         view gone meanwhile (the app closing) is left alone."""
         try:
@@ -93,7 +93,7 @@ class ReviewView(View):
         self.say(self._summary(inbox))
         self._detail()
 
-    def _summary(self, inbox: ReviewInbox) -> str:
+    def _summary(self, inbox: ReviewListResult) -> str:
         if not inbox.items:
             return "nothing waits for review"
         more = inbox.waiting - len(inbox.items)

@@ -14,7 +14,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hikmah.model.deadlines import DEADLINE_FORMS, parse_deadline
 from hikmah.model.display import visible
@@ -30,6 +30,9 @@ from hikmah_client.text import relative, when
 
 from . import render, runners
 from .session import OK, Exit, UsageError, call
+
+if TYPE_CHECKING:  # the reply's type, for mypy only: the CLI reads replies as Reply
+    from hikmah.model.wire.learning import InvalidateResult
 
 Request = tuple[str, dict[str, Any]]
 
@@ -186,14 +189,14 @@ def _invalidate(args: argparse.Namespace) -> Request:
     dry = {**params, "dry_run": True}
     if args.dry_run:
         return "memory.invalidate", dry
-    preview = call(args, "memory.invalidate", dry)
-    if not preview["matched"]:
+    preview: InvalidateResult = call(args, "memory.invalidate", dry)
+    if not preview.matched:
         return "memory.invalidate", dry
     print(visible(render.invalidated(preview)), file=sys.stderr)
     if not args.yes:
         if not sys.stdin.isatty():
             raise UsageError("not a terminal: check the list above, then rerun with --yes")
-        answer = input(f"Supersede these {len(preview['matched'])} traces? [y/N] ")
+        answer = input(f"Supersede these {len(preview.matched)} traces? [y/N] ")
         if answer.strip().lower() not in ("y", "yes"):
             raise Exit(OK)
     return "memory.invalidate", params
@@ -421,7 +424,7 @@ COMMANDS: tuple[Command, ...] = (
             arg("--note", metavar="N", help="what happened, in words"),
         ),
         lambda a: ("memory.outcome", _given(a, "prediction", "observed", "source", "note")),
-        lambda r: f"resolved {r['resolved']} with {r['trace']['id']}",
+        render.resolved,
     ),
     Command(
         "calibration",
@@ -465,7 +468,7 @@ COMMANDS: tuple[Command, ...] = (
             arg("ids", nargs="+", metavar="ID", help="the traces acted on"),
         ),
         lambda a: ("memory.feedback", {"ids": a.ids, "outcome": a.outcome}),
-        lambda r: f"{r['outcome']} outcome for {', '.join(r['ids'])}",
+        render.fed_back,
     ),
     *(
         Command(
@@ -473,7 +476,7 @@ COMMANDS: tuple[Command, ...] = (
             help_text,
             (arg("id", metavar="ID"),),
             lambda a: (f"memory.{a.command}", {"id": a.id}),
-            lambda r: f"{'pinned' if r['pinned'] else 'unpinned'} {r['id']}",
+            render.pinned,
         )
         for verb, help_text in (
             ("pin", "keep a trace at full weight in recall (no decay, no bad feedback)"),
@@ -882,9 +885,10 @@ COMMANDS: tuple[Command, ...] = (
             "focus.list": render.capsules,
             "focus.note": render.noted,
             "focus.close": render.closed,
-            **dict.fromkeys(
-                ("focus.open", "focus.read", "focus.pin", "focus.unpin"), render.capsule
-            ),
+            "focus.open": render.capsule,
+            "focus.read": render.capsule,
+            "focus.pin": render.capsule_pinned,
+            "focus.unpin": render.capsule_pinned,
         },
     ),
 )

@@ -12,7 +12,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hikmah.model import paths
 from hikmah.model.display import counted, visible
@@ -20,6 +20,9 @@ from hikmah_client.connection import started_at
 
 from . import render
 from .session import INTERNAL, OK, REFUSED, UNAVAILABLE, USAGE, Exit, Session, UsageError, call
+
+if TYPE_CHECKING:  # the reply's type, for mypy only: the CLI reads replies as Reply
+    from hikmah.model.wire.replay import IngestResult
 
 # How long `hikmah stop` waits for the daemon to exit: its last batch of writes, saving
 # the vectors (seconds at a million traces), up to 2 s for other connections' replies.
@@ -131,10 +134,11 @@ def writeback(args: argparse.Namespace) -> int:
 
 
 def ingest(args: argparse.Namespace) -> int:
-    reports, failed = [], 0
+    reports: list[IngestResult] = []
+    failed = 0
     for number, name in enumerate(args.files, 1):
         try:
-            report = call(args, "replay.ingest", {"path": os.path.abspath(name)})
+            report: IngestResult = call(args, "replay.ingest", {"path": os.path.abspath(name)})
         except Exit as exc:
             if exc.code == UNAVAILABLE:
                 return UNAVAILABLE
@@ -150,7 +154,7 @@ def ingest(args: argparse.Namespace) -> int:
     # As an import exits: a file that cannot be read first, then messages refused.
     if failed:
         return USAGE
-    return REFUSED if any(report["refused"] for report in reports) else OK
+    return REFUSED if any(report.refused for report in reports) else OK
 
 
 def export(args: argparse.Namespace) -> int:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from hikmah.model.errors import InvalidInput, NotFound
+from hikmah.model.wire.focus import CapsuleSummary
 from hikmah.working.focus import FocusCapsule
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}")
@@ -60,19 +60,19 @@ class Capsules:
     def names(self) -> list[str]:
         return sorted(self._open)
 
-    def summary(self, name: str, now_ms: int) -> dict[str, Any]:
+    def summary(self, name: str, now_ms: int) -> CapsuleSummary:
         """An open capsule's name, size, limit, pins, notes and idle time (a listing: not
         a use)."""
         entry = self._open[name]
         held = entry.capsule.held
-        return {
-            "name": name,
-            "size": len(held),
-            "limit": entry.capsule.limit,
-            "pinned": sum(h.pinned for h in held.values()),
-            "notes": len(entry.capsule.notes),
-            "idle_s": (now_ms - entry.last_used) // 1000,
-        }
+        return CapsuleSummary(
+            name=name,
+            size=len(held),
+            limit=entry.capsule.limit,
+            pinned=sum(h.pinned for h in held.values()),
+            notes=len(entry.capsule.notes),
+            idle_s=(now_ms - entry.last_used) // 1000,
+        )
 
     def close_idle(self, now_ms: int, idle_ms: int) -> list[str]:
         """Close every capsule unused for ``idle_ms``; returns their names."""

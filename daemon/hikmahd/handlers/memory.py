@@ -21,6 +21,7 @@ from hikmah.model.trace import Draft, Trace
 from hikmah.model.vocabulary import STANDING_KINDS, Kind
 from hikmah.model.wire.base import Params
 from hikmah.model.wire.memory import RememberParams, RememberResult
+from hikmah.model.wire.review import Hold
 from hikmah.rules import verification
 from hikmah.rules.operations import Fulfill, Purge, Remember
 
@@ -60,7 +61,7 @@ def origin(ctx: Context, snapshot: Snapshot, trace_id: str, here: str | None = N
     return {"device": found.device, "name": name, "this_device": found.here}
 
 
-def held(ctx: Context, snapshot: Snapshot, trace: Trace, status: str) -> review.Hold | None:
+def held(ctx: Context, snapshot: Snapshot, trace: Trace, status: str) -> Hold | None:
     """Whether a trace shown to a person waits for their review (only an active one)."""
     if status != "active":
         return None

@@ -9,12 +9,19 @@ from hikmah.learning.transcripts import TRANSCRIPT_TAG, Transcript, parse_transc
 from hikmah.model.errors import ConflictError, HikmahError, InvalidInput
 from hikmah.model.paths import person_source, project_scope
 from hikmah.model.trace import Draft, derived_trace_id
-from hikmah.model.wire.base import NoParams, Params
-from hikmah.model.wire.replay import PromoteParams, PromoteResult
+from hikmah.model.wire.base import NoParams
+from hikmah.model.wire.replay import (
+    ConsolidateResult,
+    IngestParams,
+    IngestResult,
+    MessageRefused,
+    PromoteParams,
+    PromoteResult,
+)
 from hikmah.rules.operations import Promote, Remember
 
 from ..context import Context
-from ..rpc import JSON, Registry, to_json
+from ..rpc import Registry
 
 registry = Registry()
 
@@ -23,11 +30,10 @@ MAX_MESSAGE_CHARS = 16_000
 MAX_TRANSCRIPT_BYTES = 256 << 20
 
 
-@registry.blocking("replay.consolidate", NoParams)
-def consolidate(ctx: Context, params: NoParams) -> JSON:
+@registry.blocking("replay.consolidate")
+def consolidate(ctx: Context, params: NoParams) -> ConsolidateResult:
     """Proposals of durable beliefs (docs/learning.md, "Consolidation"); never writes."""
-    found = ctx.services.store.read(proposals, ctx.services.policy)
-    return {"proposals": to_json(found)}
+    return ConsolidateResult(proposals=ctx.services.store.read(proposals, ctx.services.policy))
 
 
 @registry.method("replay.promote")
@@ -44,12 +50,8 @@ async def promote(ctx: Context, params: PromoteParams) -> PromoteResult:
     return PromoteResult(trace=written.trace, conflicts=written.conflicts, proposal=params.id)
 
 
-class IngestParams(Params, frozen=True):
-    path: str  # absolute: the daemon does not share the client's working directory
-
-
-@registry.method("replay.ingest", IngestParams)
-async def ingest(ctx: Context, params: IngestParams) -> JSON:
+@registry.method("replay.ingest")
+async def ingest(ctx: Context, params: IngestParams) -> IngestResult:
     """Read one Claude Code or Codex session transcript into episode and observation
     traces, idempotently by message id; candidates appear in replay.consolidate."""
     path = Path(params.path)
@@ -98,20 +100,20 @@ async def ingest(ctx: Context, params: IngestParams) -> JSON:
         if isinstance(outcome, ConflictError) and "exists already" in str(outcome):
             already += 1
         elif isinstance(outcome, HikmahError):
-            refused.append({"message": message.id, "reason": str(outcome)})
+            refused.append(MessageRefused(message=message.id, reason=str(outcome)))
         else:
             written += 1
-    return {
-        "path": str(path),
-        "format": transcript.format,
-        "session_id": transcript.session_id,
-        "scope": scope,
-        "messages": len(chosen),
-        "written": written,
-        "already": already,
-        "refused": refused,
-        "skipped_lines": transcript.skipped,
-    }
+    return IngestResult(
+        path=str(path),
+        format=transcript.format,
+        session_id=transcript.session_id,
+        scope=scope,
+        messages=len(chosen),
+        written=written,
+        already=already,
+        refused=refused,
+        skipped_lines=transcript.skipped,
+    )
 
 
 def read_transcript(path: Path) -> Transcript:

@@ -4,12 +4,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated
-
-import msgspec
 
 from hikmah.index import queries, review
-from hikmah.index.review import ReviewItem
 from hikmah.model.errors import (
     AgentRestricted,
     HikmahError,
@@ -19,52 +15,24 @@ from hikmah.model.errors import (
 )
 from hikmah.model.policy import ReviewPolicy
 from hikmah.model.trace import Trace
-from hikmah.model.wire.base import Params
+from hikmah.model.wire.learning import Refused
+from hikmah.model.wire.review import (
+    Decided,
+    ReviewAcceptParams,
+    ReviewDecisionResult,
+    ReviewListParams,
+    ReviewListResult,
+    ReviewRejectParams,
+)
 from hikmah.rules import verification
 from hikmah.rules.operations import Remember
 
 from ..context import Context
-from ..rpc import JSON, Registry, to_json
+from ..rpc import Registry
 
 registry = Registry()
-_IDS = Annotated[list[str], msgspec.Meta(min_length=1, max_length=1000)]
 # The write that decides one held trace.
 _Write = Callable[[Trace], Remember]
-
-
-class ReviewListParams(Params, frozen=True):
-    limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 100
-
-
-class ReviewListResult(msgspec.Struct, frozen=True):
-    waiting: int  # every held trace that waits, beyond ``limit`` too
-    items: list[ReviewItem]  # newest first
-
-
-class ReviewAcceptParams(Params, frozen=True):
-    ids: _IDS
-    # The person's edit of the one trace named: accepted in place of its text.
-    content: str | None = None
-
-
-class ReviewRejectParams(Params, frozen=True):
-    ids: _IDS
-    reason: Annotated[str, msgspec.Meta(min_length=1, max_length=1000)]
-
-
-class Decided(msgspec.Struct, frozen=True):
-    id: str  # the held trace
-    by: str  # the trace that accepted or rejected it
-
-
-class Refused(msgspec.Struct, frozen=True):
-    id: str
-    reason: str
-
-
-class ReviewDecisionResult(msgspec.Struct, frozen=True):
-    decided: list[Decided]
-    refused: list[Refused]
 
 
 def _for_a_person(ctx: Context) -> None:
@@ -73,21 +41,20 @@ def _for_a_person(ctx: Context) -> None:
         raise AgentRestricted("the review inbox is the person's: no agent reads it")
 
 
-@registry.method("review.list", ReviewListParams)
-async def review_list(ctx: Context, params: ReviewListParams) -> JSON:
+@registry.method("review.list")
+async def review_list(ctx: Context, params: ReviewListParams) -> ReviewListResult:
     """The held traces that wait for the person, newest first."""
     _for_a_person(ctx)
     policy = ctx.services.policy.review
     with ctx.services.store.snapshot() as snapshot:
-        result = ReviewListResult(
+        return ReviewListResult(
             waiting=review.waiting(snapshot, policy),
             items=review.inbox(snapshot, policy, params.limit),
         )
-    return to_json(result)
 
 
-@registry.method("review.accept", ReviewAcceptParams, person="accept agents' notes in review")
-async def review_accept(ctx: Context, params: ReviewAcceptParams) -> JSON:
+@registry.method("review.accept", person="accept agents' notes in review")
+async def review_accept(ctx: Context, params: ReviewAcceptParams) -> ReviewDecisionResult:
     """Accept held traces: a verified copy of each supersedes it (with the person's
     edit of its text, for one trace)."""
     if params.content is not None and len(params.ids) != 1:
@@ -97,8 +64,8 @@ async def review_accept(ctx: Context, params: ReviewAcceptParams) -> JSON:
     )
 
 
-@registry.method("review.reject", ReviewRejectParams, person="reject agents' notes in review")
-async def review_reject(ctx: Context, params: ReviewRejectParams) -> JSON:
+@registry.method("review.reject", person="reject agents' notes in review")
+async def review_reject(ctx: Context, params: ReviewRejectParams) -> ReviewDecisionResult:
     """Reject held traces: a correction supersedes each, and no agent ever reads them."""
     if not params.reason.strip():
         raise InvalidInput("say why: the reason is kept in the rejection")
@@ -107,7 +74,7 @@ async def review_reject(ctx: Context, params: ReviewRejectParams) -> JSON:
     )
 
 
-async def _decide(ctx: Context, ids: list[str], write: _Write) -> JSON:
+async def _decide(ctx: Context, ids: list[str], write: _Write) -> ReviewDecisionResult:
     """Write each held trace's decision; those not waiting are refused, with why."""
     policy = ctx.services.policy.review
     chosen: list[tuple[str, Remember]] = []
@@ -117,11 +84,11 @@ async def _decide(ctx: Context, ids: list[str], write: _Write) -> JSON:
             try:
                 entry = queries.get(snapshot, trace_id)
             except NotFound as exc:
-                refused.append(Refused(trace_id, str(exc)))
+                refused.append(Refused(id=trace_id, reason=str(exc)))
                 continue
             why = _not_waiting(entry.trace, entry.status, policy)
             if why is not None:
-                refused.append(Refused(trace_id, why))
+                refused.append(Refused(id=trace_id, reason=why))
                 continue
             chosen.append((trace_id, write(entry.trace)))
     operations = [operation for _id, operation in chosen]
@@ -131,11 +98,11 @@ async def _decide(ctx: Context, ids: list[str], write: _Write) -> JSON:
         if isinstance(outcome, AgentRestricted | PresenceRequired):
             raise outcome  # the caller may not: the same for every one of them
         if isinstance(outcome, HikmahError):
-            refused.append(Refused(trace_id, str(outcome)))  # changed meanwhile, say
+            refused.append(Refused(id=trace_id, reason=str(outcome)))  # changed meanwhile, say
             continue
         assert operation.trace_id is not None
-        decided.append(Decided(trace_id, operation.trace_id))
-    return to_json(ReviewDecisionResult(decided=decided, refused=refused))
+        decided.append(Decided(id=trace_id, by=operation.trace_id))
+    return ReviewDecisionResult(decided=decided, refused=refused)
 
 
 def _not_waiting(trace: Trace, status: str, policy: ReviewPolicy) -> str | None:

@@ -24,9 +24,8 @@ feature rows keep only what the policy cannot change, the screen's verdict
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, Literal
+from typing import Any, Final
 
-import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -36,28 +35,10 @@ from hikmah.model import screen
 from hikmah.model.display import stamped_agent, stamped_session
 from hikmah.model.policy import ReviewPolicy
 from hikmah.model.trace import Trace, source_class
+from hikmah.model.wire.review import Hold, Reason, ReviewItem
 
-Hold = Literal["pending", "quarantined"]
 # The feature columns :func:`held_rows` reads.
 HELD_FIELDS: Final = ("source", "verified", "kind", "screened")
-
-
-class Reason(msgspec.Struct, frozen=True):
-    """A screen rule a held trace matched: its name, what it means, what it matched."""
-
-    rule: str
-    meaning: str
-    matched: str
-
-
-class ReviewItem(msgspec.Struct, frozen=True, kw_only=True):
-    """A held trace as the person's inbox shows it."""
-
-    trace: Trace
-    state: Hold
-    reasons: list[Reason]
-    writer: str | None  # agent:<host> when the daemon stamped it, else None
-    session: str | None  # the agent session's id, from the stamp
 
 
 def screened_text(trace: Trace) -> str:
@@ -137,7 +118,9 @@ def item(trace: Trace, policy: ReviewPolicy) -> ReviewItem:
     return ReviewItem(
         trace=trace,
         state="quarantined" if signs else "pending",
-        reasons=[Reason(sign.rule, sign.meaning, sign.matched) for sign in signs],
+        reasons=[
+            Reason(rule=sign.rule, meaning=sign.meaning, matched=sign.matched) for sign in signs
+        ],
         writer=stamped_agent(trace.provenance.locator),
         session=stamped_session(trace.provenance.locator),
     )

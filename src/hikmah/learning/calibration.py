@@ -37,6 +37,7 @@ import msgspec
 
 from hikmah.model.errors import InvalidInput, ProvenanceRefused
 from hikmah.model.trace import Trace, is_model_source
+from hikmah.model.wire.learning import Bin, FamilyCalibration
 
 MEASURABLE_AT = 50
 
@@ -69,39 +70,6 @@ class Resolved(msgspec.Struct, frozen=True, kw_only=True):
             raise InvalidInput(f"an outcome must be between 0 and 1, not {self.outcome}")
         if self.binary and self.outcome not in (0.0, 1.0):
             raise InvalidInput(f"a binary outcome is 0 or 1, not {self.outcome}")
-
-
-class Bin(msgspec.Struct, frozen=True, kw_only=True):
-    """The forecasts whose p lies in [lower, upper) (the last bin includes 1.0)."""
-
-    lower: float
-    upper: float
-    n: int
-    # None when the bin is empty.
-    mean_p: float | None
-    mean_o: float | None
-
-
-class FamilyCalibration(msgspec.Struct, frozen=True, kw_only=True):
-    """The calibration report of one family, or of every family under a prefix.
-
-    Every number is None when there is nothing to compute it from: no
-    outcomes; a skill when the base-rate Brier score is 0 (all outcomes
-    equal); Z with a score outcome, or when every forecast is 0, 0.5 or 1.
-    """
-
-    # The family, or the prefix followed by "*" for a prefix's aggregate.
-    family: str
-    n: int
-    measurable: bool
-    brier: float | None
-    base_rate_brier: float | None
-    skill: float | None
-    ece: float | None
-    spiegelhalter_z: float | None
-    bins: list[Bin]
-    # Why the numbers cannot be trusted yet; empty once measurable.
-    note: str
 
 
 def resolved_pair(prediction: Trace, outcome: Trace) -> Resolved:

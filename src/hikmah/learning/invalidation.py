@@ -11,11 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-import msgspec
-
 from hikmah.access.principal import UNPROVEN_PERSON, AgentSession
 from hikmah.model.errors import InvalidInput
 from hikmah.model.trace import Draft, Trace, normalize_tag
+from hikmah.model.wire.learning import Refused
 
 STALE_CONFIDENCE_FACTOR = 0.5
 
@@ -64,13 +63,6 @@ def invalidation_draft(
     )
 
 
-class Refused(msgspec.Struct, frozen=True):
-    """A matching trace left alone, and why."""
-
-    id: str
-    reason: str
-
-
 class InvalidationPlan(NamedTuple):
     """The matching traces to supersede, their corrections, and those left alone."""
 
@@ -103,7 +95,7 @@ def invalidation_plan(
     )
     for trace in found:
         if session is not None and trace.provenance.verified:
-            refused.append(Refused(trace.id, why))
+            refused.append(Refused(id=trace.id, reason=why))
         else:
             chosen.append(trace)
     drafts = [

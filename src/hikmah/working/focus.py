@@ -17,6 +17,7 @@ from collections.abc import Iterable
 import msgspec
 
 from hikmah.model.errors import ConflictError, InvalidInput, NotFound
+from hikmah.model.wire.focus import Note
 
 NOTES_LIMIT = 20
 NOTE_MAX_CHARS = 2_000
@@ -29,12 +30,6 @@ class Held(msgspec.Struct, kw_only=True):
     activation: float
     pinned: bool = False
     absorbed: int = 0
-
-
-class Note(msgspec.Struct, frozen=True, kw_only=True):
-    text: str
-    importance: float
-    at: int
 
 
 def check_note(text: str, importance: float) -> str:
