@@ -192,3 +192,13 @@ def settle(*nodes: Node, rounds: int = 4, check: Callable[[], bool] | None = Non
             node.sync()
         if check is not None and check():
             return
+
+
+def same_memory(*nodes: Node) -> bool:
+    first = nodes[0].view()
+    return all(node.view() == first for node in nodes[1:])
+
+
+def replicas_of(node: Node) -> dict[str, object]:
+    with node.store.snapshot() as snapshot:
+        return dict(replicas.peers(snapshot))

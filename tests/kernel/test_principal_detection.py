@@ -1,4 +1,5 @@
-"""Tests for agent-session detection, locator stamping and refusals."""
+"""Agent-session detection: each host by its environment variables or its process, the
+person's own settings and blank values left out, session ids taken safely."""
 
 from __future__ import annotations
 
@@ -9,20 +10,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hikmah.access.principal import (
-    UNKNOWN_PRINCIPAL,
     USER_CONFIGURATION,
     AgentSession,
-    declared_session,
     detect_agent_session,
-    host_of_client,
-    merge_sessions,
-    named_session,
-    refuse_in_agent_session,
     restriction_message,
     stamp_locator,
 )
 from hikmah.model.display import is_agent_locator
-from hikmah.model.errors import AgentRestricted
 
 SESSION_ID = re.compile(r"[A-Za-z0-9._-]{1,64}|unknown")
 
@@ -95,10 +89,6 @@ OPENCODE_SETTINGS = [
     "OPENCODE_TUI_CONFIG",
     "OPENCODE_DB",
 ]
-
-
-def session(host: str = "claude-code", sid: str = "s1", *names: str) -> AgentSession:
-    return AgentSession(host=host, session_id=sid, variables=tuple(sorted(names)))
 
 
 # --- detection per host -------------------------------------------------------
@@ -332,172 +322,6 @@ def test_invalid_id_variable_still_detects_the_session() -> None:
     )
 
 
-# --- merging -------------------------------------------------------------------
-
-
-def test_a_detected_session_without_an_id_takes_the_declared_one() -> None:
-    # Codex's npm wrapper leaves CODEX_MANAGED_BY_NPM in the tree and no id; its MCP
-    # server declares the id Codex sends with each tool call.
-    detected = detect_agent_session({"CODEX_MANAGED_BY_NPM": "1"})
-    declared = declared_session("codex", "01a23198-57ab-7ec0-ab00-18225a4c4e0e")
-    assert named_session(detected, declared) == AgentSession(
-        host="codex",
-        session_id="01a23198-57ab-7ec0-ab00-18225a4c4e0e",
-        variables=("CODEX_MANAGED_BY_NPM",),
-    )
-
-
-def test_detection_otherwise_wins_over_a_declaration() -> None:
-    known = session("claude-code", "env-id", "CLAUDECODE")
-    unknown = session("codex", "unknown", "CODEX_A")
-    assert named_session(known, declared_session("claude-code", "other")) == known
-    assert named_session(unknown, declared_session("cursor", "cur-1")) == unknown
-    assert named_session(unknown, declared_session("codex", None)) == unknown
-    assert named_session(unknown, None) == unknown
-    assert named_session(None, declared_session("codex", "x1")) == declared_session("codex", "x1")
-    assert named_session(None, None) is None
-
-
-def test_known_mcp_clients_name_their_host() -> None:
-    assert host_of_client("claude-code") == "claude-code"
-    assert host_of_client("codex-mcp-client") == "codex"
-    assert host_of_client("gemini-cli-mcp-client") == "gemini-cli"
-    assert host_of_client("opencode") == "opencode"
-    assert host_of_client("Claude Code") is None
-    assert host_of_client(None) is None
-
-
-def test_merge_sessions_nothing_detected() -> None:
-    assert merge_sessions([]) is None
-    assert merge_sessions([None, None]) is None
-
-
-def test_merge_sessions_first_wins_and_variables_union() -> None:
-    near = session("cursor", "cur", "CURSOR_A", "AI_AGENT")
-    far = session("claude-code", "cla", "CLAUDECODE", "AI_AGENT")
-    merged = merge_sessions([None, near, None, far])
-    assert merged == AgentSession(
-        host="cursor", session_id="cur", variables=("AI_AGENT", "CLAUDECODE", "CURSOR_A")
-    )
-
-
-def test_merge_sessions_single_and_generator() -> None:
-    only = session("codex", "x", "CODEX_A")
-    assert merge_sessions(iter([only])) == only
-    envs = [{"PATH": "/bin"}, {"GEMINI_CLI": "1"}, {"CODEX_A": "1"}]
-    merged = merge_sessions(detect_agent_session(e) for e in envs)
-    assert merged == AgentSession(
-        host="gemini-cli", session_id="unknown", variables=("CODEX_A", "GEMINI_CLI")
-    )
-
-
-# --- locators ------------------------------------------------------------------
-
-
-def test_stamp_locator() -> None:
-    s = session("codex", "abc", "CODEX_A")
-    assert stamp_locator(s, None) == "agent-session:codex:abc"
-    assert stamp_locator(s, "") == "agent-session:codex:abc"
-    assert stamp_locator(s, "file.py:12") == "agent-session:codex:abc; file.py:12"
-    assert stamp_locator(None, "file.py:12") == "file.py:12"
-    assert stamp_locator(None, None) is None
-
-
-def test_stamp_cannot_be_shed_by_caller_locator() -> None:
-    s = session("cursor", "unknown", "CURSOR_A")
-    stamped = stamp_locator(s, "agent-session:none:x")
-    assert stamped == "agent-session:cursor:unknown; agent-session:none:x"
-    assert is_agent_locator(stamped)
-
-
-def test_is_agent_locator() -> None:
-    assert is_agent_locator("agent-session:claude-code:abc")
-    assert is_agent_locator("agent-session:codex:unknown; x")
-    assert not is_agent_locator(None)
-    assert not is_agent_locator("")
-    assert not is_agent_locator("file.py; agent-session:codex:x")
-    assert not is_agent_locator("agent-sessions:codex:x")
-
-
-# --- refusal messages ------------------------------------------------------------
-
-
-def test_message_names_action_variables_and_remedy() -> None:
-    s = session("claude-code", "abc", "CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT")
-    msg = restriction_message(s, "remember --verified")
-    assert "remember --verified" in msg
-    assert "CLAUDECODE, CLAUDE_CODE_ENTRYPOINT" in msg
-    assert "more" not in msg
-    assert "agent session" in msg
-    assert (
-        "env | grep -E '^(CLAUDECODE=|CLAUDE_CODE_|CODEX_|CURSOR_|GEMINI_CLI=|OPENCODE=|"
-        "OPENCODE_PID=|AI_AGENT=)'" in msg
-    )
-    assert "terminal where none" in msg
-    assert "stop and ask a person" in msg
-    assert "\n" not in msg
-
-
-def test_message_cuts_at_five() -> None:
-    names = [f"CODEX_V{i}" for i in range(8)]
-    msg = restriction_message(session("codex", "x", *names), "purge")
-    for shown in names[:5]:
-        assert shown in msg
-    for hidden in names[5:]:
-        assert hidden not in msg
-    assert "CODEX_V4 and 3 more" in msg
-
-    exactly_five = restriction_message(session("codex", "x", *names[:5]), "purge")
-    assert "more" not in exactly_five
-    six = restriction_message(session("codex", "x", *names[:6]), "purge")
-    assert "and 1 more" in six
-
-
-def test_message_never_contains_values() -> None:
-    marker = "SECRETMARKER42"
-    environ = {
-        "CLAUDECODE": marker,
-        "CLAUDE_CODE_SESSION_ID": marker,
-        "CODEX_SESSION_ID": marker,
-        "CURSOR_TRACE_ID": marker,
-        "GEMINI_CLI": marker,
-        "OPENCODE": marker,
-        "AI_AGENT": marker,
-        "CLAUDE_CODE_OAUTH_TOKEN": marker,
-    }
-    found = detect_agent_session(environ)
-    assert found is not None
-    assert found.session_id == marker  # the id is a value, so the message must omit it
-    msg = restriction_message(found, "verify-ledger --accept-tail")
-    assert marker not in msg
-    with pytest.raises(AgentRestricted) as info:
-        refuse_in_agent_session(found, "verify-ledger --accept-tail")
-    assert marker not in str(info.value)
-
-
-def test_message_escapes_odd_variable_names() -> None:
-    msg = restriction_message(session("codex", "x", "CODEX_\x1b[2J"), "purge")
-    assert "\x1b" not in msg
-
-
-def test_an_unknown_principal_is_told_why_not_which_variables() -> None:
-    msg = restriction_message(UNKNOWN_PRINCIPAL, "purge")
-    assert msg.startswith("Refused: purge needs a person")
-    assert "could not read the environment" in msg and "/proc" in msg
-    assert "variables" not in msg and "env | grep" not in msg
-    assert "stop and ask a person" in msg
-    assert "\n" not in msg
-
-
-def test_refuse_in_agent_session() -> None:
-    refuse_in_agent_session(None, "purge")  # a person: nothing happens
-    s = session("gemini-cli", "unknown", "GEMINI_CLI")
-    with pytest.raises(AgentRestricted) as info:
-        refuse_in_agent_session(s, "verify-ledger --reset-head")
-    assert info.value.reason == "agent_restricted"
-    assert str(info.value) == restriction_message(s, "verify-ledger --reset-head")
-
-
 # --- properties ----------------------------------------------------------------
 
 _names = st.one_of(
@@ -613,14 +437,3 @@ def test_gemini_cli_is_known_by_the_script_node_runs() -> None:
     found = detect_agent_host(relaunched)
     assert found is not None and found.host == "gemini-cli"
     assert found.processes == ("/h/node_modules/.bin/gemini",)
-
-
-def test_merging_takes_the_nearest_known_id_of_the_nearest_host() -> None:
-    from hikmah.access.principal import AgentSession, merge_sessions
-
-    by_process = AgentSession(
-        host="codex", session_id="unknown", variables=(), processes=("/x/codex",)
-    )
-    by_env = AgentSession(host="codex", session_id="t-9", variables=("CODEX_THREAD_ID",))
-    merged = merge_sessions([None, by_process, by_env])
-    assert merged is not None and merged.session_id == "t-9" and merged.processes == ("/x/codex",)
