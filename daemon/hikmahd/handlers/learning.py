@@ -14,11 +14,11 @@ from hikmah.model.errors import HikmahError
 from hikmah.model.trace import Draft, Trace, draft_fields
 from hikmah.model.wire.base import Params
 from hikmah.model.wire.learning import PredictParams, PredictResult
+from hikmah.model.wire.memory import IdParams
 from hikmah.rules.operations import Feedback, Pin, Remember
 
 from ..context import Context
 from ..rpc import JSON, Registry, to_json
-from .memory import IdParams
 
 registry = Registry()
 

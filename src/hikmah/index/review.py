@@ -24,7 +24,7 @@ feature rows keep only what the policy cannot change, the screen's verdict
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import msgspec
 import numpy as np
@@ -36,8 +36,8 @@ from hikmah.model import screen
 from hikmah.model.display import stamped_agent, stamped_session
 from hikmah.model.policy import ReviewPolicy
 from hikmah.model.trace import Trace, source_class
+from hikmah.model.vocabulary import Hold
 
-Hold = Literal["pending", "quarantined"]
 # The feature columns :func:`held_rows` reads.
 HELD_FIELDS: Final = ("source", "verified", "kind", "screened")
 
