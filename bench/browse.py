@@ -29,9 +29,10 @@ from typing import Any
 import recall
 from report import label
 
+from hikmah.model.wire.memory import RecallResult
 from hikmah_browse.query import Search
 from hikmah_browse.rpc import Connection
-from hikmah_browse.wire import Recalled, decode
+from hikmah_browse.wire import decode
 from hikmah_cli.client import Client
 
 RESULTS = Path(__file__).with_name("results-browse.json")
@@ -72,7 +73,7 @@ async def _timed(
 
     async def browser(params: dict[str, Any]) -> None:
         began = time.perf_counter()
-        found = decode(await connection.call("memory.recall", params), Recalled)
+        found = decode(await connection.call("memory.recall", params), RecallResult)
         mine.append((time.perf_counter() - began) * 1000)
         shown.append(len(found.results))
 
