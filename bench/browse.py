@@ -31,9 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from daemon_starts import measure_alone
 from report import label
 
+from hikmah.model.wire.memory import RecallResult
 from hikmah_browse.query import Search
 from hikmah_browse.rpc import Connection
-from hikmah_browse.wire import Recalled, decode
+from hikmah_browse.wire import decode
 from hikmah_client.connection import Client
 from tests.harness.stats import percentile
 
@@ -75,7 +76,7 @@ async def _timed(
 
     async def browser(params: dict[str, Any]) -> None:
         began = time.perf_counter()
-        found = decode(await connection.call("memory.recall", params), Recalled)
+        found = decode(await connection.call("memory.recall", params), RecallResult)
         mine.append((time.perf_counter() - began) * 1000)
         shown.append(len(found.results))
 

@@ -35,7 +35,15 @@ from hikmah.model.paths import project_scope
 from hikmah.model.vocabulary import Kind, RememberedKind
 from hikmah.model.wire.focus import AbsorbResult, CapsuleResult, NoteResult
 from hikmah.model.wire.learning import OutcomeResult, PredictResult
-from hikmah.model.wire.memory import RememberResult
+from hikmah.model.wire.memory import (
+    ConflictsResult,
+    ContextResult,
+    FulfillResult,
+    RecallResult,
+    RememberResult,
+    ShowResult,
+)
+from hikmah.model.wire.promises import PromisesResult
 from hikmah_client import agent_text as framing
 from hikmah_client.connection import RemoteError, Unavailable
 
@@ -263,16 +271,20 @@ def recall(memory: Memory, args: Recall) -> str:
         "limit": args.limit,
         "scope": memory.scope(args.scope),
     }
-    results = memory.call("memory.recall", params)["results"]
+    results = memory.call("memory.recall", params, RecallResult).results
     if args.why:
-        for result in results:
-            explained = result["why"]
-            result["trace"] = {
-                **result["trace"],
-                "content": f"{result['trace']['content']} [why: matched"
-                f" {', '.join(explained['matched_terms']) or 'nothing'};"
-                f" cue {result['cue']:.2f}, meta {result['meta']:.2f}]",
-            }
+        results = [
+            msgspec.structs.replace(
+                result,
+                trace=msgspec.structs.replace(
+                    result.trace,
+                    content=f"{result.trace.content} [why: matched"
+                    f" {', '.join(result.why.matched_terms) or 'nothing'};"
+                    f" cue {result.cue:.2f}, meta {result.meta:.2f}]",
+                ),
+            )
+            for result in results
+        ]
     return framing.recalled(results, args.budget)
 
 
@@ -291,7 +303,7 @@ class Context(Args):
 @tool(Context, READS, "What to know before starting")
 def context(memory: Memory, args: Context) -> str:
     params = {"scope": memory.scope(args.scope), "within_hours": args.within_hours, "limit": 50}
-    result = memory.call("memory.context", params)
+    result = memory.call("memory.context", params, ContextResult)
     return framing.context(result, args.budget) or "Hikmah has no standing memory for this scope."
 
 
@@ -302,7 +314,7 @@ class Conflicts(Args):
 
 @tool(Conflicts, READS, "Open conflicts")
 def conflicts(memory: Memory, args: Conflicts) -> str:
-    groups = memory.call("memory.conflicts", {})["conflicts"]
+    groups = memory.call("memory.conflicts", {}, ConflictsResult).conflicts
     return "\n".join(map(framing.conflict, groups)) or "No open conflicts."
 
 
@@ -318,7 +330,7 @@ class Commitments(Args):
 @tool(Commitments, READS, "Open commitments")
 def commitments(memory: Memory, args: Commitments) -> str:
     params = {"overdue": args.overdue, **_given(within_hours=args.within_hours)}
-    items = memory.call("promises.list", params)["commitments"]
+    items = memory.call("promises.list", params, PromisesResult).commitments
     return "\n".join(map(framing.commitment, items)) or "No open commitments."
 
 
@@ -330,8 +342,8 @@ class Inspect(Args):
 
 @tool(Inspect, READS, "Inspect a memory")
 def inspect(memory: Memory, args: Inspect) -> str:
-    result = memory.call("memory.show", {"id": args.id})
-    lines = [framing.observation(entry) for entry in result["history"]]
+    result = memory.call("memory.show", {"id": args.id}, ShowResult)
+    lines = [framing.observation(entry) for entry in result.history]
     return framing.within_budget(lines, 20_000, header=f"{framing.HEADER} History, oldest first:")
 
 
@@ -398,14 +410,14 @@ class Correct(Args):
 
 @tool(Correct, ADDS, "Correct a memory")
 def correct(memory: Memory, args: Correct) -> str:
-    original = memory.call("memory.show", {"id": args.id})["trace"]
+    original = memory.call("memory.show", {"id": args.id}, ShowResult).trace
     params: dict[str, Any] = {
         "content": args.content,
         "kind": "correction",
         "supersedes": args.id,
         "source": memory.writer.source,
-        "scope": original.get("scope", "global"),
-        "tags": original.get("tags", []),
+        "scope": original.scope,
+        "tags": list(original.tags),
     }
     if args.claim_key is not None or args.claim_value is not None:
         params.update(claim_key=args.claim_key, claim_value=args.claim_value)
@@ -421,8 +433,8 @@ class Fulfill(Args):
 
 @tool(Fulfill, ONCE, "Fulfil a commitment")
 def fulfill(memory: Memory, args: Fulfill) -> str:
-    memory.call("memory.fulfill", {"id": args.id})
-    return f"Commitment {args.id} marked fulfilled."
+    fulfilled = memory.call("memory.fulfill", {"id": args.id}, FulfillResult)
+    return f"Commitment {fulfilled.id} marked fulfilled."
 
 
 class Predict(Args):
@@ -587,8 +599,7 @@ def _written(result: RememberResult) -> str:
 
 
 def _capsule(result: CapsuleResult, budget: int) -> str:
-    # An observation is phrased from the trace's JSON object, as recall's are.
-    lines = [framing.observation(msgspec.to_builtins(entry)) for entry in result.traces]
+    lines = [framing.observation(entry) for entry in result.traces]
     lines += [f"Note (importance {n.importance:.2f}): {n.text}" for n in result.notes]
     if not lines:
         return f"Focus capsule {result.name} is empty."

@@ -26,12 +26,26 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from hikmah.model.deadlines import format_ms as iso_utc
+from hikmah.model.moment import Moment
 from hikmah.model.paths import person_source
 from hikmah.model.secrets import preview
 from hikmah.model.trace import Trace
 from hikmah.model.wire.focus import CapsuleResult, CapsuleSummary, FocusListResult
 from hikmah.model.wire.learning import InvalidateResult
-from hikmah.model.wire.memory import RememberResult
+from hikmah.model.wire.memory import (
+    ClaimValue,
+    Commitment,
+    ConflictGroup,
+    ConflictsResult,
+    FulfillResult,
+    HistoryResult,
+    PurgeResult,
+    Recalled,
+    RecallResult,
+    RememberResult,
+    ShowResult,
+)
+from hikmah.model.wire.promises import PromisesResult
 from hikmah.model.wire.replay import ConsolidateResult, PromoteResult
 from hikmah.model.wire.review import ReviewDecisionResult, ReviewListResult
 from hikmah_client import presence, prompt
@@ -99,7 +113,7 @@ class Memory:
         self.ask = ask  # None: never asks (a write that needs a proof is refused)
         self.principal: wire.Principal | None = None
         self.as_of: int | str | None = None  # what the person travelled to (None: now)
-        self.point: wire.Moment | None = None  # the record it names, as the daemon said
+        self.point: Moment | None = None  # the record it names, as the daemon said
 
     @property
     def read_only(self) -> str | None:
@@ -190,7 +204,7 @@ class Memory:
                     raise
                 refused = str(exc)
 
-    async def travel(self, when: str) -> wire.Moment | None:
+    async def travel(self, when: str) -> Moment | None:
         """Read as of ``when`` from now on (a date, a time, ``-3d``, a ledger sequence
         number; empty: now again); the record it names. A relative time is fixed
         here, so that every view reads the same moment.
@@ -204,7 +218,7 @@ class Memory:
             return None
         as_of: int | str = int(text) if text.isdigit() else text
         reply = await self._call("promises.list", {"overdue": True, "as_of": as_of})
-        point = wire.decode(reply, wire.Past).as_of
+        point = wire.decode(reply, PromisesResult).as_of
         assert point is not None  # a read as of the past says which record
         self.as_of = as_of if isinstance(as_of, int) else iso_utc(point.at)
         self.point = point
@@ -227,30 +241,30 @@ class Memory:
             return None
         return limit if isinstance(limit, int) else None
 
-    async def recall(self, search: Search) -> list[wire.Hit]:
+    async def recall(self, search: Search) -> list[Recalled]:
         params = search.params()
-        return (await self._read("memory.recall", params, wire.Recalled, past=True)).results
+        return (await self._read("memory.recall", params, RecallResult, past=True)).results
 
-    async def show(self, trace_id: str) -> wire.Shown:
-        return await self._read("memory.show", {"id": trace_id}, wire.Shown, past=True)
+    async def show(self, trace_id: str) -> ShowResult:
+        return await self._read("memory.show", {"id": trace_id}, ShowResult, past=True)
 
-    async def conflicts(self, key: str | None = None) -> list[wire.Conflict]:
+    async def conflicts(self, key: str | None = None) -> list[ConflictGroup]:
         params = {} if key is None else {"key": key}
-        found = await self._read("memory.conflicts", params, wire.Conflicts, past=True)
+        found = await self._read("memory.conflicts", params, ConflictsResult, past=True)
         return found.conflicts
 
-    async def history(self, key: str) -> list[wire.ClaimValue]:
+    async def history(self, key: str) -> list[ClaimValue]:
         """Every value ``key`` was given, oldest first."""
-        found = await self._read("memory.history", {"key": key}, wire.ClaimHistory, past=True)
+        found = await self._read("memory.history", {"key": key}, HistoryResult, past=True)
         return found.values
 
     async def commitments(
         self, *, within_hours: float | None = None, overdue: bool = False
-    ) -> list[wire.Commitment]:
+    ) -> list[Commitment]:
         params: dict[str, Any] = {"overdue": overdue}
         if within_hours is not None:
             params["within_hours"] = within_hours
-        found = await self._read("promises.list", params, wire.Commitments, past=True)
+        found = await self._read("promises.list", params, PromisesResult, past=True)
         return found.commitments
 
     async def capsules(self) -> list[CapsuleSummary]:
@@ -290,15 +304,15 @@ class Memory:
         copy, written by this person, supersedes it."""
         return await self.correct(original, original.content, original.claim_value, verified=True)
 
-    async def fulfill(self, trace_id: str) -> dict[str, Any]:
-        return await self._write("memory.fulfill", {"id": trace_id}, dict)
+    async def fulfill(self, trace_id: str) -> FulfillResult:
+        return await self._write("memory.fulfill", {"id": trace_id}, FulfillResult)
 
     async def promote(self, proposal_id: str, *, verified: bool) -> PromoteResult:
         params = {"id": proposal_id, "verified": verified, "source": self.source}
         return await self._write("replay.promote", params, PromoteResult)
 
-    async def purge(self, trace_id: str, reason: str) -> wire.Purged:
-        return await self._write("memory.purge", {"id": trace_id, "reason": reason}, wire.Purged)
+    async def purge(self, trace_id: str, reason: str) -> PurgeResult:
+        return await self._write("memory.purge", {"id": trace_id, "reason": reason}, PurgeResult)
 
     async def invalidate(
         self, pattern: str, reason: str, *, tags: list[str], stale: bool, dry_run: bool

@@ -11,11 +11,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
+from hikmah.model.wire.memory import ConflictGroup, ShowResult
 from hikmah_client.text import when
 
 from . import format
 from .base import View, in_worker, restore_cursor, room, selected_key
-from .wire import Conflict, Shown
 
 
 class ConflictsView(View):
@@ -30,8 +30,8 @@ class ConflictsView(View):
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
-        self.groups: dict[str, Conflict] = {}
-        self.claims: dict[str, tuple[str, Shown]] = {}  # trace id -> (value, trace)
+        self.groups: dict[str, ConflictGroup] = {}
+        self.claims: dict[str, tuple[str, ShowResult]] = {}  # trace id -> (value, trace)
 
     def compose(self) -> ComposeResult:
         keys: DataTable[str] = DataTable(id="keys", cursor_type="row")
@@ -91,7 +91,9 @@ class ConflictsView(View):
             *(self.browser.memory.show(i) for _, i in ids), return_exceptions=True
         )
         self.claims = {
-            i: (value, s) for (value, i), s in zip(ids, shown, strict=True) if isinstance(s, Shown)
+            i: (value, s)
+            for (value, i), s in zip(ids, shown, strict=True)
+            if isinstance(s, ShowResult)
         }
         title.update(f"[b]{format.markup(group.key)}[/]: {len(group.values)} values")
         keep = selected_key(table)
@@ -117,7 +119,7 @@ class ConflictsView(View):
     def into_claims(self) -> None:
         self.query_one("#claims", DataTable).focus()
 
-    def _claim(self) -> tuple[str, Shown] | None:
+    def _claim(self) -> tuple[str, ShowResult] | None:
         key = selected_key(self.query_one("#claims", DataTable))
         return None if key is None else self.claims.get(key)
 

@@ -14,10 +14,11 @@ from rich.markup import escape
 from rich.text import Text
 
 from hikmah.model.display import stamped_agent, visible, writer
+from hikmah.model.recall import Why
 from hikmah.model.trace import Trace
+from hikmah.model.vocabulary import Hold
+from hikmah.model.wire.memory import Recalled
 from hikmah_client.text import clip, relative
-
-from .wire import Hit, Hold, Why
 
 Clock = Callable[[], int]  # epoch ms
 STATUS_MARK = {"active": " ", "superseded": "s", "fulfilled": "f", "purged": "x"}
@@ -82,7 +83,7 @@ def cell(text: str, width: int) -> Text:
     return Text(clip(one_line(text), width), end="", no_wrap=True)
 
 
-def why_text(hit: Hit) -> str:
+def why_text(hit: Recalled) -> str:
     """Every term of one result's score, for the why panel (Rich markup)."""
     why: Why = hit.why
     matched = ", ".join(why.matched_terms) or "none"

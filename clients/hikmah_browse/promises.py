@@ -10,11 +10,11 @@ from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
 from hikmah.model.display import counted
+from hikmah.model.wire.memory import Commitment
 from hikmah_client.text import clip, when
 
 from . import format
 from .base import View, restore_cursor, room, selected_key
-from .wire import Commitment
 
 # What the view can show: (label, within_hours, overdue only).
 WINDOWS = {

@@ -18,11 +18,12 @@ from textual.binding import Binding, BindingType
 from textual.events import Key, Resize
 from textual.widgets import DataTable, Input, Static
 
+from hikmah.model.wire.memory import Recalled
+
 from . import format
 from .base import View, in_worker, restore_cursor, room, selected_key
 from .dialogs import Filters
 from .query import Search
-from .wire import Hit
 
 DEBOUNCE_S = 0.04
 
@@ -42,7 +43,7 @@ class SearchView(View):
     def __init__(self, query: str = "", **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.search = Search(text=query)
-        self.hits: dict[str, Hit] = {}
+        self.hits: dict[str, Recalled] = {}
         self.shown: Search | None = None  # the search whose results the table holds
 
     def compose(self) -> ComposeResult:
@@ -96,7 +97,7 @@ class SearchView(View):
             return
         self._show(hits)
 
-    def _show(self, hits: list[Hit]) -> None:
+    def _show(self, hits: list[Recalled]) -> None:
         table = self.query_one("#hits", DataTable)
         # The same search shown again (new events, a resize) keeps its row; a new one
         # starts on its first result, not on a row that happens to be in both lists.
@@ -151,7 +152,7 @@ class SearchView(View):
     def highlighted(self) -> None:
         self._why()
 
-    def selected(self) -> Hit | None:
+    def selected(self) -> Recalled | None:
         key = selected_key(self.query_one("#hits", DataTable))
         return None if key is None else self.hits.get(key)
 
@@ -189,7 +190,7 @@ class SearchView(View):
         self.browser.act_invalidate(self.search.words_and_tags()[0])
 
 
-def _flagged(hit: Hit) -> str:
+def _flagged(hit: Recalled) -> str:
     """A result's text, after its review flag when it waits for the person's review."""
     flag = format.held(hit.held)
     return f"{flag}: {hit.trace.content}" if flag else hit.trace.content

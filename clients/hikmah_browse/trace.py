@@ -16,13 +16,14 @@ from textual.widgets import DataTable, Footer, Static
 
 from hikmah.model.display import visible
 from hikmah.model.trace import normalize_claim_key
+from hikmah.model.wire.memory import ShowResult, StoredTrace
 from hikmah_client.text import when
 
 from . import format
 from .base import browser_of, in_worker, room, selected_key
 from .masthead import Masthead
 from .rpc import RemoteError, Unavailable
-from .wire import Shown, Stored, Trace, VerifyReport
+from .wire import Trace, VerifyReport
 
 if TYPE_CHECKING:
     from .app import BrowseApp
@@ -45,9 +46,9 @@ class TracePage(Screen[None]):
     def __init__(self, trace_id: str) -> None:
         super().__init__()
         self.trace_id = trace_id
-        self.shown: Shown | None = None
+        self.shown: ShowResult | None = None
         self.related: set[str] = {trace_id}
-        self.rivals: dict[str, Stored] = {}
+        self.rivals: dict[str, StoredTrace] = {}
 
     @property
     def browser(self) -> BrowseApp:
@@ -117,7 +118,7 @@ class TracePage(Screen[None]):
         self._show_ledger(await self.browser.ledger_report())
         self.say("")
 
-    def _show_trace(self, shown: Shown) -> None:
+    def _show_trace(self, shown: ShowResult) -> None:
         trace, now = shown.trace, self.browser.now()
         verified = "verified ✓" if trace.provenance.verified else "unverified"
         status = shown.status + (f" by {shown.superseded_by}" if shown.superseded_by else "")
@@ -201,7 +202,7 @@ class TracePage(Screen[None]):
         shown = await asyncio.gather(
             *(self.browser.memory.show(i) for i in ids), return_exceptions=True
         )
-        others = {i: s for i, s in zip(ids, shown, strict=True) if isinstance(s, Shown)}
+        others = {i: s for i, s in zip(ids, shown, strict=True) if isinstance(s, ShowResult)}
         self.rivals = dict(others)
         self.related |= set(others)
         for value in group.values:

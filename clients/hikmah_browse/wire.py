@@ -1,12 +1,11 @@
 """The daemon's replies as the browser reads them (docs/protocol.md), decoded once.
 
-Traces, proposals, why a trace is held and the ledger's report are the kernel's own wire
-types (:class:`hikmah.model.trace.Trace`, :class:`hikmah.model.proposal.Proposal`,
-:data:`hikmah.model.wire.review.Hold`, :class:`hikmah.ledger.chain.VerifyReport`: modules
-without the store), and a method whose Result :mod:`hikmah.model.wire` declares is read
-with it (:mod:`hikmah_browse.api`). The other shapes are declared here, for the client,
-since the kernel declares them beside the store (recall's results) or in the daemon: they
-take what they name and ignore members a newer daemon may add.
+Traces, proposals and the ledger's report are the kernel's own wire types
+(:class:`hikmah.model.trace.Trace`, :class:`hikmah.model.proposal.Proposal`,
+:class:`hikmah.ledger.chain.VerifyReport`: modules without the store), and a method
+whose types :mod:`hikmah.model.wire` declares is read with them. The other shapes
+are declared here, for the client, since the kernel declares them in the daemon:
+they take what they name and ignore members a newer daemon may add.
 """
 
 from __future__ import annotations
@@ -18,8 +17,7 @@ import msgspec
 from hikmah.ledger.chain import Head, VerifyReport
 from hikmah.model.proposal import Proposal
 from hikmah.model.trace import Trace
-from hikmah.model.vocabulary import Status
-from hikmah.model.wire.review import Hold
+from hikmah.model.vocabulary import Hold
 
 __all__ = ["Head", "Hold", "Proposal", "Trace", "VerifyReport", "decode"]
 
@@ -28,130 +26,6 @@ T = TypeVar("T")
 
 class _Reply(msgspec.Struct, frozen=True, kw_only=True):
     """Base of every reply shape."""
-
-
-class Why(_Reply, frozen=True):
-    """Every term of a recall score (``memory.recall``'s ``why``; the kernel's own is
-    in :mod:`hikmah.recall.ranking`, which loads the store)."""
-
-    matched_terms: list[str]
-    coverage: float
-    jaccard: float
-    lexical: float
-    tag_coverage: float
-    recency: float
-    salience: float
-    confidence: float
-    provenance: float
-    urgency: float
-    feedback: float = 0.0
-    pinned: bool = False
-    overdue: bool = False
-    redundancy: float = 0.0
-
-
-class Hit(_Reply, frozen=True):
-    """One recall result."""
-
-    trace: Trace
-    status: Status
-    score: float
-    cue: float
-    meta: float
-    duplicates: int
-    conflicts: list[str]
-    supersedes: str | None
-    superseded_by: str | None
-    why: Why
-    held: Hold | None = None  # waits for the person's review (a person's recall only)
-
-
-class Recalled(_Reply, frozen=True):
-    results: list[Hit]
-
-
-class Moment(_Reply, frozen=True):
-    """A ledger record and when it was written (``as_of``, ``purged``, ``written``)."""
-
-    seq: int
-    at: int
-
-
-class Stored(_Reply, frozen=True):
-    """A trace with the state the ledger gave it (a StoredTrace); read as of the past,
-    ``purged`` when it has been purged since (its text is gone)."""
-
-    trace: Trace
-    status: Status
-    superseded_by: str | None
-    purged: Moment | None = None
-
-
-class OwnRecord(_Reply, frozen=True):
-    """The ledger record that wrote a trace."""
-
-    seq: int
-    hash: str | None
-    at: int
-
-
-class Shown(Stored, frozen=True):
-    """``memory.show``: the trace, its whole correction chain, oldest first, and the
-    record that wrote it."""
-
-    # Defaults only because a field with one (``purged``) comes before; the daemon
-    # always sends them.
-    history: list[Stored] = msgspec.field(default_factory=list)
-    record: OwnRecord | None = None
-    held: Hold | None = None  # waits for the person's review
-
-
-class ClaimValue(_Reply, frozen=True):
-    """One value of a claim key's history (``memory.history``)."""
-
-    id: str
-    value: str
-    source: str
-    verified: bool
-    written: Moment
-    status: Status
-    ended: Moment | None
-    superseded_by: str | None
-    locator: str | None = None
-
-
-class ClaimHistory(_Reply, frozen=True):
-    key: str
-    values: list[ClaimValue]
-
-
-class Past(_Reply, frozen=True):
-    """The ``as_of`` of a reply read as of the past."""
-
-    as_of: Moment | None = None
-
-
-class ConflictValue(_Reply, frozen=True):
-    value: str
-    ids: list[str]
-
-
-class Conflict(_Reply, frozen=True):
-    key: str
-    values: list[ConflictValue]
-
-
-class Conflicts(_Reply, frozen=True):
-    conflicts: list[Conflict]
-
-
-class Commitment(Stored, frozen=True):
-    overdue: bool = False  # (defaults: see Shown)
-    due_in_ms: int = 0
-
-
-class Commitments(_Reply, frozen=True):
-    commitments: list[Commitment]
 
 
 class Principal(_Reply, frozen=True):
@@ -183,11 +57,6 @@ class DaemonStatus(_Reply, frozen=True):
     principal: Principal | None
     data_dir: str
     review: Waiting = msgspec.field(default_factory=Waiting)
-
-
-class Purged(_Reply, frozen=True):
-    id: str
-    note: str
 
 
 class Policy(_Reply, frozen=True):

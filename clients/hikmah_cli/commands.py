@@ -31,8 +31,9 @@ from hikmah_client.text import relative, when
 from . import render, runners
 from .session import OK, Exit, UsageError, call
 
-if TYPE_CHECKING:  # the reply's type, for mypy only: the CLI reads replies as Reply
+if TYPE_CHECKING:  # the replies' types, for mypy only: the CLI reads replies as Reply
     from hikmah.model.wire.learning import InvalidateResult
+    from hikmah.model.wire.memory import ShowResult, VerifyResult
 
 Request = tuple[str, dict[str, Any]]
 
@@ -204,16 +205,16 @@ def _invalidate(args: argparse.Namespace) -> Request:
 
 def _verify_traces(args: argparse.Namespace) -> Request:
     params = {"source": args.source, "kinds": args.kind, **_given(args, "scope")}
-    preview = call(args, "memory.verify", params)
-    if not preview["matched"]:
+    preview: VerifyResult = call(args, "memory.verify", params)
+    if not preview.matched:
         return "memory.verify", params
     print(visible(render.verify_preview(preview, args.source)), file=sys.stderr)
     if not sys.stdin.isatty():
         raise UsageError("verifying needs you at a terminal to confirm what you checked")
-    answer = input(f"Verify these {preview['matched']} traces as checked by you? [y/N] ")
+    answer = input(f"Verify these {preview.matched} traces as checked by you? [y/N] ")
     if answer.strip().lower() not in ("y", "yes"):
         raise Exit(OK)
-    return "memory.verify", {**params, "confirm": preview["selection"]}
+    return "memory.verify", {**params, "confirm": preview.selection}
 
 
 def _verify(args: argparse.Namespace) -> Request:
@@ -261,7 +262,8 @@ def _review(args: argparse.Namespace) -> Request:
         raise UsageError("edit one at a time: hikmah review edit ID")
     from . import editor  # noqa: PLC0415 -- only an edit opens an editor
 
-    original = call(args, "memory.show", {"id": args.ids[0]})["trace"]["content"]
+    shown: ShowResult = call(args, "memory.show", {"id": args.ids[0]})
+    original = shown.trace.content
     edited = editor.edit(original)
     if not edited.strip():
         raise UsageError("the text is empty: nothing was accepted")
@@ -388,7 +390,7 @@ COMMANDS: tuple[Command, ...] = (
             arg("--id", help="the commitment (or give it positionally)"),
         ),
         _fulfill,
-        lambda r: f"fulfilled {r['id']}",
+        render.fulfilled,
     ),
     Command(
         "predict",
@@ -548,7 +550,7 @@ COMMANDS: tuple[Command, ...] = (
         "retention deletion of a trace (a person only)",
         (arg("--id", required=True), arg("--reason", required=True, help="kept in the tombstone")),
         lambda a: ("memory.purge", {"id": a.id, "reason": a.reason}),
-        lambda r: f"purged {r['id']}\n  {r['note']}",
+        render.purged,
         person=always,
     ),
     Command(

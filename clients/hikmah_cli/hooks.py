@@ -15,12 +15,17 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hikmah.model.paths import project_scope
 from hikmah.model.tokenizer import terms
 from hikmah_client import agent_text as framing
 from hikmah_client.connection import Client
+
+from .replies import as_reply
+
+if TYPE_CHECKING:  # the replies' types, for mypy only: the CLI reads replies as Reply
+    from hikmah.model.wire.memory import ContextResult, RecallResult
 
 TIMEOUT_S = 2.0
 PROMPT_LIMIT = 6  # at most six traces per prompt
@@ -55,8 +60,8 @@ def context_for(event: str, payload: dict[str, Any], socket_path: Path, budget: 
     client = Client(socket_path, timeout=TIMEOUT_S)
     try:
         if event == "session-start":
-            result = client.call("memory.context", {"scope": scope})
-            return framing.context(result, budget)
+            context: ContextResult = as_reply(client.call("memory.context", {"scope": scope}))
+            return framing.context(context, budget)
         prompt = payload.get("prompt")
         if not isinstance(prompt, str) or is_trivial(prompt := asked(prompt)):
             return ""
@@ -66,8 +71,8 @@ def context_for(event: str, payload: dict[str, Any], socket_path: Path, budget: 
             "min_matched_terms": PROMPT_MIN_SHARED,
             "scope": scope,
         }
-        results = client.call("memory.recall", params)["results"]
-        return framing.recalled(results, budget) if results else ""
+        recalled: RecallResult = as_reply(client.call("memory.recall", params))
+        return framing.recalled(recalled.results, budget) if recalled.results else ""
     finally:
         client.close()
 

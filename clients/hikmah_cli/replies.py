@@ -13,17 +13,25 @@ from __future__ import annotations
 
 from typing import Any
 
+# The dict's methods that json.dumps and dict() call on a dict's subclass: a member of
+# that name cannot stand in for them.
+_MAPPING = frozenset({"items", "keys"})
+
 
 class Reply(dict[str, Any]):
-    """A JSON object whose members read as attributes too (``reply.trace.id``)."""
+    """A JSON object whose members read as attributes too (``reply.trace.id``). A member
+    comes before the dict's own attribute of its name (a claim history's ``values`` is its
+    member, not the dict's method), but for :data:`_MAPPING`."""
 
     __slots__ = ()
 
+    def __getattribute__(self, name: str) -> Any:
+        if name not in _MAPPING and dict.__contains__(self, name):
+            return dict.__getitem__(self, name)
+        return super().__getattribute__(name)
+
     def __getattr__(self, name: str) -> Any:
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(f"the reply has no member {name!r}") from None
+        raise AttributeError(f"the reply has no member {name!r}")
 
 
 def as_reply(value: Any) -> Any:

@@ -9,22 +9,26 @@ note, in the order it says them.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the replies' types, for mypy only (the CLI reads replies as Reply)
+    from hikmah.model.wire.memory import Recalled, StoredTrace
 
 # How a renderer says each note, by name, in the order it says them.
 Phrases = Mapping[str, Callable[[Any], str]]
 
 
-def said(item: Mapping[str, Any], phrases: Phrases) -> list[str]:
-    """The notes of a recall result (or ``{"trace", …}``) that apply, phrased."""
-    trace = item["trace"]
+def said(item: Recalled | StoredTrace, phrases: Phrases) -> list[str]:
+    """The notes of a recall result (or a stored trace: what only a result has, it has not)
+    that apply, phrased."""
+    trace = item.trace
     found = {
-        "claim": (trace["claim_key"], trace["claim_value"]) if trace.get("claim_key") else None,
-        "deadline": trace.get("deadline"),
-        "duplicates": item.get("duplicates") or None,
-        "conflicts": item.get("conflicts") or None,
-        "supersedes": item.get("supersedes") or None,
-        "superseded_by": item.get("superseded_by") or None,
-        "held": item.get("held"),  # for a person: it waits for their review
+        "claim": (trace.claim_key, trace.claim_value) if trace.claim_key else None,
+        "deadline": trace.deadline,
+        "duplicates": getattr(item, "duplicates", None) or None,
+        "conflicts": getattr(item, "conflicts", None) or None,
+        "supersedes": getattr(item, "supersedes", None) or None,
+        "superseded_by": item.superseded_by or None,
+        "held": getattr(item, "held", None),  # for a person: it waits for their review
     }
     return [say(found[name]) for name, say in phrases.items() if found[name] is not None]

@@ -47,7 +47,8 @@ from typing import Any, Protocol, TypeVar
 import trio
 
 from hikmah.index.past import as_of, now_of
-from hikmah.index.snapshot import Moment
+from hikmah.index.snapshot import Snapshot
+from hikmah.model.moment import Moment
 from hikmah.model.policy import KernelPolicy
 from hikmah.model.recall import RecallQuery, RecallResult
 from hikmah.recall.ranking import recall
@@ -276,26 +277,40 @@ class Recalls:
     ) -> list[RecallResult]:
         """The results of ``query`` (as of ``point``, or now), after ``asker``'s previous
         recall and in a turn; ``hide_held``: for an agent (:mod:`hikmah.index.review`)."""
+        return await self.recall_then(query, _as_they_are, asker, point=point, hide_held=hide_held)
+
+    async def recall_then(
+        self,
+        query: RecallQuery,
+        then: Callable[[Snapshot, list[RecallResult]], T],
+        asker: Asker | None = None,
+        *,
+        point: Moment | None = None,
+        hide_held: bool = False,
+    ) -> T:
+        """:meth:`recall`, its results passed on to ``then`` with the present snapshot they
+        were read in: what ``then`` reads of them agrees with them."""
         if asker is None:
-            return await self._in_turn(query, lambda: 0, point, hide_held)
+            return await self._in_turn(query, then, lambda: 0, point, hide_held)
         own = self._own.setdefault(asker, trio.Lock())
         async with held(own):
-            return await self._in_turn(query, asker.unread, point, hide_held)
+            return await self._in_turn(query, then, asker.unread, point, hide_held)
 
     async def _in_turn(
         self,
         query: RecallQuery,
+        then: Callable[[Snapshot, list[RecallResult]], T],
         unread: Callable[[], int],
         point: Moment | None,
         hide_held: bool,
-    ) -> list[RecallResult]:
+    ) -> T:
         async with self.turns.turn(unread):
             now, policy = self.now_ms(), self.policy()
 
-            def run() -> list[RecallResult]:
+            def run() -> T:
                 with self.store.snapshot() as present:
                     snapshot = as_of(present, point, now)
-                    return recall(
+                    results = recall(
                         snapshot,
                         query,
                         now_ms=now_of(snapshot, now),
@@ -304,6 +319,7 @@ class Recalls:
                         embed=self.query_thread,
                         hide_held=hide_held,
                     )
+                    return then(present, results)
 
             began = time.perf_counter()
             # A laggard's recall runs in a worker thread however short it is: the loop
@@ -317,3 +333,8 @@ class Recalls:
             took = time.perf_counter() - began
             self._took_s += (took - self._took_s) / 5  # a moving average
         return results
+
+
+def _as_they_are(present: Snapshot, results: list[RecallResult]) -> list[RecallResult]:
+    """A recall's results, nothing read besides."""
+    return results

@@ -15,8 +15,12 @@ import numpy as np
 import trio
 import trio.testing
 
+from hikmah.index import queries
+from hikmah.index.snapshot import Snapshot
 from hikmah.model.policy import KernelPolicy
-from hikmah.model.recall import RecallQuery
+from hikmah.model.recall import RecallQuery, RecallResult
+from hikmah.model.trace import Draft
+from hikmah.rules.operations import Remember, Written
 from hikmah.store.core import Store
 from hikmahd.connection import IDLE_S, Connection
 from hikmahd.context import Context
@@ -142,6 +146,38 @@ async def test_a_laggards_recall_runs_off_the_loop(tmp_path: Path) -> None:
         assert offloaded == []
         await recalls.recall(query, asker(9000))
         assert offloaded == ["thread"]
+
+
+async def test_what_is_read_besides_a_recalls_results_is_of_their_snapshot(
+    tmp_path: Path,
+) -> None:
+    # memory.recall reads where each result was written, and whether it is held, after
+    # the recall: in the snapshot the results came from, not one a write made since.
+    now = 1_790_000_000_000
+    with Store(tmp_path / "data") as store:
+
+        def write(draft: Draft) -> Written:
+            (written,) = store.apply([Remember(draft=draft)], now_ms=now, policy=KernelPolicy())
+            assert isinstance(written, Written)
+            return written
+
+        original = write(Draft(content="The staging database runs Postgres 15")).trace
+        assert original is not None
+        correction = Draft(content="It runs Postgres 16", supersedes=original.id)
+
+        def then(present: Snapshot, results: list[RecallResult]) -> list[str]:
+            writer = threading.Thread(target=write, args=(correction,))  # meanwhile
+            writer.start()
+            writer.join()
+            return [queries.get(present, result.trace.id).status for result in results]
+
+        async def inline(call: Callable[[], Any]) -> Any:
+            return call()
+
+        recalls = Recalls(store, KernelPolicy, lambda: now, inline, QueryThread())
+        query = RecallQuery(query="staging database")
+        assert await recalls.recall_then(query, then) == ["active"]
+        assert store.read(queries.get, original.id).status == "superseded"
 
 
 async def test_unread_counts_what_the_peer_has_not_read() -> None:

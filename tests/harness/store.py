@@ -6,6 +6,7 @@ from hikmah.index import queries
 from hikmah.model.errors import HikmahError
 from hikmah.model.policy import KernelPolicy
 from hikmah.model.trace import Draft, Trace
+from hikmah.model.wire.memory import StoredTrace
 from hikmah.rules.operations import Operation, Remember, Written
 from hikmah.store.core import Store
 
@@ -48,6 +49,6 @@ def remember_forecast(store: Store, content: str, family: str = "cache") -> Trac
     return written.trace
 
 
-def all_traces(store: Store) -> list[queries.StoredTrace]:
+def all_traces(store: Store) -> list[StoredTrace]:
     """Every trace but the purged ones, in write order."""
     return store.read(lambda snapshot: list(queries.traces(snapshot)))

@@ -11,11 +11,11 @@ import pytest
 from hikmah.index import queries
 from hikmah.index.layout import SEQ
 from hikmah.index.past import Past, as_of, moment
-from hikmah.index.snapshot import Moment
 from hikmah.ledger.chain import GENESIS, encode_record
 from hikmah.ledger.payloads import PAYLOAD_ENCODER, FulfillPayload, RememberPayload
 from hikmah.model.deadlines import parse_moment
 from hikmah.model.errors import InvalidInput
+from hikmah.model.moment import Moment
 from hikmah.model.policy import KernelPolicy
 from hikmah.model.recall import RecallQuery
 from hikmah.model.trace import Trace

@@ -1,7 +1,7 @@
 """What every read that may be made as of the past shares: its snapshot, and its ``as_of``
-reply key.
+reply key (a typed reply has an ``as_of`` field of its own: the snapshot's ``point``).
 
-The ``as_of`` param itself is :data:`hikmah.index.past.AsOf`, declared by each method's
+The ``as_of`` param itself is :data:`hikmah.model.moment.AsOf`, declared by each method's
 params; docs/protocol.md, "Reading the past", says what it accepts.
 """
 
@@ -10,8 +10,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from hikmah.index.past import AsOf, as_of
+from hikmah.index.past import as_of
 from hikmah.index.snapshot import Snapshot
+from hikmah.model.moment import AsOf
 
 from ..rpc import JSON, to_json
 from ..services import Services

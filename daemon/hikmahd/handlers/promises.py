@@ -3,33 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated
 
 import msgspec
 
 from hikmah.index import queries
-from hikmah.index.past import AsOf, now_of
+from hikmah.index.past import now_of
 from hikmah.index.snapshot import Snapshot
 from hikmah.model.trace import Trace
-from hikmah.model.wire.base import Params
+from hikmah.model.wire.memory import Commitment
+from hikmah.model.wire.promises import PromisesParams, PromisesResult
 
 from ..context import Context
-from ..rpc import JSON, Registry, to_json
-from .asof import past, reading
+from ..rpc import Registry
+from .asof import reading
 
 registry = Registry()
 HOUR_MS = 3_600_000
-MAX_HOURS = 24 * 366 * 100  # a century: any further is "everything"
 
 
-class PromisesParams(Params, frozen=True):
-    within_hours: Annotated[float, msgspec.Meta(ge=0, le=MAX_HOURS)] | None = None
-    overdue: bool = False
-    as_of: AsOf | None = None  # the queue as it stood then (its now is then)
-
-
-@registry.method("promises.list", PromisesParams)
-async def promises(ctx: Context, params: PromisesParams) -> JSON:
+@registry.method("promises.list")
+async def promises(ctx: Context, params: PromisesParams) -> PromisesResult:
     with reading(ctx.services, params.as_of) as snapshot:
         now = now_of(snapshot, ctx.services.now_ms())
         until = None
@@ -38,7 +31,7 @@ async def promises(ctx: Context, params: PromisesParams) -> JSON:
         elif params.within_hours is not None:
             until = now + int(params.within_hours * HOUR_MS)
         found = due(snapshot, now, until, scope=None, hides=ctx.hides)
-        return past({"commitments": found}, snapshot)
+        return PromisesResult(commitments=found, as_of=snapshot.point)
 
 
 def due(
@@ -48,11 +41,11 @@ def due(
     *,
     scope: str | None,
     hides: Callable[[Trace], bool],
-) -> list[JSON]:
+) -> list[Commitment]:
     """Open commitments due by ``until``, soonest first (only those holding in ``scope``,
     and not those ``hides`` keeps from the caller), each with whether it is overdue and
     how long until it is due."""
-    commitments: list[JSON] = []
+    commitments: list[Commitment] = []
     for entry in queries.commitments(snapshot, until_ms=until):
         if scope is not None and entry.trace.scope not in ("global", scope):
             continue
@@ -61,6 +54,10 @@ def due(
         deadline = entry.trace.deadline
         assert deadline is not None
         commitments.append(
-            {**to_json(entry), "overdue": deadline <= now_ms, "due_in_ms": deadline - now_ms}
+            Commitment(
+                **msgspec.structs.asdict(entry),
+                overdue=deadline <= now_ms,
+                due_in_ms=deadline - now_ms,
+            )
         )
     return commitments

@@ -23,11 +23,11 @@ import trio
 
 from hikmah import migration
 from hikmah.index import queries
-from hikmah.index.past import AsOf
 from hikmah.ledger.chain import Head, decode_record
 from hikmah.migration import transfer
 from hikmah.model.errors import HikmahError, InvalidInput
 from hikmah.model.headtext import parse_head
+from hikmah.model.moment import AsOf
 from hikmah.model.paths import project_scope
 from hikmah.model.secrets import preview, redact
 from hikmah.model.vocabulary import ImportSource

@@ -1,6 +1,6 @@
 """Reading the store as it stood at a point in the past: a :class:`Past` snapshot.
 
-A point is a ledger record (:class:`~hikmah.index.snapshot.Moment`: its sequence
+A point is a ledger record (:class:`~hikmah.model.moment.Moment`: its sequence
 number, and the time reads as of it take as now). The state as of record
 ``seq`` is what the ledger's first ``seq`` records made of memory, read from
 the same indexes as the present, never by replaying the ledger:
@@ -38,13 +38,12 @@ from hikmah.index.layout import (
     revision_key,
     split_revision_key,
 )
-from hikmah.index.snapshot import Moment, Snapshot
+from hikmah.index.snapshot import Snapshot
 from hikmah.ledger.chain import Head, decode_record
 from hikmah.model.deadlines import parse_moment
 from hikmah.model.errors import InvalidInput
+from hikmah.model.moment import AsOf, Moment
 from hikmah.model.vocabulary import STATUSES, Status
-
-AsOf = int | str  # a ledger sequence number, or a time (hikmah.model.deadlines.parse_moment)
 
 # The features whose value depends on the point read as of; the others never change.
 _STATE = ("status", "present", "feedback", "pinned")

@@ -24,77 +24,34 @@ from hikmah.index.layout import (
     reminder_key,
 )
 from hikmah.index.review import HELD_FIELDS, held_rows
-from hikmah.index.snapshot import Moment, Snapshot
+from hikmah.index.snapshot import Snapshot
 from hikmah.model.errors import NotFound
+from hikmah.model.moment import Moment
 from hikmah.model.policy import ReviewPolicy
 from hikmah.model.tokenizer import terms
 from hikmah.model.trace import Trace, normalize_claim_key, normalize_claim_value, normalize_content
 from hikmah.model.vocabulary import STATUSES, Status
+from hikmah.model.wire.memory import (
+    ClaimValue,
+    ConflictGroup,
+    ConflictValue,
+    OwnRecord,
+    StoredTrace,
+)
 from hikmah.working.promises import STAGES, Stage
-
-
-class StoredTrace(msgspec.Struct, frozen=True, kw_only=True):
-    """A trace with the state the ledger has given it since."""
-
-    trace: Trace
-    status: Status
-    superseded_by: str | None = None
-
-
-class PurgedSince(StoredTrace, frozen=True, kw_only=True):
-    """A trace read as of a point before its purge: its stub (the text is gone for
-    good), and when it was purged."""
-
-    purged: Moment
 
 
 def stored(
     snapshot: Snapshot, docno: int, *, trace: Trace | None = None, status: Status | None = None
 ) -> StoredTrace:
-    """The trace at ``docno`` with its status and successor as ``snapshot`` reads them."""
-    entry = StoredTrace(
+    """The trace at ``docno`` with its status and successor as ``snapshot`` reads them
+    (and, read as of the past, its purge since)."""
+    return StoredTrace(
         trace=snapshot.trace_at(docno) if trace is None else trace,
         status=snapshot.status_of(docno) if status is None else status,
         superseded_by=snapshot.successor(docno),
+        purged=snapshot.purged_since(docno),
     )
-    purged = snapshot.purged_since(docno)
-    if purged is None:
-        return entry
-    return PurgedSince(**msgspec.structs.asdict(entry), purged=purged)
-
-
-class ConflictValue(msgspec.Struct, frozen=True):
-    value: str
-    ids: list[str]
-
-
-class ConflictGroup(msgspec.Struct, frozen=True):
-    key: str
-    values: list[ConflictValue]
-
-
-class ClaimValue(msgspec.Struct, frozen=True, kw_only=True):
-    """One value a claim key was given: by which trace, who, when, and until when."""
-
-    id: str
-    value: str  # as its trace wrote it
-    source: str
-    locator: str | None  # an agent session's stamp says who wrote it, whatever the source
-    verified: bool
-    written: Moment
-    status: Status
-    ended: Moment | None  # when it stopped holding (superseded or fulfilled)
-    superseded_by: str | None
-
-
-class OwnRecord(msgspec.Struct, frozen=True):
-    """The ledger record that wrote a trace (``device``: a paired device's chain, whose
-    record it is; None for this device's ledger)."""
-
-    seq: int
-    hash: str | None  # None only when the ledger no longer holds the record
-    at: int
-    device: str | None = None
 
 
 class Scheduled(NamedTuple):
@@ -407,7 +364,7 @@ def standing(
         )
     )
     return [
-        StoredTrace(trace=snapshot.trace_at(int(docno)), status="active")
+        StoredTrace(trace=snapshot.trace_at(int(docno)), status="active", superseded_by=None)
         for docno in docs[order][:limit]
     ]
 

@@ -35,7 +35,8 @@ from hikmah.model import screen
 from hikmah.model.display import stamped_agent, stamped_session
 from hikmah.model.policy import ReviewPolicy
 from hikmah.model.trace import Trace, source_class
-from hikmah.model.wire.review import Hold, Reason, ReviewItem
+from hikmah.model.vocabulary import Hold
+from hikmah.model.wire.review import Reason, ReviewItem
 
 # The feature columns :func:`held_rows` reads.
 HELD_FIELDS: Final = ("source", "verified", "kind", "screened")

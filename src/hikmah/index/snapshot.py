@@ -22,7 +22,6 @@ import threading
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
-import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -48,6 +47,7 @@ from hikmah.index.layout import (
     unpack_u32,
 )
 from hikmah.ledger.chain import Head, decode_record
+from hikmah.model.moment import Moment
 from hikmah.model.trace import Trace
 from hikmah.model.vocabulary import STATUSES, Status
 from hikmah.vault.crypto import KeyDestroyed, VaultLocked
@@ -55,13 +55,6 @@ from hikmah.vault.sealing import Sealed, open_trace
 
 # Commits remembered for patching the columns; past it, the next read reloads them.
 _MAX_LOGGED_COMMITS = 4096
-
-
-class Moment(msgspec.Struct, frozen=True):
-    """A point of the ledger: a record's sequence number and when it was written."""
-
-    seq: int
-    at: int
 
 
 class Added(NamedTuple):

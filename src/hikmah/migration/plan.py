@@ -37,6 +37,7 @@ from hikmah.index import queries
 from hikmah.index.snapshot import Snapshot
 from hikmah.migration.items import Item, content_version, item_trace_id
 from hikmah.model.trace import Draft, normalize_content
+from hikmah.model.wire.memory import StoredTrace
 from hikmah.rules.operations import Remember
 
 Reason = Literal["already", "older", "kept_correction", "purged"]
@@ -81,7 +82,7 @@ def plan(snapshot: Snapshot, item: Item) -> Write | Skip:
     Returns:
         The write to submit, or why there is none.
     """
-    versions: list[queries.StoredTrace] = []
+    versions: list[StoredTrace] = []
     while (found := queries.lookup(snapshot, item_trace_id(item, len(versions) + 1))) is not None:
         versions.append(found)
     if not versions:

@@ -38,13 +38,13 @@ from typing import Any, NamedTuple
 import msgspec
 
 from hikmah.access.principal import AgentSession
-from hikmah.index.queries import StoredTrace
 from hikmah.ledger.chain import GENESIS, Head, Record, decode_record, link_problem
 from hikmah.ledger.payloads import SupersedePayload
 from hikmah.model.errors import HikmahError, InvalidInput, LedgerError
 from hikmah.model.secrets import check_fields, redact
 from hikmah.model.trace import Draft, TraceFields, draft_fields
 from hikmah.model.vocabulary import Kind, PredictionType, Privacy, Status
+from hikmah.model.wire.memory import StoredTrace
 from hikmah.rules.operations import Fulfill, Operation, Purge, Remember
 
 # Ids are echoed in reports and error messages, so they must look like ids

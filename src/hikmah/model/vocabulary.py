@@ -1,5 +1,5 @@
 """The words of the trace model: kinds, statuses, privacy classes, prediction types,
-classes of source, and the memory tools an import reads.
+classes of source, review holds, and the memory tools an import reads.
 
 Standard library only, and nothing but these names: the CLI imports this on
 every shell command (its choices of ``--kind`` and ``--privacy``), and the
@@ -29,6 +29,8 @@ Privacy = Literal["public", "private", "sensitive"]
 PredictionType = Literal["noul", "choice", "score"]
 # Who wrote a trace, by its provenance (hikmah.model.trace.source_class).
 SourceClass = Literal["person", "agent", "tool", "other"]
+# Why a trace an agent wrote is held from agents until a person decides (hikmah.index.review).
+Hold = Literal["pending", "quarantined"]
 # ``hikmah import --from``: hikmah.migration has a reader for each.
 ImportSource = Literal["mcp-memory", "claude-mem", "mem0", "basic-memory", "claude-md"]
 

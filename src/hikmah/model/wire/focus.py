@@ -5,9 +5,8 @@ from __future__ import annotations
 import msgspec
 
 from hikmah.model.recall import RecallQuery
-from hikmah.model.trace import Trace
-from hikmah.model.vocabulary import Status
 from hikmah.model.wire.base import NoParams, Params, Result, Signature
+from hikmah.model.wire.memory import StoredTrace
 
 
 class CapsuleParams(Params, frozen=True):
@@ -43,12 +42,9 @@ class Note(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True
     at: int  # when it was pushed, epoch ms
 
 
-class CapsuleTrace(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class CapsuleTrace(StoredTrace, frozen=True, kw_only=True):
     """A trace a capsule holds: as stored, with its place in the capsule."""
 
-    trace: Trace
-    status: Status
-    superseded_by: str | None
     activation: float  # the scores it was absorbed with, summed
     pinned: bool  # kept whatever is absorbed later
 

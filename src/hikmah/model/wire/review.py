@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 import msgspec
 
 from hikmah.model.trace import Trace
+from hikmah.model.vocabulary import Hold
 from hikmah.model.wire.base import Params, Result, Signature
 from hikmah.model.wire.learning import Refused
 
 # Why an agent's trace is held from agents until a person decides: a standing rule of
 # an agent's, or text the screen found reading as instructions to an agent.
-Hold = Literal["pending", "quarantined"]
 _IDS = Annotated[list[str], msgspec.Meta(min_length=1, max_length=1000)]
 
 
