@@ -32,6 +32,7 @@ from hikmah.model.secrets import preview
 from hikmah.model.trace import Trace
 from hikmah.model.wire.focus import CapsuleResult, CapsuleSummary, FocusListResult
 from hikmah.model.wire.learning import InvalidateResult
+from hikmah.model.wire.ledger import VerifyResult
 from hikmah.model.wire.memory import (
     ClaimValue,
     Commitment,
@@ -45,9 +46,11 @@ from hikmah.model.wire.memory import (
     RememberResult,
     ShowResult,
 )
+from hikmah.model.wire.presence import PresenceStatusResult
 from hikmah.model.wire.promises import PromisesResult
 from hikmah.model.wire.replay import ConsolidateResult, PromoteResult
 from hikmah.model.wire.review import ReviewDecisionResult, ReviewListResult
+from hikmah.model.wire.service import AgentSession, DaemonStatusResult, PolicyResult
 from hikmah_client import presence, prompt
 
 from . import wire
@@ -111,7 +114,7 @@ class Memory:
         self.connection = connection
         self.source = source or person_source()
         self.ask = ask  # None: never asks (a write that needs a proof is refused)
-        self.principal: wire.Principal | None = None
+        self.principal: AgentSession | None = None
         self.as_of: int | str | None = None  # what the person travelled to (None: now)
         self.point: Moment | None = None  # the record it names, as the daemon said
 
@@ -168,10 +171,10 @@ class Memory:
         try:
             return wire.decode(await self._call(method, params), shape)
         finally:
-            if state["per_command"]:  # a proof for this action alone: the next one asks
+            if state.per_command:  # a proof for this action alone: the next one asks
                 await self._call("presence.end", {})
 
-    async def _prove(self, purpose: str) -> dict[str, Any]:
+    async def _prove(self, purpose: str) -> PresenceStatusResult:
         """Ask for the passphrase and prove presence, up to
         :data:`~hikmah_client.presence.ATTEMPTS` times.
 
@@ -183,9 +186,9 @@ class Memory:
                 person gave no passphrase.
             RemoteError: the daemon refused the proof (the wrong passphrase each time).
         """
-        state: dict[str, Any] = await self._call("presence.status", {})
-        if not state["can_prove"]:
-            raise NotProven(f"{purpose} {state['why_not']}")
+        state = await self._read("presence.status", {}, PresenceStatusResult)
+        if not state.can_prove:
+            raise NotProven(f"{purpose} {state.why_not}")
         if self.ask is None:
             raise NotProven(f"{purpose} Nothing here can ask for the passphrase.")
         description = presence.explain(purpose, state, prompt.terminal_name())
@@ -226,15 +229,15 @@ class Memory:
 
     # --- reads ---------------------------------------------------------------------
 
-    async def status(self) -> wire.DaemonStatus:
+    async def status(self) -> DaemonStatusResult:
         """The daemon's status; also learns who the daemon thinks this client is."""
-        status = await self._read("daemon.status", {}, wire.DaemonStatus)
+        status = await self._read("daemon.status", {}, DaemonStatusResult)
         self.principal = status.principal
         return status
 
     async def recall_limit(self) -> int | None:
         """The policy's ``recall_limit``: the most results one recall returns."""
-        policy = await self._read("policy.get", {}, wire.Policy)
+        policy = await self._read("policy.get", {}, PolicyResult)
         try:
             limit = tomllib.loads(policy.toml).get("recall_limit")
         except tomllib.TOMLDecodeError:
@@ -276,8 +279,8 @@ class Memory:
     async def proposals(self) -> list[wire.Proposal]:
         return (await self._read("replay.consolidate", {}, ConsolidateResult)).proposals
 
-    async def verify(self) -> wire.VerifyReport:
-        return await self._read("ledger.verify", {}, wire.VerifyReport)
+    async def verify(self) -> VerifyResult:
+        return await self._read("ledger.verify", {}, VerifyResult)
 
     async def review(self, limit: int | None = None) -> ReviewListResult:
         """What agents wrote that waits for the person, newest first (always now: the

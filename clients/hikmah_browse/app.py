@@ -17,7 +17,9 @@ from textual.widgets import ContentSwitcher, DataTable, Footer, Static
 
 from hikmah.model.display import counted
 from hikmah.model.trace import Trace
+from hikmah.model.wire.ledger import VerifyResult
 from hikmah.model.wire.review import ReviewDecisionResult, ReviewItem
+from hikmah.model.wire.service import DaemonStatusResult, Waiting
 from hikmah_client.text import awaiting, when
 
 from . import dialogs, editor, format
@@ -35,14 +37,7 @@ from .review import ReviewView, why_held
 from .rpc import Dialer, RemoteError, Unavailable
 from .search import SearchView
 from .trace import TracePage
-from .wire import (
-    DaemonStatus,
-    Proposal,
-    ReminderDue,
-    VerifyReport,
-    Waiting,
-    decode,
-)
+from .wire import Proposal, ReminderDue, decode
 
 VIEWS = ("search", "conflicts", "commitments", "focus", "proposals", "ledger", "review")
 LIVE_DELAY_S = 0.25  # events are gathered this long, then each view reloads once
@@ -76,10 +71,10 @@ class BrowseApp(App[int]):
         self.clock = clock
         self.query_text = query
         self.memory = Memory(None, source, ask=self._ask_passphrase)
-        self.status: DaemonStatus | None = None
+        self.status: DaemonStatusResult | None = None
         self.recall_limit: int | None = None
         self.live = False
-        self._ledger: VerifyReport | None = None
+        self._ledger: VerifyResult | None = None
         self.ledger_checked_at: int | None = None
         self._changed: set[str] = set()
         self._reminders: list[ReminderDue] = []
@@ -183,7 +178,7 @@ class BrowseApp(App[int]):
             ]
         return " · ".join(parts)
 
-    async def ledger_report(self, *, fresh: bool = False) -> VerifyReport | None:
+    async def ledger_report(self, *, fresh: bool = False) -> VerifyResult | None:
         """The last ``ledger.verify`` report, checked now if ``fresh`` or never checked."""
         if fresh or self._ledger is None:
             self._ledger = await self.memory.verify()

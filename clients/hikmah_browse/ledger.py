@@ -14,11 +14,12 @@ from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
 from hikmah.model.display import counted
+from hikmah.model.head import Head
+from hikmah.model.wire.ledger import VerifyResult
 from hikmah_client.text import when
 
 from . import format
 from .base import View, in_worker, room
-from .wire import Head, VerifyReport
 
 
 class LedgerView(View):
@@ -94,7 +95,7 @@ class LedgerView(View):
         self.say(f"checked {at} · r checks again (the daemon pauses meanwhile)")
 
 
-def _head_now(report: VerifyReport, now: Head | None) -> list[str]:
+def _head_now(report: VerifyResult, now: Head | None) -> list[str]:
     """The acknowledged head read now, said against the check: a chain that verified ended
     at the acknowledged head then, so a later head is records written since."""
     if now is None:

@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from hikmah.model.display import visible
 from hikmah.model.trace import normalize_claim_key
+from hikmah.model.wire.ledger import VerifyResult
 from hikmah.model.wire.memory import ShowResult, StoredTrace
 from hikmah_client.text import when
 
@@ -23,7 +24,7 @@ from . import format
 from .base import browser_of, in_worker, room, selected_key
 from .masthead import Masthead
 from .rpc import RemoteError, Unavailable
-from .wire import Trace, VerifyReport
+from .wire import Trace
 
 if TYPE_CHECKING:
     from .app import BrowseApp
@@ -243,7 +244,7 @@ class TracePage(Screen[None]):
             )
         table.display = bool(values)
 
-    def _show_ledger(self, report: VerifyReport | None) -> None:
+    def _show_ledger(self, report: VerifyResult | None) -> None:
         status = self.browser.status
         head = status.head if status else None
         lines = []

@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         show = command.show[method] if isinstance(command.show, dict) else command.show
         print(visible(show(result)))
-    if method == "ledger.verify" and not result["ok"]:
+    if method == "ledger.verify" and not result.ok:
         return INTERNAL
     return OK
 

@@ -34,6 +34,7 @@ from .session import OK, Exit, UsageError, call
 if TYPE_CHECKING:  # the replies' types, for mypy only: the CLI reads replies as Reply
     from hikmah.model.wire.learning import InvalidateResult
     from hikmah.model.wire.memory import ShowResult, VerifyResult
+    from hikmah.model.wire.service import PolicyResult
 
 Request = tuple[str, dict[str, Any]]
 
@@ -293,17 +294,17 @@ def _sync(args: argparse.Namespace) -> Request:
     return "sync.invite", {}
 
 
-def _show_policy(result: dict[str, Any]) -> str:
-    path = visible(result["path"])
-    if result["defaults"]:
+def _show_policy(result: "PolicyResult") -> str:
+    path = visible(result.path)
+    if result.defaults:
         note = f"# the built-in defaults; a policy file ({path}) changes any of them\n"
-    elif result["exists"]:
+    elif result.exists:
         note = f"# in force, from {path}\n"
     else:
         note = f"# in force: the built-in defaults (there is no policy file {path})\n"
-    if result.get("error"):
-        note += f"# NOT APPLIED (previous policy stays): {result['error']}\n"
-    return note + str(result["toml"]).rstrip()
+    if result.error:
+        note += f"# NOT APPLIED (previous policy stays): {result.error}\n"
+    return note + result.toml.rstrip()
 
 
 # --- the table -----------------------------------------------------------------------------

@@ -28,6 +28,8 @@ if TYPE_CHECKING:  # the reply's types, for mypy only: the CLI reads replies as 
         PinResult,
         PredictResult,
     )
+    from hikmah.model.wire.ledger import ChainReport, CompactResult
+    from hikmah.model.wire.ledger import VerifyResult as LedgerVerifyResult
     from hikmah.model.wire.memory import (
         ConflictsResult,
         FulfillResult,
@@ -40,9 +42,20 @@ if TYPE_CHECKING:  # the reply's types, for mypy only: the CLI reads replies as 
         StoredTrace,
         VerifyResult,
     )
+    from hikmah.model.wire.presence import PresenceStatusResult
     from hikmah.model.wire.promises import PromisesResult
     from hikmah.model.wire.replay import ConsolidateResult, IngestResult, PromoteResult
     from hikmah.model.wire.review import ReviewDecisionResult, ReviewItem, ReviewListResult
+    from hikmah.model.wire.service import BackupResult, DaemonStatusResult, SemanticChannel
+    from hikmah.model.wire.sync import (
+        ExchangeResult,
+        Finding,
+        InviteResult,
+        JoinResult,
+        RemoveResult,
+        SyncStatusResult,
+    )
+    from hikmah.model.wire.vault import RotateResult, VaultStatusResult
 
     Past = RecallResult | ShowResult | ConflictsResult | HistoryResult | PromisesResult
 
@@ -249,26 +262,30 @@ def claim_history(result: HistoryResult) -> str:
     return as_of(result) + "\n".join(lines)
 
 
-def verified(report: dict[str, Any]) -> str:
-    head = report.get("head")
-    head_text = f"{head['seq']}:{head['hash']}" if head else "none"
-    verdict = "ok" if report["ok"] else "NOT OK"
-    lines = [f"ledger {verdict}: {counted(report['records'], 'record')}", f"  head {head_text}"]
-    lines += [f"  error: {error}" for error in report.get("errors", [])]
-    lines += [f"  warning: {warning}" for warning in report.get("warnings", [])]
-    tail = report.get("unacknowledged", [])
+def verified(report: LedgerVerifyResult) -> str:
+    head = report.head
+    head_text = f"{head.seq}:{head.hash}" if head else "none"
+    verdict = "ok" if report.ok else "NOT OK"
+    lines = [f"ledger {verdict}: {counted(report.records, 'record')}", f"  head {head_text}"]
+    lines += [f"  error: {error}" for error in report.errors]
+    lines += [f"  warning: {warning}" for warning in report.warnings]
+    tail = report.unacknowledged
     if tail:
         lines.append("  unacknowledged records (inspect them before --accept-tail):")
         for item in tail:
-            detail = " ".join(
-                f"{k}={item[k]}"
-                for k in ("trace_id", "kind", "source", "locator", "verified", "claim")
-                if item.get(k) is not None
-            )
-            lines.append(f"   #{item['seq']} {item['event']} {detail}")
-            if item.get("preview"):
-                lines.append(f"      {item['preview']}")
-    devices = report.get("devices", [])
+            said_of = {
+                "trace_id": item.trace_id,
+                "kind": item.kind,
+                "source": item.source,
+                "locator": item.locator,
+                "verified": item.verified,
+                "claim": item.claim,
+            }
+            detail = " ".join(f"{k}={v}" for k, v in said_of.items() if v is not None)
+            lines.append(f"   #{item.seq} {item.event} {detail}")
+            if item.preview:
+                lines.append(f"      {item.preview}")
+    devices = report.devices
     if devices:
         lines.append(f"paired devices' chains, as this device keeps them: {len(devices)}")
         for chain in devices:
@@ -276,76 +293,73 @@ def verified(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _chain(chain: dict[str, Any]) -> list[str]:
+def _chain(chain: ChainReport) -> list[str]:
     """One paired device's chain in ``verify-ledger``: its verdict, records and head (on
     that device, ``verify-ledger`` names the same record at that seq)."""
-    verdict = "ok" if chain["ok"] else "NOT OK"
-    head = chain["head"]
+    verdict = "ok" if chain.ok else "NOT OK"
+    head = chain.head
     lines = [
-        f"  {chain['name']} {chain['device']}: {verdict}, {counted(chain['records'], 'record')}",
-        f"    head {head['seq']}:{head['hash']}" if head else "    head none",
+        f"  {chain.name} {chain.device}: {verdict}, {counted(chain.records, 'record')}",
+        f"    head {head.seq}:{head.hash}" if head else "    head none",
     ]
-    if chain["stopped"]:
-        lines.append(wrap(f"stops verifying there: {chain['stopped']}", "    "))
-    if chain["halted"]:
-        lines.append(wrap(f"halted, nothing more of it is applied: {chain['halted']}", "    "))
-    if chain["removed_at"] is not None:
-        lines.append(f"    removed: nothing past record {chain['removed_at']} is applied")
+    if chain.stopped:
+        lines.append(wrap(f"stops verifying there: {chain.stopped}", "    "))
+    if chain.halted:
+        lines.append(wrap(f"halted, nothing more of it is applied: {chain.halted}", "    "))
+    if chain.removed_at is not None:
+        lines.append(f"    removed: nothing past record {chain.removed_at} is applied")
     return lines
 
 
-def status(result: dict[str, Any]) -> str:
-    counts = result["counts"]
-    head = result.get("head")
-    reminders = result["reminders"]
-    policy = result["policy"]
+def status(result: DaemonStatusResult) -> str:
+    counts = result.counts
+    head = result.head
+    reminders = result.reminders
+    policy = result.policy
     lines = [
-        f"hikmahd {result['version']}, pid {result['pid']}, up {result['uptime_s']:.0f} s",
-        f"  socket    {result['socket']}",
-        f"  data      {result['data_dir']}",
+        f"hikmahd {result.version}, pid {result.pid}, up {result.uptime_s:.0f} s",
+        f"  socket    {result.socket}",
+        f"  data      {result.data_dir}",
         "  traces    " + ", ".join(f"{n} {status}" for status, n in counts.items()),
-        f"  head      {head['seq']}:{head['hash'][:16]}…" if head else "  head      none",
-        f"  policy    {policy['path']}" + (" (defaults: no file)" if policy.get("missing") else ""),
+        f"  head      {head.seq}:{head.hash[:16]}…" if head else "  head      none",
+        f"  policy    {policy.path}",
     ]
-    if policy.get("error"):
-        lines.append(f"  POLICY NOT APPLIED: {policy['error']}")
-    if "vault" in result:
-        lines.append("  vault     " + ("on (text sealed at rest)" if result["vault"] else "off"))
-    if "semantic" in result:
-        lines.append(wrap(_semantic(result["semantic"]), " " * 12, "  semantic  "))
-    lines.append(f"  reminders {reminders['scheduled']} scheduled, {reminders['overdue']} overdue")
-    if waiting := result.get("review", {}).get("waiting"):
+    if policy.error:
+        lines.append(f"  POLICY NOT APPLIED: {policy.error}")
+    lines.append("  vault     " + ("on (text sealed at rest)" if result.vault else "off"))
+    lines.append(wrap(_semantic(result.semantic), " " * 12, "  semantic  "))
+    lines.append(f"  reminders {reminders.scheduled} scheduled, {reminders.overdue} overdue")
+    if waiting := result.review.waiting:
         lines.append(f"  review    {awaiting(waiting)}: hikmah review")
-    lines.append(f"  events    {result.get('subscribers', 0)} subscribed connections")
-    if reminders.get("next"):
-        nxt = reminders["next"]
-        lines.append(clip(f"            next: {when(nxt['deadline'])} {nxt['content']}", WIDTH))
-    for capsule in result.get("focus", []):
+    lines.append(f"  events    {result.subscribers} subscribed connections")
+    if nxt := reminders.next:
+        lines.append(clip(f"            next: {when(nxt.deadline)} {nxt.content}", WIDTH))
+    for capsule in result.focus:
         lines.append(
-            f"  focus     {capsule['name']}: {capsule['size']}/{capsule['limit']} traces,"
-            f" {counted(capsule['notes'], 'note')}, idle {capsule['idle_s']} s"
+            f"  focus     {capsule.name}: {capsule.size}/{capsule.limit} traces,"
+            f" {counted(capsule.notes, 'note')}, idle {capsule.idle_s} s"
         )
-    if result.get("principal"):
-        principal = result["principal"]
-        lines.append(f"  you are   agent session {principal['host']}:{principal['session_id']}")
-    if "presence" in result:
-        lines += presence(result["presence"])
-    elif "presence" in result.get("loading", []):
+    if principal := result.principal:
+        lines.append(f"  you are   agent session {principal.host}:{principal.session_id}")
+    # In the first moments of a start, presence is still being read: only loading says so.
+    if (state := getattr(result, "presence", None)) is not None:
+        lines += presence(state)
+    elif "presence" in getattr(result, "loading", ()):
         lines.append("  presence  still being read from the ledger (the daemon just started)")
     return "\n".join(lines)
 
 
-def presence(state: dict[str, Any]) -> list[str]:
+def presence(state: PresenceStatusResult) -> list[str]:
     """Person presence for ``hikmah status``: on or off, what changed it last, and every
     sign that it was taken away behind the daemon's back."""
-    changed, indent = state.get("changed"), " " * 12
+    changed, indent = state.changed, " " * 12
     since = ""
     if changed:
-        since = f" since {when(changed['at'])} ({changed['action']}, record {changed['seq']})"
+        since = f" since {when(changed.at)} ({changed.action}, record {changed.seq})"
     notes: list[str] = []
-    if not state["on"]:
+    if not state.on:
         head = f"  presence  off{since}"
-        if changed and changed["action"] == "reset":
+        if changed and changed.action == "reset":
             notes.append(
                 "RESET: the passphrase was reset with hikmahd --reset-passphrase; if you did"
                 " not do it, an agent may have: check what was verified or purged since"
@@ -355,49 +369,51 @@ def presence(state: dict[str, Any]) -> list[str]:
             " you (docs/security.md, 'Person presence')"
         )
     else:
-        ticket = state.get("ticket")
+        ticket = state.ticket
         head = f"  presence  on{since}"
         notes.append(
-            f"your ticket: {ticket['terminal']} until {when(ticket['expires_at'])}"
+            f"your ticket: {ticket.terminal} until {when(ticket.expires_at)}"
             if ticket
             else "no ticket here: person-only commands ask for the passphrase"
         )
-    if state.get("damaged"):
+    if state.damaged:
         notes.append(
-            f"PRESENCE LOCKED: {state['damaged']}: no passphrase proves presence until a"
+            f"PRESENCE LOCKED: {state.damaged}: no passphrase proves presence until a"
             " person runs hikmahd --reset-passphrase; run hikmah verify-ledger"
         )
-    if state.get("missing"):
-        seqs = ", ".join(str(seq) for seq in state["missing"])
+    if state.missing:
+        seqs = ", ".join(str(seq) for seq in state.missing)
         notes.append(
             f"LEDGER RECORDS MISSING (seq {seqs}): whatever they said, a passphrase among it,"
             " was removed behind hikmahd's back; run hikmah verify-ledger"
         )
-    failures = state.get("failures") or {}
-    if failures.get("count"):
+    failures = state.failures
+    if failures.count:
         notes.append(
-            f"{failures['count']} wrong passphrase(s) in a row, the last at"
-            f" {when(failures['last_at'])} (each is in hikmahd's log)"
+            f"{failures.count} wrong passphrase(s) in a row, the last at"
+            f" {when(failures.last_at)} (each is in hikmahd's log)"
         )
     return [clip(head, WIDTH), *(wrap(note, indent) for note in notes)]
 
 
-def _semantic(channel: dict[str, Any]) -> str:
+def _semantic(channel: SemanticChannel) -> str:
     """The semantic channel's line of ``hikmah status``: its state, the model serving (and
     why another than the policy's, when it fell back), its vectors and how many writes'
     vectors are still being made."""
-    state = channel["state"]
+    state = channel.state
     if state == "off":
         return "off ([semantic] enabled = false)"
-    model = channel["model"]
+    model = channel.model
     if state == "unavailable":
-        return f"unavailable ({model}): {channel.get('error')}; recall is lexical"
-    serving = channel.get("serving") or model
+        return f"unavailable ({model}): {channel.error}; recall is lexical"
+    # Once a model is loaded (and only then), the channel names it and counts its vectors.
+    serving = getattr(channel, "serving", None) or model
     name = serving
-    if channel.get("fallback"):
-        name = f"{serving}, instead of {channel['fallback']}"
-    held = f", {counted(channel['vectors'], 'vector')}" if "vectors" in channel else ""
-    behind = channel.get("behind") or 0
+    if channel.fallback:
+        name = f"{serving}, instead of {channel.fallback}"
+    vectors = getattr(channel, "vectors", None)
+    held = f", {counted(vectors, 'vector')}" if vectors is not None else ""
+    behind = getattr(channel, "behind", None) or 0
     if state == "loading":
         return f"loading ({name}); recall is lexical until the vectors are read"
     if state == "building":
@@ -661,137 +677,139 @@ def vouched(result: VerifyResult) -> str:
     return "\n".join(lines)
 
 
-def backed_up(result: dict[str, Any]) -> str:
-    head = result["head"]
-    at = f"head {head['seq']}:{head['hash']}" if head else "an empty ledger"
+def backed_up(result: BackupResult) -> str:
+    head = result.head
+    at = f"head {head.seq}:{head.hash}" if head else "an empty ledger"
     return (
-        f"backed up {result['records']} ledger records ({at}) to {result['dir']}\n"
-        f"  {result['data_bytes'] / (1 << 20):.1f} MiB, checked; restore it with"
-        f" hikmahd --restore {result['dir']} while no daemon runs"
+        f"backed up {result.records} ledger records ({at}) to {result.dir}\n"
+        f"  {result.data_bytes / (1 << 20):.1f} MiB, checked; restore it with"
+        f" hikmahd --restore {result.dir} while no daemon runs"
     )
 
 
-def compacted(result: dict[str, Any]) -> str:
-    if not result["redacted"]:
+def compacted(result: CompactResult) -> str:
+    if not result.redacted:
         return "nothing to compact: no purged text is left in the ledger"
-    old, new = result["old_head"], result["head"]
+    old, new = result.old_head, result.head
+    assert old is not None and new is not None  # a ledger that held purged text
     return "\n".join(
         [
-            f"removed the text of {len(result['redacted'])} purged trace(s) from the ledger",
-            f"  old head {old['seq']}:{old['hash']}",
-            f"  new head {new['seq']}:{new['hash']} (the chain was rewritten; its last record"
+            f"removed the text of {len(result.redacted)} purged trace(s) from the ledger",
+            f"  old head {old.seq}:{old.hash}",
+            f"  new head {new.seq}:{new.hash} (the chain was rewritten; its last record"
             " names the old head)",
             "  a head pinned elsewhere must be pinned again: hikmah verify-ledger --json",
         ]
     )
 
 
-def vault_status(result: dict[str, Any]) -> str:
-    if not result["enabled"]:
+def vault_status(result: VaultStatusResult) -> str:
+    if not result.enabled:
         return "vault: off (set [vault] enabled = true in the policy and restart hikmahd)"
     lines = [
         "vault: on",
-        f"  keyring backend: {result['backend']}",
-        f"  vault id:        {result['vault_id']}",
-        f"  master key id:   {result['master_id']}",
-        f"  index key id:    {result['index_id']}",
+        f"  keyring backend: {result.backend}",
+        f"  vault id:        {result.vault_id}",
+        f"  master key id:   {result.master_id}",
+        f"  index key id:    {result.index_id}",
     ]
-    if result["retiring"]:
-        lines.append(f"  retiring:        {', '.join(result['retiring'])} (rotation unfinished)")
-    if result["missing"]:
-        lines.append(f"  missing:         {', '.join(result['missing'])} (gone from the keyring)")
+    if result.retiring:
+        lines.append(f"  retiring:        {', '.join(result.retiring)} (rotation unfinished)")
+    if result.missing:
+        lines.append(f"  missing:         {', '.join(result.missing)} (gone from the keyring)")
     return "\n".join(lines)
 
 
-def rotated(result: dict[str, Any]) -> str:
+def rotated(result: RotateResult) -> str:
     return (
-        f"rotated the vault's master key: {result['old_master_id']} -> {result['master_id']}\n"
-        f"  {result['rewrapped']} data key(s) re-wrapped; the old master was deleted"
+        f"rotated the vault's master key: {result.old_master_id} -> {result.master_id}\n"
+        f"  {result.rewrapped} data key(s) re-wrapped; the old master was deleted"
     )
 
 
-def synced(report: dict[str, Any]) -> str:
+def synced(report: ExchangeResult) -> str:
     """What one sync exchange did."""
     lines = []
-    for device, count in report["applied"].items():
+    for device, count in report.applied.items():
         lines.append(f"applied {count} record(s) from {device}")
-    for device in report["paired"]:
+    for device in report.paired:
         lines.append(f"paired with {device}")
-    if report["taken_back"]:
+    if report.taken_back:
         lines.append(
-            f"took back {report['taken_back']} record(s) this device had published and its"
+            f"took back {report.taken_back} record(s) this device had published and its"
             " ledger lacked: check them with hikmah verify-ledger, then --accept-tail"
         )
-    lines.append("published" if report["published"] else "the folder already holds this device")
-    lines += [_finding(f) for f in report["findings"] if f["problem"] != "waiting"]
-    waiting = [f for f in report["findings"] if f["problem"] == "waiting"]
+    lines.append("published" if report.published else "the folder already holds this device")
+    lines += [_finding(f) for f in report.findings if f.problem != "waiting"]
+    waiting = [f for f in report.findings if f.problem == "waiting"]
     if waiting:
         lines.append(f"waiting for {len(waiting)} thing(s) to arrive (hikmah sync status)")
     return "\n".join(lines)
 
 
-def _finding(finding: dict[str, Any]) -> str:
-    return wrap(f"{finding['problem']}: {finding['why']}", "  ! ")
+def _finding(finding: Finding) -> str:
+    return wrap(f"{finding.problem}: {finding.why}", "  ! ")
 
 
-def invited(result: dict[str, Any]) -> str:
+def invited(result: InviteResult) -> str:
     return (
-        f"{result['code']}\n"
+        f"{result.code}\n"
         "On the other device, with the same sync folder, run:\n"
-        f"  hikmah sync join {result['code']}\n"
-        f"The code works once, until {when(result['expires_at'])}; keep it private."
+        f"  hikmah sync join {result.code}\n"
+        f"The code works once, until {when(result.expires_at)}; keep it private."
     )
 
 
-def joined(result: dict[str, Any]) -> str:
+def joined(result: JoinResult) -> str:
     return (
-        f"paired with {result['name']} ({result['device']}); its memory arrives with the"
+        f"paired with {result.name} ({result.device}); its memory arrives with the"
         " next exchanges (hikmah sync, or when the folder changes)"
     )
 
 
-def sync_removed(result: dict[str, Any]) -> str:
-    done = f"removed {result['device']}: nothing it writes from now on is applied here"
-    return done + ("\n  its directory was deleted from the folder" if result["deleted"] else "")
+def sync_removed(result: RemoveResult) -> str:
+    done = f"removed {result.device}: nothing it writes from now on is applied here"
+    return done + ("\n  its directory was deleted from the folder" if result.deleted else "")
 
 
-def sync_status(result: dict[str, Any]) -> str:
-    if not result["enabled"]:
+def sync_status(result: SyncStatusResult) -> str:
+    if not result.enabled:
         return "sync: off (set [sync] folder in the policy to the folder your engine keeps)"
-    lines = [f"sync folder: {result['folder']}", "devices:"]
-    for device in result["devices"]:
-        head = device.get("head")
-        at = "-" if head is None else str(head["seq"])
-        if device["this"]:
-            acks = ", ".join(f"{d[:10]}… {seq}" for d, seq in device["acknowledged_by"].items())
-            vault = "vault on" if device["vault"] else "vault off"
-            lines.append(f"  * {device['name']} {device['id']} (this device) head {at}, {vault}")
+    lines = [f"sync folder: {result.folder}", "devices:"]
+    for device in result.devices:
+        head = device.head
+        at = "-" if head is None else str(head.seq)
+        if device.this:
+            acknowledged = device.acknowledged_by or {}  # this device's alone
+            acks = ", ".join(f"{d[:10]}… {seq}" for d, seq in acknowledged.items())
+            vault = "vault on" if device.vault else "vault off"
+            lines.append(f"  * {device.name} {device.id} (this device) head {at}, {vault}")
             lines.append(f"      applied elsewhere: {acks or 'not yet'}")
             continue
         state = []
-        if device["halted"]:
+        if device.halted:
             state.append("HALTED")
-        if device["removed_at"] is not None:
-            state.append(f"removed at {device['removed_at']}")
+        if device.removed_at is not None:
+            state.append(f"removed at {device.removed_at}")
         lines.append(
-            f"    {device['name']} {device['id']} head {at}, applied {device['applied']},"
-            f" pending {device['pending']}" + (f" ({', '.join(state)})" if state else "")
+            f"    {device.name} {device.id} head {at}, applied {device.applied},"
+            f" pending {device.pending}" + (f" ({', '.join(state)})" if state else "")
         )
-    if result["removed_by"]:
-        lines.append(f"this device was removed by {result['removed_by']}: it no longer syncs")
-    if result["ahead"]:
+    if result.removed_by:
+        lines.append(f"this device was removed by {result.removed_by}: it no longer syncs")
+    if result.ahead:
         lines.append(
-            f"this device published up to seq {result['ahead']['seq']}, beyond its ledger:"
+            f"this device published up to seq {result.ahead.seq}, beyond its ledger:"
             " writes wait until hikmah sync takes those records back"
         )
-    if result["sealed_unreadable"]:
+    if result.sealed_unreadable:
         lines.append(
-            f"{result['sealed_unreadable']} sealed trace(s) of other devices cannot be read"
+            f"{result.sealed_unreadable} sealed trace(s) of other devices cannot be read"
             " here: this device runs without the vault"
         )
-    if result["error"]:
-        lines.append(wrap(f"last exchange failed: {result['error']}", "  ! "))
-    lines += [_finding(f) for f in result["findings"]]
+    if result.error:
+        lines.append(wrap(f"last exchange failed: {result.error}", "  ! "))
+    lines += [_finding(f) for f in result.findings]
     return "\n".join(lines)
 
 

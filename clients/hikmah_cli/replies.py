@@ -11,6 +11,7 @@ every field the CLI reads against the one definition of the reply, and a
 
 from __future__ import annotations
 
+from keyword import iskeyword
 from typing import Any
 
 # The dict's methods that json.dumps and dict() call on a dict's subclass: a member of
@@ -21,7 +22,8 @@ _MAPPING = frozenset({"items", "keys"})
 class Reply(dict[str, Any]):
     """A JSON object whose members read as attributes too (``reply.trace.id``). A member
     comes before the dict's own attribute of its name (a claim history's ``values`` is its
-    member, not the dict's method), but for :data:`_MAPPING`."""
+    member, not the dict's method), but for :data:`_MAPPING`; one named by a keyword
+    reads as the Result's field does (``break`` as ``break_``)."""
 
     __slots__ = ()
 
@@ -31,6 +33,9 @@ class Reply(dict[str, Any]):
         return super().__getattribute__(name)
 
     def __getattr__(self, name: str) -> Any:
+        # A member named by a keyword is a field named with an underscore after it.
+        if name.endswith("_") and iskeyword(name[:-1]) and dict.__contains__(self, name[:-1]):
+            return dict.__getitem__(self, name[:-1])
         raise AttributeError(f"the reply has no member {name!r}")
 
 

@@ -21,8 +21,9 @@ from hikmah_client.connection import started_at
 from . import render
 from .session import INTERNAL, OK, REFUSED, UNAVAILABLE, USAGE, Exit, Session, UsageError, call
 
-if TYPE_CHECKING:  # the reply's type, for mypy only: the CLI reads replies as Reply
+if TYPE_CHECKING:  # the replies' types, for mypy only: the CLI reads replies as Reply
     from hikmah.model.wire.replay import IngestResult
+    from hikmah.model.wire.service import BackupResult, DaemonStatusResult, StopResult
 
 # How long `hikmah stop` waits for the daemon to exit: its last batch of writes, saving
 # the vectors (seconds at a million traces), up to 2 s for other connections' replies.
@@ -162,7 +163,8 @@ def export(args: argparse.Namespace) -> int:
 
     chunks: list[str] = []
     with Session(args) as session:
-        counts = session.call("daemon.status", {})["counts"]
+        status: DaemonStatusResult = session.call("daemon.status", {})
+        counts = status.counts
         total = counts["active"] + counts["fulfilled"]
         total += counts["superseded"] if args.include_superseded else 0
         progress = render.Progress("exported", total, "traces")
@@ -323,7 +325,7 @@ def backup(args: argparse.Namespace) -> int:
     target = os.path.abspath(args.dir)
     # A large store takes a while to copy: no reply timeout.
     with Session(args, timeout=None) as session:
-        result = session.call("daemon.backup", {"dir": target})
+        result: BackupResult = session.call("daemon.backup", {"dir": target})
     print(json.dumps(result) if args.json else render.backed_up(result))
     return OK
 
@@ -343,8 +345,8 @@ def stop(args: argparse.Namespace) -> int:
         return OK
     with session:
         presence.ensure(session)
-        result = session.call("daemon.stop", {})
-    pid = result["pid"]
+        result: StopResult = session.call("daemon.stop", {})
+    pid = result.pid
     if not _exits(pid, STOP_WAIT_S):
         print(
             f"hikmah stop: hikmahd (pid {pid}) was asked to stop and still runs after"
@@ -353,10 +355,11 @@ def stop(args: argparse.Namespace) -> int:
         )
         return INTERNAL
     if args.json:
-        print(json.dumps({"was_running": True, **result}))
+        stopped = {"was_running": True, "pid": pid, "socket_activated": result.socket_activated}
+        print(json.dumps(stopped))
         return OK
     print(f"hikmahd stopped (pid {pid})")
-    if result["socket_activated"]:
+    if result.socket_activated:
         print(
             "systemd's socket unit still listens and starts it again on the next call; to keep"
             " it stopped: systemctl --user stop hikmahd.socket hikmahd.service"

@@ -8,8 +8,9 @@ statuses a trace file was exported with are settled once every line is
 written; a reference ledger is verified whole (``check_only``) before any
 record is imported; another tool's export is read by the daemon itself and
 imported page by page. Each function takes ``call(method, params)``, which
-sends one request and returns its result (raising as the client sees fit),
-and a progress callback.
+sends one request and returns its result, its objects read as attributes too
+(:class:`~hikmah_cli.replies.Reply`; raising as the client sees fit), and a
+progress callback.
 
 Standard library only, like the rest of the CLI's hot path.
 """
@@ -18,9 +19,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hikmah.model.headtext import parse_head
+
+if TYPE_CHECKING:  # the replies' types, for mypy only: the CLI reads replies as Reply
+    from hikmah.model.head import Head
+    from hikmah.model.wire.transfer import (
+        ChainBreak,
+        ExportedTrace,
+        ExportResult,
+        ImportLedgerResult,
+        ImportResult,
+        ImportSourceResult,
+    )
 
 Call = Callable[[str, dict[str, Any]], Any]
 Progress = Callable[[int], None]
@@ -52,7 +64,7 @@ def is_ledger(rows: list[Row]) -> bool:
 
 def export_pages(
     call: Call, *, include_superseded: bool, as_of: int | str | None = None
-) -> Iterator[list[dict[str, Any]]]:
+) -> Iterator[list[ExportedTrace]]:
     """Every trace, page by page, in write order (``memory.export`` until ``next`` is null);
     as of a point, every page as of the record the first one was read as of."""
     params: dict[str, Any] = {"include_superseded": include_superseded, "limit": EXPORT_PAGE}
@@ -60,11 +72,11 @@ def export_pages(
         params["as_of"] = as_of
     after = None
     while True:
-        page = call("memory.export", {**params, "after": after})
-        yield page["traces"]
-        if "as_of" in page:
-            params["as_of"] = page["as_of"]["seq"]  # "-3d" moves on between pages
-        after = page["next"]
+        page: ExportResult = call("memory.export", {**params, "after": after})
+        yield page.traces
+        if point := getattr(page, "as_of", None):  # a read as of the past says which record
+            params["as_of"] = point.seq  # "-3d" moves on between pages
+        after = page.next
         if after is None:
             return
 
@@ -73,7 +85,7 @@ def import_traces(call: Call, rows: list[Row], progress: Progress) -> dict[str, 
     """JSON Lines of traces: each line checked locally for JSON, then written by the daemon;
     the statuses the file was exported with are settled once every line is written."""
     items: list[dict[str, Any]] = []
-    refused: list[dict[str, Any]] = []
+    refused: list[Any] = []  # this file's refusals and the daemon's, each a line and why
     settle: list[dict[str, Any]] = []
     for number, raw in rows:
         value, problem = json_line(raw)
@@ -90,15 +102,15 @@ def import_traces(call: Call, rows: list[Row], progress: Progress) -> dict[str, 
         if status in ("fulfilled", "superseded") and isinstance(trace_id, str):
             settle.append({"line": number, "id": trace_id, "status": status})
     report: dict[str, Any] = {"format": "traces", "lines": len(rows), "written": 0, "already": 0}
-    notes: list[dict[str, Any]] = []
+    notes: list[Any] = []
     settled = 0
     done = len(refused)
     for batch in batches(items):
-        result = call("memory.import", {"lines": batch})
-        report["written"] += result["written"]
-        report["already"] += result["already"]
-        refused += result["refused"]
-        notes += result["notes"]
+        result: ImportResult = call("memory.import", {"lines": batch})
+        report["written"] += result.written
+        report["already"] += result.already
+        refused += result.refused
+        notes += result.notes
         done += len(batch)
         progress(done)
     # Statuses that only the whole file makes: fulfil what no imported outcome did.
@@ -106,8 +118,8 @@ def import_traces(call: Call, rows: list[Row], progress: Progress) -> dict[str, 
     pending = [s for s in settle if s["line"] not in gone]
     for start in range(0, len(pending), BATCH_LINES):
         result = call("memory.import", {"settle": pending[start : start + BATCH_LINES]})
-        settled += result["settled"]
-        notes += result["notes"]
+        settled += result.settled
+        notes += result.notes
     refused.sort(key=lambda r: r["line"])
     notes.sort(key=lambda n: n["line"])
     return {**report, "settled": settled, "refused": refused, "notes": notes}
@@ -127,7 +139,7 @@ def verify_ledger(
         InvalidInput: ``expect_head`` is not ``SEQ:HASH``.
     """
     records: list[dict[str, Any]] = []
-    broken: dict[str, Any] | None = None
+    broken: dict[str, Any] | ChainBreak | None = None  # found here, or by the daemon
     for number, raw in rows:
         try:
             text = raw.decode("utf-8")
@@ -139,17 +151,18 @@ def verify_ledger(
             break
         records.append({"line": number, "text": text})
     pinned = None if expect_head is None else parse_head(expect_head)[0]
-    after, checked = None, 0
+    after: Head | None = None
+    checked = 0
     for batch in batches(records):
         params = {"records": batch, "after": after, "expect_head": expect_head}
-        result = call("memory.import_ledger", {**params, "check_only": True})
-        checked += result["checked"]
-        after = result["tail"] or after
+        result: ImportLedgerResult = call("memory.import_ledger", {**params, "check_only": True})
+        checked += result.checked
+        after = result.tail or after
         progress(checked)
-        if result["break"] is not None:
-            broken = result["break"]
+        if result.break_ is not None:
+            broken = result.break_
             break
-    ends = 0 if after is None else after["seq"]
+    ends = 0 if after is None else after.seq
     if broken is None and pinned is not None and ends < pinned:
         broken = {
             "line": None,
@@ -178,20 +191,21 @@ def import_ledger(
 ) -> dict[str, Any]:
     """Import the records :func:`verify_ledger` checked, up to its break, into its report."""
     report = {**report, "imported": True}
-    after, done = None, 0
+    after: Head | None = None
+    done = 0
     for batch in batches(records[: report["verified"]]):
-        result = call("memory.import_ledger", {"records": batch, "after": after})
-        after = result["tail"]
-        for key in ("written", "already", "linked", "refused", "notes"):
-            report[key] += result[key]
+        result: ImportLedgerResult = call(
+            "memory.import_ledger", {"records": batch, "after": after}
+        )
+        after = result.tail
+        report["written"] += result.written
+        report["already"] += result.already
+        report["linked"] += result.linked
+        report["refused"] += result.refused
+        report["notes"] += result.notes
         done += len(batch)
         progress(done)
     return report
-
-
-# What every page of memory.import_source counts, and what it lists.
-SOURCE_COUNTS = ("written", "corrected", "already", "older", "kept_correction", "purged")
-SOURCE_LISTS = ("refused", "duplicates", "planned")
 
 
 def import_source(
@@ -203,20 +217,26 @@ def import_source(
     report: dict[str, Any] = {"source": params["source"], "path": params["path"]}
     start = 0
     while True:
-        page = call("memory.import_source", {**params, "start": start})
+        reply = call("memory.import_source", {**params, "start": start})
+        page: ImportSourceResult = reply
         if start == 0:
-            report.update(page)
+            report.update(reply)  # the first page's members, as they came
         else:
-            for key in SOURCE_COUNTS:
-                report[key] += page[key]
-            for key in SOURCE_LISTS:
-                if key in page:  # planned: only in a dry run
-                    report[key] += page[key]
-        progress(page["next"] or page["total"], report["total"])
-        if page["next"] is None:
+            report["written"] += page.written
+            report["corrected"] += page.corrected
+            report["already"] += page.already
+            report["older"] += page.older
+            report["kept_correction"] += page.kept_correction
+            report["purged"] += page.purged
+            report["refused"] += page.refused
+            report["duplicates"] += page.duplicates
+            if planned := getattr(page, "planned", None):  # only in a dry run
+                report["planned"] += planned
+        progress(page.next or page.total, report["total"])
+        if page.next is None:
             del report["next"]
             return report
-        start = page["next"]
+        start = page.next
 
 
 def batches(items: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:

@@ -10,17 +10,20 @@ rule for asking again are defined here once, for every client.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .connection import RemoteError
+
+if TYPE_CHECKING:  # the reply's type, for mypy only: a client reads it as it reads replies
+    from hikmah.model.wire.presence import PresenceStatusResult
 
 ATTEMPTS = 3
 PROMPT = "Hikmah passphrase: "
 
 
-def explain(purpose: str, state: dict[str, Any], terminal: str | None) -> str:
+def explain(purpose: str, state: PresenceStatusResult, terminal: str | None) -> str:
     """What a proof is for, to show with the prompt (``state``: ``presence.status``)."""
-    if state["per_command"]:
+    if state.per_command:
         return (
             f"{purpose} Hikmah asks for your passphrase to confirm this one command: if you"
             " did not just run it, someone else typed it into your terminal; give nothing."
@@ -28,7 +31,7 @@ def explain(purpose: str, state: dict[str, Any], terminal: str | None) -> str:
     return (
         f"{purpose} Hikmah asks for your passphrase so that {terminal or 'this terminal'}, and"
         f" the shell in it that ran this command, may take person-only actions for"
-        f" {lasting(state['ticket_seconds'])}."
+        f" {lasting(state.ticket_seconds)}."
     )
 
 

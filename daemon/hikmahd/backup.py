@@ -44,11 +44,12 @@ import msgspec
 
 from hikmah import __version__
 from hikmah.index import queries
-from hikmah.ledger.chain import Head, decode_record, verify
+from hikmah.ledger.chain import decode_record, verify
 from hikmah.ledger.headfile import HeadFile
 from hikmah.model.digests import file_blake3
 from hikmah.model.durable import fsync_dir, fsync_file, write_atomic
 from hikmah.model.errors import HikmahError, InvalidInput, LedgerError
+from hikmah.model.head import Head
 from hikmah.semantic.vector_file import remove_vectors
 from hikmah.store import maintenance
 from hikmah.store.core import HEAD_FILE, Store

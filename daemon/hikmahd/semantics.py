@@ -32,12 +32,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
 
+import msgspec
 import trio
 
 from hikmah.model.paths import model_cache_dir
 from hikmah.model.policy import KernelPolicy
+from hikmah.model.wire.service import SemanticChannel, SemanticState
 from hikmah.rules.operations import Applied, Outcome
 from hikmah.semantic.embedding import EmbedderUnavailable
 from hikmah.semantic.models import load_model
@@ -49,7 +50,6 @@ from .scheduling import Offload
 
 log = logging.getLogger(__name__)
 
-State = Literal["off", "loading", "building", "ready", "unavailable"]
 TICK_S = 1.0  # how often the channel looks at what it has to do
 QUIET_S = 2.0  # no write and no recall for this long: folding in large slices and saving run
 SAVE_EVERY_S = 300.0  # and changed vectors are saved at least this often
@@ -82,7 +82,7 @@ class Semantics:
         self.background = background
         # Until run() starts (after the promise queue is loaded), an enabled channel is
         # about to load.
-        self.state: State = "loading" if policy().semantic.enabled else "off"
+        self.state: SemanticState = "loading" if policy().semantic.enabled else "off"
         self.error: str | None = None
         self.fallback: str | None = None  # why another model serves than the policy's
         self._model: str | None = None  # the policy's model the attached vectors serve
@@ -112,28 +112,29 @@ class Semantics:
         if self.store.semantic is not None:
             self.store.semantic.interrupt()
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> SemanticChannel:
         """What ``daemon.status`` reports of the channel."""
         policy = self.policy().semantic
-        out: dict[str, Any] = {
-            "enabled": policy.enabled,
-            "model": policy.model,
-            "state": self.state,
-            "error": self.error,
-            "fallback": self.fallback,
-        }
+        channel = SemanticChannel(
+            enabled=policy.enabled,
+            model=policy.model,
+            state=self.state,
+            error=self.error,
+            fallback=self.fallback,
+        )
         semantic = self.store.semantic
-        if semantic is not None:
-            held = semantic.status()
-            out |= {
-                "serving": semantic.model,
-                "version": held.version,
-                "vectors": held.vectors,
-                "graph": held.graph,
-                "documents": held.documents,
-                "behind": held.behind,
-            }
-        return out
+        if semantic is None:
+            return channel
+        held = semantic.status()
+        return msgspec.structs.replace(
+            channel,
+            serving=semantic.model,
+            version=held.version,
+            vectors=held.vectors,
+            graph=held.graph,
+            documents=held.documents,
+            behind=held.behind,
+        )
 
     async def run(self) -> None:
         """Bring the channel up, keep it, and take it down, as the policy asks, until

@@ -17,7 +17,7 @@ from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
 from hikmah.access.presence import PresenceState
 from hikmah.index.snapshot import Snapshot
-from hikmah.ledger.chain import Head
+from hikmah.model.head import Head
 from hikmah.model.policy import KernelPolicy
 
 from .capsules import Capsules

@@ -31,6 +31,15 @@ from hikmah.access.person import PersonKey, grant
 from hikmah.index import replicas
 from hikmah.model.errors import ConflictError, HikmahError, NotFound, PolicyError
 from hikmah.model.policy import SyncPolicy
+from hikmah.model.wire.sync import (
+    Device,
+    ExchangeResult,
+    Finding,
+    InviteResult,
+    JoinResult,
+    RemoveResult,
+    SyncStatusResult,
+)
 from hikmah.rules.operations import Applied, Outcome, Pair, RemoveDevice
 from hikmah.store import exchange
 from hikmah.store.core import Store
@@ -39,7 +48,7 @@ from hikmah.sync.envelope import PrekeyPair
 from hikmah.sync.folder import DEVICES, TEMP_PREFIX, read_file, scan
 from hikmah.sync.manifest import Manifest, valid_name
 from hikmah.sync.pairing import OpenInvitation, PairingCode, invite, invite_file, join, join_file
-from hikmah.sync.plan import Finding, audit
+from hikmah.sync.plan import audit
 
 from .policywatch import PolicyHolder, watched
 from .reminders import Reminders
@@ -51,17 +60,6 @@ from .writer import Writer
 log = logging.getLogger(__name__)
 
 SYNC_OFF = "sync is off: set [sync] folder in the policy to the folder your sync engine keeps"
-
-
-class Report(msgspec.Struct, frozen=True, kw_only=True):
-    """What one exchange did (the result of ``sync.exchange``)."""
-
-    device: str
-    applied: dict[str, int]
-    paired: list[str]
-    taken_back: int
-    published: bool
-    findings: list[Finding]
 
 
 class Syncing:
@@ -193,7 +191,7 @@ class Syncing:
 
     # -- one exchange --------------------------------------------------------------------
 
-    async def exchange(self) -> Report:
+    async def exchange(self) -> ExchangeResult:
         """Look at the folder, apply what verifies, publish; what was done.
 
         Raises:
@@ -241,7 +239,7 @@ class Syncing:
             await self._retire_prekeys(found.manifests)
             self.findings, self.manifests, self.own = tuple(findings), found.manifests, found.own
             self.last_ms, self.error = now, None
-        return Report(
+        return ExchangeResult(
             device=identity.key.device_id,
             applied=applied,
             paired=paired,
@@ -343,7 +341,7 @@ class Syncing:
 
     # -- pairing and removal ------------------------------------------------------------
 
-    async def invite(self, person: PersonKey | None) -> dict[str, Any]:
+    async def invite(self, person: PersonKey | None) -> InviteResult:
         """A one-time pairing code, and its invitation in the folder; ``person``'s grant
         of it goes in the record that adds whoever joins (:mod:`hikmah.access.person`)."""
         folder = self._folder()
@@ -364,9 +362,9 @@ class Syncing:
                 lambda: exchange.write_file(folder, identity.key.device_id, name, data)
             )
             await self._publish(folder, identity, self.manifests, now)
-        return {"code": opened.code.text, "expires_at": opened.expires_at}
+        return InviteResult(code=opened.code.text, expires_at=opened.expires_at)
 
-    async def join(self, text: str, person: PersonKey | None) -> dict[str, Any]:
+    async def join(self, text: str, person: PersonKey | None) -> JoinResult:
         """Pair with the device whose invitation ``text`` (its code) opens; the record
         that adds it carries ``person``'s attestation."""
         code = PairingCode.parse(text)
@@ -394,11 +392,9 @@ class Syncing:
             )
             await self._publish(folder, identity, self.manifests, now)
         self._wake.set()
-        return {"device": invitation.inviter, "name": invitation.name}
+        return JoinResult(device=invitation.inviter, name=invitation.name)
 
-    async def remove(
-        self, device: str, *, delete: bool, person: PersonKey | None
-    ) -> dict[str, Any]:
+    async def remove(self, device: str, *, delete: bool, person: PersonKey | None) -> RemoveResult:
         """Stop trusting ``device`` past what was applied of it (the record carrying
         ``person``'s attestation); with ``delete``, also delete its directory from the
         folder (its writer is gone)."""
@@ -415,7 +411,7 @@ class Syncing:
             if delete:
                 deleted = await self.offload(lambda: _delete_device_dir(folder, device))
         self._wake.set()
-        return {"device": device, "removed": True, "deleted": deleted}
+        return RemoveResult(device=device, removed=True, deleted=deleted)
 
     # -- what sync status shows ---------------------------------------------------------
 
@@ -448,10 +444,10 @@ class Syncing:
             self._wake.set()
         return list(found)
 
-    async def status(self, *, verify: bool) -> dict[str, Any]:
+    async def status(self, *, verify: bool) -> SyncStatusResult:
         folder = self.folder
         if folder is None:
-            return {"enabled": False, "folder": None, "devices": [], "findings": []}
+            return SyncStatusResult(enabled=False, folder=None, devices=[], findings=[])
         identity = await self._identity()
         me = identity.key.device_id
         with self.store.snapshot() as snapshot:
@@ -462,55 +458,55 @@ class Syncing:
             hidden = int((snapshot.features["present"] == 0).sum())
         head = self.store.durable_head
         devices = [
-            {
-                "id": me,
-                "name": identity.name,
-                "this": True,
-                "epoch": epoch,
-                "head": None if head is None else msgspec.to_builtins(head),
-                "acknowledged_by": {
+            Device(
+                id=me,
+                name=identity.name,
+                this=True,
+                epoch=epoch,
+                head=head,
+                acknowledged_by={
                     device: m.seen[me].seq for device, m in self.manifests.items() if me in m.seen
                 },
-                "vault": self.vault,
-            }
+                vault=self.vault,
+            )
         ]
         for device, entry in sorted(paired.items()):
             manifest = self.manifests.get(device)
             peer = entry.peer
             their = None if manifest is None else manifest.head.seq
             devices.append(
-                {
-                    "id": device,
-                    "name": entry.name if manifest is None else manifest.name,
-                    "this": False,
-                    "epoch": None if manifest is None else manifest.epoch,
-                    "head": None if manifest is None else msgspec.to_builtins(manifest.head),
-                    "applied": peer.applied.seq,
-                    "pending": max(0, (their or 0) - peer.applied.seq),
-                    "acknowledges": None
+                Device(
+                    id=device,
+                    name=entry.name if manifest is None else manifest.name,
+                    this=False,
+                    epoch=None if manifest is None else manifest.epoch,
+                    head=None if manifest is None else manifest.head,
+                    applied=peer.applied.seq,
+                    pending=max(0, (their or 0) - peer.applied.seq),
+                    acknowledges=None
                     if manifest is None or me not in manifest.seen
                     else manifest.seen[me].seq,
-                    "vault": None if manifest is None else manifest.vault,
-                    "removed_at": peer.upto,
-                    "halted": peer.halted,
-                }
+                    vault=None if manifest is None else manifest.vault,
+                    removed_at=peer.upto,
+                    halted=peer.halted,
+                )
             )
         findings = list(self.findings)
         if verify:
             findings += await self.audit()
-        return {
-            "enabled": True,
-            "folder": str(folder),
-            "device": me,
-            "vault": self.vault,
-            "devices": devices,
-            "ahead": None if ahead is None else msgspec.to_builtins(ahead),
-            "removed_by": removed_by,
-            "sealed_unreadable": hidden,
-            "last_exchange_ms": self.last_ms,
-            "error": self.error,
-            "findings": msgspec.to_builtins(findings),
-        }
+        return SyncStatusResult(
+            enabled=True,
+            folder=str(folder),
+            device=me,
+            vault=self.vault,
+            devices=devices,
+            ahead=ahead,
+            removed_by=removed_by,
+            sealed_unreadable=hidden,
+            last_exchange_ms=self.last_ms,
+            error=self.error,
+            findings=findings,
+        )
 
 
 def _halter(finding: Finding) -> Callable[[Store], None]:

@@ -13,6 +13,7 @@ from rich.text import Text
 from hikmah.model.display import INVISIBLE, counted, visible, writer
 from hikmah_browse import format
 from hikmah_cli import render
+from hikmah_cli.replies import as_reply
 from tests.harness.daemon import Running
 from tests.harness.environment import clean_env
 
@@ -169,7 +170,7 @@ def test_a_count_says_its_noun_in_the_right_number() -> None:
 def test_status_says_presence_is_still_being_read_in_the_first_moments(
     daemon: Running,
 ) -> None:
-    result = daemon.call("daemon.status")
+    result = as_reply(daemon.call("daemon.status"))  # as the CLI reads it
     assert "presence  on" in render.status(result) or "presence  off" in render.status(result)
     del result["presence"]
     result["loading"] = ["presence"]  # as the daemon answers while it reads the ledger
@@ -194,8 +195,9 @@ def test_status_says_presence_is_still_being_read_in_the_first_moments(
 def test_the_semantic_line_of_status_fits_80_columns(
     daemon: Running, semantic: dict[str, Any]
 ) -> None:
-    result = daemon.call("daemon.status")
-    result["semantic"] = semantic
+    result = as_reply(daemon.call("daemon.status"))  # as the CLI reads it
+    # The members every channel has, besides those the case gives.
+    result["semantic"] = as_reply({"enabled": True, "error": None, "fallback": None, **semantic})
     shown = render.status(result)
     assert all(len(line) <= 80 for line in shown.splitlines()), shown
     assert "  semantic  " + semantic["state"] in shown

@@ -35,3 +35,10 @@ def test_a_member_the_reply_has_not_is_an_attribute_error() -> None:
     assert getattr(reply, "as_of", None) is None
     with pytest.raises(AttributeError, match="no member 'as_of'"):
         _ = reply.as_of
+
+
+def test_a_member_named_by_a_keyword_reads_as_its_field_with_an_underscore() -> None:
+    reply = as_reply({"checked": 2, "break": {"line": 3, "seq": None, "reason": "x"}})
+    assert reply.break_.line == 3
+    with pytest.raises(AttributeError, match="no member 'class_'"):
+        _ = reply.class_

@@ -15,8 +15,9 @@ from typing import Any
 import blake3
 import lmdb
 
-from hikmah.ledger.chain import Head, decode_record
+from hikmah.ledger.chain import decode_record
 from hikmah.ledger.headfile import HeadFile
+from hikmah.model.head import Head
 from tests.harness.daemon import Running
 from tests.harness.environment import clean_env
 

@@ -21,7 +21,7 @@ PROTOCOL = Path(__file__).resolve().parents[2] / "docs" / "protocol.md"
 METHODS: dict[str, Method] = {
     name: method for registry in REGISTRIES for name, method in registry.methods.items()
 }
-_FIELD = re.compile(r"^\| `([a-z_]+)` \|", re.M)
+_FIELD = re.compile(r"^\| `([a-z_][a-z0-9_]*)` \|", re.M)  # a field's name may hold a digit
 
 
 def sections() -> dict[str, str]:

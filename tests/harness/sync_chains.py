@@ -13,7 +13,8 @@ from pathlib import Path
 
 import msgspec
 
-from hikmah.ledger.chain import GENESIS, Head, Record, encode_record
+from hikmah.ledger.chain import GENESIS, Record, encode_record
+from hikmah.model.head import Head
 from hikmah.sync.chain import START, Position
 from hikmah.sync.device import DeviceKey
 from hikmah.sync.folder import DEVICES, read_file, scan, write_own

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from hikmah.ledger.chain import GENESIS, Head
+from hikmah.ledger.chain import GENESIS
 from hikmah.ledger.headfile import SLOT, HeadFile
 from hikmah.model.errors import LedgerError
+from hikmah.model.head import Head
 
 A = Head(seq=5, hash="a" * 64)
 B = Head(seq=6, hash="b" * 64)

@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 from hikmah.ledger.chain import (
     DOMAIN_V2,
     GENESIS,
-    Head,
     Record,
     chain_tail,
     compute_hash,
@@ -24,6 +23,7 @@ from hikmah.ledger.chain import (
     verify,
 )
 from hikmah.model.errors import LedgerError
+from hikmah.model.head import Head
 
 # The reference implementation's own ledgers, copied from shared/fixtures.
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

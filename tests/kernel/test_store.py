@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 
 from hikmah.access.principal import AgentSession
 from hikmah.index import queries
-from hikmah.ledger.chain import Head, encode_record
+from hikmah.ledger.chain import encode_record
 from hikmah.ledger.headfile import HeadFile
 from hikmah.model.errors import AgentRestricted, ConflictError, HikmahError, NotFound, StoreFull
+from hikmah.model.head import Head
 from hikmah.model.policy import KernelPolicy
 from hikmah.model.recall import RecallQuery
 from hikmah.model.trace import Draft

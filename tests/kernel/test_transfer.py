@@ -7,10 +7,11 @@ import json
 from pathlib import Path
 
 import blake3
+import msgspec
 import pytest
 
 from hikmah.index import queries
-from hikmah.ledger.chain import GENESIS, Head, decode_record, encode_record
+from hikmah.ledger.chain import GENESIS, decode_record, encode_record
 from hikmah.migration.transfer import (
     SupersedeCheck,
     already_done,
@@ -23,6 +24,7 @@ from hikmah.migration.transfer import (
     trace_operation,
 )
 from hikmah.model.errors import HikmahError, InvalidInput, NotFound, SecretDetected
+from hikmah.model.head import Head
 from hikmah.model.policy import KernelPolicy
 from hikmah.model.trace import Draft
 from hikmah.rules.operations import Fulfill, Operation, Purge, Remember, Written
@@ -271,10 +273,14 @@ def test_an_exported_trace_imports_as_the_same_trace(tmp_path: Path, store: Stor
         export_line(entry, keep_supersedes=True)
         for entry in store.read(queries.export_page, None, 10, include_superseded=True)[0]
     ]
-    assert [line["status"] for line in lines] == ["fulfilled", "active", "active"]
+    assert [line.status for line in lines] == ["fulfilled", "active", "active"]
     with Store(tmp_path / "other", map_size=1 << 24) as other:
         for line in lines:
-            write(other, trace_operation(json.loads(json.dumps(line))).operation, now=NOW + DAY)
+            write(
+                other,
+                trace_operation(json.loads(msgspec.json.encode(line))).operation,
+                now=NOW + DAY,
+            )
         assert other.read(queries.get, commitment.id).trace == commitment
         assert other.read(queries.get, commitment.id).status == "fulfilled"  # by the outcome line
         assert other.read(queries.get, outcome.id).trace == outcome
@@ -359,8 +365,8 @@ def test_a_link_to_a_trace_left_out_is_dropped_from_the_line(store: Store) -> No
     first = remember(store, "the office is on floor 3")
     moved = remember(store, "the office is on floor 5", supersedes=first.id)
     entry = store.read(queries.get, moved.id)
-    assert export_line(entry, keep_supersedes=True)["supersedes"] == first.id
-    assert export_line(entry, keep_supersedes=False)["supersedes"] is None
+    assert export_line(entry, keep_supersedes=True).supersedes == first.id
+    assert export_line(entry, keep_supersedes=False).supersedes is None
     assert exported("superseded", include_superseded=True)
     assert not exported("superseded", include_superseded=False)
     assert not exported("purged", include_superseded=True)

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from hikmah.ledger.chain import Head
 from hikmah.ledger.headfile import HeadFile
+from hikmah.model.head import Head
 from tests.harness.daemon import Running, own_daemon
 from tests.harness.environment import clean_env
 

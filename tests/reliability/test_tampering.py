@@ -33,9 +33,10 @@ from typing import Any
 import lmdb
 import pytest
 
-from hikmah.ledger.chain import GENESIS, Head, decode_record, encode_record
+from hikmah.ledger.chain import GENESIS, decode_record, encode_record
 from hikmah.ledger.headfile import HeadFile
 from hikmah.model.errors import LedgerError
+from hikmah.model.head import Head
 from tests.harness.daemon import Running
 
 from .harness import Book, check_data_dir, ledger_rows, put_raw, writers

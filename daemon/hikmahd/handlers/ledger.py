@@ -5,27 +5,16 @@ from __future__ import annotations
 
 import msgspec
 
-from hikmah.ledger.chain import Head
-from hikmah.model.errors import InvalidInput
+from hikmah.model.head import Head
 from hikmah.model.headtext import parse_head
-from hikmah.model.wire.base import NoParams, Params
+from hikmah.model.wire.base import NoParams
+from hikmah.model.wire.ledger import CompactResult, VerifyParams, VerifyResult
 from hikmah.store import maintenance
 
 from ..context import Context
-from ..rpc import JSON, Registry, to_json
+from ..rpc import Registry
 
 registry = Registry()
-
-
-class VerifyParams(Params, frozen=True):
-    expect_head: str | None = None
-    accept_tail: bool = False
-    reset_head: bool = False
-
-    def check(self) -> None:
-        chosen = [self.expect_head is not None, self.accept_tail, self.reset_head]
-        if sum(chosen) > 1:
-            raise InvalidInput("expect_head, accept_tail and reset_head exclude each other")
 
 
 def _moves_the_head(params: VerifyParams) -> str | None:
@@ -34,8 +23,8 @@ def _moves_the_head(params: VerifyParams) -> str | None:
     return "verify-ledger --reset-head" if params.reset_head else None
 
 
-@registry.method("ledger.verify", VerifyParams, person=_moves_the_head)
-async def verify(ctx: Context, params: VerifyParams) -> JSON:
+@registry.method("ledger.verify", person=_moves_the_head)
+async def verify(ctx: Context, params: VerifyParams) -> VerifyResult:
     services = ctx.services
     if params.accept_tail or params.reset_head:
         move = maintenance.accept_tail if params.accept_tail else maintenance.reset_head
@@ -51,13 +40,13 @@ async def verify(ctx: Context, params: VerifyParams) -> JSON:
         found = [f"sync folder: {f.device}: {f.why}" for f in await services.syncing.audit()]
         if found:
             report = msgspec.structs.replace(report, ok=False, errors=[*report.errors, *found])
-    return to_json(report)
+    return report
 
 
-@registry.method("ledger.compact", NoParams, person="compact")
-async def compact(ctx: Context, params: NoParams) -> JSON:
+@registry.method("ledger.compact", person="compact")
+async def compact(ctx: Context, params: NoParams) -> CompactResult:
     """Rewrite the ledger without purged text, re-chained, the old head recorded."""
     now = ctx.services.now_ms()
     done = await ctx.services.writer.exclusive(lambda store: maintenance.compact(store, now))
     await ctx.services.reminders.reload()
-    return to_json(done)
+    return done

@@ -10,37 +10,39 @@ presence shapes. These methods only set the passphrase and hand out tickets.
 from __future__ import annotations
 
 import logging
-from typing import Annotated, Any
-
-import msgspec
 
 from hikmah.access.person import PersonKey, new_salt
-from hikmah.access.presence import MAX_PASSPHRASE, PresenceState, check_passphrase, hash_passphrase
+from hikmah.access.presence import PresenceState, check_passphrase, hash_passphrase
 from hikmah.access.principal import restriction_message
 from hikmah.model.errors import AgentRestricted, ConflictError, PresenceDenied
-from hikmah.model.wire.base import NoParams, Params
+from hikmah.model.wire.base import NoParams
+from hikmah.model.wire.presence import (
+    EndResult,
+    Failures,
+    PassphraseParams,
+    PassphraseRemoveResult,
+    PassphraseSetResult,
+    PresenceChange,
+    PresenceStatusResult,
+    Ticket,
+)
 from hikmah.rules.operations import SetPresence
 
 from ..context import Context
 from ..peers import Terminal
-from ..rpc import JSON, Registry
+from ..rpc import Registry
 from ..tickets import per_command, process_of, tiocsti_allowed
 
 log = logging.getLogger(__name__)
 registry = Registry()
 
-Passphrase = Annotated[str, msgspec.Meta(max_length=MAX_PASSPHRASE)]
 _RESET = (
     "A person who forgot the passphrase stops hikmahd and runs hikmahd --reset-passphrase"
     " in a terminal (docs/security.md, 'A forgotten passphrase')"
 )
 
 
-class PassphraseParams(Params, frozen=True):
-    passphrase: Passphrase
-
-
-def report(ctx: Context) -> dict[str, Any]:
+def report(ctx: Context) -> PresenceStatusResult:
     """Presence as ``presence.status`` (and ``daemon.status``) tell it to this caller."""
     services = ctx.services
     state, now = services.store.presence, services.now_ms()
@@ -48,32 +50,27 @@ def report(ctx: Context) -> dict[str, Any]:
     until = tickets.expiry(terminal, now)
     changed = None
     if state.seq is not None:
-        changed = {"seq": state.seq, "action": state.action, "at": state.at}
+        changed = PresenceChange(seq=state.seq, action=state.action, at=state.at)
     ticket = None
     if terminal is not None and (until is not None or tickets.proven(ctx.peer)):
-        ticket = _ticket(terminal, until)
+        ticket = Ticket(terminal=terminal.name, expires_at=until)
     policy = services.policy.presence
-    return {
-        "on": state.on,
-        "changed": changed,
-        "damaged": state.damaged,
-        "missing": list(state.missing),
-        "ticket": ticket,
-        "can_prove": _cannot_prove(ctx) is None,
-        "why_not": _cannot_prove(ctx),
-        "ticket_seconds": policy.ticket_seconds,
-        "per_command": per_command(policy),
-        "tiocsti": tiocsti_allowed(),
-        "failures": {"count": tickets.failures, "last_at": tickets.last_failure_ms},
-    }
+    return PresenceStatusResult(
+        on=state.on,
+        changed=changed,
+        damaged=state.damaged,
+        missing=list(state.missing),
+        ticket=ticket,
+        can_prove=_cannot_prove(ctx) is None,
+        why_not=_cannot_prove(ctx),
+        ticket_seconds=policy.ticket_seconds,
+        per_command=per_command(policy),
+        tiocsti=tiocsti_allowed(),
+        failures=Failures(count=tickets.failures, last_at=tickets.last_failure_ms),
+    )
 
 
-def _ticket(terminal: Terminal, until: int | None) -> dict[str, Any]:
-    """A ticket as replies show it; ``expires_at`` None: a proof for this command alone."""
-    return {"terminal": terminal.name, "expires_at": until}
-
-
-def _grant(ctx: Context, terminal: Terminal, key: PersonKey | None) -> dict[str, Any]:
+def _grant(ctx: Context, terminal: Terminal, key: PersonKey | None) -> Ticket:
     """Give the caller what a proof gives, holding the person ``key``: a ticket for its
     terminal and shell, or a proof for its process alone
     (:func:`~hikmahd.tickets.per_command`)."""
@@ -81,12 +78,13 @@ def _grant(ctx: Context, terminal: Terminal, key: PersonKey | None) -> dict[str,
     policy = services.policy.presence
     if not per_command(policy):
         seconds = policy.ticket_seconds
-        return _ticket(terminal, services.tickets.grant(terminal, services.now_ms(), seconds, key))
+        until = services.tickets.grant(terminal, services.now_ms(), seconds, key)
+        return Ticket(terminal=terminal.name, expires_at=until)
     process = process_of(ctx.peer)
     if process is None:
         raise PresenceDenied("Refused: this process's start time cannot be read, so no proof")
     services.tickets.grant_command(process, key)
-    return _ticket(terminal, None)
+    return Ticket(terminal=terminal.name, expires_at=None)
 
 
 def _unlock(state: PresenceState, passphrase: str) -> PersonKey | None:
@@ -130,14 +128,14 @@ def _terminal(ctx: Context) -> Terminal:
     return terminal
 
 
-@registry.method("presence.status", NoParams)
-async def status(ctx: Context, params: NoParams) -> JSON:
+@registry.method("presence.status")
+async def status(ctx: Context, params: NoParams) -> PresenceStatusResult:
     """Whether presence is on, what last changed it, and this caller's ticket."""
     return report(ctx)
 
 
-@registry.method("presence.prove", PassphraseParams)
-async def prove(ctx: Context, params: PassphraseParams) -> JSON:
+@registry.method("presence.prove")
+async def prove(ctx: Context, params: PassphraseParams) -> Ticket:
     """Check the passphrase; right, the caller's terminal and shell get a ticket."""
     services = ctx.services
     terminal = _terminal(ctx)
@@ -167,14 +165,14 @@ async def prove(ctx: Context, params: PassphraseParams) -> JSON:
     return _grant(ctx, terminal, key)
 
 
-@registry.method("presence.end", NoParams)
-async def end(ctx: Context, params: NoParams) -> JSON:
+@registry.method("presence.end")
+async def end(ctx: Context, params: NoParams) -> EndResult:
     """Drop the caller's ticket, and its process's proof, now."""
-    return {"ended": ctx.services.tickets.end(ctx.peer)}
+    return EndResult(ended=ctx.services.tickets.end(ctx.peer))
 
 
-@registry.method("presence.set", PassphraseParams, person="passphrase set")
-async def set_(ctx: Context, params: PassphraseParams) -> JSON:
+@registry.method("presence.set", person="passphrase set")
+async def set_(ctx: Context, params: PassphraseParams) -> PassphraseSetResult:
     """Turn presence on with a first passphrase; the terminal that set it holds a ticket."""
     if ctx.services.store.presence.on:
         raise ConflictError(
@@ -183,16 +181,16 @@ async def set_(ctx: Context, params: PassphraseParams) -> JSON:
     return await _new_passphrase(ctx, "set", params.passphrase)
 
 
-@registry.method("presence.change", PassphraseParams, person="passphrase change")
-async def change(ctx: Context, params: PassphraseParams) -> JSON:
+@registry.method("presence.change", person="passphrase change")
+async def change(ctx: Context, params: PassphraseParams) -> PassphraseSetResult:
     """Replace the passphrase (with a ticket, which a proof of the current one gave)."""
     if not ctx.services.store.presence.on:
         raise ConflictError("person presence is off: set a passphrase with hikmah passphrase set")
     return await _new_passphrase(ctx, "change", params.passphrase)
 
 
-@registry.method("presence.remove", NoParams, person="passphrase remove")
-async def remove(ctx: Context, params: NoParams) -> JSON:
+@registry.method("presence.remove", person="passphrase remove")
+async def remove(ctx: Context, params: NoParams) -> PassphraseRemoveResult:
     """Turn presence off (with a ticket): person-only actions need no proof any more."""
     services = ctx.services
     if not services.store.presence.on:
@@ -201,10 +199,10 @@ async def remove(ctx: Context, params: NoParams) -> JSON:
     written = await services.writer.write(operation, person=ctx.person)
     services.tickets.clear()
     log.warning("person presence turned off (ledger record %d)", written.seq)
-    return {"on": False, "seq": written.seq}
+    return PassphraseRemoveResult(on=False, seq=written.seq)
 
 
-async def _new_passphrase(ctx: Context, action: str, passphrase: str) -> JSON:
+async def _new_passphrase(ctx: Context, action: str, passphrase: str) -> PassphraseSetResult:
     """Set or change the passphrase: its hash and the public half of the person key it
     unlocks go in the record, which the person key in force signs (or, turning presence
     on, the new one)."""
@@ -220,4 +218,4 @@ async def _new_passphrase(ctx: Context, action: str, passphrase: str) -> JSON:
     services.tickets.clear()
     ticket = _grant(ctx, terminal, key)
     log.info("person presence: passphrase %s (ledger record %d)", action, written.seq)
-    return {"on": True, "seq": written.seq, "ticket": ticket}
+    return PassphraseSetResult(on=True, seq=written.seq, ticket=ticket)

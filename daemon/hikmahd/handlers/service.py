@@ -13,24 +13,38 @@ from hikmah import __version__
 from hikmah.index import queries, review
 from hikmah.model.errors import InvalidInput
 from hikmah.model.policy import KernelPolicy, render_policy
-from hikmah.model.wire.base import NoParams, Params
+from hikmah.model.wire.base import NoParams
+from hikmah.model.wire.service import (
+    BackupParams,
+    BackupResult,
+    DaemonStatusResult,
+    PolicyFile,
+    PolicyParams,
+    PolicyResult,
+    Reminders,
+    RestrictParams,
+    RestrictResult,
+    StopResult,
+    SubscribeResult,
+    Waiting,
+)
 
 from .. import backup
 from ..context import Context
-from ..rpc import JSON, Registry, to_json
+from ..rpc import Registry
 from .presence import report
 
 registry = Registry()
 
 
-@registry.method("daemon.status", NoParams, early=True)
-async def status(ctx: Context, params: NoParams) -> JSON:
+@registry.method("daemon.status", early=True)
+async def status(ctx: Context, params: NoParams) -> DaemonStatusResult:
     services = ctx.services
     store, policies = services.store, services.policies
     head = store.head
     now = services.now_ms()
 
-    def read() -> tuple[queries.Queue, dict[str, int], int]:
+    def read() -> tuple[Reminders, dict[str, int], int]:
         with store.snapshot() as snapshot:
             return (
                 queries.queue(snapshot, now, ctx.hides),
@@ -40,43 +54,33 @@ async def status(ctx: Context, params: NoParams) -> JSON:
 
     # Off the loop: in the first moments of a start the feature columns are still being
     # read (a tenth of a second at a million traces), and this waits for them.
-    queue, counts, waiting = await services.offload(read)
-    reply: dict[str, JSON] = {
-        "pid": os.getpid(),
-        "version": __version__,
-        "uptime_s": round(time.monotonic() - services.started, 3),
-        "socket": str(services.socket_path),
-        "data_dir": str(store.data_dir),
-        "counts": counts,
-        "head": None if head is None else to_json(head),
-        "policy": {"path": str(policies.path), "error": policies.error},
-        "vault": services.vault is not None,
-        "semantic": services.semantics.status(),
-        "reminders": {
-            "scheduled": queue.scheduled,
-            "overdue": queue.overdue,
-            "next": None if queue.next is None else to_json(queue.next),
-        },
-        "review": {"waiting": waiting},
-        "principal": None if ctx.agent is None else to_json(ctx.agent),
-        "focus": [services.capsules.summary(name, now) for name in services.capsules.names()],
-        "subscribers": len(services.events),
-    }
+    reminders, counts, waiting = await services.offload(read)
     # Served in the first moments of a start too, while presence is read from the
     # ledger: it is not waited for (that takes seconds at a million records) but named.
-    if store.presence_read:
-        reply["presence"] = report(ctx)
-    else:
-        reply["loading"] = ["presence"]
-    return reply
+    presence = report(ctx) if store.presence_read else None
+    return DaemonStatusResult(
+        pid=os.getpid(),
+        version=__version__,
+        uptime_s=round(time.monotonic() - services.started, 3),
+        socket=str(services.socket_path),
+        data_dir=str(store.data_dir),
+        counts=counts,
+        head=head,
+        policy=PolicyFile(path=str(policies.path), error=policies.error),
+        vault=services.vault is not None,
+        semantic=services.semantics.status(),
+        reminders=reminders,
+        review=Waiting(waiting=waiting),
+        principal=ctx.agent,
+        focus=[services.capsules.summary(name, now) for name in services.capsules.names()],
+        subscribers=len(services.events),
+        presence=presence,
+        loading=None if presence is not None else ["presence"],
+    )
 
 
-class BackupParams(Params, frozen=True):
-    dir: str  # absolute: the daemon does not share the client's working directory
-
-
-@registry.method("daemon.backup", BackupParams)
-async def backup_(ctx: Context, params: BackupParams) -> JSON:
+@registry.method("daemon.backup")
+async def backup_(ctx: Context, params: BackupParams) -> BackupResult:
     """A consistent copy of the store and its head into an empty directory, while serving."""
     target = Path(params.dir)
     if not target.is_absolute():
@@ -91,60 +95,42 @@ async def backup_(ctx: Context, params: BackupParams) -> JSON:
         manifest = await services.offload(lambda: backup.write_backup(pinned, target, now))
     finally:
         pinned.close()
-    return {"dir": str(target), **to_json(manifest)}
+    return BackupResult(dir=str(target), **msgspec.structs.asdict(manifest))
 
 
-class StopResult(msgspec.Struct, frozen=True):
-    pid: int  # the daemon's process: a client waits for it to exit
-    # systemd passed the socket: its socket unit starts a daemon again on the next connection
-    socket_activated: bool
-
-
-@registry.method("daemon.stop", NoParams, person="stop the daemon")
-async def stop(ctx: Context, params: NoParams) -> JSON:
+@registry.method("daemon.stop", person="stop the daemon")
+async def stop(ctx: Context, params: NoParams) -> StopResult:
     """Stop as on SIGTERM: no new connection, every queued write committed, this reply
     and the others in flight given their grace, exit 0."""
     services = ctx.services
     services.stop(f"at the request of pid {ctx.peer.pid}")
-    return to_json(StopResult(pid=os.getpid(), socket_activated=services.socket_activated))
+    return StopResult(pid=os.getpid(), socket_activated=services.socket_activated)
 
 
-class PolicyParams(Params, frozen=True):
-    defaults: bool = False
-
-
-@registry.method("policy.get", PolicyParams)
-async def policy(ctx: Context, params: PolicyParams) -> JSON:
+@registry.method("policy.get")
+async def policy(ctx: Context, params: PolicyParams) -> PolicyResult:
     policies = ctx.services.policies
     chosen = KernelPolicy() if params.defaults else policies.policy
-    return {
-        "toml": render_policy(chosen),
-        "defaults": params.defaults,
-        "path": str(policies.path),
-        "exists": policies.path.exists(),
-        "error": policies.error,
-    }
+    return PolicyResult(
+        toml=render_policy(chosen),
+        defaults=params.defaults,
+        path=str(policies.path),
+        exists=policies.path.exists(),
+        error=policies.error,
+    )
 
 
-@registry.method("events.subscribe", NoParams)
-async def subscribe(ctx: Context, params: NoParams) -> JSON:
+@registry.method("events.subscribe")
+async def subscribe(ctx: Context, params: NoParams) -> SubscribeResult:
     assert ctx.line is not None
     services = ctx.services
     fresh = ctx.line.subscribe(services.events, services.reminders.replay(services.now_ms()))
-    return {
-        "subscribed": True,
-        "already": not fresh,
-        "events": ["reminder.due", "memory.changed"],
-    }
+    return SubscribeResult(
+        subscribed=True, already=not fresh, events=["reminder.due", "memory.changed"]
+    )
 
 
-class RestrictParams(Params, frozen=True):
-    host: str
-    session_id: str | None = None
-
-
-@registry.method("session.restrict", RestrictParams)
-async def restrict(ctx: Context, params: RestrictParams) -> JSON:
+@registry.method("session.restrict")
+async def restrict(ctx: Context, params: RestrictParams) -> RestrictResult:
     """Lower this connection (and every later one of this process) to agent privileges."""
-    session = ctx.restrict(params.host, params.session_id)
-    return {"restricted": True, "principal": to_json(session)}
+    return RestrictResult(restricted=True, principal=ctx.restrict(params.host, params.session_id))

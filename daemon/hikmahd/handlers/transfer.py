@@ -14,35 +14,51 @@ same connection's next page only so as not to read the file again.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, NamedTuple
+from typing import NamedTuple
 
 import msgspec
 import trio
 
 from hikmah import migration
 from hikmah.index import queries
-from hikmah.ledger.chain import Head, decode_record
+from hikmah.ledger.chain import decode_record
 from hikmah.migration import transfer
-from hikmah.model.errors import HikmahError, InvalidInput
+from hikmah.model.errors import HikmahError
+from hikmah.model.head import Head
 from hikmah.model.headtext import parse_head
-from hikmah.model.moment import AsOf
 from hikmah.model.paths import project_scope
 from hikmah.model.secrets import preview, redact
-from hikmah.model.vocabulary import ImportSource
-from hikmah.model.wire.base import Params
+from hikmah.model.wire.transfer import (
+    Duplicate,
+    ExportedTrace,
+    ExportParams,
+    ExportResult,
+    ImportLedgerParams,
+    ImportLedgerResult,
+    ImportParams,
+    ImportResult,
+    ImportSourceParams,
+    ImportSourceResult,
+    LineNote,
+    LineRefusal,
+    Planned,
+    RecordNote,
+    RecordRefusal,
+    SourceRefusal,
+)
 from hikmah.rules.operations import Operation, Outcome, Remember, Written
 from hikmah.rules.writes import payloads_for
 
 from ..context import Context
 from ..exports import read_export
-from ..rpc import JSON, Registry, to_json
-from .asof import past, reading
+from ..rpc import Registry
+from .asof import reading
 
 registry = Registry()
 
-MAX_LINES = 500
 # A page of at least this many writes is shared with the checking worker, from the
 # AHEAD-th on.
 SHARED_PAGE = 128
@@ -53,17 +69,10 @@ EXPORT_PAGE_BYTES = 512 * 1024
 _ENCODER = msgspec.json.Encoder()
 
 
-class ExportParams(Params, frozen=True):
-    after: str | None = None  # the "next" of the previous page; None for the first
-    limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 500
-    include_superseded: bool = False
-    as_of: AsOf | None = None  # memory as it stood then (give every page the same record)
-
-
-@registry.blocking("memory.export", ExportParams)
-def export(ctx: Context, params: ExportParams) -> JSON:
+@registry.blocking("memory.export")
+def export(ctx: Context, params: ExportParams) -> ExportResult:
     """One page of traces in write order, as JSON Lines objects; purged ones never."""
-    lines: list[Any] = []
+    lines: list[ExportedTrace] = []
     size = 0
     with reading(ctx.services, params.as_of) as snapshot:
         entries, after = queries.export_page(
@@ -78,46 +87,29 @@ def export(ctx: Context, params: ExportParams) -> JSON:
             line = transfer.export_line(entry, keep_supersedes=target is None or keep)
             size += len(_ENCODER.encode(line))
             if lines and size > EXPORT_PAGE_BYTES:
-                after = lines[-1]["id"]
+                after = lines[-1].id
                 break
             lines.append(line)
-    return past({"traces": lines, "next": after}, snapshot)
+    return ExportResult(traces=lines, next=after, as_of=snapshot.point)
 
 
-class ImportLine(Params, frozen=True):
-    line: Annotated[int, msgspec.Meta(ge=1)]
-    trace: dict[str, Any]
-
-
-class SettleLine(Params, frozen=True):
-    line: Annotated[int, msgspec.Meta(ge=1)]
-    id: str
-    status: Literal["fulfilled", "superseded"]
-
-
-class ImportParams(Params, frozen=True):
-    lines: Annotated[tuple[ImportLine, ...], msgspec.Meta(max_length=MAX_LINES)] = ()
-    # After every line of a file: the exported statuses that still need checking.
-    settle: Annotated[tuple[SettleLine, ...], msgspec.Meta(max_length=MAX_LINES)] = ()
-
-
-@registry.method("memory.import", ImportParams)
-async def import_(ctx: Context, params: ImportParams) -> JSON:
+@registry.method("memory.import")
+async def import_(ctx: Context, params: ImportParams) -> ImportResult:
     """Write JSON Lines trace objects like any write; idempotent by trace id."""
-    refused: list[JSON] = []
-    notes: list[JSON] = []
+    refused: list[LineRefusal] = []
+    notes: list[LineNote] = []
     planned: list[tuple[int, Operation]] = []
     for item in params.lines:
         try:
             operation, note = transfer.trace_operation(item.trace, session=ctx.session)
         except HikmahError as exc:
-            refused.append({"line": item.line, "reason": str(exc)})
+            refused.append(LineRefusal(line=item.line, reason=str(exc)))
             continue
         planned.append((item.line, operation))
         if note is not None:
-            notes.append({"line": item.line, "note": note})
+            notes.append(LineNote(line=item.line, note=note))
     applied = await _apply(ctx, planned)
-    refused += [{"line": line, "reason": reason} for line, reason in applied.refused]
+    refused += [LineRefusal(line=line, reason=reason) for line, reason in applied.refused]
 
     settled = 0
     fulfils: list[tuple[int, Operation]] = []
@@ -127,56 +119,35 @@ async def import_(ctx: Context, params: ImportParams) -> JSON:
         if action is None:
             settled += int(found is not None)
         elif isinstance(action, str):
-            notes.append({"line": due.line, "note": action})
+            notes.append(LineNote(line=due.line, note=action))
         else:
             fulfils.append((due.line, action))
     done = await _apply(ctx, fulfils)
     settled += done.written + done.already
-    notes += [{"line": line, "note": f"not fulfilled: {reason}"} for line, reason in done.refused]
-    refused.sort(key=lambda r: r["line"])
-    return {
-        "written": applied.written,
-        "already": applied.already,
-        "refused": refused,
-        "settled": settled,
-        "notes": notes,
-    }
+    notes += [LineNote(line=line, note=f"not fulfilled: {reason}") for line, reason in done.refused]
+    refused.sort(key=lambda r: r.line)
+    return ImportResult(
+        written=applied.written,
+        already=applied.already,
+        refused=refused,
+        settled=settled,
+        notes=notes,
+    )
 
 
-class LedgerLine(Params, frozen=True):
-    line: Annotated[int, msgspec.Meta(ge=1)]
-    text: str  # the record line exactly as in the file (its bytes are hashed)
-
-
-class HeadParams(Params, frozen=True):
-    seq: Annotated[int, msgspec.Meta(ge=0)]
-    hash: str
-
-
-class ImportLedgerParams(Params, frozen=True):
-    records: Annotated[tuple[LedgerLine, ...], msgspec.Meta(max_length=MAX_LINES)]
-    after: HeadParams | None = None  # the "tail" of the previous call; None at the start
-    expect_head: str | None = None  # SEQ:HASH pinned by the person
-    check_only: bool = False
-
-
-@registry.method("memory.import_ledger", ImportLedgerParams)
-async def import_ledger(ctx: Context, params: ImportLedgerParams) -> JSON:
+@registry.method("memory.import_ledger")
+async def import_ledger(ctx: Context, params: ImportLedgerParams) -> ImportLedgerResult:
     """Verify records of a reference ledger continuing a chain, and import those that verify."""
     after = None if params.after is None else Head(seq=params.after.seq, hash=params.after.hash)
     pinned = None if params.expect_head is None else Head(*parse_head(params.expect_head))
     rows = [(r.line, r.text.encode()) for r in params.records]
     check = transfer.check_chain(rows, after=after, pinned=pinned)
-    reply: dict[str, JSON] = {
-        "checked": check.checked,
-        "tail": to_json(check.tail),
-        "break": to_json(check.broken),
-    }
+    reply = ImportLedgerResult(checked=check.checked, tail=check.tail, break_=check.broken)
     if params.check_only:
         return reply
 
     refused: list[tuple[int, int, str]] = []
-    notes: list[JSON] = []
+    notes: list[RecordNote] = []
     planned: list[tuple[int, Operation]] = []
     checks: list[tuple[int, transfer.SupersedeCheck]] = []
     seq_of: dict[int, int] = {}
@@ -189,7 +160,7 @@ async def import_ledger(ctx: Context, params: ImportLedgerParams) -> JSON:
             refused.append((line, record.seq, str(exc)))
             continue
         if note is not None:
-            notes.append({"line": line, "seq": record.seq, "note": note})
+            notes.append(RecordNote(line=line, seq=record.seq, note=note))
         if isinstance(mapped, transfer.SupersedeCheck):
             checks.append((line, mapped))
         else:
@@ -209,33 +180,14 @@ async def import_ledger(ctx: Context, params: ImportLedgerParams) -> JSON:
             else:
                 refused.append((line, seq_of[line], problem))
     refused.sort()
-    reply.update(
+    return msgspec.structs.replace(
+        reply,
         written=applied.written,
         already=applied.already,
         linked=linked,
-        refused=[{"line": line, "seq": seq, "reason": reason} for line, seq, reason in refused],
+        refused=[RecordRefusal(line=line, seq=seq, reason=reason) for line, seq, reason in refused],
         notes=notes,
     )
-    return reply
-
-
-class ImportSourceParams(Params, frozen=True):
-    source: ImportSource
-    path: str  # absolute: the daemon does not share the client's working directory
-    start: Annotated[int, msgspec.Meta(ge=0)] = 0  # the "next" of the previous page
-    limit: Annotated[int, msgspec.Meta(ge=1, le=MAX_LINES)] = MAX_LINES
-    dry_run: bool = False
-    # claude-mem project names -> their folders (absolute), whose project scope they take
-    projects: dict[str, str] = msgspec.field(default_factory=dict)
-
-    def check(self) -> None:
-        named = [("path", self.path), *((f"projects[{n!r}]", f) for n, f in self.projects.items())]
-        for what, path in named:
-            if not Path(path).is_absolute():
-                raise InvalidInput(
-                    f"{what} must be an absolute path: the daemon does not share your"
-                    " working directory"
-                )
 
 
 # The records a reader left out are named in the first page's reply, up to this many
@@ -251,8 +203,8 @@ class _Kept(NamedTuple):
     next: int
 
 
-@registry.method("memory.import_source", ImportSourceParams)
-async def import_source(ctx: Context, params: ImportSourceParams) -> JSON:
+@registry.method("memory.import_source")
+async def import_source(ctx: Context, params: ImportSourceParams) -> ImportSourceResult:
     """One page of an import from another memory tool: each item of the export, from
     ``start``, written as an ordinary remember (never verified), skipped as already
     imported, or refused; with ``dry_run``, judged by the same rules and not written."""
@@ -292,49 +244,50 @@ async def import_source(ctx: Context, params: ImportSourceParams) -> JSON:
             else:
                 refused[write.trace_id] = str(outcome)
     done = [w for w in page.writes if w.trace_id not in refused and w.trace_id not in raced]
-    counts = dict.fromkeys(("already", "older", "kept_correction", "purged"), 0)
-    for skip in page.skips:
-        counts[skip.reason] += 1
-    counts["already"] += len(raced)
-    reply: dict[str, JSON] = {
-        "total": total,
-        "next": following,
-        "dry_run": params.dry_run,
-        "written": sum(1 for w in done if not w.correction),
-        "corrected": sum(1 for w in done if w.correction),
-        **counts,
+    skips = Counter(skip.reason for skip in page.skips)
+    planned = None
+    if params.dry_run:
+        planned = [
+            Planned(
+                locator=redact(w.item.locator),
+                id=w.trace_id,
+                action="correction" if w.correction else "new",
+                kind=w.draft.kind,
+                preview=preview(w.draft.content),
+            )
+            for w in done
+        ]
+    return ImportSourceResult(
+        total=total,
+        next=following,
+        dry_run=params.dry_run,
+        written=sum(1 for w in done if not w.correction),
+        corrected=sum(1 for w in done if w.correction),
+        already=skips["already"] + len(raced),
+        older=skips["older"],
+        kept_correction=skips["kept_correction"],
+        purged=skips["purged"],
         # A locator names a record the peer made: shown redacted, like any preview.
         # Items too large to be traces were refused as the export was read: the
         # first page names them.
-        "refused": [
-            {"locator": locator, "reason": reason}
+        refused=[
+            SourceRefusal(locator=locator, reason=reason)
             for locator, reason in (reading.refused if params.start == 0 else ())
         ]
         + [
-            {"locator": redact(w.item.locator), "reason": refused[w.trace_id]}
+            SourceRefusal(locator=redact(w.item.locator), reason=refused[w.trace_id])
             for w in page.writes
             if w.trace_id in refused
         ],
-        "duplicates": [
-            {"locator": redact(w.item.locator), "of": w.duplicate_of}
+        duplicates=[
+            Duplicate(locator=redact(w.item.locator), of=w.duplicate_of)
             for w in done
             if w.duplicate_of is not None
         ],
-        "skipped": len(reading.skipped),
-        "skipped_named": reading.skipped[:MAX_SKIPPED_NAMED] if params.start == 0 else [],
-    }
-    if params.dry_run:
-        reply["planned"] = [
-            {
-                "locator": redact(w.item.locator),
-                "id": w.trace_id,
-                "action": "correction" if w.correction else "new",
-                "kind": w.draft.kind,
-                "preview": preview(w.draft.content),
-            }
-            for w in done
-        ]
-    return reply
+        skipped=len(reading.skipped),
+        skipped_named=reading.skipped[:MAX_SKIPPED_NAMED] if params.start == 0 else [],
+        planned=planned,
+    )
 
 
 def _read_as(params: ImportSourceParams) -> tuple[str, str, tuple[tuple[str, str], ...]]:

@@ -22,9 +22,9 @@ import msgspec
 from hikmah.ledger.chain import GENESIS, Record, decode_record, link_problem
 from hikmah.ledger.payloads import PresencePayload, decode_payload
 from hikmah.model.errors import InvalidInput, LedgerError
+from hikmah.model.wire.presence import MAX_PASSPHRASE
 
 MIN_PASSPHRASE = 8
-MAX_PASSPHRASE = 1024
 # argon2-cffi's defaults (RFC 9106's second recommendation, 64 MiB): about 0.1 s here.
 _HASHER = argon2.PasswordHasher()
 # How a presence record begins in a ledger line: a quick filter before decoding.

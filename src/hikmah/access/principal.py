@@ -25,6 +25,7 @@ import msgspec
 from hikmah.model.display import AGENT_LOCATOR_PREFIX
 from hikmah.model.errors import AgentRestricted, PresenceRequired
 from hikmah.model.secrets import find_secret
+from hikmah.model.wire.service import AgentSession
 
 __all__ = [
     "UNKNOWN_PRINCIPAL",
@@ -187,24 +188,6 @@ _AGENT_ADVICE = (
 _CHECK_COMMAND = "env | grep -E '^({})'".format(
     "|".join(start for host in _HOSTS for start in (*(f"{n}=" for n in host.exact), *host.prefixes))
 )
-
-
-class AgentSession(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """A detected coding-agent session.
-
-    Attributes:
-        host: ``claude-code``, ``codex``, ``cursor``, ``gemini-cli``, ``opencode`` or
-            ``ai-agent``.
-        session_id: The host's session id, or ``"unknown"``.
-        variables: Sorted names (never values) of every detected variable.
-        processes: The host processes recognised above the peer (their executable,
-            or the script their interpreter runs), nearest first.
-    """
-
-    host: str
-    session_id: str
-    variables: tuple[str, ...]
-    processes: tuple[str, ...] = ()
 
 
 # Whoever sent a request whose process tree could not be read (no /proc, a hidden

@@ -39,9 +39,10 @@ from hikmah.index.layout import (
     split_revision_key,
 )
 from hikmah.index.snapshot import Snapshot
-from hikmah.ledger.chain import Head, decode_record
+from hikmah.ledger.chain import decode_record
 from hikmah.model.deadlines import parse_moment
 from hikmah.model.errors import InvalidInput
+from hikmah.model.head import Head
 from hikmah.model.moment import AsOf, Moment
 from hikmah.model.vocabulary import STATUSES, Status
 

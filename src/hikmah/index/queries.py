@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
-import msgspec
 import numpy as np
 
 from hikmah.index import fates, replicas
@@ -38,6 +37,7 @@ from hikmah.model.wire.memory import (
     OwnRecord,
     StoredTrace,
 )
+from hikmah.model.wire.service import Reminders
 from hikmah.working.promises import STAGES, Stage
 
 
@@ -270,18 +270,10 @@ def claim_history(
     return out
 
 
-class Queue(msgspec.Struct, frozen=True, kw_only=True):
-    """The promise queue in brief, as ``daemon.status`` tells it."""
-
-    scheduled: int  # active commitments with a deadline
-    overdue: int  # of which the deadline has passed
-    next: Trace | None  # the soonest the caller may see
-
-
-def queue(snapshot: Snapshot, now_ms: int, hides: Callable[[Trace], bool]) -> Queue:
-    """The promise queue in brief, from the feature columns: only the soonest
-    commitments' traces are read (ties by id, as :func:`commitments` orders them), until
-    one that ``hides`` leaves to the caller."""
+def queue(snapshot: Snapshot, now_ms: int, hides: Callable[[Trace], bool]) -> Reminders:
+    """The promise queue in brief, as ``daemon.status`` tells it, from the feature
+    columns: only the soonest commitments' traces are read (ties by id, as
+    :func:`commitments` orders them), until one that ``hides`` leaves to the caller."""
     deadlines, docs = snapshot.dated()
     overdue = int(np.searchsorted(deadlines, now_ms, side="right"))
     start = 0
@@ -290,9 +282,9 @@ def queue(snapshot: Snapshot, now_ms: int, hides: Callable[[Trace], bool]) -> Qu
         tied = sorted((snapshot.trace_at(int(d)) for d in docs[start:end]), key=_by_id)
         for trace in tied:
             if not hides(trace):
-                return Queue(scheduled=len(docs), overdue=overdue, next=trace)
+                return Reminders(scheduled=len(docs), overdue=overdue, next=trace)
         start = end
-    return Queue(scheduled=len(docs), overdue=overdue, next=None)
+    return Reminders(scheduled=len(docs), overdue=overdue, next=None)
 
 
 def _by_id(trace: Trace) -> str:

@@ -29,8 +29,10 @@ import msgspec
 from hikmah.index.fates import this_device
 from hikmah.index.layout import DEVICE_ID, SEQ, chain_key, decode_redaction, split_chain_key
 from hikmah.index.snapshot import Snapshot
-from hikmah.ledger.chain import ChainReport, Head, Record, decode_record, link_problem
+from hikmah.ledger.chain import Record, decode_record, link_problem
 from hikmah.model.errors import ConflictError, LedgerError
+from hikmah.model.head import Head
+from hikmah.model.wire.ledger import ChainReport
 from hikmah.sync.pairing import OpenInvitation
 from hikmah.sync.plan import Peer, Published
 

@@ -46,7 +46,8 @@ from hikmah.index.layout import (
     u32,
     unpack_u32,
 )
-from hikmah.ledger.chain import Head, decode_record
+from hikmah.ledger.chain import decode_record
+from hikmah.model.head import Head
 from hikmah.model.moment import Moment
 from hikmah.model.trace import Trace
 from hikmah.model.vocabulary import STATUSES, Status

@@ -39,7 +39,9 @@ import blake3
 import msgspec
 
 from hikmah.model.errors import LedgerError
+from hikmah.model.head import Head
 from hikmah.model.secrets import preview
+from hikmah.model.wire.ledger import Summary, VerifyResult
 
 GENESIS = "GENESIS"
 DOMAIN_V2 = b"hikmah-ledger-v2\n"
@@ -65,83 +67,6 @@ class Record(msgspec.Struct, frozen=True):
     payload: bytes
     hash: str
     line: bytes
-
-
-class Head(msgspec.Struct, frozen=True):
-    """An acknowledged position in the ledger: the last record a write confirmed."""
-
-    seq: int
-    hash: str
-
-
-class Summary(msgspec.Struct, frozen=True, kw_only=True):
-    """One unacknowledged record, summarised for a person to inspect.
-
-    Every text field is cut to a single line of at most 80 characters with
-    credential-like text withheld, because the record may be a forgery
-    written to smuggle something into a terminal.
-    """
-
-    seq: int
-    event: str
-    trace_id: str | None = None
-    kind: str | None = None
-    source: str | None = None
-    locator: str | None = None  # an agent session's stamp says who wrote it
-    verified: bool | None = None
-    claim: str | None = None
-    preview: str | None = None
-
-
-class ChainReport(msgspec.Struct, frozen=True, kw_only=True):
-    """A paired device's chain as this device keeps it, verified (docs/sync.md).
-
-    Attributes:
-        device: The device's id.
-        name: Its name when it was paired.
-        ok: True when its chain verifies whole and it is not halted.
-        records: How many of its records are kept here, valid or not.
-        head: The last record of the verified chain prefix (on the device itself,
-            its ledger's record of that seq); None when no record verifies.
-        stopped: Where and why the chain stops verifying; None when it verifies whole.
-        halted: Why its records stopped being applied here until a person looks (a
-            fork, a refused segment); None while they are applied.
-        removed_at: It was removed: nothing of its chain past this seq is applied.
-        redacted: Records kept as their redaction after a purge (their hashes still link).
-    """
-
-    device: str
-    name: str
-    ok: bool
-    records: int
-    head: Head | None
-    stopped: str | None = None
-    halted: str | None = None
-    removed_at: int | None = None
-    redacted: int = 0
-
-
-class VerifyReport(msgspec.Struct, frozen=True, kw_only=True):
-    """The outcome of :func:`verify`.
-
-    Attributes:
-        ok: True when ``errors`` is empty.
-        records: How many records were read, valid or not.
-        head: The last record of the verified chain prefix (what a head reset
-            would write); None when no record verifies.
-        errors: Integrity findings, each a sentence naming the seq.
-        warnings: Things that are fine but worth knowing.
-        unacknowledged: The records past the acknowledged head.
-        devices: Each paired device's chain as this device keeps it, by id (sync).
-    """
-
-    ok: bool
-    records: int
-    head: Head | None
-    errors: list[str]
-    warnings: list[str]
-    unacknowledged: list[Summary]
-    devices: list[ChainReport] = []
 
 
 class _Line(msgspec.Struct, forbid_unknown_fields=True):
@@ -507,7 +432,7 @@ def verify(
     *,
     expect_head: Head | None = None,
     head_error: str | None = None,
-) -> VerifyReport:
+) -> VerifyResult:
     """Verify the chain and compare it with the acknowledged head.
 
     Args:
@@ -555,7 +480,7 @@ def verify(
         problem = _position_errors(walk, expect_head, "the pinned head")
         if problem is not None:
             errors.append(problem)
-    return VerifyReport(
+    return VerifyResult(
         ok=not errors,
         records=walk.count,
         head=walk.tail,

@@ -20,9 +20,10 @@ from pathlib import Path
 
 import blake3
 
-from hikmah.ledger.chain import GENESIS, Head
+from hikmah.ledger.chain import GENESIS
 from hikmah.model.durable import write_atomic
 from hikmah.model.errors import LedgerError
+from hikmah.model.head import Head
 
 MAGIC = b"HKHEAD1\n"
 SLOT = 256

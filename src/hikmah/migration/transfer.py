@@ -38,13 +38,15 @@ from typing import Any, NamedTuple
 import msgspec
 
 from hikmah.access.principal import AgentSession
-from hikmah.ledger.chain import GENESIS, Head, Record, decode_record, link_problem
+from hikmah.ledger.chain import GENESIS, Record, decode_record, link_problem
 from hikmah.ledger.payloads import SupersedePayload
 from hikmah.model.errors import HikmahError, InvalidInput, LedgerError
+from hikmah.model.head import Head
 from hikmah.model.secrets import check_fields, redact
 from hikmah.model.trace import Draft, TraceFields, draft_fields
 from hikmah.model.vocabulary import Kind, PredictionType, Privacy, Status
 from hikmah.model.wire.memory import StoredTrace
+from hikmah.model.wire.transfer import ChainBreak, ExportedTrace
 from hikmah.rules.operations import Fulfill, Operation, Purge, Remember
 
 # Ids are echoed in reports and error messages, so they must look like ids
@@ -175,7 +177,7 @@ def exported(status: Status, *, include_superseded: bool) -> bool:
     return status in ("active", "fulfilled") or (status == "superseded" and include_superseded)
 
 
-def export_line(entry: StoredTrace, *, keep_supersedes: bool) -> dict[str, Any]:
+def export_line(entry: StoredTrace, *, keep_supersedes: bool) -> ExportedTrace:
     """One line of an export: the trace as the daemon answers it, plus ``status``.
 
     Args:
@@ -184,11 +186,10 @@ def export_line(entry: StoredTrace, *, keep_supersedes: bool) -> dict[str, Any]:
             (superseded traces left out, or it was purged): the link is dropped so
             that the file imports on its own.
     """
-    line: dict[str, Any] = msgspec.to_builtins(entry.trace)
+    fields = msgspec.structs.asdict(entry.trace)
     if not keep_supersedes:
-        line["supersedes"] = None
-    line["status"] = entry.status
-    return line
+        fields["supersedes"] = None
+    return ExportedTrace(**fields, status=entry.status)
 
 
 # --- what is there already --------------------------------------------------------------
@@ -226,14 +227,6 @@ def is_taken_id(error: HikmahError) -> bool:
 
 
 # --- reference ledgers -------------------------------------------------------------------
-
-
-class ChainBreak(msgspec.Struct, frozen=True, kw_only=True):
-    """Where a ledger stops verifying: the file line, the record's seq if readable, why."""
-
-    line: int
-    seq: int | None
-    reason: str
 
 
 class ChainCheck(msgspec.Struct, frozen=True, kw_only=True):

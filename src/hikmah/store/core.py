@@ -45,7 +45,7 @@ from hikmah.index.fates import LOCAL
 from hikmah.index.layout import INDEX_VERSION, SEALED_MARK, SEQ
 from hikmah.index.queries import conflicts_for
 from hikmah.index.snapshot import Added, FeatureCache, Snapshot
-from hikmah.ledger.chain import GENESIS, Head, decode_record, encode_record
+from hikmah.ledger.chain import GENESIS, decode_record, encode_record
 from hikmah.ledger.headfile import HeadFile
 from hikmah.ledger.payloads import (
     PAYLOAD_ENCODER,
@@ -60,6 +60,7 @@ from hikmah.ledger.payloads import (
     stamped,
 )
 from hikmah.model.errors import ConflictError, HikmahError, InvalidInput, LedgerError, StoreFull
+from hikmah.model.head import Head
 from hikmah.model.policy import KernelPolicy
 from hikmah.rules.operations import Applied, ApplyRemote, Change, Outcome, Written
 from hikmah.rules.writes import payloads_for

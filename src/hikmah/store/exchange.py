@@ -30,8 +30,10 @@ from hikmah.index import replicas
 from hikmah.index.layout import SEQ
 from hikmah.index.replicas import Paired
 from hikmah.index.snapshot import Snapshot
-from hikmah.ledger.chain import GENESIS, Head, Record, decode_record
+from hikmah.ledger.chain import GENESIS, Record, decode_record
 from hikmah.model.errors import ConflictError, NotFound
+from hikmah.model.head import Head
+from hikmah.model.wire.sync import Finding
 from hikmah.rules.operations import ApplyRemote, Pair
 from hikmah.sync.chain import Advance, Position, Refused, follow
 from hikmah.sync.device import DeviceKey, PublicKey, Untrusted
@@ -54,7 +56,7 @@ from hikmah.sync.pairing import (
     join_file,
     open_invitation,
 )
-from hikmah.sync.plan import Announce, Finding, Publish, Step, plan_apply, plan_publish
+from hikmah.sync.plan import Announce, Publish, Step, plan_apply, plan_publish
 from hikmah.sync.segment import segment_name
 from hikmah.vault.sealing import data_key_of
 

@@ -14,7 +14,7 @@ from hikmah.index import replicas
 from hikmah.index.layout import SEQ
 from hikmah.index.snapshot import Snapshot
 from hikmah.ledger import chain
-from hikmah.ledger.chain import GENESIS, Head, VerifyReport, decode_record, encode_record
+from hikmah.ledger.chain import GENESIS, decode_record, encode_record
 from hikmah.ledger.payloads import (
     PAYLOAD_ENCODER,
     CompactedPayload,
@@ -23,22 +23,15 @@ from hikmah.ledger.payloads import (
     decode_payload,
 )
 from hikmah.model.errors import ConflictError, LedgerError
+from hikmah.model.head import Head
+from hikmah.model.wire.ledger import CompactResult, VerifyResult
 from hikmah.store.core import Store
 from hikmah.store.free_pages import drop_free_pages
 from hikmah.store.indexing import reindex
 from hikmah.vault.sealing import Keys, Sealed, rewrapped
 
 
-class Compacted(msgspec.Struct, frozen=True, kw_only=True):
-    """What compaction did: the head it replaced, the new head, the redacted traces."""
-
-    old_head: Head | None
-    head: Head | None
-    records: int
-    redacted: list[str]
-
-
-def verify(store: Store, *, expect_head: Head | None = None) -> VerifyReport:
+def verify(store: Store, *, expect_head: Head | None = None) -> VerifyResult:
     """Check the hash chain and the head (docs/storage.md), and every paired
     device's chain as the store keeps it (docs/sync.md)."""
     with store.snapshot() as snapshot:
@@ -55,7 +48,7 @@ def verify(store: Store, *, expect_head: Head | None = None) -> VerifyReport:
     )
 
 
-def accept_tail(store: Store) -> VerifyReport:
+def accept_tail(store: Store) -> VerifyResult:
     """Acknowledge records past the head, if everything up to the head verifies.
 
     Raises:
@@ -71,13 +64,13 @@ def accept_tail(store: Store) -> VerifyReport:
     return verify(store)
 
 
-def reset_head(store: Store) -> VerifyReport:
+def reset_head(store: Store) -> VerifyResult:
     """Rewrite the head from the ledger's last record."""
     store.acknowledge_ledger()
     return verify(store)
 
 
-def compact(store: Store, now_ms: int) -> Compacted:
+def compact(store: Store, now_ms: int) -> CompactResult:
     """Rewrite the ledger without the text of purged traces, and re-chain it.
 
     Each purged trace's remember record (purged here or by a paired device)
@@ -95,7 +88,7 @@ def compact(store: Store, now_ms: int) -> Compacted:
     """
     old_head = store.head
 
-    def rewrite() -> Compacted:
+    def rewrite() -> CompactResult:
         with store.transaction() as snapshot:
             last = snapshot.last_record()
             if store.head_error is not None or last != old_head or last is None:
@@ -117,7 +110,7 @@ def compact(store: Store, now_ms: int) -> Compacted:
                 else:
                     bodies.append(record.payload)
             if not redacted:
-                return Compacted(
+                return CompactResult(
                     old_head=old_head, head=old_head, records=len(records), redacted=[]
                 )
             final = CompactedPayload(
@@ -134,7 +127,9 @@ def compact(store: Store, now_ms: int) -> Compacted:
             # Synced devices receive the re-chained ledger as a new epoch of its chain.
             replicas.next_epoch(snapshot)
             store.set_head(old_head, pending=new_head)  # pending: see hikmah.store.core
-        return Compacted(old_head=old_head, head=new_head, records=len(bodies), redacted=redacted)
+        return CompactResult(
+            old_head=old_head, head=new_head, records=len(bodies), redacted=redacted
+        )
 
     # One transaction writes the ledger and every index again: grown as writes grow it.
     done = store.growing(rewrite)

@@ -44,11 +44,12 @@ from hikmah.ledger.payloads import (
     SupersedePayload,
     decode_payload,
 )
+from hikmah.model.device_id import is_device_id
 from hikmah.model.errors import HikmahError, LedgerError, PolicyError
 from hikmah.model.trace import Trace
 from hikmah.rules.checks import check_trace
 from hikmah.rules.operations import Applied, ApplyRemote
-from hikmah.sync.device import KEY_BYTES, device_id, is_device_id
+from hikmah.sync.device import KEY_BYTES, device_id
 from hikmah.sync.manifest import valid_name
 from hikmah.sync.merge import Purged, RecordId
 from hikmah.vault.crypto import DataKey, DecryptionFailed

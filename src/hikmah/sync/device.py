@@ -8,7 +8,6 @@ the id it names derives from the key that signed it.
 from __future__ import annotations
 
 import base64
-import re
 from dataclasses import dataclass
 from typing import Final
 
@@ -23,7 +22,6 @@ SIGNATURE_BYTES: Final = 64
 ID_PREFIX: Final = "hd"
 _ID_DOMAIN = b"hikmah-sync-device-v1\n"
 _ID_DIGEST_BYTES = 16
-DEVICE_ID = re.compile(r"hd[a-z2-7]{26}")
 
 
 class Untrusted(LedgerError):
@@ -38,11 +36,6 @@ def device_id(public_key: bytes) -> str:
     base32 letters of a BLAKE3 fingerprint (128 bits)."""
     digest = blake3.blake3(_ID_DOMAIN + public_key).digest()[:_ID_DIGEST_BYTES]
     return ID_PREFIX + base64.b32encode(digest).decode("ascii").rstrip("=").lower()
-
-
-def is_device_id(text: str) -> bool:
-    """Whether ``text`` has the shape of a device id (a safe directory name too)."""
-    return DEVICE_ID.fullmatch(text) is not None
 
 
 @dataclass(frozen=True)

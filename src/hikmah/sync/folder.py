@@ -23,8 +23,9 @@ from typing import Final
 
 import msgspec
 
+from hikmah.model.device_id import is_device_id
 from hikmah.model.durable import Data, write_atomic_at
-from hikmah.sync.device import Untrusted, is_device_id
+from hikmah.sync.device import Untrusted
 from hikmah.sync.segment import SEGMENT_BYTES, parse_segment_name
 
 DEVICES: Final = "devices"

@@ -16,8 +16,10 @@ from typing import Final, Literal
 import blake3
 import msgspec
 
-from hikmah.ledger.chain import GENESIS, Head
-from hikmah.sync.device import DeviceKey, PublicKey, Untrusted, is_device_id
+from hikmah.ledger.chain import GENESIS
+from hikmah.model.device_id import is_device_id
+from hikmah.model.head import Head
+from hikmah.sync.device import DeviceKey, PublicKey, Untrusted
 from hikmah.sync.signed import check_signed, decode_signed, signed_file
 
 FORMAT: Final = 1

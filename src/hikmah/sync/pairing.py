@@ -28,9 +28,10 @@ import msgspec
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
+from hikmah.model.device_id import is_device_id
 from hikmah.model.display import visible
 from hikmah.model.errors import ConflictError, InvalidInput
-from hikmah.sync.device import DeviceKey, PublicKey, Untrusted, is_device_id
+from hikmah.sync.device import DeviceKey, PublicKey, Untrusted
 from hikmah.sync.manifest import MAX_NAME, Prekey, valid_name
 from hikmah.sync.signed import check_signed, decode_signed, signed_file
 

@@ -13,12 +13,13 @@ are given, and the caller does every write.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Literal
 
 import blake3
 import msgspec
 
-from hikmah.ledger.chain import Head, Record
+from hikmah.ledger.chain import Record
+from hikmah.model.head import Head
+from hikmah.model.wire.sync import Finding
 from hikmah.sync.chain import START, Advance, Current, Position, Refused, Waiting, follow
 from hikmah.sync.device import DeviceKey, Untrusted
 from hikmah.sync.folder import DeviceDir
@@ -68,17 +69,6 @@ class Step(msgspec.Struct, frozen=True):
     records: tuple[Record, ...]
     position: Position
     accepted: Accepted
-
-
-Problem = Literal["refused", "fork", "rolled_back", "waiting", "unpaired", "halted"]
-
-
-class Finding(msgspec.Struct, frozen=True):
-    """Something ``sync status`` reports; ``refused`` and ``fork`` halt the device."""
-
-    device: str
-    problem: Problem
-    why: str
 
 
 class ApplyPlan(msgspec.Struct, frozen=True):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from hikmah.model.device_id import is_device_id
 from hikmah.model.errors import LedgerError
-from hikmah.sync.device import DeviceKey, PublicKey, Untrusted, device_id, is_device_id
+from hikmah.sync.device import DeviceKey, PublicKey, Untrusted, device_id
 from hikmah.sync.signed import check_signed, signed_file, split_signed
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from hikmah.ledger.chain import GENESIS, Head, Record, encode_record
+from hikmah.ledger.chain import GENESIS, Record, encode_record
+from hikmah.model.head import Head
 from hikmah.sync.chain import START, Advance, Current, Position, Refused, Waiting, follow
 from hikmah.sync.device import DeviceKey, Untrusted
 from hikmah.sync.manifest import (

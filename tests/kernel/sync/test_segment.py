@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hikmah.ledger.chain import GENESIS, Head
+from hikmah.ledger.chain import GENESIS
+from hikmah.model.head import Head
 from hikmah.sync.chain import START, Advance, Refused, Waiting, follow
 from hikmah.sync.device import DeviceKey, Untrusted
 from hikmah.sync.manifest import Manifest
