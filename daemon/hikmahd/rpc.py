@@ -87,7 +87,7 @@ Person = str | Callable[[Any], str | None] | None
 class Method:
     name: str
     params: type[msgspec.Struct]
-    result: type[Any] | None  # None: not typed yet
+    result: type[Any]  # a Result, or the plain type of a reply that is not an object
     handler: Callable[[Any, Any], Any]  # async, or a plain function when blocking
     person: Person = None
     blocking: bool = False
@@ -164,19 +164,14 @@ class Registry:
 
 def _signature(
     name: str, params: type[msgspec.Struct] | None, result: type[Any] | None
-) -> tuple[type[msgspec.Struct], type[Any] | None]:
+) -> tuple[type[msgspec.Struct], type[Any]]:
     """A method's params and result types: as given, else the wire's table's."""
+    if params is not None and result is not None:
+        return params, result
     signature = METHODS.get(name)
-    if params is None:
-        if signature is None:
-            raise RuntimeError(f"JSON-RPC method {name} is in no table and names no params")
-        return signature
-    return params, result
-
-
-def to_json(value: Any) -> JSON:
-    """Structs to plain JSON values (the wire shape)."""
-    return msgspec.to_builtins(value)
+    if signature is None or params is not None or result is not None:
+        raise RuntimeError(f"JSON-RPC method {name}: give both its types, or neither (the table's)")
+    return signature
 
 
 def error_for(exc: HikmahError) -> RpcError:

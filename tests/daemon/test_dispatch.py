@@ -38,19 +38,19 @@ class Both(Params, frozen=True):
 def registry() -> Registry:
     methods = Registry()
 
-    @methods.method("x.open", NoParams)
+    @methods.method("x.open", NoParams, str)
     async def x_open(ctx: Caller, params: NoParams) -> JSON:
         return "open"
 
-    @methods.method("x.guarded", Both, person=lambda p: "guarded b" if p.b else None)
+    @methods.method("x.guarded", Both, str, person=lambda p: "guarded b" if p.b else None)
     async def x_guarded(ctx: Caller, params: Both) -> JSON:
         return "done"
 
-    @methods.method("x.early", NoParams, early=True)
+    @methods.method("x.early", NoParams, str, early=True)
     async def x_early(ctx: Caller, params: NoParams) -> JSON:
         return "early"
 
-    @methods.blocking("x.slow", NoParams)
+    @methods.blocking("x.slow", NoParams, int)
     def x_slow(ctx: Caller, params: NoParams) -> JSON:
         return threading.get_ident()
 

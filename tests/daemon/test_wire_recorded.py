@@ -281,8 +281,7 @@ class Session:
         decodes, strictly (the type every client reads the reply by)."""
         reply = self.call(via, method, **params)
         assert "result" in reply, (method, reply)
-        if method in METHODS:  # TIGHTEN: every method, once all are typed
-            msgspec.convert(reply["result"], METHODS[method].result)
+        msgspec.convert(reply["result"], METHODS[method].result)
         return reply["result"]
 
     def error(self, via: Relay, method: str, reason: str, /, **params: Any) -> Any:

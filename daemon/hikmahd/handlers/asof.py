@@ -1,5 +1,5 @@
-"""What every read that may be made as of the past shares: its snapshot, and its ``as_of``
-reply key (a typed reply has an ``as_of`` field of its own: the snapshot's ``point``).
+"""What every read that may be made as of the past shares: its snapshot (a typed reply
+says what it was read as of in an ``as_of`` field of its own: the snapshot's ``point``).
 
 The ``as_of`` param itself is :data:`hikmah.model.moment.AsOf`, declared by each method's
 params; docs/protocol.md, "Reading the past", says what it accepts.
@@ -14,7 +14,6 @@ from hikmah.index.past import as_of
 from hikmah.index.snapshot import Snapshot
 from hikmah.model.moment import AsOf
 
-from ..rpc import JSON, to_json
 from ..services import Services
 
 
@@ -23,8 +22,3 @@ def reading(services: Services, point: AsOf | None) -> Iterator[Snapshot]:
     """A snapshot of the store as of ``point`` (the present one when None)."""
     with services.store.snapshot() as present:
         yield as_of(present, point, services.now_ms())
-
-
-def past(reply: dict[str, JSON], snapshot: Snapshot) -> dict[str, JSON]:
-    """A read's reply, saying which record (and time) it was read as of, when it was."""
-    return reply if snapshot.point is None else {**reply, "as_of": to_json(snapshot.point)}
