@@ -7,7 +7,7 @@ import json
 import stat
 from pathlib import Path
 
-from tests.clients.test_hooks import claude_prompt_event, claude_session_event, context_of
+from tests.clients.hook_events import claude_prompt_event, claude_session_event, context_of
 from tests.harness.daemon import Running
 from tests.harness.environment import clean_env
 

@@ -31,13 +31,7 @@ from hikmah.semantic.embedding import (
 )
 from hikmah.semantic.models import load_embedder
 from tests.harness.network import run_without_network
-
-TEXTS = [
-    "When Postgres stops accepting connections, fail over to the replica.",
-    "what to do when the primary database is down",
-    "The AWS bill jumped 40% in October after the new NAT gateways.",
-    "No production changes between December 20 and January 3.",
-]
+from tests.kernel.embedding_cases import TEXTS
 
 
 @pytest.fixture(scope="module")

@@ -27,8 +27,7 @@ from hikmah.semantic.embedding import EmbedderUnavailable
 from hikmah.semantic.encoder import MINILM, TransformerEncoder, locate
 from hikmah.semantic.models import load_model
 from tests.harness.network import run_without_network
-
-from .test_embedding import TEXTS
+from tests.kernel.embedding_cases import TEXTS
 
 
 @pytest.fixture(scope="module")
