@@ -14,7 +14,8 @@ import sys
 from hikmah.model.display import visible
 from hikmah_client.options import global_options
 
-from .commands import COMMANDS, OneOf
+from .command import OneOf
+from .commands import COMMANDS
 from .session import INTERNAL, OK, USAGE, Exit, Session, UsageError, call, json_error
 
 BY_NAME = {command.name: command for command in COMMANDS}

@@ -18,7 +18,15 @@ from hikmah.model import paths
 from hikmah.model.display import counted, visible
 from hikmah_client.connection import started_at
 
-from . import render
+from .render_transfer import (
+    Progress,
+    backed_up,
+    chain_break,
+    imported,
+    imported_source,
+    ingested,
+    refused_line,
+)
 from .session import INTERNAL, OK, REFUSED, UNAVAILABLE, USAGE, Exit, Session, UsageError, call
 
 if TYPE_CHECKING:  # the replies' types, for mypy only: the CLI reads replies as Reply
@@ -147,7 +155,7 @@ def ingest(args: argparse.Namespace) -> int:
             continue
         reports.append(report)
         if not args.json:
-            print(visible(f"[{number}/{len(args.files)}] {render.ingested(report)}"), flush=True)
+            print(visible(f"[{number}/{len(args.files)}] {ingested(report)}"), flush=True)
     if args.json:
         print(json.dumps({"files": reports}, ensure_ascii=False))
     elif reports:
@@ -167,7 +175,7 @@ def export(args: argparse.Namespace) -> int:
         counts = status.counts
         total = counts["active"] + counts["fulfilled"]
         total += counts["superseded"] if args.include_superseded else 0
-        progress = render.Progress("exported", total, "traces")
+        progress = Progress("exported", total, "traces")
         count = 0
         pages = transfer.export_pages(
             session.call, include_superseded=args.include_superseded, as_of=args.as_of
@@ -229,8 +237,8 @@ def import_(args: argparse.Namespace) -> int:
         print(json.dumps(report, ensure_ascii=False))
     else:
         for refused in report["refused"]:
-            print(visible(f"hikmah import: {render.refused_line(refused)}"), file=sys.stderr)
-        print(visible(render.imported(report)))
+            print(visible(f"hikmah import: {refused_line(refused)}"), file=sys.stderr)
+        print(visible(imported(report)))
     return REFUSED if report["refused"] or report.get("break") else OK
 
 
@@ -255,12 +263,12 @@ def _import_source(args: argparse.Namespace) -> int:
         "dry_run": args.dry_run,
         "projects": projects,
     }
-    progress: render.Progress | None = None
+    progress: Progress | None = None
 
     def shown(done: int, total: int) -> None:
         nonlocal progress
         if progress is None:
-            progress = render.Progress("checked" if args.dry_run else "imported", total, "records")
+            progress = Progress("checked" if args.dry_run else "imported", total, "records")
         progress.update(done)
 
     with Session(args) as session:
@@ -273,14 +281,14 @@ def _import_source(args: argparse.Namespace) -> int:
         for refused in report["refused"]:
             line = f"hikmah import: {refused['locator']} refused: {refused['reason']}"
             print(visible(line), file=sys.stderr)
-        print(visible(render.imported_source(report)))
+        print(visible(imported_source(report)))
     return REFUSED if report["refused"] else OK
 
 
 def _import_traces(args: argparse.Namespace, rows: list[tuple[int, bytes]]) -> dict[str, Any]:
     from . import transfer  # noqa: PLC0415 -- only export and import use it
 
-    progress = render.Progress("imported", len(rows), "lines")
+    progress = Progress("imported", len(rows), "lines")
     with Session(args) as session:
         report = transfer.import_traces(session.call, rows, progress.update)
     progress.end()
@@ -301,7 +309,7 @@ def _import_ledger(args: argparse.Namespace, rows: list[tuple[int, bytes]]) -> d
             print(f"hikmah import: {message}", file=sys.stderr)
             raise Exit(USAGE) from None
     with Session(args) as session:
-        progress = render.Progress("verified", len(rows), "records")
+        progress = Progress("verified", len(rows), "records")
         report, records = transfer.verify_ledger(
             session.call, rows, args.expect_head, progress.update
         )
@@ -309,13 +317,13 @@ def _import_ledger(args: argparse.Namespace, rows: list[tuple[int, bytes]]) -> d
         broken = report["break"]
         if broken is not None and not args.force_broken_chain:
             print(
-                f"hikmah import: {render.chain_break(broken)}; nothing was imported. Rerun with"
+                f"hikmah import: {chain_break(broken)}; nothing was imported. Rerun with"
                 f" --force-broken-chain to import the {report['verified']} records before the"
                 " break.",
                 file=sys.stderr,
             )
             return report
-        progress = render.Progress("imported", report["verified"], "records")
+        progress = Progress("imported", report["verified"], "records")
         report = transfer.import_ledger(session.call, report, records, progress.update)
         progress.end()
     return report
@@ -326,7 +334,7 @@ def backup(args: argparse.Namespace) -> int:
     # A large store takes a while to copy: no reply timeout.
     with Session(args, timeout=None) as session:
         result: BackupResult = session.call("daemon.backup", {"dir": target})
-    print(json.dumps(result) if args.json else render.backed_up(result))
+    print(json.dumps(result) if args.json else backed_up(result))
     return OK
 
 

@@ -1,7 +1,7 @@
 """What a recalled trace says beyond its text: its claim, deadline, folded duplicates,
 conflicts and corrections, read once for every renderer.
 
-A renderer says them its own way (a person's terminal: :mod:`hikmah_cli.render`;
+A renderer says them its own way (a person's terminal: :mod:`hikmah_cli.render_memory`;
 an agent's context: :mod:`hikmah_client.agent_text`) by giving a phrase for each
 note, in the order it says them.
 """

@@ -347,7 +347,8 @@ def test_the_flags_of_remember_are_the_kernels_write_fields() -> None:
     """Every param `hikmah remember` sends is a field of memory.remember's params (the
     kernel's BaseDraft), so a flag cannot drift from the schema."""
     from hikmah.model.trace import BaseDraft
-    from hikmah_cli.commands import WRITE_FLAGS, dest
+    from hikmah_cli.command import dest
+    from hikmah_cli.commands_memory import WRITE_FLAGS
 
     sent = {dest(flag) for flag in WRITE_FLAGS} | {"content", "kind", "tags"}
     assert sent <= set(BaseDraft.__struct_fields__)

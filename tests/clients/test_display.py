@@ -12,7 +12,7 @@ from rich.text import Text
 
 from hikmah.model.display import INVISIBLE, counted, visible, writer
 from hikmah_browse import format
-from hikmah_cli import render
+from hikmah_cli import render_service
 from hikmah_cli.replies import as_reply
 from tests.harness.daemon import Running
 from tests.harness.environment import clean_env
@@ -171,10 +171,12 @@ def test_status_says_presence_is_still_being_read_in_the_first_moments(
     daemon: Running,
 ) -> None:
     result = as_reply(daemon.call("daemon.status"))  # as the CLI reads it
-    assert "presence  on" in render.status(result) or "presence  off" in render.status(result)
+    assert "presence  on" in render_service.status(
+        result
+    ) or "presence  off" in render_service.status(result)
     del result["presence"]
     result["loading"] = ["presence"]  # as the daemon answers while it reads the ledger
-    shown = render.status(result)
+    shown = render_service.status(result)
     assert "presence  still being read from the ledger" in shown
 
 
@@ -198,6 +200,6 @@ def test_the_semantic_line_of_status_fits_80_columns(
     result = as_reply(daemon.call("daemon.status"))  # as the CLI reads it
     # The members every channel has, besides those the case gives.
     result["semantic"] = as_reply({"enabled": True, "error": None, "fallback": None, **semantic})
-    shown = render.status(result)
+    shown = render_service.status(result)
     assert all(len(line) <= 80 for line in shown.splitlines()), shown
     assert "  semantic  " + semantic["state"] in shown

@@ -249,7 +249,8 @@ def test_the_person_s_turns_and_the_rounds_as_documents_of_their_own() -> None:
 
 
 def test_the_cli_offers_every_split() -> None:
-    from hikmah_cli.commands import COMMANDS, Arg
+    from hikmah_cli.command import Arg
+    from hikmah_cli.commands import COMMANDS
 
     (command,) = [c for c in COMMANDS if c.name == "eval"]
     (split,) = [a for a in command.args if isinstance(a, Arg) and "--split" in a.names]
