@@ -2,8 +2,8 @@
 
 Pure functions over lines already read; the daemon does the reading and the
 writing. Everything imported becomes an ordinary write operation
-(:class:`~hikmah.store.core.Remember`, :class:`~hikmah.store.core.Fulfill`,
-:class:`~hikmah.store.core.Purge`), so the rules of :func:`hikmah.rules.writes.build_trace`
+(:class:`~hikmah.rules.operations.Remember`, :class:`~hikmah.rules.operations.Fulfill`,
+:class:`~hikmah.rules.operations.Purge`), so the rules of :func:`hikmah.rules.writes.build_trace`
 and the credential detector judge an imported line exactly as they judge a
 ``remember``.
 
@@ -99,7 +99,7 @@ def trace_operation(line: Any, *, session: AgentSession | None = None) -> Planne
         session: the agent session of the importer, if any (its writes are stamped).
 
     Returns:
-        A :class:`~hikmah.store.core.Remember` keeping the line's id and time.
+        A :class:`~hikmah.rules.operations.Remember` keeping the line's id and time.
 
     Raises:
         InvalidInput: the line is not a trace object (the message names the field,
@@ -151,7 +151,7 @@ def settle(
         session: the importer's agent session, if any.
 
     Returns:
-        None when the trace already has its status; a :class:`~hikmah.store.core.Fulfill`
+        None when the trace already has its status; a :class:`~hikmah.rules.operations.Fulfill`
         for a commitment exported as fulfilled that no imported outcome fulfilled;
         otherwise a note saying why the status could not be reproduced.
     """
