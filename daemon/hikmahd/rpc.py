@@ -215,18 +215,36 @@ class Dispatcher:
             self.registry.include(registry)
 
     async def frame(self, data: bytes, context: Any) -> JSON | None:
-        """The response to one frame's bytes (None: nothing to send back)."""
+        """The response to one frame's bytes (None: nothing to send back).
+
+        A frame is read as its members' bytes, each decoded when it is needed. A member
+        whose bytes are not JSON after all (a number out of range, text that is not
+        UTF-8) makes the frame unparseable, as when frames were decoded whole: a batch
+        is decoded whole before any of it runs, and a request is before it is answered
+        with an error or nothing, unless all of it was decoded already.
+        """
         try:
             message = _decode_frame(data)
+            if isinstance(message, list):
+                _ANY.decode(data)
         except (msgspec.DecodeError, RecursionError) as exc:  # nested too deep
-            return response(None, error=RpcError(PARSE_ERROR, f"parse error: {exc}"))
+            return _unparseable(data, exc)
         if isinstance(message, list):
             if not message:
                 return response(None, error=RpcError(INVALID_REQUEST, "empty batch"))
             replies = [await self.request(_decode_item(item), context) for item in message]
             answered = [reply for reply in replies if reply is not None]
             return answered or None
-        return await self.request(message, context)
+        try:
+            reply = await self.request(message, context)
+        except (msgspec.DecodeError, RecursionError) as exc:
+            return _unparseable(data, exc)
+        if reply is None or "error" in reply:
+            try:
+                _ANY.decode(data)
+            except (msgspec.DecodeError, RecursionError) as exc:
+                return _unparseable(data, exc)
+        return reply
 
     async def request(self, message: Request | JSON, context: Any) -> JSON | None:
         """One request object; None for a notification (even one that failed)."""
@@ -292,6 +310,15 @@ Request = dict[str, msgspec.Raw]
 _REQUEST = msgspec.json.Decoder(Request)
 _BATCH = msgspec.json.Decoder(list[msgspec.Raw])
 _ANY = msgspec.json.Decoder()
+
+
+def _unparseable(data: bytes, exc: Exception) -> JSON:
+    """The answer to a frame that is not JSON, saying why as decoding it whole does."""
+    try:
+        _ANY.decode(data)
+    except (msgspec.DecodeError, RecursionError) as whole:
+        exc = whole
+    return response(None, error=RpcError(PARSE_ERROR, f"parse error: {exc}"))
 
 
 def _first(raw: bytes | msgspec.Raw) -> bytes:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+import pytest
 import trio
 import trio.testing
 
@@ -133,3 +134,21 @@ async def test_only_early_methods_are_served_before_the_daemon_is_ready() -> Non
         assert answered == {"x.early": "early"}
         read.set()
     assert answered == {"x.early": "early", "x.open": "open"}
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        b'{"jsonrpc":"2.0","method":"x.open","id":1e999}',  # a number out of range
+        b'{"jsonrpc":"2.0","method":"x.open","id":"\xc3("}',  # a string that is not UTF-8
+        b'{"jsonrpc":"2.0","method":"x.nope","params":{"a":1e999},"id":1}',
+        b'{"jsonrpc":"2.0","method":"x.guarded","params":{"a":"\xc3("},"id":1}',
+        b'[{"jsonrpc":"2.0","method":"x.open","id":1},{"jsonrpc":"2.0","method":"x.open","id":1e999}]',
+    ],
+)
+async def test_a_frame_whose_member_is_not_json_is_unparseable_as_a_whole(frame: bytes) -> None:
+    """A frame is read member by member; one member's bytes that are not JSON make the
+    whole frame a parse error, answered with a null id, and nothing of it runs."""
+    reply = await Dispatcher(registry()).frame(frame, Caller())
+    assert reply["id"] is None and reply["error"]["code"] == -32700
+    assert reply["error"]["message"].startswith("parse error: ")

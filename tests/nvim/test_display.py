@@ -25,7 +25,7 @@ PROVENANCES = [
 def test_the_lua_rules_are_the_python_rules(nvim: Nvim) -> None:
     done = nvim.run(
         f"""
-        local display = require("hikmah.model.display")
+        local display = require("hikmah.display")
         T.data.ranges = display.INVISIBLE
         T.data.shown = display.visible({lua(HOSTILE)})
         T.data.writers = vim.tbl_map(display.writer, {lua(PROVENANCES)})
