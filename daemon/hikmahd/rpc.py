@@ -225,10 +225,10 @@ class Dispatcher:
         """
         try:
             message = _decode_frame(data)
-            if isinstance(message, list):
-                _ANY.decode(data)
         except (msgspec.DecodeError, RecursionError) as exc:  # nested too deep
-            return _unparseable(data, exc)
+            return _parse_error(_not_json(data) or exc)
+        if isinstance(message, list) and (problem := _not_json(data)) is not None:
+            return _parse_error(problem)
         if isinstance(message, list):
             if not message:
                 return response(None, error=RpcError(INVALID_REQUEST, "empty batch"))
@@ -238,12 +238,9 @@ class Dispatcher:
         try:
             reply = await self.request(message, context)
         except (msgspec.DecodeError, RecursionError) as exc:
-            return _unparseable(data, exc)
-        if reply is None or "error" in reply:
-            try:
-                _ANY.decode(data)
-            except (msgspec.DecodeError, RecursionError) as exc:
-                return _unparseable(data, exc)
+            return _parse_error(_not_json(data) or exc)
+        if (reply is None or "error" in reply) and (problem := _not_json(data)) is not None:
+            return _parse_error(problem)
         return reply
 
     async def request(self, message: Request | JSON, context: Any) -> JSON | None:
@@ -312,12 +309,17 @@ _BATCH = msgspec.json.Decoder(list[msgspec.Raw])
 _ANY = msgspec.json.Decoder()
 
 
-def _unparseable(data: bytes, exc: Exception) -> JSON:
-    """The answer to a frame that is not JSON, saying why as decoding it whole does."""
+def _not_json(data: bytes) -> Exception | None:
+    """Why a frame decoded whole is not JSON (None: it is), in the words of that decode."""
     try:
         _ANY.decode(data)
-    except (msgspec.DecodeError, RecursionError) as whole:
-        exc = whole
+    except (msgspec.DecodeError, RecursionError) as exc:
+        return exc
+    return None
+
+
+def _parse_error(exc: Exception) -> JSON:
+    """The answer to a frame that is not JSON."""
     return response(None, error=RpcError(PARSE_ERROR, f"parse error: {exc}"))
 
 

@@ -1,15 +1,13 @@
 """What each write operation becomes, checked against the store: the rules that need
 its state (docs/security.md, "Provenance rules").
 
-An :data:`Operation` is what a writer asks the store for; :func:`payloads_for`
-checks it against the store as the writer's batch sees it and returns the
-ledger payloads it becomes, or raises the typed error that says why not.
-:func:`build_trace` is the part that turns a :class:`~hikmah.model.trace.Draft`
-into a :class:`~hikmah.model.trace.Trace`. Whatever path a write takes (RPC,
-import, promotion, prediction), it comes through here, so a rule cannot be
-forgotten on one of them. Refusals to agent sessions that belong to a write
-are here too (verifying, purging); those of whole methods (compacting,
-accepting a ledger tail) are declared where the daemon registers them.
+:func:`payloads_for` checks an operation (:mod:`hikmah.rules.operations`) against the
+store as the writer's batch sees it and returns the ledger payloads it becomes, or
+raises the typed error that says why not; :func:`build_trace` turns a
+:class:`~hikmah.model.trace.Draft` into a :class:`~hikmah.model.trace.Trace`.
+Refusals to agent sessions that belong to a write are here too (verifying, purging);
+those of whole methods (compacting, accepting a ledger tail) are declared where the
+daemon registers them.
 """
 
 from __future__ import annotations
