@@ -1,4 +1,4 @@
-"""Bulk import through ``memory.import`` into an empty durable daemon, and recall while
+"""Bulk import through ``hikmah import`` into an empty durable daemon, and recall while
 the semantic channel's vectors catch up with it."""
 
 from __future__ import annotations
@@ -10,14 +10,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from corpus import Corpus
-from servers import CHANNEL_OFF, call_many, hikmahd_daemon, wait_semantic_ready
+from servers import CHANNEL_OFF, cli, hikmahd_daemon, wait_semantic_ready
 from socket_recall import Client, RecallTiming, in_turn, timing
 from workload import Note, exported_trace, make_notes
 
-IMPORT_BATCH = 500
 # How long recall is timed while the vectors catch up with an import, at most.
 CATCH_UP_S = 60.0
 
@@ -27,7 +25,7 @@ class ImportResult:
     available: bool
     written: int = 0
     seconds: float = 0.0
-    error: str | None = None  # a refused call, or lines refused
+    error: str | None = None  # the import failed, or refused lines
     # Recall while the vectors catch up with the import, against FTS5 on the same notes.
     catching_up: RecallTiming | None = None
 
@@ -47,23 +45,11 @@ def serves(path: Path, method: str) -> bool:
     return code != -32601
 
 
-def import_lines(notes: list[Note]) -> list[bytes]:
-    """``memory.import`` requests of ``IMPORT_BATCH`` lines each, numbered from 1: the
-    lines of an export file (ids and times kept), as ``hikmah import`` sends them."""
-    requests: list[bytes] = []
-    for first in range(0, len(notes), IMPORT_BATCH):
-        lines = [
-            {"line": first + i + 1, "trace": exported_trace(note, first + i)}
-            for i, note in enumerate(notes[first : first + IMPORT_BATCH])
-        ]
-        message: dict[str, Any] = {
-            "jsonrpc": "2.0",
-            "method": "memory.import",
-            "params": {"lines": lines},
-            "id": len(requests),
-        }
-        requests.append(json.dumps(message, separators=(",", ":")).encode() + b"\n")
-    return requests
+def write_export(notes: list[Note], path: Path) -> None:
+    """``notes`` as the lines of an ``hikmah export`` file (ids and times kept)."""
+    with path.open("w") as out:
+        for number, note in enumerate(notes):
+            out.write(json.dumps(exported_trace(note, number), separators=(",", ":")) + "\n")
 
 
 def measure_import(
@@ -77,9 +63,10 @@ def measure_import(
     corpus: Corpus | None = None,
     queries: Sequence[list[str]] = (),
 ) -> ImportResult:
-    """``size`` notes through ``memory.import`` into an empty durable daemon (with the
-    semantic channel on, ready before the import starts, or off); then, given the
-    ``corpus`` of the same notes and ``queries``, recall while the vectors catch up."""
+    """``size`` notes through ``hikmah import`` (the CLI, end to end) into an empty durable
+    daemon (with the semantic channel on, ready before the import starts, or off); then,
+    given the ``corpus`` of the same notes and ``queries``, recall while the vectors
+    catch up."""
     directory = root / ("import" if semantic else "import-off")
     directory.mkdir(mode=0o700)
     if not semantic:
@@ -91,17 +78,13 @@ def measure_import(
     try:
         if not serves(daemon.socket, "memory.import"):
             return ImportResult(available=False)
-        requests = import_lines(make_notes(size, seed, now_ms))
-        began = time.perf_counter()
+        export = directory / "traces.jsonl"
+        write_export(make_notes(size, seed, now_ms), export)
         try:
-            results = call_many(daemon.socket, requests, window=1)  # a batch at a time, as the CLI
-        except RuntimeError as exc:
+            took_ms, report = cli(daemon, "import", str(export))
+        except RuntimeError as exc:  # a line refused (exit 3) or the import failed
             return ImportResult(available=True, error=str(exc)[:300])
-        seconds = time.perf_counter() - began
-        written = sum(r["written"] for r in results)
-        refused = [line for r in results for line in r["refused"]]
-        error = None if not refused else f"{len(refused)} refused, first: {refused[0]}"[:300]
-        result = ImportResult(True, written, seconds, error)
+        result = ImportResult(True, int(report["written"]), took_ms / 1000)
         if semantic and corpus is not None and queries:
             result.catching_up = recall_catching_up(daemon.socket, corpus, queries, size)
         return result

@@ -44,7 +44,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from servers import Server, hikmahd_argv, wait_semantic_ready  # noqa: E402
+from servers import Server, cli, hikmahd_argv, wait_semantic_ready  # noqa: E402
 
 from hikmah.migration import read  # noqa: E402
 
@@ -219,19 +219,6 @@ COLUMNS = (
     ("read_ms", "read ms", 9),
     ("parse_only_ms", "parse ms", 10),
 )
-
-
-def cli(server: Server, *args: str) -> tuple[float, dict[str, object]]:
-    """Wall time (ms) of one ``hikmah`` run against ``server``, and its JSON report."""
-    argv = [sys.executable, "-m", "hikmah_cli", "--socket", str(server.socket), "--no-autostart",
-            *args, "--json"]  # fmt: skip
-    began = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
-    took = (time.perf_counter() - began) * 1000
-    if done.returncode != 0:
-        raise RuntimeError(f"hikmah {' '.join(args[:3])} exited {done.returncode}: {done.stderr}")
-    report: dict[str, object] = json.loads(done.stdout)
-    return took, report
 
 
 @contextlib.contextmanager

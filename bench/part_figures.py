@@ -169,7 +169,10 @@ def lateness_figures(rows: list[LatenessRow], size: int, plan: Plan) -> list[Fig
 def import_figures(
     found: ImportResult, lexical: ImportResult, corpus_rate: float, size: int, plan: Plan
 ) -> list[Figure]:
-    name = f"bulk import {label(size)} traces, traces/s vs in-process Store.apply (no sync)"
+    name = (
+        f"bulk import {label(size)} traces through `hikmah import`, traces/s"
+        " vs in-process Store.apply (no sync)"
+    )
     if not found.available:
         return [Figure(name, None, "/s", corpus_rate, note="not available (no memory.import)")]
     if found.error is not None:

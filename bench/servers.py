@@ -153,6 +153,19 @@ class Daemon(Server):
         raise RuntimeError("no RssAnon in /proc status")
 
 
+def cli(server: Server, *args: str) -> tuple[float, dict[str, Any]]:
+    """Wall time (ms) of one ``hikmah`` run against ``server``, and its JSON report."""
+    argv = [sys.executable, "-m", "hikmah_cli", "--socket", str(server.socket), "--no-autostart",
+            *args, "--json"]  # fmt: skip
+    began = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    took = (time.perf_counter() - began) * 1000
+    if done.returncode != 0:
+        raise RuntimeError(f"hikmah {' '.join(args[:3])} exited {done.returncode}: {done.stderr}")
+    report: dict[str, Any] = json.loads(done.stdout)
+    return took, report
+
+
 def hikmahd_daemon(root: Path, directory: Path) -> Daemon:
     """hikmahd on ``directory``, logging the queue's line, with no session bus under ``root``."""
     argv = hikmahd_argv(directory, "--log-level", "info")

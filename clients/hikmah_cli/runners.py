@@ -290,7 +290,7 @@ def _import_traces(args: argparse.Namespace, rows: list[tuple[int, bytes]]) -> d
 
     progress = Progress("imported", len(rows), "lines")
     with Session(args) as session:
-        report = transfer.import_traces(session.call, rows, progress.update)
+        report = transfer.import_traces(session, rows, progress.update)
     progress.end()
     return report
 

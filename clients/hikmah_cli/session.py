@@ -4,8 +4,10 @@ stderr and the exit code of its category (DESIGN.md §7)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from hikmah.model import paths
@@ -95,8 +97,27 @@ class Session:
     def call(self, method: str, params: dict[str, Any]) -> Any:
         """One request; its reply (:func:`~hikmah_cli.replies.as_reply`: objects read as
         attributes too); a failure is printed and raised as Exit."""
+        return self.result(self.send(method, params))
+
+    def send(
+        self, method: str, params: dict[str, Any] | None = None, *, encoded: str | None = None
+    ) -> int:
+        """Send one request without waiting (``encoded``: its params as JSON text already);
+        its id, for :meth:`result`. A failure is printed and raised as Exit."""
+        with self._failures():
+            return self.client.send(method, params, encoded=encoded)
+
+    def result(self, request_id: int) -> Any:
+        """The reply to the request :meth:`send` sent as ``request_id``, as :meth:`call`
+        returns it; a failure is printed and raised as Exit."""
+        with self._failures():
+            return as_reply(self.client.result(request_id))
+
+    @contextlib.contextmanager
+    def _failures(self) -> Iterator[None]:
+        """Print a failure on stderr (and stdout with ``--json``) and raise it as Exit."""
         try:
-            return as_reply(self.client.call(method, params))
+            yield
         except Unavailable as exc:
             print(f"hikmah: {exc}", file=sys.stderr)
             json_error(self.args, "unavailable", str(exc))

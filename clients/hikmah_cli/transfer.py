@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hikmah.model.headtext import parse_head
 
@@ -81,48 +81,96 @@ def export_pages(
             return
 
 
-def import_traces(call: Call, rows: list[Row], progress: Progress) -> dict[str, Any]:
+class Requests(Protocol):
+    """A connection on which a request is sent and its answer read later (the CLI's
+    :class:`~hikmah_cli.session.Session`)."""
+
+    def send(
+        self, method: str, params: dict[str, Any] | None = None, *, encoded: str | None = None
+    ) -> int: ...
+
+    def result(self, request_id: int) -> Any: ...
+
+
+def import_traces(requests: Requests, rows: list[Row], progress: Progress) -> dict[str, Any]:
     """JSON Lines of traces: each line checked locally for JSON, then written by the daemon;
-    the statuses the file was exported with are settled once every line is written."""
-    items: list[dict[str, Any]] = []
+    the statuses the file was exported with are settled once every line is written.
+
+    One page is in flight at a time, so the daemon writes the lines in file order; the
+    next page is read and encoded while the daemon writes the one before."""
     refused: list[Any] = []  # this file's refusals and the daemon's, each a line and why
     settle: list[dict[str, Any]] = []
-    for number, raw in rows:
-        value, problem = json_line(raw)
-        if problem is None and not isinstance(value, dict):
-            problem = f"not a trace object but a JSON {_json_type(value)}"
-        item = {"line": number, "trace": value}
-        if problem is None and len(json.dumps(item, ensure_ascii=False).encode()) > MAX_LINE_BYTES:
-            problem = f"too large to import (over {MAX_LINE_BYTES >> 10} KiB)"
-        if problem is not None:
-            refused.append({"line": number, "reason": problem})
-            continue
-        items.append(item)
-        status, trace_id = value.get("status"), value.get("id")
-        if status in ("fulfilled", "superseded") and isinstance(trace_id, str):
-            settle.append({"line": number, "id": trace_id, "status": status})
     report: dict[str, Any] = {"format": "traces", "lines": len(rows), "written": 0, "already": 0}
     notes: list[Any] = []
-    settled = 0
-    done = len(refused)
-    for batch in batches(items):
-        result: ImportResult = call("memory.import", {"lines": batch})
+    done = 0
+    sent: tuple[int, int] | None = None  # the page in flight: its request, the rows it took
+
+    def answered(request_id: int, took: int) -> None:
+        nonlocal done
+        result: ImportResult = requests.result(request_id)
         report["written"] += result.written
         report["already"] += result.already
-        refused += result.refused
-        notes += result.notes
-        done += len(batch)
+        refused.extend(result.refused)
+        notes.extend(result.notes)
+        done += took
         progress(done)
+
+    for encoded, took in _trace_pages(rows, refused, settle):
+        if sent is not None:
+            answered(*sent)
+        sent = (requests.send("memory.import", encoded=encoded), took)
+    if sent is not None:
+        answered(*sent)
+    progress(len(rows))
     # Statuses that only the whole file makes: fulfil what no imported outcome did.
     gone = {r["line"] for r in refused}
     pending = [s for s in settle if s["line"] not in gone]
+    settled = 0
     for start in range(0, len(pending), BATCH_LINES):
-        result = call("memory.import", {"settle": pending[start : start + BATCH_LINES]})
+        params = {"settle": pending[start : start + BATCH_LINES]}
+        result: ImportResult = requests.result(requests.send("memory.import", params))
         settled += result.settled
         notes += result.notes
     refused.sort(key=lambda r: r["line"])
     notes.sort(key=lambda n: n["line"])
     return {**report, "settled": settled, "refused": refused, "notes": notes}
+
+
+def _trace_pages(
+    rows: list[Row], refused: list[Any], settle: list[dict[str, Any]]
+) -> Iterator[tuple[str, int]]:
+    """The ``memory.import`` params of consecutive pages of ``rows`` (at most BATCH_LINES
+    lines and about BATCH_BYTES of JSON), as JSON text, each with how many rows it took.
+    Each line is parsed and encoded once; a line refused here goes to ``refused``, and
+    the status a line was exported with, to ``settle``."""
+    page: list[str] = []
+    size = took = 0
+    for number, raw in rows:
+        took += 1
+        value, problem = json_line(raw)
+        if problem is None and not isinstance(value, dict):
+            problem = f"not a trace object but a JSON {_json_type(value)}"
+        encoded = (
+            ""
+            if problem is not None
+            else json.dumps({"line": number, "trace": value}, ensure_ascii=False)
+        )
+        length = len(encoded) if encoded.isascii() else len(encoded.encode())
+        if problem is None and length > MAX_LINE_BYTES:
+            problem = f"too large to import (over {MAX_LINE_BYTES >> 10} KiB)"
+        if problem is not None:
+            refused.append({"line": number, "reason": problem})
+            continue
+        status, trace_id = value.get("status"), value.get("id")
+        if status in ("fulfilled", "superseded") and isinstance(trace_id, str):
+            settle.append({"line": number, "id": trace_id, "status": status})
+        if page and (len(page) >= BATCH_LINES or size + length + 1 > BATCH_BYTES):
+            yield '{"lines":[' + ",".join(page) + "]}", took - 1
+            page, size, took = [], 0, 1
+        page.append(encoded)
+        size += length + 1
+    if page:
+        yield '{"lines":[' + ",".join(page) + "]}", took
 
 
 def verify_ledger(

@@ -64,10 +64,36 @@ class Client:
             RemoteError: the daemon refused or failed the request.
             Unavailable: the connection broke.
         """
+        return self.result(self.send(method, params))
+
+    def send(
+        self, method: str, params: dict[str, Any] | None = None, *, encoded: str | None = None
+    ) -> int:
+        """Send one request without waiting for its answer; its id, for :meth:`result`.
+        ``encoded``: the params already as JSON text (an import page, encoded once as it
+        was built), instead of ``params``.
+
+        Raises:
+            Unavailable: the connection broke.
+        """
         request_id = next(_ids)
-        request = {"jsonrpc": "2.0", "method": method, "params": params or {}, "id": request_id}
+        text = json.dumps(params or {}, ensure_ascii=False) if encoded is None else encoded
+        method_text = json.dumps(method)
+        line = f'{{"jsonrpc":"2.0","method":{method_text},"params":{text},"id":{request_id}}}'
         try:
-            self.sock.sendall(json.dumps(request, ensure_ascii=False).encode() + b"\n")
+            self.sock.sendall(line.encode() + b"\n")
+        except OSError as exc:
+            raise Unavailable(f"the connection to hikmahd at {self.path} broke: {exc}") from None
+        return request_id
+
+    def result(self, request_id: int) -> Any:
+        """The answer to the request :meth:`send` sent as ``request_id``.
+
+        Raises:
+            RemoteError: the daemon refused or failed the request.
+            Unavailable: the connection broke.
+        """
+        try:
             reply = self._read_reply(request_id)
         except OSError as exc:
             raise Unavailable(f"the connection to hikmahd at {self.path} broke: {exc}") from None

@@ -188,6 +188,25 @@ def test_refused_lines_are_reported_by_number_and_the_rest_imported(
     assert len(found) == 2
 
 
+def test_a_file_of_many_pages_lands_in_file_order(daemon: Running, tmp_path: Path) -> None:
+    """Pages are read and encoded while the daemon writes the one before, one in flight at
+    a time: a correction on the page after the trace it corrects finds it, and lines
+    refused on either side of a page's edge are reported by their numbers."""
+    lines = [json.dumps({"content": f"note {n} about the build farm"}) for n in range(1, 1251)]
+    lines[498] = json.dumps({"id": "tr_page_edge", "content": "the build farm is in hall B"})
+    lines[499] = "{not json"
+    correction = {"kind": "correction", "content": "the build farm moved to hall C"}
+    lines[501] = json.dumps(correction | {"supersedes": "tr_page_edge"})
+    lines[1000] = json.dumps(["an", "array"])
+    dump = tmp_path / "many.jsonl"
+    dump.write_text("\n".join(lines) + "\n")
+    report = import_json(daemon, dump, code=3)
+    assert report["written"] == 1248 and report["lines"] == 1250
+    assert [r["line"] for r in report["refused"]] == [500, 1001]
+    assert status_of(daemon, "tr_page_edge") == "superseded"
+    assert counts(daemon)["active"] == 1247
+
+
 def test_an_unreadable_file_is_a_usage_error(daemon: Running, tmp_path: Path) -> None:
     result = cli(daemon, "import", str(tmp_path / "missing.jsonl"))
     assert result.returncode == 2 and "cannot read" in result.stderr
