@@ -7,6 +7,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import math
+import os
 import struct
 import termios
 from typing import Any
@@ -168,8 +169,27 @@ class Connection:
         data = _ENCODER.encode(message) + b"\n"
         async with held(self._send_lock):
             try:
-                await self.stream.send_all(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                sent = self._send_now(data)
+                if sent < len(data):
+                    await self.stream.send_all(memoryview(data)[sent:])
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 self.closed = True
                 return False
         return True
+
+    def _send_now(self, data: bytes) -> int:
+        """As much of ``data`` as the socket takes at once, without waiting: a reply most
+        often fits in its buffer, and ``send_all`` would first pass through the scheduler
+        (a round of the event loop, tens of microseconds here) for nothing. The rest, if
+        any, goes through ``send_all``.
+
+        Raises:
+            OSError: the peer is gone (the socket is closed, or reset).
+        """
+        sock = getattr(self.stream, "socket", None)
+        if sock is None or self.closed:
+            return 0
+        try:
+            return os.write(sock.fileno(), data)  # the socket is non-blocking (trio's)
+        except BlockingIOError:
+            return 0

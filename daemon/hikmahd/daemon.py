@@ -75,6 +75,7 @@ from .rpc import Dispatcher, error_for, response
 from .scheduling import (
     IdleThread,
     Offload,
+    OwnThread,
     QueryThread,
     Recalls,
     in_thread,
@@ -156,7 +157,11 @@ class Daemon:
         self.policies = PolicyHolder(config.policy_path, vault_on=vault is not None)
         self.events = Events()
         policy = self.policies.in_force
-        self.writer = Writer(store, policy, now_ms=now_ms, offload=offload)
+        # The writer's commits and the vectors' follower each run on a thread of their own
+        # (tests pass an offload): the follower's at idle priority.
+        own = offload is in_thread
+        self.writer_thread = OwnThread("hikmahd-writer") if own else None
+        self.writer = Writer(store, policy, now_ms=now_ms, offload=self.writer_thread or offload)
         notifier = notifier or DesktopNotifier()
         self.reminders = Reminders(
             store,
@@ -168,8 +173,7 @@ class Daemon:
             offload,
         )
         self.inbox = Inbox(store, self.events, notifier, policy, offload)
-        # The vectors' follower: an idle-priority thread of its own (tests pass an offload).
-        self.background = IdleThread("hikmahd-vectors") if offload is in_thread else None
+        self.background = IdleThread("hikmahd-vectors") if own else None
         self.semantics = Semantics(store, policy, offload, background or self.background or offload)
         self.syncing = Syncing(
             store, self.writer, self.policies, vault, self.reminders, now_ms, offload
@@ -301,8 +305,9 @@ class Daemon:
             connections.cancel()
             nursery.cancel_scope.cancel()
         self.query_thread.close()
-        if self.background is not None:
-            self.background.close()
+        for thread in (self.writer_thread, self.background):
+            if thread is not None:
+                thread.close()
 
     async def _on_signals(self, signals: AsyncIterator[int]) -> None:
         """SIGHUP reloads the policy; SIGTERM and SIGINT stop the daemon."""

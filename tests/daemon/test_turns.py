@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 import trio
 import trio.testing
 
@@ -26,7 +28,7 @@ from hikmahd.connection import IDLE_S, Connection
 from hikmahd.context import Context
 from hikmahd.peers import BoundProcess, Peer
 from hikmahd.rpc import Dispatcher
-from hikmahd.scheduling import Asker, IdleThread, QueryThread, Recalls, Turns, held
+from hikmahd.scheduling import Asker, IdleThread, OwnThread, QueryThread, Recalls, Turns, held
 
 
 async def take(turns: Turns, name: str, unread: int, log: list[str]) -> None:
@@ -194,6 +196,32 @@ async def test_unread_counts_what_the_peer_has_not_read() -> None:
     await stream.aclose()
 
 
+async def test_a_reply_larger_than_the_socket_takes_arrives_whole_and_in_order() -> None:
+    """What the socket takes at once is written without a round of the event loop; the
+    rest follows through trio while the peer reads, and a reply sent meanwhile waits."""
+    left, right = socket.socketpair()
+    stream = trio.SocketStream(trio.socket.from_stdlib_socket(left))
+    peer = Peer(pid=0, uid=0, gid=0, session=None)
+    connection = Connection(stream, Context(services=None, peer=peer), Dispatcher())  # type: ignore[arg-type]
+    big = {"reply": "x" * (4 << 20)}
+    received = bytearray()
+
+    def read_all() -> None:
+        while received.count(b"\n") < 2:
+            received.extend(right.recv(1 << 16))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(connection.send, big)
+        await trio.sleep(0.05)  # the first reply fills the socket and waits
+        nursery.start_soon(connection.send, {"reply": "after"})
+        await trio.to_thread.run_sync(read_all)
+    first, second, _ = bytes(received).split(b"\n")
+    assert json.loads(first) == big and json.loads(second) == {"reply": "after"}
+    right.close()
+    assert not await connection.send({"reply": "gone"})  # the peer is gone: False
+    await stream.aclose()
+
+
 async def test_a_free_lock_is_held_without_a_round_of_the_event_loop() -> None:
     """held() takes a free lock at once (no other task runs in between) and waits for a
     taken one like ``async with lock``."""
@@ -259,6 +287,53 @@ async def test_background_work_runs_on_an_idle_priority_thread_of_its_own() -> N
         assert await idle(where) == (name, policy)  # the same thread, every time
     finally:
         idle.close()
+
+
+async def test_an_own_thread_runs_calls_in_turn_and_answers_each() -> None:
+    own = OwnThread("hikmahd-test-own")
+    assert not own._thread.is_alive()  # none is started until the first call
+    try:
+        assert await own(lambda: threading.current_thread().name) == "hikmahd-test-own"
+
+        def fails() -> None:
+            raise ValueError("from the thread")
+
+        with pytest.raises(ValueError, match="from the thread"):
+            await own(fails)
+        order: list[int] = []
+        async with trio.open_nursery() as nursery:
+            for number in range(5):
+                nursery.start_soon(own, lambda n=number: order.append(n))
+        assert sorted(order) == list(range(5))
+    finally:
+        own.close()
+    own._thread.join(timeout=5)
+    assert not own._thread.is_alive()  # closed, it ends
+
+
+async def test_a_cancelled_task_sends_no_call_to_an_own_thread() -> None:
+    """A loop of calls ends when its task is cancelled (the follower's, at shutdown),
+    although a call once sent is not interrupted."""
+    own = OwnThread("hikmahd-test-own")
+    calls = 0
+
+    def work() -> None:
+        nonlocal calls
+        calls += 1
+
+    async def forever() -> None:
+        while True:
+            await own(work)
+
+    try:
+        with trio.move_on_after(0.2):
+            await forever()
+        done = calls
+        assert done > 0
+        await trio.sleep(0.05)
+        assert calls == done  # nothing more was sent after the cancel
+    finally:
+        own.close()
 
 
 async def test_an_idle_connection_is_closed(autojump_clock: trio.testing.MockClock) -> None:
