@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
@@ -19,7 +18,7 @@ from hikmah.rules.operations import Operation, Pair, Purge, Remember, SetPresenc
 from hikmah.sync.device import DeviceKey
 from hikmah.sync.pairing import invite
 
-from .nodes import POLICY, Node, pair_all, settle
+from .nodes import POLICY, Node, settle
 
 PASSPHRASE = "correct horse battery"
 
@@ -65,18 +64,6 @@ def halted(node: Node, device: str) -> str:
         entry = replicas.paired(snapshot, device)
     assert entry is not None
     return entry.peer.halted or ""
-
-
-@pytest.fixture
-def two(tmp_path: Path) -> Iterator[tuple[Node, Node]]:
-    folder = tmp_path / "folder"
-    laptop, desk = Node(tmp_path / "d", folder, "laptop"), Node(tmp_path / "d", folder, "desk")
-    pair_all(laptop, desk)
-    try:
-        yield laptop, desk
-    finally:
-        laptop.close()
-        desk.close()
 
 
 def test_the_attestation_signs_exactly_the_payload_before_it() -> None:
