@@ -18,8 +18,8 @@ Standard library only, like the rest of the CLI's hot path.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from hikmah.model.headtext import parse_head
 
@@ -45,6 +45,7 @@ EXPORT_PAGE = 500
 LEDGER_KEYS = frozenset({"seq", "prev_hash", "payload", "hash"})
 
 Row = tuple[int, bytes]  # (line number, the line's bytes)
+T = TypeVar("T")
 
 
 def rows_of(data: bytes) -> list[Row]:
@@ -102,23 +103,21 @@ def import_traces(requests: Requests, rows: list[Row], progress: Progress) -> di
     settle: list[dict[str, Any]] = []
     report: dict[str, Any] = {"format": "traces", "lines": len(rows), "written": 0, "already": 0}
     notes: list[Any] = []
-    done = 0
-    sent: tuple[int, int] | None = None  # the page in flight: its request, the rows it took
+    sent: tuple[int, int] | None = None  # the page in flight: its request, the rows read
 
-    def answered(request_id: int, took: int) -> None:
-        nonlocal done
+    def answered(request_id: int, done: int) -> None:
         result: ImportResult = requests.result(request_id)
         report["written"] += result.written
         report["already"] += result.already
         refused.extend(result.refused)
         notes.extend(result.notes)
-        done += took
         progress(done)
 
-    for encoded, took in _trace_pages(rows, refused, settle):
+    for page in _paged(_encoded_lines(rows, refused, settle)):
+        encoded = '{"lines":[' + ",".join(line for line, _ in page) + "]}"
         if sent is not None:
             answered(*sent)
-        sent = (requests.send("memory.import", encoded=encoded), took)
+        sent = (requests.send("memory.import", encoded=encoded), page[-1][1])
     if sent is not None:
         answered(*sent)
     progress(len(rows))
@@ -136,17 +135,14 @@ def import_traces(requests: Requests, rows: list[Row], progress: Progress) -> di
     return {**report, "settled": settled, "refused": refused, "notes": notes}
 
 
-def _trace_pages(
+def _encoded_lines(
     rows: list[Row], refused: list[Any], settle: list[dict[str, Any]]
-) -> Iterator[tuple[str, int]]:
-    """The ``memory.import`` params of consecutive pages of ``rows`` (at most BATCH_LINES
-    lines and about BATCH_BYTES of JSON), as JSON text, each with how many rows it took.
-    Each line is parsed and encoded once; a line refused here goes to ``refused``, and
-    the status a line was exported with, to ``settle``."""
-    page: list[str] = []
-    size = took = 0
-    for number, raw in rows:
-        took += 1
+) -> Iterator[tuple[tuple[str, int], int]]:
+    """Each line of ``rows`` that may be sent, as the JSON text of its ``memory.import``
+    item with how many rows are read once it is, and that text's size. Each line is
+    parsed and encoded once; a line refused here goes to ``refused``, and the status a
+    line was exported with, to ``settle``."""
+    for read, (number, raw) in enumerate(rows, 1):
         value, problem = json_line(raw)
         if problem is None and not isinstance(value, dict):
             problem = f"not a trace object but a JSON {_json_type(value)}"
@@ -164,13 +160,7 @@ def _trace_pages(
         status, trace_id = value.get("status"), value.get("id")
         if status in ("fulfilled", "superseded") and isinstance(trace_id, str):
             settle.append({"line": number, "id": trace_id, "status": status})
-        if page and (len(page) >= BATCH_LINES or size + length + 1 > BATCH_BYTES):
-            yield '{"lines":[' + ",".join(page) + "]}", took - 1
-            page, size, took = [], 0, 1
-        page.append(encoded)
-        size += length + 1
-    if page:
-        yield '{"lines":[' + ",".join(page) + "]}", took
+        yield (encoded, read), length + 1
 
 
 def verify_ledger(
@@ -289,10 +279,15 @@ def import_source(
 
 def batches(items: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
     """Consecutive runs of at most BATCH_LINES items and about BATCH_BYTES of JSON."""
-    batch: list[dict[str, Any]] = []
+    return _paged((item, len(json.dumps(item, ensure_ascii=False).encode()) + 1) for item in items)
+
+
+def _paged(sized: Iterable[tuple[T, int]]) -> Iterator[list[T]]:
+    """Consecutive runs of at most BATCH_LINES of the items of ``sized`` (each with its
+    size in bytes) and about BATCH_BYTES in all, taken from it as they are needed."""
+    batch: list[T] = []
     size = 0
-    for item in items:
-        length = len(json.dumps(item, ensure_ascii=False).encode()) + 1
+    for item, length in sized:
         if batch and (len(batch) >= BATCH_LINES or size + length > BATCH_BYTES):
             yield batch
             batch, size = [], 0
