@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import functools
+import inspect
 import itertools
 import json
 import signal
@@ -48,7 +49,7 @@ STEPS = (
 def stamped(steps: list[tuple[str, int]], method: Callable[..., Any], into: str, out: str) -> Any:
     """``method`` that appends ``(step, ns)`` on entry and on return."""
     clock = time.perf_counter_ns
-    if hasattr(method, "__code__") and method.__code__.co_flags & 0x80:  # a coroutine
+    if inspect.iscoroutinefunction(method):
 
         @functools.wraps(method)
         async def waited(*args: Any, **kwargs: Any) -> Any:
