@@ -51,6 +51,8 @@ class Events:
 
     def changed(self, outcomes: Sequence[Outcome | Applied]) -> None:
         """Publish ``memory.changed`` for every trace a durable batch changed."""
+        if not self._subscribers:
+            return  # an import's page is hundreds of traces, most often heard by no one
         for outcome in outcomes:
             if isinstance(outcome, Written):
                 for trace_id, status in changes(outcome):

@@ -139,7 +139,8 @@ class Writer:
             for pending in queued:
                 await self._send_now(pending)
             for pending in queued:
-                await pending.done.wait()
+                if not pending.done.is_set():  # waiting on a set event is a round of the loop
+                    await pending.done.wait()
         for pending in queued:
             if pending.error is not None:
                 raise pending.error
