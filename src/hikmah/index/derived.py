@@ -352,10 +352,9 @@ def _add(
         screened=screened(trace),
     )
 
-    window = u32(docno // WINDOW)
-    mine = u32(docno)
-    for term in _index_terms(words, trace.tags):
-        snapshot.append_posting(term_key(dbs, term) + b"\x00" + window, mine)
+    window = b"\x00" + u32(docno // WINDOW)
+    keys = [term_key(dbs, term) + window for term in _index_terms(words, trace.tags)]
+    snapshot.append_postings(keys, u32(docno))
 
     if trace.claim_key is not None and trace.claim_value is not None:
         key = claim_key(dbs, trace.claim_key, docno)

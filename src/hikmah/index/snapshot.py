@@ -201,14 +201,21 @@ class Snapshot:
         else:
             self.txn.put(u32(number), rows.tobytes(), db=self.dbs.features)
 
-    def append_posting(self, key: bytes, docno: bytes) -> None:
-        """Add the document ``docno`` (4 bytes, big-endian) at the end of the posting list
-        ``key`` (under :meth:`hold_chunks`, at :meth:`write_back`)."""
+    def append_postings(self, keys: Iterable[bytes], docno: bytes) -> None:
+        """Add the document ``docno`` (4 bytes, big-endian) at the end of each posting
+        list of ``keys`` (under :meth:`hold_chunks`, at :meth:`write_back`)."""
         if self._chunks is not None:
-            self._appended.setdefault(key, []).append(docno)
+            appended = self._appended
+            for key in keys:
+                if (held := appended.get(key)) is None:
+                    appended[key] = [docno]
+                else:
+                    held.append(docno)
             return
-        old = self.txn.get(key, db=self.dbs.postings)
-        self.txn.put(key, docno if old is None else bytes(old) + docno, db=self.dbs.postings)
+        txn, postings = self.txn, self.dbs.postings
+        for key in keys:
+            old = txn.get(key, db=postings)
+            txn.put(key, docno if old is None else bytes(old) + docno, db=postings)
 
     def hold_chunks(self) -> None:
         """Keep the feature chunks and posting lists this write transaction changes until
