@@ -36,7 +36,10 @@ from tests.harness.sockets import wait_for_socket
 
 WARM = 200  # writes left out of the figures
 # (class path, method, step stamped on entry, step stamped on return), in a write's order
-STEPS = (
+Steps = tuple[tuple[str, str, str, str], ...]
+# What replaces a method, given it.
+Wrap = Callable[[Callable[..., Any]], Any]
+STEPS: Steps = (
     ("hikmahd.connection.Connection", "_handle", "frame read", "handled"),
     ("hikmahd.rpc.Dispatcher", "_call", "dispatched", "handler returned"),
     ("hikmahd.writer.Writer", "_commit", "writer's turn", "committed"),
@@ -72,36 +75,63 @@ def stamped(steps: list[tuple[str, int]], method: Callable[..., Any], into: str,
     return called
 
 
-def serve(argv: list[str], report: Path) -> None:
-    """Run hikmahd with every step stamped; write the gaps to ``report`` when it stops."""
+def serve_wrapped(
+    argv: list[str], wrappers: list[tuple[str, str, Wrap]], done: Callable[[], None]
+) -> None:
+    """Run hikmahd with ``argv``, each method ``name`` of the class at ``path`` replaced by
+    ``wrap(method)`` first; ``done()`` when it stops (SIGTERM)."""
     import importlib  # noqa: PLC0415 -- only the wrapped daemon needs these
 
     from hikmahd.__main__ import main  # noqa: PLC0415
 
-    steps: list[tuple[str, int]] = []
-    for path, name, into, out in STEPS:
+    for path, name, wrap in wrappers:
         module, _, cls = path.rpartition(".")
         owner = getattr(importlib.import_module(module), cls)
-        setattr(owner, name, stamped(steps, getattr(owner, name), into, out))
-
-    def write_report() -> None:
-        writes: list[list[tuple[str, int]]] = []
-        for step, at in steps:
-            if step == STEPS[0][2]:
-                writes.append([])
-            if writes:
-                writes[-1].append((step, at))
-        whole = [w for w in writes[WARM:] if len(w) == 2 * len(STEPS)]
-        gaps: dict[str, list[float]] = {}
-        for write in whole:
-            for (a, at_a), (b, at_b) in itertools.pairwise(write):
-                gaps.setdefault(f"{a} -> {b}", []).append((at_b - at_a) / 1000)
-        report.write_text(json.dumps({"writes": len(whole), "gaps_us": gaps}))
-
-    atexit.register(write_report)
+        setattr(owner, name, wrap(getattr(owner, name)))
+    atexit.register(done)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     sys.argv = ["hikmahd", *argv]
     main()
+
+
+def stamping(steps: list[tuple[str, int]], spec: Steps) -> list[tuple[str, str, Wrap]]:
+    """The wrappers that stamp each method of ``spec`` into ``steps``."""
+    return [
+        (path, name, lambda method, into=into, out=out: stamped(steps, method, into, out))
+        for path, name, into, out in spec
+    ]
+
+
+def split_at(steps: list[tuple[str, int]], first: str) -> list[list[tuple[str, int]]]:
+    """``steps`` split at each ``first`` step: a list for each request."""
+    split: list[list[tuple[str, int]]] = []
+    for step, at in steps:
+        if step == first:
+            split.append([])
+        if split:
+            split[-1].append((step, at))
+    return split
+
+
+def gaps(requests: list[list[tuple[str, int]]], unit_ns: float) -> dict[str, list[float]]:
+    """The time between each step of a request and the next (``a -> b``), in ``unit_ns``."""
+    found: dict[str, list[float]] = {}
+    for request in requests:
+        for (a, at_a), (b, at_b) in itertools.pairwise(request):
+            found.setdefault(f"{a} -> {b}", []).append((at_b - at_a) / unit_ns)
+    return found
+
+
+def serve(argv: list[str], report: Path) -> None:
+    """Run hikmahd with every step stamped; write the gaps to ``report`` when it stops."""
+    steps: list[tuple[str, int]] = []
+
+    def write_report() -> None:
+        writes = split_at(steps, STEPS[0][2])
+        whole = [w for w in writes[WARM:] if len(w) == 2 * len(STEPS)]
+        report.write_text(json.dumps({"writes": len(whole), "gaps_us": gaps(whole, 1e3)}))
+
+    serve_wrapped(argv, stamping(steps, STEPS), write_report)
 
 
 def measure(seconds: float, extra: list[str]) -> None:
@@ -138,12 +168,19 @@ def measure(seconds: float, extra: list[str]) -> None:
         print(f"  {gap:50s} median {median:8.1f}  mean {mean:8.1f}")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=5.0)
-    parser.add_argument("--unsafe-no-sync", action="store_true", help="the daemon's LMDB unsynced")
+def serving_parser(doc: str) -> argparse.ArgumentParser:
+    """The arguments of a script that is also the daemon it wraps: run as
+    ``SCRIPT --serve REPORT -- DAEMON-ARGS`` by itself."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("daemon", nargs="*", help=argparse.SUPPRESS)
+    return parser
+
+
+def main() -> None:
+    parser = serving_parser(__doc__)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--unsafe-no-sync", action="store_true", help="the daemon's LMDB unsynced")
     args = parser.parse_args()
     if args.serve is not None:
         serve(args.daemon, args.serve)
