@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.harness.daemon import Running
 from tests.harness.environment import clean_env
 from tests.harness.sync_engines import wait_until
@@ -171,7 +173,25 @@ def converged(devices: tuple[Device, ...], step: Callable[[], None] = lambda: No
 
 
 def settle(devices: tuple[Device, ...], step: Callable[[], None], timeout: float = 60) -> float:
-    """Wait until every device shows the same memory (``step``: one round of the engine)."""
+    """Wait until every device shows the same memory (``step``: one round of the engine);
+    when they never do, the failure says what each one shows and logged."""
     began = time.monotonic()
-    wait_until(lambda: converged(devices, step), timeout, "the devices to converge", step=0.1)
+    try:
+        wait_until(lambda: converged(devices, step), timeout, "the devices to converge", step=0.1)
+    except pytest.fail.Exception:
+        states = "\n".join(_state(device) for device in devices)
+        pytest.fail(
+            f"timed out after {timeout:.0f} s waiting for the devices to converge:\n{states}"
+        )
     return time.monotonic() - began
+
+
+def _state(device: Device, lines: int = 20) -> str:
+    """A device's traces, sync status and the end of its daemon's log, for a failure."""
+    try:
+        shown = f"{len(device.memory()[0])} traces; sync.status {device.call('sync.status')}"
+    except Exception as exc:  # a daemon that stopped answering says so here
+        shown = f"no answer: {exc!r}"
+    log = device.running.log
+    tail = log.read_text(errors="replace").splitlines()[-lines:] if log.exists() else []
+    return "\n".join([f"--- {device.name}: {shown}", *tail])
