@@ -101,8 +101,9 @@ def measure(corpus: Path, wanted: str, seconds: float) -> None:
         daemon.wait()
     graph = f"{channel['graph']} of {channel['vectors']} vectors in the graph"
     print(f"{chosen.name!r}: {len(times)} recalls, p50 {statistics.median(times):.2f} ms; {graph}")
+    durations = json.loads(report.read_text())
     for _, _, part in PARTS:
-        found = json.loads(report.read_text()).get(part, [])
+        found = durations.get(part, [])
         kept = found[len(found) // 4 :]
         if kept:
             print(f"  {part:40s} median {statistics.median(kept) / 1e6:6.2f} ms")

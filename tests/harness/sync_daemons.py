@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.harness.daemon import Running
 from tests.harness.environment import clean_env
 from tests.harness.sync_engines import wait_until
@@ -176,13 +174,13 @@ def settle(devices: tuple[Device, ...], step: Callable[[], None], timeout: float
     """Wait until every device shows the same memory (``step``: one round of the engine);
     when they never do, the failure says what each one shows and logged."""
     began = time.monotonic()
-    try:
-        wait_until(lambda: converged(devices, step), timeout, "the devices to converge", step=0.1)
-    except pytest.fail.Exception:
-        states = "\n".join(_state(device) for device in devices)
-        pytest.fail(
-            f"timed out after {timeout:.0f} s waiting for the devices to converge:\n{states}"
-        )
+    wait_until(
+        lambda: converged(devices, step),
+        timeout,
+        "the devices to converge",
+        step=0.1,
+        explain=lambda: "\n".join(_state(device) for device in devices),
+    )
     return time.monotonic() - began
 
 

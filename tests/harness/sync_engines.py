@@ -60,14 +60,22 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def wait_until(check: Callable[[], bool], timeout: float, what: str, step: float = 0.05) -> float:
-    """Poll ``check`` until it holds; the seconds it took. Fails the test after ``timeout``."""
+def wait_until(
+    check: Callable[[], bool],
+    timeout: float,
+    what: str,
+    step: float = 0.05,
+    explain: Callable[[], str] | None = None,
+) -> float:
+    """Poll ``check`` until it holds; the seconds it took. Fails the test after ``timeout``,
+    with what ``explain`` says then."""
     start = time.monotonic()
     while True:
         if check():
             return time.monotonic() - start
         if time.monotonic() - start > timeout:
-            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+            said = "" if explain is None else f":\n{explain()}"
+            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}{said}")
         time.sleep(step)
 
 

@@ -205,12 +205,8 @@ class Snapshot:
         """Add the document ``docno`` (4 bytes, big-endian) at the end of each posting
         list of ``keys`` (under :meth:`hold_chunks`, at :meth:`write_back`)."""
         if self._chunks is not None:
-            appended = self._appended
             for key in keys:
-                if (held := appended.get(key)) is None:
-                    appended[key] = [docno]
-                else:
-                    held.append(docno)
+                self._appended.setdefault(key, []).append(docno)
             return
         txn, postings = self.txn, self.dbs.postings
         for key in keys:
