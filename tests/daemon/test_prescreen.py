@@ -21,7 +21,7 @@ from hikmah.model import tokenizer
 from hikmah.model.secrets import fields
 from hikmah.model.tokenizer import terms
 from hikmahd import prescreen
-from hikmahd.prescreen import Prescreen, verdicts
+from hikmahd.prescreen import Part, Prescreen, verdicts
 from tests.harness.daemon import Running
 
 GITHUB = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
@@ -30,7 +30,13 @@ LEAKED = f"ci pushes with the token {GITHUB} from the runner"
 
 
 def test_the_verdicts_are_the_terms_or_none_for_a_credential() -> None:
-    assert verdicts([CLEAR, LEAKED, "the of and"]) == [sorted(terms(CLEAR)), None, []]
+    assert verdicts(Part([CLEAR, LEAKED, "the of and"], terms=True)) == [
+        sorted(terms(CLEAR)),
+        None,
+        [],
+    ]
+    # Ids: found clear or not, no terms.
+    assert verdicts(Part(["tr_0193a1b2c3d4e5f6a7b8c9", GITHUB], terms=False)) == [[], None]
 
 
 def workers(pid: int | None = None) -> list[int]:
@@ -65,13 +71,16 @@ async def test_the_worker_fills_the_memos_with_what_it_found_clear_only() -> Non
         assert not screen.ready()  # asking starts it, for the pages to come
         await _until(screen.ready)
         texts = [f"{CLEAR} {n}" for n in range(150)] + [LEAKED]
-        await screen.check(texts)
-        assert all(text in fields._vouched for text in texts[:-1])
-        assert LEAKED not in fields._vouched
+        ids = [f"tr_{n:022x}" for n in range(150)] + [GITHUB]
+        await screen.check(texts, ids)
+        assert all(text in fields._vouched for text in texts[:-1] + ids[:-1])
+        assert LEAKED not in fields._vouched and GITHUB not in fields._vouched
         assert tokenizer._primed[texts[0]] == terms(texts[0])
         assert LEAKED not in tokenizer._primed
-        screen.forget(texts)  # the page done: nothing of it stays in memory
-        assert not any(text in fields._vouched or text in tokenizer._primed for text in texts)
+        assert not any(i in tokenizer._primed for i in ids)  # an id is vouched for, no more
+        screen.forget(texts + ids)  # the page done: nothing of it stays in memory
+        everything = texts + ids
+        assert not any(t in fields._vouched or t in tokenizer._primed for t in everything)
         nursery.cancel_scope.cancel()
     assert not workers()  # ended with its owner
 
@@ -122,13 +131,16 @@ async def test_a_worker_that_cannot_start_is_tried_again_only_after_a_while(
     assert all(b - a >= 0.9 * prescreen.RETRY_S for a, b in itertools.pairwise(times))
 
 
-def page(first: int, count: int, leaked_at: int | None = None) -> list[dict[str, Any]]:
+def page(
+    first: int, count: int, leaked_at: int | None = None, id_leaked_at: int | None = None
+) -> list[dict[str, Any]]:
     return [
         {
             "line": first + i,
             "trace": {
                 "kind": "observation",
                 "content": LEAKED if first + i == leaked_at else f"{CLEAR} {first + i}",
+                "id": GITHUB if first + i == id_leaked_at else f"tr_{first + i:022x}",
             },
         }
         for i in range(count)
@@ -150,12 +162,15 @@ def test_an_import_shared_with_the_worker_refuses_the_credential_and_writes_the_
             time.sleep(0.05)
         assert daemon_workers(words_daemon), "a large page starts the checking worker"
         time.sleep(1)  # it imports the detector, then serves
-        second = conn.call("memory.import", lines=page(301, 400, leaked_at=650))
+        second = conn.call("memory.import", lines=page(301, 400, leaked_at=650, id_leaked_at=680))
+    assert second["written"] == 398
+    assert [r["line"] for r in second["refused"]] == [650, 680]
+    assert second["refused"][1]["reason"].startswith("id looks like it holds a credential")
     for result, leaked, count in ((first, 7, 300), (second, 650, 400)):
-        assert result["written"] == count - 1
-        [refused] = result["refused"]
-        assert refused["line"] == leaked
-        assert "credential" in refused["reason"] and GITHUB not in refused["reason"]
+        assert result["written"] == count - 1 - (result is second)
+        assert result["refused"][0]["line"] == leaked
+        for refused in result["refused"]:
+            assert "credential" in refused["reason"] and GITHUB not in refused["reason"]
     found = words_daemon.call("memory.recall", query="billing gateway fridays 650", limit=50)
     assert all(GITHUB not in r["trace"]["content"] for r in found["results"])
     [worker] = daemon_workers(words_daemon)

@@ -15,9 +15,9 @@ same connection's next page only so as not to read the file again.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import msgspec
 import trio
@@ -49,7 +49,7 @@ from hikmah.model.wire.transfer import (
     RecordRefusal,
     SourceRefusal,
 )
-from hikmah.rules.operations import Operation, Outcome, Remember, Written
+from hikmah.rules.operations import Operation, Remember, Written
 from hikmah.rules.writes import payloads_for
 
 from ..context import Context
@@ -59,14 +59,16 @@ from .asof import reading
 
 registry = Registry()
 
-# A page of at least this many writes is shared with the checking worker, from the
-# AHEAD-th on.
+# A page of at least this many writes is shared with the checking worker; when its
+# operations are made before the worker hears of it, from the AHEAD-th on.
 SHARED_PAGE = 128
 AHEAD = 32
+YIELD_EVERY = 64  # lines an import page reads between turns of the event loop
 # A page of export stays well under the 1 MiB frame limit (one trace larger than
 # this still goes out alone: it came in through a frame of at most 1 MiB).
 EXPORT_PAGE_BYTES = 512 * 1024
 _ENCODER = msgspec.json.Encoder()
+T = TypeVar("T")
 
 
 @registry.blocking("memory.export")
@@ -96,26 +98,40 @@ def export(ctx: Context, params: ExportParams) -> ExportResult:
 @registry.method("memory.import")
 async def import_(ctx: Context, params: ImportParams) -> ImportResult:
     """Write JSON Lines trace objects like any write; idempotent by trace id."""
+    lines = params.lines
+    if not _shares(ctx, len(lines)):
+        return await _import(ctx, params, shared=False)
+    # The worker checks the page's ids and contents from before its first line is read.
+    contents, ids = transfer.line_texts(item.trace for item in lines)
+    return await _alongside_worker(ctx, contents, ids, lambda: _import(ctx, params, shared=True))
+
+
+async def _import(ctx: Context, params: ImportParams, *, shared: bool) -> ImportResult:
+    """:func:`import_`; with ``shared``, the checking worker checks the page meanwhile."""
+    session = ctx.session
     refused: list[LineRefusal] = []
     notes: list[LineNote] = []
     planned: list[tuple[int, Operation]] = []
-    for item in params.lines:
+    for number, item in enumerate(params.lines):
+        if shared and number % YIELD_EVERY == 0:
+            # The page's texts go to the worker first, its answers to the memos later.
+            await trio.lowlevel.checkpoint()
         try:
-            operation, note = transfer.trace_operation(item.trace, session=ctx.session)
+            operation, note = transfer.trace_operation(item.trace, session=session)
         except HikmahError as exc:
             refused.append(LineRefusal(line=item.line, reason=str(exc)))
             continue
         planned.append((item.line, operation))
         if note is not None:
             notes.append(LineNote(line=item.line, note=note))
-    applied = await _apply(ctx, planned)
+    applied = await _apply(ctx, planned, checked=shared)
     refused += [LineRefusal(line=line, reason=reason) for line, reason in applied.refused]
 
     settled = 0
     fulfils: list[tuple[int, Operation]] = []
     for due in params.settle:
         found = ctx.services.store.read(queries.lookup, due.id)
-        action = transfer.settle(due.id, due.status, found, session=ctx.session)
+        action = transfer.settle(due.id, due.status, found, session=session)
         if action is None:
             settled += int(found is not None)
         elif isinstance(action, str):
@@ -318,8 +334,11 @@ class _Applied:
         self.refused: list[tuple[int, str]] = []
 
 
-async def _apply(ctx: Context, planned: Sequence[tuple[int, Operation]]) -> _Applied:
-    """Submit operations in their order; skip what an earlier import did already."""
+async def _apply(
+    ctx: Context, planned: Sequence[tuple[int, Operation]], *, checked: bool = False
+) -> _Applied:
+    """Submit operations in their order; skip what an earlier import did already.
+    ``checked``: the checking worker has their contents already."""
     done = _Applied()
     todo: list[tuple[int, Operation]] = []
     with ctx.services.store.snapshot() as snapshot:
@@ -329,7 +348,16 @@ async def _apply(ctx: Context, planned: Sequence[tuple[int, Operation]]) -> _App
                 done.already += 1
             else:
                 todo.append((line, operation))
-    outcomes = await _submit(ctx, [operation for _, operation in todo])
+    operations = [operation for _, operation in todo]
+    writer = ctx.services.writer
+    if checked or not _shares(ctx, len(operations)):
+        outcomes = await writer.submit_all(operations, person=ctx.person)
+    else:
+        # The writer is past the first few before the worker's first answer comes.
+        ahead = [op.draft.content for op in operations[AHEAD:] if isinstance(op, Remember)]
+        outcomes = await _alongside_worker(
+            ctx, ahead, (), lambda: writer.submit_all(operations, person=ctx.person)
+        )
     for (line, _), outcome in zip(todo, outcomes, strict=True):
         if isinstance(outcome, Written):
             done.written += 1
@@ -340,21 +368,32 @@ async def _apply(ctx: Context, planned: Sequence[tuple[int, Operation]]) -> _App
     return done
 
 
-async def _submit(ctx: Context, operations: list[Operation]) -> list[Outcome]:
-    """Submit ``operations`` together, every outcome in order. The contents of a large
-    page go to the checking worker (:mod:`hikmahd.prescreen`) at the same time: the
-    writer applies the page as one batch and finds checked, in the kernel's memos, the
-    contents the worker got to before it; the rest it checks itself."""
-    writer, prescreen = ctx.services.writer, ctx.services.prescreen
-    if len(operations) < SHARED_PAGE or not prescreen.ready():
-        return await writer.submit_all(operations, person=ctx.person)
-    # The writer is past the first few before the worker's first answer comes.
-    ahead = [op.draft.content for op in operations[AHEAD:] if isinstance(op, Remember)]
+def _shares(ctx: Context, size: int) -> bool:
+    """Whether a page of ``size`` writes is shared with the checking worker
+    (:mod:`hikmahd.prescreen`); asking starts it for the pages to come."""
+    return size >= SHARED_PAGE and ctx.services.prescreen.ready()
+
+
+async def _alongside_worker(
+    ctx: Context, texts: Sequence[str], ids: Sequence[str], work: Callable[[], Awaitable[T]]
+) -> T:
+    """``await work()`` while the checking worker checks ``ids``, then ``texts``: what it
+    finds clear is in the kernel's memos when the import's id check and the writer reach
+    it, and what they reach first they check themselves. What the memos still hold of
+    them is dropped once ``work`` is done: no text stays in memory longer than its page."""
+    prescreen = ctx.services.prescreen
+    done: list[T] = []
+    failure: Exception | None = None
     try:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(prescreen.check, ahead)
-            outcomes = await writer.submit_all(operations, person=ctx.person)
+            nursery.start_soon(prescreen.check, texts, ids)
+            try:
+                done.append(await work())
+            except Exception as exc:  # raised as it is, not in the nursery's group
+                failure = exc
             nursery.cancel_scope.cancel()  # what the writer is past is of no use any more
     finally:
-        prescreen.forget(ahead)
-    return outcomes
+        prescreen.forget([*ids, *texts])
+    if failure is not None:
+        raise failure
+    return done[0]

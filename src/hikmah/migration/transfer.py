@@ -52,6 +52,7 @@ from hikmah.rules.operations import Fulfill, Operation, Purge, Remember
 # Ids are echoed in reports and error messages, so they must look like ids
 # (the detector runs on them too: a credential pasted as an id is refused).
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
+_ID_FIELDS = ("id", "supersedes", "fulfills")  # of a trace line; and provenance.evidence
 _ENUM_VALUE = re.compile(r"Invalid enum value .*? - at")
 
 
@@ -92,7 +93,9 @@ class Planned(NamedTuple):
 
 
 def trace_operation(line: Any, *, session: AgentSession | None = None) -> Planned:
-    """The write one JSON Lines trace object asks for.
+    """The write one JSON Lines trace object asks for. Its id fields are checked for
+    their shape here; the write rules refuse the operation when one holds a credential
+    (:func:`hikmah.rules.writes.build_trace`), before anything names them.
 
     Args:
         line: the decoded line (a JSON object).
@@ -104,7 +107,6 @@ def trace_operation(line: Any, *, session: AgentSession | None = None) -> Planne
     Raises:
         InvalidInput: the line is not a trace object (the message names the field,
             never its value), or its status is ``purged``.
-        SecretDetected: an id-like field holds a credential.
     """
     try:
         found = msgspec.convert(line, ImportedTrace, strict=True)
@@ -115,7 +117,7 @@ def trace_operation(line: Any, *, session: AgentSession | None = None) -> Planne
     if found.created_at is not None and found.created_at < 0:
         raise InvalidInput("created_at must be epoch milliseconds, not before 1970")
     provenance = found.provenance
-    _check_ids(
+    _check_shapes(
         ("id", found.id),
         ("supersedes", found.supersedes),
         ("fulfills", found.fulfills),
@@ -137,6 +139,26 @@ def trace_operation(line: Any, *, session: AgentSession | None = None) -> Planne
             " Hikmah records a trace as observed when it was created"
         )
     return Planned(operation, note)
+
+
+def line_texts(lines: Iterable[Any]) -> tuple[list[str], list[str]]:
+    """The contents and the id fields of the JSON Lines trace objects ``lines`` (what
+    is text where it should be), for the credential detector to see ahead of the write
+    rules."""
+    contents: list[str] = []
+    ids: list[str] = []
+    for line in lines:
+        if not isinstance(line, dict):
+            continue
+        if isinstance(content := line.get("content"), str):
+            contents.append(content)
+        ids += [v for v in (line.get(k) for k in _ID_FIELDS) if isinstance(v, str)]
+        provenance = line.get("provenance")
+        if isinstance(provenance, dict) and isinstance(
+            evidence := provenance.get("evidence"), list
+        ):
+            ids += [e for e in evidence if isinstance(e, str)]
+    return contents, ids
 
 
 def settle(
@@ -468,6 +490,15 @@ def _check_ids(*fields: tuple[str, str | None]) -> None:
         SecretDetected, InvalidInput: naming the field, never echoing it.
     """
     check_fields(fields)
+    _check_shapes(*fields)
+
+
+def _check_shapes(*fields: tuple[str, str | None]) -> None:
+    """Refuse id fields that are not id-shaped.
+
+    Raises:
+        InvalidInput: naming the field, never echoing it.
+    """
     for name, value in fields:
         if value is not None and not _ID.fullmatch(value):
             raise InvalidInput(

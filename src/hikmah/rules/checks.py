@@ -165,6 +165,10 @@ def _writer_fields(trace: Trace) -> Iterator[tuple[str, str | None]]:
     yield "content", trace.content
     for index, tag in enumerate(trace.tags):
         yield f"tags[{index}]", tag
+    yield "supersedes", trace.supersedes
+    yield "fulfills", trace.fulfills
+    for index, evidence in enumerate(trace.provenance.evidence):
+        yield f"provenance.evidence[{index}]", evidence
     yield "claim_key", trace.claim_key
     yield "claim_value", trace.claim_value
     yield "source", trace.provenance.source

@@ -276,6 +276,8 @@ def build_trace(
         InvalidInput, SecretDetected, ProvenanceRefused, AgentRestricted,
         NotFound, ConflictError, PolicyError: the first rule the draft breaks.
     """
+    if trace_id is not None:  # kept from an import: the writer's text like the rest
+        check_fields((("id", trace_id),))
     check_size(draft.content, policy.max_trace_bytes)
     if draft.kind == "prediction" and not allow_prediction:
         raise InvalidInput("kind prediction is written with predict, which records the forecast")
