@@ -137,7 +137,12 @@ def doc_terms(trace: Trace) -> list[str]:
 def _index_terms(words: Iterable[str], tags: Iterable[str]) -> list[str]:
     """:func:`doc_terms` of a trace whose content has the terms ``words``."""
     found = [*words, *(TAG_PREFIX + tag for tag in tags)]
-    return [term for term in found if len(term.encode()) + 5 <= MAX_KEY]
+    return [t for t in found if len(t) <= _ALWAYS_FITS or len(t.encode()) + 5 <= MAX_KEY]
+
+
+# A term of at most this many characters fits a key whatever they are (UTF-8 spends at
+# most four bytes on one): only a longer one is encoded to be measured.
+_ALWAYS_FITS = (MAX_KEY - 5) // 4
 
 
 # --- the trace index: documents, features, postings, claims, deadlines, links ------------
