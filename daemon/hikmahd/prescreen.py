@@ -199,7 +199,7 @@ async def _answer(
     replies: AsyncIterator[bytes], awaited: trio.MemoryReceiveChannel[Request]
 ) -> None:
     """Hand each of the worker's lines to the part it answers, the oldest asked (it
-    answers in order); a part whose asker gave up is answered to nobody."""
+    answers in order); a part whose asker gave up is not even decoded."""
     async for line in replies:
         try:
             part, reply_to = awaited.receive_nowait()
@@ -208,11 +208,12 @@ async def _answer(
         except trio.EndOfChannel:
             return  # the daemon stops asking
         with reply_to:
+            if not reply_to.statistics().open_receive_channels:
+                continue  # its asker gave up (the writer is past those lines): not read
             found = _VERDICTS.decode(line)
             if len(found) != len(part.texts):
                 raise EOFError("the worker answered for other texts")
-            with contextlib.suppress(trio.BrokenResourceError):
-                reply_to.send_nowait(found)
+            reply_to.send_nowait(found)
 
 
 def verdicts(part: Part) -> Verdicts:
