@@ -83,13 +83,16 @@ _LINE_DECODER = msgspec.json.Decoder(_Line)
 # --- records -------------------------------------------------------------------------
 
 
-def encode_record(seq: int, prev_hash: str, payload: bytes) -> Record:
+def encode_record(seq: int, prev_hash: str, payload: bytes, *, made: bool = False) -> Record:
     """Build a version-2 record.
 
     Args:
         seq: Sequence number, from 1.
         prev_hash: The previous record's hash, or ``GENESIS`` for seq 1.
         payload: The payload as compact JSON object bytes.
+        made: ``payload`` is the payload encoder's output for a payload the caller
+            made (compact UTF-8 JSON by construction) and ``prev_hash`` the last
+            record's: neither is checked again (a live write's ledger append).
 
     Returns:
         The record; ``line`` holds no trailing newline.
@@ -99,17 +102,8 @@ def encode_record(seq: int, prev_hash: str, payload: bytes) -> Record:
     """
     if seq < 1:
         raise LedgerError(f"cannot encode a ledger record with seq {seq}: seq starts at 1")
-    if prev_hash != GENESIS and not _HEX64.fullmatch(prev_hash):
-        raise LedgerError(f"cannot encode seq {seq}: previous hash is not GENESIS or a hex hash")
-    # The payload must be exactly what a decoder would slice out of the line,
-    # or the hash written here would not be the hash read back.
-    if payload != payload.strip() or not payload.startswith(b"{"):
-        raise LedgerError(f"cannot encode seq {seq}: the payload must be a bare JSON object")
-    try:
-        payload.decode("utf-8")
-        msgspec.json.decode(payload, type=msgspec.Raw)
-    except (UnicodeDecodeError, msgspec.DecodeError) as exc:
-        raise LedgerError(f"cannot encode seq {seq}: the payload is not valid JSON") from exc
+    if not made:
+        _check_parts(seq, prev_hash, payload)
     digest = _hash_v2(seq, prev_hash, payload)
     line = b"".join(
         (
@@ -125,6 +119,25 @@ def encode_record(seq: int, prev_hash: str, payload: bytes) -> Record:
         )
     )
     return Record(seq=seq, prev_hash=prev_hash, version=2, payload=payload, hash=digest, line=line)
+
+
+def _check_parts(seq: int, prev_hash: str, payload: bytes) -> None:
+    """Refuse what would make a record that does not read back as written.
+
+    Raises:
+        LedgerError: On a bad prev_hash or payload.
+    """
+    if prev_hash != GENESIS and not _HEX64.fullmatch(prev_hash):
+        raise LedgerError(f"cannot encode seq {seq}: previous hash is not GENESIS or a hex hash")
+    # The payload must be exactly what a decoder would slice out of the line,
+    # or the hash written here would not be the hash read back.
+    if payload != payload.strip() or not payload.startswith(b"{"):
+        raise LedgerError(f"cannot encode seq {seq}: the payload must be a bare JSON object")
+    try:
+        payload.decode("utf-8")
+        msgspec.json.decode(payload, type=msgspec.Raw)
+    except (UnicodeDecodeError, msgspec.DecodeError) as exc:
+        raise LedgerError(f"cannot encode seq {seq}: the payload is not valid JSON") from exc
 
 
 def decode_record(line: bytes) -> Record:

@@ -459,7 +459,7 @@ class Store:
                     data = PAYLOAD_ENCODER.encode(payload)
                     if person is not None and person_only(plain):
                         data = attest(person, data)
-                    record = encode_record(seq + 1, prev, data)
+                    record = encode_record(seq + 1, prev, data, made=True)
                     if not txn.put(
                         SEQ.pack(record.seq), record.line, db=self.dbs.ledger, append=True
                     ):
