@@ -114,10 +114,6 @@ REGISTRIES = tuple(
 # How long after the daemon takes connections its background work starts (the first
 # answers after a start come within a tenth of a second).
 SETTLE_S = 0.15
-# The cyclic collector looks at the youngest objects after this many new ones (Python's
-# default, 700, is for small programs: a bulk import's page makes tens of thousands);
-# its older generations follow every tenth look, so they are walked less often too.
-YOUNG_COLLECTION = 5000
 # How long in-flight replies may take once a stop was asked for.
 STOP_GRACE_S = 2.0
 IDLE_SWEEP_S = 60.0
@@ -498,12 +494,12 @@ class DataDirLock:
 
 def settle_collector() -> None:
     """Keep the cyclic garbage collector off what lives as long as the daemon: the
-    modules, the store and what opening it read are frozen (never walked again), and it
-    looks at new objects less often. Its time in a 100k import went from about 1.1 to
-    0.5 s of 17 s (docs/performance.md, "Bulk import"). No collection comes first: it
-    would hold the first answers for about 15 ms, and finds a few dozen objects."""
+    modules, the store and what opening it read are frozen, never walked again by a
+    full collection. Its time in a 100k import went from about 1.1 to 0.65 s. No
+    collection comes first: it would hold the first answers for about 15 ms, and finds
+    a few dozen objects. How often it collects stays Python's: a reference cycle that
+    holds a resource (a read transaction's reader slot) lasts no longer than before."""
     gc.freeze()
-    gc.set_threshold(YOUNG_COLLECTION, *gc.get_threshold()[1:])
 
 
 def raise_descriptor_limit() -> None:

@@ -3,6 +3,7 @@ written before payloads carried their time, the vault, and what a person may wri
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import msgspec
@@ -127,3 +128,31 @@ def test_a_fulfilment_made_later_is_not_made_yet(store: Store) -> None:
         assert [e.trace.id for e in queries.commitments(then)] == [todo.id]
         assert queries.commitments(snapshot) == []
         assert then.overdue(NOW + 2 * DAY).tolist() == [0]
+
+
+def test_a_read_as_of_the_past_lets_its_transaction_go_at_once(store: Store) -> None:
+    """Nothing it builds holds it in a reference cycle: were it so, each read as of the
+    past would keep a reader slot until the cyclic collector ran, and a daemon answering
+    them back to back ran out of slots (126) after as many recalls."""
+    for n in range(3):
+        remember(store, f"the release train leaves on thursday {n}", tags=("release",))
+    query = RecallQuery(query="release train thursday", limit=10)
+
+    def slots() -> int:
+        return int(store.env.info()["num_readers"])
+
+    def read_as_of(seq: int) -> int:
+        with store.snapshot() as present:
+            then = as_of(present, seq, NOW + DAY)
+            found = recall(then, query, now_ms=NOW + DAY, policy=KernelPolicy())
+            return len(found) + len(queries.commitments(then))
+
+    gc.disable()
+    try:
+        read_as_of(2)
+        before = slots()
+        assert [read_as_of(seq) for seq in (1, 2, 3)] == [1, 2, 3]
+        assert slots() == before
+        assert not [o for o in gc.get_objects() if isinstance(o, Past)]
+    finally:
+        gc.enable()

@@ -104,7 +104,7 @@ class Past(Snapshot):
     @property
     def features(self) -> PastColumns:
         if self._columns is None:
-            self._columns = PastColumns(self._present.features, self)
+            self._columns = PastColumns(self._present.features, self._present, self.point.seq)
         return self._columns
 
     def overdue(self, now_ms: int) -> npt.NDArray[np.uint32]:
@@ -188,26 +188,25 @@ class Past(Snapshot):
         record = decode_record(bytes(line))
         return Head(seq=record.seq, hash=record.hash)
 
-    def revision(self, docno: int) -> tuple[float, int]:
-        """The ``feedback`` and ``pinned`` features of ``docno`` as of the point."""
-        cursor = self.txn.cursor(db=self.dbs.revisions)
-        found = (
-            cursor.prev()
-            if cursor.set_range(revision_key(docno, self.point.seq + 1))
-            else cursor.last()
-        )
-        if found and split_revision_key(bytes(cursor.key()))[0] == docno:
-            feedback, pinned = REVISION.unpack(bytes(cursor.value()))
-            return float(feedback), int(pinned)
-        return 0.0, 0
+
+def revision(snapshot: Snapshot, seq: int, docno: int) -> tuple[float, int]:
+    """The ``feedback`` and ``pinned`` features of ``docno`` as of record ``seq``."""
+    cursor = snapshot.txn.cursor(db=snapshot.dbs.revisions)
+    found = cursor.prev() if cursor.set_range(revision_key(docno, seq + 1)) else cursor.last()
+    if found and split_revision_key(bytes(cursor.key()))[0] == docno:
+        feedback, pinned = REVISION.unpack(bytes(cursor.value()))
+        return float(feedback), int(pinned)
+    return 0.0, 0
 
 
 class PastColumns(FeatureColumns):
     """The feature columns as of a :class:`Past` point: the present columns, with the
     state features (status, present, feedback, pinned) computed for what is asked."""
 
-    def __init__(self, present: FeatureColumns, past: Past) -> None:
-        self._present, self._past, self._seq = present, past, past.point.seq
+    def __init__(self, present: FeatureColumns, snapshot: Snapshot, seq: int) -> None:
+        # The present snapshot, not the Past one that holds these columns: no cycle
+        # keeps the read transaction (and its reader slot) alive after the read.
+        self._present, self._snapshot, self._seq = present, snapshot, seq
         written = present["seq_written"]
         self.size = int(np.searchsorted(written, self._seq, side="right"))
         self._whole: dict[str, npt.NDArray[Any]] = {}
@@ -257,5 +256,5 @@ class PastColumns(FeatureColumns):
         present = np.where(rows["seq_purged"] > seq, 0, rows["present"]).astype(np.uint8)
         feedback, pinned = rows["feedback"].copy(), rows["pinned"].copy()
         for i in np.flatnonzero(rows["seq_touched"] > seq):
-            feedback[i], pinned[i] = self._past.revision(int(docs[i]))
+            feedback[i], pinned[i] = revision(self._snapshot, seq, int(docs[i]))
         return {"status": status, "present": present, "feedback": feedback, "pinned": pinned}
