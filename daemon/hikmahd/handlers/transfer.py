@@ -378,9 +378,9 @@ async def _alongside_worker(
     ctx: Context, texts: Sequence[str], ids: Sequence[str], work: Callable[[], Awaitable[T]]
 ) -> T:
     """``await work()`` while the checking worker checks ``ids``, then ``texts``: what it
-    finds clear is in the kernel's memos when the import's id check and the writer reach
-    it, and what they reach first they check themselves. What the memos still hold of
-    them is dropped once ``work`` is done: no text stays in memory longer than its page."""
+    finds clear is in the kernel's memos when the writer's rules and index reach it, and
+    what they reach first they check themselves. What the memos still hold of them is
+    dropped once ``work`` is done: no text stays in memory longer than its page."""
     prescreen = ctx.services.prescreen
     done: list[T] = []
     failure: Exception | None = None
